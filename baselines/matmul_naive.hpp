@@ -1,0 +1,7 @@
+#pragma once
+#include "common/operations.hpp"
+
+namespace gpubench {
+// The textbook triple loop, one thread: the floor every other implementation beats.
+void matmul_naive_loop(const float* a, const float* b, float* c, MatmulShape shape);
+}  // namespace gpubench

@@ -1,0 +1,83 @@
+// RAII owners for device and pinned host memory, and a CUDA-event timer: no GPU study
+// leaks memory when an entry fails half-way.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "common/cuda_check.hpp"
+
+namespace gpubench {
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), bytes()));
+  }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return data_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  std::size_t count_;
+  T* data_ = nullptr;
+};
+
+// Page-locked host memory (cudaMallocHost): the copy engines read and write it directly.
+template <typename T>
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(std::size_t count) : count_(count) {
+    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), bytes()));
+  }
+  ~PinnedBuffer() { cudaFreeHost(data_); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  T* get() const { return data_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  std::size_t count_;
+  T* data_ = nullptr;
+};
+
+// Times work on the legacy default stream between start() and stop() with CUDA events,
+// so the time is the GPU's, not the host's launch loop.
+class EventTimer {
+ public:
+  EventTimer() {
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  void start() { CUDA_CHECK(cudaEventRecord(start_, 0)); }
+  // Waits for the work and returns its duration in seconds.
+  double stop_seconds() {
+    CUDA_CHECK(cudaEventRecord(stop_, 0));
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+// Free device memory now, for checking that a configuration fits before allocating it.
+std::size_t device_free_bytes();
+
+}  // namespace gpubench

@@ -1,0 +1,23 @@
+#include "common/random.hpp"
+
+#include <random>
+
+namespace gpubench {
+
+std::vector<float> random_uniform(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = uniform(engine);
+  return values;
+}
+
+std::uint64_t configuration_seed(std::uint64_t configuration, std::uint64_t operand) {
+  // splitmix64 finaliser: nearby configurations get unrelated streams.
+  std::uint64_t z = configuration * 0x9E3779B97F4A7C15ull + operand + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace gpubench

@@ -1,0 +1,17 @@
+// Random inputs: studies never time zeros or constants, which change power draw,
+// clocks and sometimes the code path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gpubench {
+
+// Values uniform in [-1, 1), reproducible from the seed.
+std::vector<float> random_uniform(std::size_t count, std::uint64_t seed);
+
+// A seed that differs between configurations and between the operands of one.
+std::uint64_t configuration_seed(std::uint64_t configuration, std::uint64_t operand);
+
+}  // namespace gpubench

@@ -1,0 +1,44 @@
+#include "common/reference.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace gpubench {
+namespace {
+
+std::vector<int> reference_rows(MatmulShape shape, ReferencePolicy policy, std::uint64_t seed) {
+  std::vector<int> rows(shape.m);
+  std::iota(rows.begin(), rows.end(), 0);
+  if (shape.flop() <= policy.max_full_flop || policy.sampled_rows >= shape.m) return rows;
+  std::mt19937_64 engine(seed);
+  std::shuffle(rows.begin(), rows.end(), engine);
+  rows.resize(policy.sampled_rows);
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+}  // namespace
+
+MatmulReference matmul_reference_fp64(const float* a, const float* b, MatmulShape shape,
+                                      ReferencePolicy policy, std::uint64_t seed) {
+  MatmulReference ref;
+  ref.shape = shape;
+  ref.rows = reference_rows(shape, policy, seed);
+  const int rows = static_cast<int>(ref.rows.size());
+
+  std::vector<double> a64(static_cast<std::size_t>(rows) * shape.k);
+  for (int r = 0; r < rows; ++r) {
+    const float* src = a + static_cast<std::size_t>(ref.rows[r]) * shape.k;
+    std::copy(src, src + shape.k, a64.begin() + static_cast<std::size_t>(r) * shape.k);
+  }
+  const std::vector<double> b64(b, b + shape.b_elements());
+  ref.values.assign(static_cast<std::size_t>(rows) * shape.n, 0.0);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, shape.n, shape.k, 1.0,
+              a64.data(), shape.k, b64.data(), shape.n, 0.0, ref.values.data(), shape.n);
+  return ref;
+}
+
+}  // namespace gpubench

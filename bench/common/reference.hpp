@@ -1,0 +1,32 @@
+// FP64 reference results computed on the CPU from the same FP32 inputs an
+// implementation was given.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/operations.hpp"
+
+namespace gpubench {
+
+struct MatmulReference {
+  MatmulShape shape{};
+  std::vector<int> rows;       // rows of C held here, ascending (all of them when affordable)
+  std::vector<double> values;  // rows.size() x shape.n, row-major
+
+  bool complete() const { return static_cast<int>(rows.size()) == shape.m; }
+};
+
+// Where the full FP64 product costs more than max_full_flop, only `sampled_rows` rows
+// chosen at random (from `seed`) are computed: every column is still checked, and a
+// fault confined to some row blocks is caught with high probability, not certainty.
+struct ReferencePolicy {
+  double max_full_flop = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  int sampled_rows = 256;
+};
+
+// C = A*B in FP64 (OpenBLAS DGEMM on upcast copies of the FP32 operands).
+MatmulReference matmul_reference_fp64(const float* a, const float* b, MatmulShape shape,
+                                      ReferencePolicy policy, std::uint64_t seed);
+
+}  // namespace gpubench

@@ -1,0 +1,111 @@
+#include "common/study_options.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+
+namespace gpubench {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, separator)) items.push_back(item);
+  if (!text.empty() && text.back() == separator) items.emplace_back();
+  return items;
+}
+
+long parse_integer(const std::string& text, const std::string& what) {
+  errno = 0;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value > INT_MAX || value < INT_MIN) {
+    throw UsageError(what + ": '" + text + "' is not an integer");
+  }
+  return value;
+}
+
+std::vector<std::string> parse_names(const std::string& text, const std::string& flag) {
+  std::vector<std::string> names = split(text, ',');
+  for (const std::string& name : names) {
+    if (name.empty()) throw UsageError(flag + ": empty name in '" + text + "'");
+  }
+  return names;
+}
+
+// "--name=value" -> value when arg starts with "--name="; nullptr otherwise.
+const char* flag_value(const char* arg, const std::string& name) {
+  const std::string prefix = "--" + name + "=";
+  return std::string(arg).rfind(prefix, 0) == 0 ? arg + prefix.size() : nullptr;
+}
+
+}  // namespace
+
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> sizes;
+  for (const std::string& item : split(text, ',')) {
+    const long value = parse_integer(item, "--sizes");
+    if (value <= 0) throw UsageError("--sizes: sizes must be positive, got " + item);
+    sizes.push_back(static_cast<int>(value));
+  }
+  if (sizes.empty()) throw UsageError("--sizes: no size given");
+  return sizes;
+}
+
+std::map<std::string, int> parse_caps(const std::string& text) {
+  std::map<std::string, int> caps;
+  for (const std::string& item : split(text, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--caps: expected id=N, got '" + item + "'");
+    const long value = parse_integer(item.substr(eq + 1), "--caps");
+    if (value < 0) throw UsageError("--caps: a cap cannot be negative, got " + item);
+    caps[item.substr(0, eq)] = static_cast<int>(value);
+  }
+  return caps;
+}
+
+StudyOptions parse_study_options(int* argc, char** argv) {
+  StudyOptions options;
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const char* arg = argv[i];
+    const std::string flag(arg);
+    if (const char* v = flag_value(arg, "sizes")) {
+      options.sizes = parse_sizes(v);
+    } else if (const char* v = flag_value(arg, "impls")) {
+      options.impls = parse_names(v, "--impls");
+    } else if (const char* v = flag_value(arg, "modes")) {
+      options.modes = parse_names(v, "--modes");
+    } else if (const char* v = flag_value(arg, "caps")) {
+      options.caps = parse_caps(v);
+    } else if (flag == "--cpu-only") {
+      options.cpu_only = true;
+    } else if (flag == "--describe") {
+      options.describe = true;
+    } else if (flag == "--help" || flag == "-h") {
+      options.help = true;
+    } else if (flag.rfind("--benchmark_", 0) != 0 && flag.rfind("--v=", 0) != 0) {
+      throw UsageError("unknown flag '" + flag + "' (see --help)");
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  *argc = kept;
+  argv[kept] = nullptr;
+  return options;
+}
+
+std::string study_options_help() {
+  return "Study options:\n"
+         "  --sizes=N,N,...     square sizes to run (default: the study's list)\n"
+         "  --impls=ID,ID,...   implementations to run (ids: see --describe)\n"
+         "  --modes=M,M,...     modes to run: host (CPU), resident, transfer_pinned, transfer_pageable\n"
+         "  --caps=ID=N,...     change the largest size an implementation runs at (0: no cap)\n"
+         "  --cpu-only          run no GPU entries\n"
+         "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
+         "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
+}
+
+}  // namespace gpubench

@@ -1,0 +1,37 @@
+// Command-line options every study binary shares. They are parsed and removed from argv
+// before Google Benchmark reads the rest, so both sets of flags can be mixed.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct StudyOptions {
+  std::vector<int> sizes;                 // empty: the study's defaults
+  std::vector<std::string> impls;         // empty: all
+  std::vector<std::string> modes;         // empty: all
+  std::map<std::string, int> caps;        // overrides of size caps; 0 removes a cap
+  bool cpu_only = false;
+  bool describe = false;
+  bool help = false;
+};
+
+// Throws UsageError on a malformed value. Flags it does not know are left in argv.
+StudyOptions parse_study_options(int* argc, char** argv);
+
+// "64,200,1024" -> {64, 200, 1024}; every item a positive integer.
+std::vector<int> parse_sizes(const std::string& text);
+
+// "a=1,b=2" -> {{"a",1},{"b",2}}; values non-negative integers.
+std::map<std::string, int> parse_caps(const std::string& text);
+
+std::string study_options_help();
+
+}  // namespace gpubench

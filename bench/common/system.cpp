@@ -1,0 +1,46 @@
+#include "common/system.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#if GPUBENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace gpubench {
+
+std::size_t host_memory_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    std::size_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+std::string gpu_unavailable_reason() {
+#if GPUBENCH_HAVE_CUDA
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    return std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
+           cudaGetErrorString(status) + ")";
+  }
+  if (count == 0) return "no CUDA device found";
+  return "";
+#else
+  return "this build has no GPU side (no CUDA compiler was found when it was configured)";
+#endif
+}
+
+std::string format_bytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace gpubench

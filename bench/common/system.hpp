@@ -1,0 +1,18 @@
+// What the host can give a configuration, and whether a GPU can be used at all.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gpubench {
+
+// MemAvailable from /proc/meminfo; 0 when it cannot be read.
+std::size_t host_memory_available_bytes();
+
+// Empty when a CUDA GPU can be used; otherwise why not (built without CUDA, no device,
+// driver missing or too old, ...).
+std::string gpu_unavailable_reason();
+
+std::string format_bytes(double bytes);
+
+}  // namespace gpubench

@@ -1,0 +1,56 @@
+#include "common/verify.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace gpubench {
+
+Tolerance accumulation_tolerance(double unit_roundoff, int k) {
+  constexpr double kHeadroom = 16.0;
+  const double bound = kHeadroom * unit_roundoff * std::sqrt(static_cast<double>(k > 0 ? k : 1));
+  return {bound, bound};
+}
+
+bool Verification::passed() const {
+  // Written so that a NaN error compares false and fails.
+  return non_finite == 0 && rel_fro_error <= tolerance.rel_fro &&
+         max_rel_error <= tolerance.max_rel;
+}
+
+std::string Verification::describe() const {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "relative Frobenius error %.3g (tolerance %.3g), largest element error %.3g of "
+                "max |C| (tolerance %.3g), %zu non-finite values",
+                rel_fro_error, tolerance.rel_fro, max_rel_error, tolerance.max_rel, non_finite);
+  return text;
+}
+
+Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance) {
+  Verification result;
+  result.tolerance = tolerance;
+  const int n = ref.shape.n;
+  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
+  for (std::size_t r = 0; r < ref.rows.size(); ++r) {
+    const float* out = c + static_cast<std::size_t>(ref.rows[r]) * n;
+    const double* expected = ref.values.data() + r * n;
+    for (int j = 0; j < n; ++j) {
+      const double value = out[j];
+      if (!std::isfinite(value)) {
+        ++result.non_finite;
+        continue;
+      }
+      const double diff = std::fabs(value - expected[j]);
+      diff_sq += diff * diff;
+      ref_sq += expected[j] * expected[j];
+      max_diff = std::fmax(max_diff, diff);
+      max_ref = std::fmax(max_ref, std::fabs(expected[j]));
+    }
+  }
+  // An all-zero reference only arises from degenerate inputs; then any difference fails.
+  result.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
+  result.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
+  return result;
+}
+
+}  // namespace gpubench

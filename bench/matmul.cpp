@@ -1,0 +1,382 @@
+// The matmul study: C = A*B in FP32, square sizes, every CPU baseline against every GPU
+// implementation, and every GPU implementation in three modes:
+//   resident           inputs already on the device; the timed region is the compute alone
+//   transfer_pinned    copy A and B in, compute, copy C out, from cudaMallocHost memory
+//   transfer_pageable  the same from ordinary (touched) host memory
+// Entries are named matmul/<impl>/<device>/<mode>/fp32/n:<n>; docs/interface.md has the rest.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/json.hpp"
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/study_options.hpp"
+#include "common/system.hpp"
+#include "common/verify.hpp"
+#include "matmul_blocked.hpp"
+#include "matmul_naive.hpp"
+#include "matmul_openblas.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "common/gpu_runtime.hpp"
+#include "matmul_cublas.hpp"
+#include "matmul_naive.cuh"
+#include "matmul_tiled.cuh"
+#endif
+
+namespace gpubench {
+namespace {
+
+enum class Mode { host, resident, transfer_pinned, transfer_pageable };
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::host: return "host";
+    case Mode::resident: return "resident";
+    case Mode::transfer_pinned: return "transfer_pinned";
+    case Mode::transfer_pageable: return "transfer_pageable";
+  }
+  return "?";
+}
+
+struct Implementation {
+  const char* id;
+  bool on_gpu;
+  MatmulFp32Fn run;
+  int max_size;             // 0: no cap
+  const char* cap_reason;   // why the cap is where it is
+  int (*threads)();         // CPU threads it uses; nullptr for GPU implementations
+};
+
+int one_thread() { return 1; }
+int openmp_threads() { return omp_get_max_threads(); }
+int openblas_threads() { return openblas_get_num_threads(); }
+
+const std::vector<Implementation>& implementations() {
+  static const std::vector<Implementation> all = {
+      {"openblas", false, matmul_openblas, 0, nullptr, openblas_threads},
+      {"blocked_loop", false, matmul_blocked_loop, 4096,
+       "a call at 8192 takes several seconds on a 16-core host and OpenBLAS is the CPU's best by then",
+       openmp_threads},
+      {"naive_loop", false, matmul_naive_loop, 512,
+       "one thread without blocking: a call at 1024 takes seconds and says nothing new about the crossover",
+       one_thread},
+#if GPUBENCH_HAVE_CUDA
+      {"cublas", true, matmul_cublas, 0, nullptr, nullptr},
+      {"tiled_kernel", true, matmul_tiled_kernel, 0, nullptr, nullptr},
+      {"naive_kernel", true, matmul_naive_kernel, 0, nullptr, nullptr},
+#endif
+  };
+  return all;
+}
+
+std::vector<Mode> modes_of(const Implementation& impl) {
+  if (!impl.on_gpu) return {Mode::host};
+  return {Mode::resident, Mode::transfer_pinned, Mode::transfer_pageable};
+}
+
+const std::vector<int>& default_sizes() {
+  // 200 is the size of the well-known "GPU only a few times faster, copies eat the gain"
+  // experiment; the driver adds points around each crossover.
+  static const std::vector<int> sizes = {64,  128,  200,  256,  384,  512,  768,
+                                         1024, 1536, 2048, 3072, 4096, 6144, 8192};
+  return sizes;
+}
+
+// Inputs and FP64 reference for one size, shared by every implementation at that size
+// so that all of them are timed and checked on the same random data.
+struct MatmulProblem {
+  MatmulShape shape;
+  std::vector<float> a, b;
+  MatmulReference reference;
+};
+
+// Host bytes one size needs at its peak: operands, an output, the FP64 reference and the
+// reference's upcast operands while it is computed.
+double host_bytes_needed(int n) { return 36.0 * n * n; }
+
+const MatmulProblem& problem_for(int n) {
+  static std::unique_ptr<MatmulProblem> current;
+  if (!current || current->shape.n != n) {
+    current.reset();  // free the previous size before allocating the next
+    auto problem = std::make_unique<MatmulProblem>();
+    problem->shape = {n, n, n};
+    problem->a = random_uniform(problem->shape.a_elements(), configuration_seed(n, 0));
+    problem->b = random_uniform(problem->shape.b_elements(), configuration_seed(n, 1));
+    problem->reference = matmul_reference_fp64(problem->a.data(), problem->b.data(), problem->shape,
+                                               ReferencePolicy{}, configuration_seed(n, 2));
+    current = std::move(problem);
+  }
+  return *current;
+}
+
+// Every entry is verified on its first (warm-up) run in this process; the verdict is
+// kept for the later repetitions of the same entry.
+std::map<std::string, Verification>& verdicts() {
+  static std::map<std::string, Verification> by_entry;
+  return by_entry;
+}
+
+void poison(std::vector<float>& c) { std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN()); }
+
+void report_counters(benchmark::State& state, const MatmulShape& shape, const Verification& verdict,
+                     double bytes_transferred) {
+  state.counters["flop"] = shape.flop();
+  state.counters["bytes_transferred"] = bytes_transferred;
+  state.counters["rel_fro_error"] = verdict.rel_fro_error;
+  state.counters["max_rel_error"] = verdict.max_rel_error;
+  state.counters["n"] = shape.n;
+}
+
+Tolerance fp32_tolerance(const MatmulShape& shape) { return accumulation_tolerance(kFp32UnitRoundoff, shape.k); }
+
+// Returns the problem, or nullptr after marking the entry skipped when it cannot fit.
+const MatmulProblem* problem_or_skip(benchmark::State& state, int n) {
+  const double available = static_cast<double>(host_memory_available_bytes());
+  if (available > 0 && host_bytes_needed(n) > available) {
+    state.SkipWithError(("skipped: needs about " + format_bytes(host_bytes_needed(n)) +
+                         " of host memory, " + format_bytes(available) + " available").c_str());
+    return nullptr;
+  }
+  return &problem_for(n);
+}
+
+void run_cpu_entry(benchmark::State& state, const Implementation& impl, int n, const std::string& name) {
+  const MatmulProblem* problem = problem_or_skip(state, n);
+  if (!problem) return;
+  const MatmulShape shape = problem->shape;
+  std::vector<float> c(shape.c_elements());
+  auto found = verdicts().find(name);
+  if (found == verdicts().end()) {  // warm-up run, checked
+    poison(c);
+    impl.run(problem->a.data(), problem->b.data(), c.data(), shape);
+    found = verdicts().emplace(name, verify_matmul(c.data(), problem->reference, fp32_tolerance(shape))).first;
+  }
+  if (!found->second.passed()) {
+    state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    impl.run(problem->a.data(), problem->b.data(), c.data(), shape);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  report_counters(state, shape, found->second, 0.0);
+  state.counters["threads"] = impl.threads();
+}
+
+#if GPUBENCH_HAVE_CUDA
+
+// The host side of a transfer-inclusive run: where A and B are copied from and C to.
+struct HostOperands {
+  const float* a;
+  const float* b;
+  float* c;
+};
+
+void check_device_fits(const MatmulShape& shape) {
+  // Operands plus room for the library's workspace and the context's own allocations.
+  constexpr double kHeadroom = 512.0 * 1024 * 1024;
+  const double needed = 4.0 * (shape.a_elements() + shape.b_elements() + shape.c_elements()) + kHeadroom;
+  const double free_bytes = static_cast<double>(device_free_bytes());
+  if (needed > free_bytes) {
+    throw GpuOutOfMemory("needs about " + format_bytes(needed) + " of GPU memory, " +
+                         format_bytes(free_bytes) + " free");
+  }
+}
+
+void run_gpu_entry(benchmark::State& state, const Implementation& impl, Mode mode, int n,
+                   const std::string& name) {
+  try {
+    const MatmulProblem* problem = problem_or_skip(state, n);
+    if (!problem) return;
+    const MatmulShape shape = problem->shape;
+    check_device_fits(shape);
+    DeviceBuffer<float> a(shape.a_elements()), b(shape.b_elements()), c(shape.c_elements());
+
+    // Pageable mode copies straight from the problem's vectors: ordinary memory that has
+    // been written, so every page is mapped. Pinned mode copies from cudaMallocHost memory.
+    std::vector<float> pageable_c(shape.c_elements());
+    std::unique_ptr<PinnedBuffer<float>> pinned_a, pinned_b, pinned_c;
+    HostOperands host{problem->a.data(), problem->b.data(), pageable_c.data()};
+    if (mode == Mode::transfer_pinned) {
+      pinned_a = std::make_unique<PinnedBuffer<float>>(shape.a_elements());
+      pinned_b = std::make_unique<PinnedBuffer<float>>(shape.b_elements());
+      pinned_c = std::make_unique<PinnedBuffer<float>>(shape.c_elements());
+      std::copy(problem->a.begin(), problem->a.end(), pinned_a->get());
+      std::copy(problem->b.begin(), problem->b.end(), pinned_b->get());
+      host = {pinned_a->get(), pinned_b->get(), pinned_c->get()};
+    }
+    const bool copies_timed = mode != Mode::resident;
+    if (!copies_timed) {
+      CUDA_CHECK(cudaMemcpy(a.get(), problem->a.data(), a.bytes(), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(b.get(), problem->b.data(), b.bytes(), cudaMemcpyHostToDevice));
+    }
+    const auto run_once = [&] {
+      if (copies_timed) {
+        CUDA_CHECK(cudaMemcpyAsync(a.get(), host.a, a.bytes(), cudaMemcpyHostToDevice, 0));
+        CUDA_CHECK(cudaMemcpyAsync(b.get(), host.b, b.bytes(), cudaMemcpyHostToDevice, 0));
+      }
+      impl.run(a.get(), b.get(), c.get(), shape);
+      if (copies_timed) CUDA_CHECK(cudaMemcpyAsync(host.c, c.get(), c.bytes(), cudaMemcpyDeviceToHost, 0));
+    };
+
+    // Warm-up on poisoned outputs (all-ones bytes are NaN), checked the first time.
+    CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));
+    std::fill(host.c, host.c + shape.c_elements(), std::numeric_limits<float>::quiet_NaN());
+    run_once();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    auto found = verdicts().find(name);
+    if (found == verdicts().end()) {
+      if (!copies_timed) CUDA_CHECK(cudaMemcpy(host.c, c.get(), c.bytes(), cudaMemcpyDeviceToHost));
+      found = verdicts().emplace(name, verify_matmul(host.c, problem->reference, fp32_tolerance(shape))).first;
+    }
+    if (!found->second.passed()) {
+      state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
+      return;
+    }
+
+    EventTimer timer;
+    for (auto _ : state) {
+      timer.start();
+      run_once();
+      state.SetIterationTime(timer.stop_seconds());
+    }
+    const double copied = copies_timed ? static_cast<double>(a.bytes() + b.bytes() + c.bytes()) : 0.0;
+    report_counters(state, shape, found->second, copied);
+  } catch (const GpuOutOfMemory& e) {
+    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+#endif  // GPUBENCH_HAVE_CUDA
+
+std::string entry_name(const Implementation& impl, Mode mode, int n) {
+  return std::string("matmul/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode_name(mode) +
+         "/fp32/n:" + std::to_string(n);
+}
+
+bool selected(const std::vector<std::string>& chosen, const std::string& value) {
+  return chosen.empty() || std::find(chosen.begin(), chosen.end(), value) != chosen.end();
+}
+
+int cap_of(const Implementation& impl, const StudyOptions& options) {
+  const auto override_cap = options.caps.find(impl.id);
+  return override_cap != options.caps.end() ? override_cap->second : impl.max_size;
+}
+
+void check_names(const StudyOptions& options) {
+  const auto known_impl = [](const std::string& id) {
+    for (const Implementation& impl : implementations())
+      if (id == impl.id) return true;
+    return false;
+  };
+  for (const std::string& id : options.impls)
+    if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
+  for (const auto& [id, cap] : options.caps)
+    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
+  for (const std::string& mode : options.modes) {
+    bool known = false;
+    for (Mode m : {Mode::host, Mode::resident, Mode::transfer_pinned, Mode::transfer_pageable})
+      known = known || mode == mode_name(m);
+    if (!known) throw UsageError("--modes: unknown mode '" + mode + "'");
+  }
+}
+
+void register_entries(const StudyOptions& options, bool gpu_usable) {
+  const std::vector<int>& sizes = options.sizes.empty() ? default_sizes() : options.sizes;
+  for (int n : sizes) {
+    for (const Implementation& impl : implementations()) {
+      const int cap = cap_of(impl, options);
+      if (!selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+      if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
+      for (Mode mode : modes_of(impl)) {
+        if (!selected(options.modes, mode_name(mode))) continue;
+        const std::string name = entry_name(impl, mode, n);
+        benchmark::internal::Benchmark* entry = nullptr;
+        if (impl.on_gpu) {
+#if GPUBENCH_HAVE_CUDA
+          entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, mode, n, name](benchmark::State& state) {
+            run_gpu_entry(state, impl, mode, n, name);
+          });
+          entry->UseManualTime();
+#endif
+        } else {
+          entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, n, name](benchmark::State& state) {
+            run_cpu_entry(state, impl, n, name);
+          });
+          entry->UseRealTime();  // multithreaded: the wall clock, not this thread's CPU time
+        }
+        entry->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
+void print_description(const std::string& gpu_reason) {
+  std::cout << "{\"study\": \"matmul\", \"precision\": \"fp32\", \"default_sizes\": [";
+  for (std::size_t i = 0; i < default_sizes().size(); ++i) std::cout << (i ? ", " : "") << default_sizes()[i];
+  std::cout << "], \"implementations\": [";
+  bool first = true;
+  for (const Implementation& impl : implementations()) {
+    std::cout << (first ? "" : ", ") << "{\"id\": " << json_string(impl.id)
+              << ", \"device\": " << json_string(impl.on_gpu ? "gpu" : "cpu") << ", \"modes\": [";
+    bool first_mode = true;
+    for (Mode mode : modes_of(impl)) {
+      std::cout << (first_mode ? "" : ", ") << json_string(mode_name(mode));
+      first_mode = false;
+    }
+    std::cout << "], \"max_size\": " << (impl.max_size > 0 ? std::to_string(impl.max_size) : "null")
+              << ", \"cap_reason\": " << (impl.cap_reason ? json_string(impl.cap_reason) : "null") << "}";
+    first = false;
+  }
+  std::cout << "], \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
+            << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) {
+  using namespace gpubench;
+  StudyOptions options;
+  try {
+    options = parse_study_options(&argc, argv);
+    check_names(options);
+  } catch (const UsageError& e) {
+    std::cerr << "gpubench_matmul: " << e.what() << "\n";
+    return 2;
+  }
+  if (options.help) std::cout << study_options_help() << "\n";
+  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
+  if (options.describe) {
+    print_description(gpu_reason);
+    return 0;
+  }
+  if (!gpu_reason.empty() && !options.help) std::cerr << "gpubench_matmul: GPU entries not run: " << gpu_reason << "\n";
+  register_entries(options, gpu_reason.empty());
+
+  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
+    argv[argc++] = const_cast<char*>("--help");
+    argv[argc] = nullptr;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

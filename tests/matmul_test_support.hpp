@@ -1,0 +1,34 @@
+// Shared by the CPU and GPU matmul tests: a random problem and its FP64 reference.
+#pragma once
+
+#include <vector>
+
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/verify.hpp"
+
+namespace gpubench::testing {
+
+struct RandomMatmul {
+  MatmulShape shape;
+  std::vector<float> a, b;
+  MatmulReference reference;
+
+  explicit RandomMatmul(MatmulShape s, std::uint64_t seed = 1) : shape(s) {
+    a = random_uniform(s.a_elements(), configuration_seed(seed, 0));
+    b = random_uniform(s.b_elements(), configuration_seed(seed, 1));
+    reference = matmul_reference_fp64(a.data(), b.data(), s, ReferencePolicy{}, seed);
+  }
+
+  Verification check(const std::vector<float>& c) const {
+    return verify_matmul(c.data(), reference, accumulation_tolerance(kFp32UnitRoundoff, shape.k));
+  }
+};
+
+// Square, non-square, odd and tile-straddling shapes (tiles are 32, 64, 128 or 256 wide).
+inline std::vector<MatmulShape> test_shapes() {
+  return {{1, 1, 1}, {7, 5, 3}, {64, 64, 64}, {33, 65, 17}, {129, 127, 131}, {200, 200, 200},
+          {257, 300, 513}, {1, 300, 77}, {300, 1, 77}};
+}
+
+}  // namespace gpubench::testing

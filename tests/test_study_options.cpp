@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/study_options.hpp"
+
+namespace gpubench {
+namespace {
+
+StudyOptions parse(std::vector<std::string> args, std::vector<std::string>* left = nullptr) {
+  args.insert(args.begin(), "study");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  StudyOptions options = parse_study_options(&argc, argv.data());
+  if (left) left->assign(argv.begin() + 1, argv.begin() + argc);
+  return options;
+}
+
+TEST(StudyOptions, ParsesSizesImplsModesCaps) {
+  std::vector<std::string> left;
+  const StudyOptions o = parse({"--sizes=64,200,8192", "--benchmark_repetitions=3", "--impls=cublas,openblas",
+                                "--modes=resident", "--caps=naive_loop=0,blocked_loop=2048", "--cpu-only"},
+                               &left);
+  EXPECT_EQ(o.sizes, (std::vector<int>{64, 200, 8192}));
+  EXPECT_EQ(o.impls, (std::vector<std::string>{"cublas", "openblas"}));
+  EXPECT_EQ(o.modes, (std::vector<std::string>{"resident"}));
+  EXPECT_EQ(o.caps.at("naive_loop"), 0);
+  EXPECT_EQ(o.caps.at("blocked_loop"), 2048);
+  EXPECT_TRUE(o.cpu_only);
+  EXPECT_EQ(left, (std::vector<std::string>{"--benchmark_repetitions=3"}));  // passed on to Google Benchmark
+}
+
+TEST(StudyOptions, RejectsBadSizes) {
+  for (const char* bad : {"abc", "0", "-5", "64,,128", "64,", "", "99999999999", "12x"}) {
+    EXPECT_THROW(parse_sizes(bad), UsageError) << bad;
+  }
+}
+
+TEST(StudyOptions, RejectsUnknownFlagsAndBadCaps) {
+  EXPECT_THROW(parse({"--size=64"}), UsageError);
+  EXPECT_THROW(parse({"--caps=naive_loop"}), UsageError);
+  EXPECT_THROW(parse({"--caps=naive_loop=-1"}), UsageError);
+  EXPECT_THROW(parse({"--impls=,"}), UsageError);
+}
+
+}  // namespace
+}  // namespace gpubench

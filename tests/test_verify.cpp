@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "matmul_openblas.hpp"
+#include "matmul_test_support.hpp"
+
+namespace gpubench {
+namespace {
+
+class VerifyTest : public ::testing::Test {
+ protected:
+  const MatmulShape shape{96, 80, 112};
+  const testing::RandomMatmul problem{shape};
+  std::vector<float> c = std::vector<float>(shape.c_elements());
+
+  void SetUp() override { matmul_openblas(problem.a.data(), problem.b.data(), c.data(), shape); }
+};
+
+TEST_F(VerifyTest, AcceptsACorrectResultAndRecordsItsError) {
+  const Verification v = problem.check(c);
+  EXPECT_TRUE(v.passed()) << v.describe();
+  EXPECT_GT(v.rel_fro_error, 0.0);  // FP32 against FP64 is never exact on random data
+  EXPECT_LT(v.rel_fro_error, 1e-6);
+}
+
+TEST_F(VerifyTest, CatchesOnePlantedWrongElement) {
+  c[37 * shape.n + 11] += 0.5f;
+  const Verification v = problem.check(c);
+  EXPECT_FALSE(v.passed());
+  EXPECT_GT(v.max_rel_error, v.tolerance.max_rel);
+}
+
+TEST_F(VerifyTest, CatchesAnUnwrittenElement) {
+  c[5] = std::numeric_limits<float>::quiet_NaN();  // what a poisoned, never-written output holds
+  const Verification v = problem.check(c);
+  EXPECT_FALSE(v.passed());
+  EXPECT_EQ(v.non_finite, 1u);
+}
+
+TEST_F(VerifyTest, CatchesTransposedOutput) {
+  const MatmulShape square{64, 64, 64};
+  const testing::RandomMatmul sq(square);
+  std::vector<float> out(square.c_elements());
+  matmul_openblas(sq.a.data(), sq.b.data(), out.data(), square);
+  std::vector<float> transposed(out.size());
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j) transposed[j * 64 + i] = out[i * 64 + j];
+  EXPECT_FALSE(sq.check(transposed).passed());
+}
+
+TEST_F(VerifyTest, CatchesAResultComputedInLowerPrecision) {
+  // Rounding the output to bfloat16 (8 bits of mantissa) must not pass as FP32.
+  for (float& value : c) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    bits &= 0xFFFF0000u;
+    std::memcpy(&value, &bits, sizeof bits);
+  }
+  EXPECT_FALSE(problem.check(c).passed());
+}
+
+TEST(Tolerance, GrowsWithAccumulationLength) {
+  EXPECT_LT(accumulation_tolerance(kFp32UnitRoundoff, 64).rel_fro,
+            accumulation_tolerance(kFp32UnitRoundoff, 8192).rel_fro);
+  EXPECT_LT(accumulation_tolerance(kFp32UnitRoundoff, 8192).rel_fro, 1e-4);
+}
+
+TEST(Verification, NaNErrorNeverPasses) {
+  Verification v;
+  v.tolerance = {1e-3, 1e-3};
+  v.rel_fro_error = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(v.passed());
+}
+
+}  // namespace
+}  // namespace gpubench
