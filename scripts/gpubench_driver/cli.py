@@ -1,0 +1,100 @@
+"""Command line of the driver: run, report, build."""
+import argparse
+import os
+import sys
+
+from gpubench_driver import build, options as opts, report, results, runner, session
+
+DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
+
+
+def _run_parser(subparsers):
+    parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
+                                   description="Build the study binaries, run them and write "
+                                               "results/<run-id>/{results.json,summary.md,plots/}.")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a short run: sizes {','.join(map(str, opts.QUICK_SIZES))}, "
+                             f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
+                             f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
+    parser.add_argument("--studies", default="matmul", help="studies to run (only 'matmul' exists)")
+    parser.add_argument("--sizes", help="square sizes, e.g. 64,200,1024 (default: the study's list)")
+    parser.add_argument("--impls", help="implementation ids (see gpubench_matmul --describe)")
+    parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
+    parser.add_argument("--caps", help="size caps, e.g. naive_loop=1024 (0 removes a cap)")
+    parser.add_argument("--cpu-only", action="store_true", help="run no GPU entries (and no references)")
+    parser.add_argument("--out", help="output directory (default: results/<run-id>)")
+    parser.add_argument("--run-id", help="run identifier (default: the UTC start time)")
+    parser.add_argument("--repetitions", help=f"repetitions per entry (default {opts.DEFAULT_REPETITIONS})")
+    parser.add_argument("--min-time", help=f"minimum seconds per repetition (default {opts.DEFAULT_MIN_TIME})")
+    parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
+    parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the crossovers")
+    parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="gpubench", description=DESCRIPTION)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _run_parser(subparsers)
+    report_parser = subparsers.add_parser("report", help="regenerate summary.md and plots from a results.json")
+    report_parser.add_argument("results", help="a results.json or the directory holding it")
+    report_parser.add_argument("--out", help="where to write (default: beside results.json)")
+    build_parser_ = subparsers.add_parser("build", help="configure and build only")
+    build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
+    build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def resolve_run_options(args):
+    """argparse namespace -> RunOptions, every value validated (UsageError otherwise)."""
+    studies = opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES)
+    if args.quick:
+        sizes, repetitions, min_time, rounds = (list(opts.QUICK_SIZES), opts.QUICK_REPETITIONS,
+                                                opts.QUICK_MIN_TIME, opts.QUICK_REFINE_ROUNDS)
+    else:
+        sizes, repetitions, min_time, rounds = (None, opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME,
+                                                opts.DEFAULT_REFINE_ROUNDS)
+    return opts.RunOptions(
+        studies=studies,
+        sizes=opts.parse_sizes(args.sizes) if args.sizes is not None else sizes,
+        impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,
+        modes=opts.parse_names(args.modes, "--modes", allowed=opts.MODES) if args.modes is not None else None,
+        caps=opts.parse_caps(args.caps) if args.caps is not None else {},
+        cpu_only=args.cpu_only,
+        out=args.out,
+        run_id=opts.parse_run_id(args.run_id) if args.run_id is not None else session.default_run_id(),
+        repetitions=(opts.parse_positive_int(args.repetitions, "--repetitions")
+                     if args.repetitions is not None else repetitions),
+        min_time=opts.parse_min_time(args.min_time) if args.min_time is not None else min_time,
+        refine_rounds=0 if args.no_refine else rounds,
+        build_dir=os.path.abspath(args.build_dir or session.default_build_dir()),
+        build=not args.no_build,
+        reference=not (args.no_reference or args.cpu_only),
+        quick=args.quick,
+    )
+
+
+def _command(args, argv):
+    if args.command == "run":
+        return session.run(resolve_run_options(args), argv)
+    if args.command == "report":
+        print(f"summary: {report.regenerate(args.results, args.out)}")
+        return 0
+    build.configure_and_build(session.SOURCE_DIR, os.path.abspath(args.build_dir or session.default_build_dir()))
+    return 0
+
+
+def main(argv):
+    args = build_parser().parse_args(argv)  # exits 2 on its own errors
+    try:
+        return _command(args, argv)
+    except opts.UsageError as error:
+        print(f"gpubench: error: {error}", file=sys.stderr)
+        return 2
+    except (build.BuildError, runner.RunnerError, results.ResultsError) as error:
+        print(f"gpubench: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("gpubench: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,197 @@
+"""What the run was measured on: machine, software, GPU, git revision."""
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+
+# OpenBLAS kernels that use AVX2 or AVX-512. Any other core on a CPU that has those
+# instructions (e.g. Debian's OpenBLAS 0.3.21 choosing 'Prescott' on a Sapphire Rapids
+# Xeon it does not recognise) runs SSE-era kernels and understates the CPU badly.
+VECTOR_OPENBLAS_CORES = ("haswell", "zen", "skylakex", "cooperlake", "sapphirerapids", "excavator")
+
+NVIDIA_SMI_FIELDS = (
+    "name", "uuid", "pci.bus_id", "memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm",
+    "power.limit", "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max",
+    "pcie.link.width.current", "ecc.mode.current", "driver_version", "temperature.gpu")
+_NVIDIA_SMI_TEXT_FIELDS = ("name", "uuid", "pci.bus_id", "ecc.mode.current", "driver_version")
+COMMAND_TIMEOUT_S = 60
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _run(command, cwd=None):
+    """stdout of a command, or None when it is missing or fails."""
+    try:
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def parse_cpuinfo(text):
+    processors = [dict(_key_values(block)) for block in text.split("\n\n") if block.strip()]
+    processors = [p for p in processors if "processor" in p]
+    if not processors:
+        return {"model": None, "sockets": None, "cores": None, "threads": None, "flags": {}}
+    flags = set(processors[0].get("flags", "").split())
+    sockets = {p.get("physical id") for p in processors}
+    cores = {(p.get("physical id"), p.get("core id")) for p in processors}
+    return {
+        "model": processors[0].get("model name"),
+        "sockets": len(sockets),
+        "cores": len(cores),
+        "threads": len(processors),
+        "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags},
+    }
+
+
+def _key_values(block):
+    for line in block.splitlines():
+        key, separator, value = line.partition(":")
+        if separator:
+            yield key.strip(), value.strip()
+
+
+def memory_total_bytes(meminfo_text):
+    for line in (meminfo_text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "MemTotal:" and fields[1].isdigit():
+            return int(fields[1]) * 1024
+    return None
+
+
+def os_name(os_release_text):
+    values = dict(line.split("=", 1) for line in (os_release_text or "").splitlines() if "=" in line)
+    return values.get("PRETTY_NAME", "").strip('"') or None
+
+
+def transparent_hugepages(text):
+    """'always [madvise] never' -> 'madvise'."""
+    for word in (text or "").split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1]
+    return None
+
+
+def capture_machine():
+    cpuinfo = _read("/proc/cpuinfo")
+    cpu = parse_cpuinfo(cpuinfo) if cpuinfo else parse_cpuinfo("")
+    if cpu["threads"] is None:
+        cpu["threads"] = os.cpu_count()
+    uname = platform.uname()
+    return {
+        "hostname": uname.node,
+        "cpu": cpu,
+        "memory_total_bytes": memory_total_bytes(_read("/proc/meminfo")),
+        "os": os_name(_read("/etc/os-release")),
+        "kernel": f"{uname.system} {uname.release} {uname.machine}",
+        "transparent_hugepages": transparent_hugepages(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "gpus": capture_gpus(),
+    }
+
+
+# --- nvidia-smi ------------------------------------------------------------------
+def capture_gpus():
+    if shutil.which("nvidia-smi") is None:
+        return []
+    output = _run(["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS), "--format=csv,noheader,nounits"])
+    gpus = parse_nvidia_smi(output or "")
+    for gpu in gpus:
+        gpu["numa_node"] = numa_node(gpu.get("pci.bus_id"))
+    return gpus
+
+
+def parse_nvidia_smi(text):
+    gpus = []
+    for line in text.splitlines():
+        values = [value.strip() for value in line.split(",")]
+        if len(values) != len(NVIDIA_SMI_FIELDS):
+            continue
+        gpus.append({name: _smi_value(name, value) for name, value in zip(NVIDIA_SMI_FIELDS, values)})
+    return gpus
+
+
+def _smi_value(name, value):
+    if value.startswith("[") or value in ("N/A", ""):  # '[N/A]', '[Not Supported]'
+        return None
+    if name in _NVIDIA_SMI_TEXT_FIELDS:
+        return value
+    try:
+        return float(value) if "." in value else int(value)
+    except ValueError:
+        return value
+
+
+def numa_node(bus_id):
+    """NUMA node of a PCI device; nvidia-smi writes an 8-digit domain, sysfs usually 4."""
+    if not bus_id:
+        return None
+    bus_id = bus_id.lower()
+    domain, _, rest = bus_id.partition(":")
+    for candidate in (bus_id, f"{domain[-4:]}:{rest}"):
+        text = _read(f"/sys/bus/pci/devices/{candidate}/numa_node")
+        if text is not None and text.strip().lstrip("-").isdigit():
+            return int(text)
+    return None
+
+
+# --- software --------------------------------------------------------------------
+def capture_gpubench_env(binary):
+    """The JSON object gpubench_env prints, or (None, reason)."""
+    if not os.access(binary, os.X_OK):
+        return None, f"{binary} not found"
+    output = _run([binary])
+    if output is None:
+        return None, f"{binary} failed"
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None, f"{binary} printed something that is not JSON"
+    return (value, None) if isinstance(value, dict) else (None, f"{binary} did not print a JSON object")
+
+
+def openblas_info(gpubench_env):
+    """The OpenBLAS part of gpubench_env's output, normalised to version/core/threads/config."""
+    section = (gpubench_env or {}).get("openblas")
+    if not isinstance(section, dict):
+        return {"version": None, "core": None, "threads": None, "config": None}
+    config = section.get("config") or ""
+    version = re.search(r"OpenBLAS (\d+\.\d+[.\w]*)", config)
+    return {
+        "version": section.get("version") or (version.group(1) if version else None),
+        "core": section.get("core") or section.get("corename"),
+        "threads": section.get("threads") or section.get("num_threads"),
+        "config": section.get("config"),
+    }
+
+
+def openblas_core_warning(core, cpu_flags):
+    """A warning when OpenBLAS runs a generic kernel on a CPU with AVX2/AVX-512; else None."""
+    vector_flags = [flag for flag in ("avx512f", "avx2") if cpu_flags.get(flag)]
+    if not core or not vector_flags or core.strip().lower() in VECTOR_OPENBLAS_CORES:
+        return None
+    return (f"OpenBLAS uses the generic '{core}' kernel although the CPU has {'/'.join(vector_flags)}: "
+            f"the CPU baseline is much slower than this CPU allows (an OpenBLAS that knows this CPU, "
+            f"or OPENBLAS_CORETYPE=Haswell/SkylakeX, would fix it)")
+
+
+def capture_git(source_dir):
+    """Revision of the checkout; GPUBENCH_GIT_REVISION stands in where the tree was copied
+    without its .git (e.g. onto a benchmark machine), and is recorded as such."""
+    revision = _run(["git", "-C", source_dir, "rev-parse", "HEAD"])
+    if revision:
+        status = _run(["git", "-C", source_dir, "status", "--porcelain"])
+        return {"revision": revision.strip(), "dirty": bool(status.strip()) if status is not None else None,
+                "source": "git"}
+    given = os.environ.get("GPUBENCH_GIT_REVISION", "").strip()
+    if given:
+        return {"revision": given, "dirty": None, "source": "GPUBENCH_GIT_REVISION"}
+    return {"revision": None, "dirty": None, "source": "no git repository and no GPUBENCH_GIT_REVISION"}

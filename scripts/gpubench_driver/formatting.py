@@ -1,0 +1,35 @@
+"""Human-readable numbers and Markdown-safe text for progress lines and reports."""
+import re
+
+# Only what can change inline Markdown: our lines never start with text from a file, so
+# '#', '+' and '-' are harmless there, and '(' only matters after an (escaped) ']'.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def seconds(value):
+    if value is None:
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value / 1e-9:.2f} ns"
+
+
+def rate(flop_per_s):
+    if flop_per_s is None:
+        return "n/a"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if flop_per_s >= scale:
+            return f"{flop_per_s / scale:.2f} {prefix}FLOP/s"
+    return f"{flop_per_s:.0f} FLOP/s"
+
+
+def ratio(value):
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def md(text):
+    """Text from files and tools, escaped so it cannot change the Markdown around it."""
+    if text is None:
+        return "n/a"
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))

@@ -1,0 +1,232 @@
+"""Reading Google Benchmark's JSON output (1.7 and 1.8 styles) and console lines."""
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from gpubench_driver import stats
+
+SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# Google Benchmark appends these to a name depending on the timing mode.
+TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
+COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "threads")
+SKIP_PREFIX = "skipped: "
+NAME_PATTERN = re.compile(
+    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)$")
+
+
+class GbenchError(Exception):
+    """A Google Benchmark output that cannot be used at all."""
+
+
+@dataclass
+class GbenchOutput:
+    context: dict
+    benchmarks: list
+    truncated: bool = False
+    notes: list = field(default_factory=list)
+
+
+def entry_key(run_name):
+    """'matmul/x/gpu/resident/fp32/n:64/manual_time' -> 'matmul/x/gpu/resident/fp32/n:64'."""
+    for suffix in TIME_SUFFIXES:
+        if run_name.endswith(suffix):
+            return run_name[: -len(suffix)]
+    return run_name
+
+
+def parse_entry_name(key):
+    """Split an entry name into its axes; None when it does not follow the naming contract."""
+    match = NAME_PATTERN.match(key)
+    if not match:
+        return None
+    axes = match.groupdict()
+    axes["n"] = int(axes["n"])
+    return axes
+
+
+def load_text(text):
+    """Parse Google Benchmark JSON, recovering every complete benchmark object when the
+    file was cut short (the binary flushes after each benchmark, so a crash truncates it)."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return _recover_truncated(text)
+    if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
+        raise GbenchError("not Google Benchmark JSON output (no 'benchmarks' list)")
+    context = document.get("context") if isinstance(document.get("context"), dict) else {}
+    return GbenchOutput(context, [b for b in document["benchmarks"] if isinstance(b, dict)])
+
+
+def load_file(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return GbenchOutput({}, [], truncated=True, notes=["no output file was written"])
+    except OSError as error:
+        raise GbenchError(f"cannot read {path}: {error}") from error
+    if not text.strip():
+        return GbenchOutput({}, [], truncated=True, notes=["the output file is empty"])
+    return load_text(text)
+
+
+def _recover_truncated(text):
+    decoder = json.JSONDecoder()
+    context = _decode_value_after(text, '"context"', decoder)
+    start = re.search(r'"benchmarks"\s*:\s*\[', text)
+    if start is None:
+        if text.lstrip().startswith("{"):
+            return GbenchOutput(context if isinstance(context, dict) else {}, [], truncated=True,
+                                notes=["the output file ends before any benchmark"])
+        raise GbenchError("not Google Benchmark JSON output")
+    benchmarks = []
+    position = start.end()
+    while True:
+        position = _skip_separators(text, position)
+        if position >= len(text) or text[position] == "]":
+            break
+        try:
+            item, position = decoder.raw_decode(text, position)
+        except ValueError:
+            break  # the incomplete last object
+        if isinstance(item, dict):
+            benchmarks.append(item)
+    return GbenchOutput(context if isinstance(context, dict) else {}, benchmarks, truncated=True,
+                        notes=[f"truncated output: recovered {len(benchmarks)} complete benchmark objects"])
+
+
+def _skip_separators(text, position):
+    while position < len(text) and text[position] in " \t\r\n,":
+        position += 1
+    return position
+
+
+def _decode_value_after(text, key, decoder):
+    match = re.search(re.escape(key) + r"\s*:\s*", text)
+    if match is None:
+        return None
+    try:
+        return decoder.raw_decode(text, match.end())[0]
+    except ValueError:
+        return None
+
+
+def _finite(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def _failure(run):
+    """(status, message) of a failed run object, None when it ran."""
+    if run.get("error_occurred"):
+        message = str(run.get("error_message", ""))
+        return ("skipped" if message.startswith(SKIP_PREFIX) else "error"), message
+    if run.get("skipped"):  # 1.8's SkipWithMessage
+        return "skipped", str(run.get("skip_message", ""))
+    return None
+
+
+def _seconds(run):
+    value = _finite(run.get("real_time"))
+    unit = SECONDS_PER_UNIT.get(run.get("time_unit", "ns"))
+    return None if value is None or unit is None else value * unit
+
+
+def group_runs(benchmarks):
+    """{run_name: {"iterations": [...], "aggregates": {name: obj}}} in first-seen order."""
+    groups = {}
+    for run in benchmarks:
+        run_name = run.get("run_name") or run.get("name")
+        if not isinstance(run_name, str):
+            continue
+        group = groups.setdefault(run_name, {"iterations": [], "aggregates": {}})
+        if run.get("run_type") == "aggregate":
+            group["aggregates"][str(run.get("aggregate_name"))] = run
+        else:
+            group["iterations"].append(run)
+    return groups
+
+
+def entries_from_output(output):
+    """One entry dict per benchmark (run_name) in the output."""
+    return [_entry(run_name, group) for run_name, group in group_runs(output.benchmarks).items()]
+
+
+def blank_entry(key):
+    """An entry with every field present, its axes taken from the name."""
+    axes = parse_entry_name(key) or {}
+    entry = {"name": key, **{axis: axes.get(axis) for axis in ("impl", "device", "mode", "precision", "n")},
+             "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
+             "flop_per_s": None, "fraction_of_best_rate": None}
+    entry.update({name: None for name in COUNTERS})
+    return entry
+
+
+def _entry(run_name, group):
+    entry = blank_entry(entry_key(run_name))
+    runs = group["iterations"] + list(group["aggregates"].values())
+    failure = next((f for f in map(_failure, runs) if f), None)
+    entry["repetitions"] = _repetitions(group)
+    if failure:
+        entry.update(status=failure[0], message=failure[1])
+        return entry
+    samples = [s for s in map(_seconds, group["iterations"]) if s is not None]
+    counter_source = group["aggregates"].get("median") or (group["iterations"] or [{}])[0]
+    entry["iterations"] = _finite((group["iterations"] or [{}])[0].get("iterations"))
+    entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
+    entry.update({name: _finite(counter_source.get(name)) for name in COUNTERS})
+    if entry["device"] != "cpu":
+        # Google Benchmark writes its own "threads": 1 under the same key; only the CPU
+        # entries set the counter, so elsewhere the value would be misleading.
+        entry["threads"] = None
+    median = (entry["time_s"] or {}).get("median")
+    if entry["flop"] is not None and median:
+        entry["flop_per_s"] = entry["flop"] / median
+    if entry["time_s"] is None:
+        entry.update(status="error", message="no timing in the benchmark output")
+    return entry
+
+
+def _repetitions(group):
+    runs = group["iterations"] or list(group["aggregates"].values())
+    return _finite(runs[0].get("repetitions")) if runs else None
+
+
+def _time_from_aggregates(aggregates):
+    """Used only when the per-repetition runs are absent (e.g. --benchmark_report_aggregates_only)."""
+    values = {name: _seconds(run) for name, run in aggregates.items() if name in ("mean", "median", "stddev")}
+    if values.get("median") is None:
+        return None
+    return stats.from_aggregates(values)
+
+
+# --- console lines -------------------------------------------------------------
+_CONSOLE_TIME = re.compile(r"^(?P<name>\S+)\s+(?P<time>[0-9.]+(?:e[-+]?[0-9]+)?)\s*(?P<unit>ns|us|ms|s)\b")
+_CONSOLE_FAILURE = re.compile(r"^(?P<name>\S+)\s+(?P<kind>ERROR OCCURRED|SKIPPED): '(?P<message>.*)'")
+
+
+@dataclass
+class ConsoleResult:
+    name: str            # entry name (no time suffix)
+    median_s: float = None
+    failure: str = None
+
+
+def parse_console_line(line, repetitions):
+    """A finished entry from one console line: its median aggregate (or its single run
+    when repetitions is 1) or its failure line; None for anything else."""
+    line = line.strip()
+    failure = _CONSOLE_FAILURE.match(line)
+    if failure:
+        return ConsoleResult(entry_key(failure["name"]), failure=failure["message"])
+    timed = _CONSOLE_TIME.match(line)
+    if not timed:
+        return None
+    name = timed["name"]
+    if repetitions > 1:
+        if not name.endswith("_median"):
+            return None
+        name = name[: -len("_median")]
+    elif not name.endswith(TIME_SUFFIXES):
+        return None
+    return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]])

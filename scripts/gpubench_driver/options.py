@@ -1,0 +1,114 @@
+"""Validation of the run options; every bad value becomes a UsageError (exit status 2)."""
+import re
+from dataclasses import dataclass, field
+
+STUDIES = ("matmul",)
+MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
+QUICK_SIZES = (64, 128, 200, 256, 512, 1024)
+QUICK_REPETITIONS = 3
+QUICK_MIN_TIME = 0.05
+QUICK_REFINE_ROUNDS = 1
+DEFAULT_REPETITIONS = 5
+DEFAULT_MIN_TIME = 0.1
+DEFAULT_REFINE_ROUNDS = 3
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class UsageError(Exception):
+    """A bad command-line value."""
+
+
+@dataclass
+class RunOptions:
+    studies: list
+    sizes: list            # None: the study's default sizes
+    impls: list            # None: all
+    modes: list            # None: all
+    caps: dict
+    cpu_only: bool
+    out: str               # None: <repo>/results/<run_id>
+    run_id: str
+    repetitions: int
+    min_time: float
+    refine_rounds: int     # 0: no refinement
+    build_dir: str
+    build: bool
+    reference: bool
+    quick: bool
+    notes: list = field(default_factory=list)
+
+    def as_dict(self):
+        return {name: value for name, value in vars(self).items() if name != "notes"}
+
+
+def parse_positive_int(text, flag):
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise UsageError(f"{flag}: '{text}' is not an integer") from None
+    if value <= 0:
+        raise UsageError(f"{flag}: must be a positive integer, got {text}")
+    return value
+
+
+def parse_sizes(text):
+    """'64,200,1024' -> [64, 200, 1024] (sorted, without duplicates)."""
+    items = text.split(",")
+    if not text.strip() or any(not item.strip() for item in items):
+        raise UsageError(f"--sizes: expected a comma-separated list of positive integers, got '{text}'")
+    return sorted({parse_positive_int(item, "--sizes") for item in items})
+
+
+def parse_names(text, flag, allowed=None):
+    names = [item.strip() for item in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise UsageError(f"{flag}: expected a comma-separated list of names, got '{text}'")
+    for name in names:
+        if not _NAME.match(name):
+            raise UsageError(f"{flag}: '{name}' is not a valid name")
+        if allowed is not None and name not in allowed:
+            raise UsageError(f"{flag}: unknown value '{name}' (choose from {', '.join(allowed)})")
+    return list(dict.fromkeys(names))
+
+
+def parse_caps(text):
+    """'naive=1024,tiled=0' -> {'naive': 1024, 'tiled': 0}; 0 removes a cap."""
+    caps = {}
+    for item in text.split(","):
+        name, separator, value = item.partition("=")
+        name = name.strip()
+        if not separator or not name or not _NAME.match(name):
+            raise UsageError(f"--caps: expected id=N, got '{item}'")
+        try:
+            cap = int(value.strip())
+        except ValueError:
+            raise UsageError(f"--caps: '{value}' in '{item}' is not an integer") from None
+        if cap < 0:
+            raise UsageError(f"--caps: a cap cannot be negative, got '{item}'")
+        caps[name] = cap
+    return caps
+
+
+def parse_min_time(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--min-time: '{text}' is not a number (seconds, e.g. 0.1)") from None
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"--min-time: must be a positive number of seconds, got {text}")
+    return value
+
+
+def parse_run_id(text):
+    if not _NAME.match(text):
+        raise UsageError(f"--run-id: '{text}' may only contain letters, digits, '.', '_' and '-'")
+    return text
+
+
+def check_implementations(options, described_ids):
+    """--impls and --caps name implementations that only the built binary knows."""
+    for flag, names in (("--impls", options.impls or []), ("--caps", list(options.caps))):
+        unknown = [name for name in names if name not in described_ids]
+        if unknown:
+            raise UsageError(f"{flag}: no implementation {', '.join(unknown)} in this build "
+                             f"(available: {', '.join(described_ids)})")

@@ -1,0 +1,32 @@
+"""Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
+import os
+
+from gpubench_driver import derive, plots, reference, results, summary
+
+
+def derive_findings(document, refine_rounds):
+    for study in document["studies"].values():
+        study["derived"] = derive.derive(study["entries"], refine_rounds)
+        if document.get("references") is not None:
+            study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"])
+
+
+def write_outputs(document, out_dir):
+    """Plots and summary.md next to results.json; returns the summary path."""
+    study = document["studies"].get("matmul")
+    plot_paths = plots.write_plots(study, out_dir) if study else []
+    if plot_paths is None:
+        print(plots.MISSING_MATPLOTLIB, flush=True)
+    summary_path = os.path.join(out_dir, "summary.md")
+    with open(summary_path, "w", encoding="utf-8") as stream:
+        stream.write(summary.render(document, plot_paths, out_dir) + "\n")
+    return summary_path
+
+
+def regenerate(path, out_dir=None):
+    """The 'report' command: plots and summary again from an existing results.json."""
+    document = results.load(path)
+    results_dir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    out_dir = out_dir or results_dir
+    os.makedirs(out_dir, exist_ok=True)
+    return write_outputs(document, out_dir)

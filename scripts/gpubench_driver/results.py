@@ -1,0 +1,180 @@
+"""results.json: the schema, its validation, atomic writing and safe loading."""
+import json
+import math
+import os
+import tempfile
+
+SCHEMA = "gpubench-results"
+SCHEMA_VERSION = 1
+RUN_STATUSES = ("running", "complete", "interrupted", "partial")
+ENTRY_STATUSES = ("ok", "error", "skipped")
+TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
+_NUMBER = (int, float)
+_OPTIONAL_NUMBER = (int, float, type(None))
+_OPTIONAL_STR = (str, type(None))
+
+
+class ResultsError(Exception):
+    """A results file that is not a valid gpubench results.json."""
+
+
+def new_document(run):
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "machine": {},
+        "software": {},
+        "gpu": {"available": False, "reason": "not determined yet"},
+        "warnings": [],
+        "studies": {},
+        "references": None,
+    }
+
+
+def new_study(description):
+    return {
+        "precision": description.get("precision"),
+        "default_sizes": description.get("default_sizes"),
+        "implementations": description.get("implementations", []),
+        "entries": [],
+        "invocations": [],
+        "derived": {},
+    }
+
+
+# --- validation --------------------------------------------------------------------
+def _expect(condition, path, message):
+    if not condition:
+        raise ResultsError(f"{path}: {message}")
+
+
+def _expect_type(value, types, path):
+    _expect(_has_type(value, types), path, f"expected {_type_names(types)}, got {type(value).__name__}")
+
+
+def _has_type(value, types):
+    if isinstance(value, bool):  # bool is an int to isinstance; JSON keeps them apart
+        return bool in _as_tuple(types)
+    return isinstance(value, types)
+
+
+def _as_tuple(types):
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _type_names(types):
+    names = {int: "number", float: "number", str: "string", dict: "object", list: "array",
+             bool: "boolean", type(None): "null"}
+    return " or ".join(dict.fromkeys(names[t] for t in _as_tuple(types)))
+
+
+def validate(document):
+    """Raise ResultsError naming the first field that breaks the schema."""
+    _expect(isinstance(document, dict), "results", "expected a JSON object")
+    _expect(document.get("schema") == SCHEMA, "schema",
+            f"expected '{SCHEMA}', got {document.get('schema')!r} (not a gpubench results file)")
+    _expect(document.get("schema_version") == SCHEMA_VERSION, "schema_version",
+            f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r}")
+    for key, types in (("run", dict), ("machine", dict), ("software", dict), ("gpu", dict),
+                       ("warnings", list), ("studies", dict), ("references", (dict, type(None)))):
+        _expect(key in document, key, "missing")
+        _expect_type(document[key], types, key)
+    _validate_run(document["run"])
+    _expect_type(document["gpu"].get("available"), bool, "gpu.available")
+    for index, warning in enumerate(document["warnings"]):
+        _expect_type(warning, str, f"warnings[{index}]")
+    for name, study in document["studies"].items():
+        _validate_study(study, f"studies.{name}")
+
+
+def _validate_run(run):
+    for key in ("id", "started"):
+        _expect_type(run.get(key), str, f"run.{key}")
+    _expect_type(run.get("finished"), _OPTIONAL_STR, "run.finished")
+    _expect(run.get("status") in RUN_STATUSES, "run.status",
+            f"expected one of {', '.join(RUN_STATUSES)}, got {run.get('status')!r}")
+    _expect_type(run.get("command_line"), list, "run.command_line")
+    _expect_type(run.get("options"), dict, "run.options")
+
+
+def _validate_study(study, path):
+    _expect_type(study, dict, path)
+    for key, types in (("implementations", list), ("entries", list), ("invocations", list), ("derived", dict)):
+        _expect_type(study.get(key), types, f"{path}.{key}")
+    for index, entry in enumerate(study["entries"]):
+        _validate_entry(entry, f"{path}.entries[{index}]")
+
+
+def _validate_entry(entry, path):
+    _expect_type(entry, dict, path)
+    _expect_type(entry.get("name"), str, f"{path}.name")
+    _expect(entry.get("status") in ENTRY_STATUSES, f"{path}.status",
+            f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
+    for key in ("impl", "device", "mode", "precision", "message"):
+        _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
+    for key in ("n", "repetitions", "iterations", "flop_per_s", "bytes_transferred", "rel_fro_error",
+                "max_rel_error", "threads", "fraction_of_best_rate"):
+        _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    time_s = entry.get("time_s")
+    if entry["status"] == "ok":
+        _expect_type(time_s, dict, f"{path}.time_s")
+        _expect_type(time_s.get("median"), _NUMBER, f"{path}.time_s.median")
+    if isinstance(time_s, dict):
+        for key in TIME_FIELDS:
+            _expect_type(time_s.get(key), _OPTIONAL_NUMBER, f"{path}.time_s.{key}")
+        _expect_type(time_s.get("samples"), list, f"{path}.time_s.samples")
+        for index, sample in enumerate(time_s["samples"]):
+            _expect_type(sample, _NUMBER, f"{path}.time_s.samples[{index}]")
+
+
+# --- writing and reading --------------------------------------------------------
+def without_non_finite(value):
+    """NaN and infinities become null: JSON has no such numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: without_non_finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_non_finite(item) for item in value]
+    return value
+
+
+def write(document, path):
+    """Validate, then replace the file atomically so a crash never leaves half a file."""
+    clean = without_non_finite(document)
+    validate(clean)
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".results.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(clean, stream, indent=1, allow_nan=False)
+            stream.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return clean
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not allowed in a results file")
+
+
+def load(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsError(f"cannot read {path}: {error}") from None
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as error:
+        raise ResultsError(f"{path} is not valid JSON (damaged or truncated?): {error}") from None
+    try:
+        validate(document)
+    except ResultsError as error:
+        raise ResultsError(f"{path} is not a valid gpubench results file: {error}") from None
+    return document

@@ -1,0 +1,233 @@
+"""Runs the matmul study binary once per size, streaming progress and saving after each."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from gpubench_driver import derive, formatting, gbench
+
+STDERR_TAIL_CHARS = 4000
+STOP_GRACE_S = 10
+
+
+class RunnerError(Exception):
+    """The study binary cannot be used (does not start, prints no description)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the entries finished so far are kept."""
+
+
+def describe(binary):
+    try:
+        result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120)
+    except OSError as error:
+        raise RunnerError(f"cannot run {binary}: {error}") from None
+    except subprocess.TimeoutExpired:
+        raise RunnerError(f"{binary} --describe did not finish in 120 s") from None
+    if result.returncode != 0:
+        raise RunnerError(f"{binary} --describe failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+    try:
+        description = json.loads(result.stdout)
+    except ValueError:
+        raise RunnerError(f"{binary} --describe did not print JSON") from None
+    if not isinstance(description, dict) or not isinstance(description.get("implementations"), list):
+        raise RunnerError(f"{binary} --describe printed no 'implementations' list")
+    return description
+
+
+def study_flags(options, sizes):
+    flags = ["--sizes=" + ",".join(map(str, sizes))]
+    if options.impls:
+        flags.append("--impls=" + ",".join(options.impls))
+    if options.modes:
+        flags.append("--modes=" + ",".join(options.modes))
+    if options.caps:
+        flags.append("--caps=" + ",".join(f"{name}={cap}" for name, cap in sorted(options.caps.items())))
+    if options.cpu_only:
+        flags.append("--cpu-only")
+    return flags
+
+
+def benchmark_flags(options, json_path):
+    return [f"--benchmark_out={json_path}", "--benchmark_out_format=json",
+            f"--benchmark_repetitions={options.repetitions}",
+            f"--benchmark_min_time={options.min_time:g}",  # 1.7 accepts only a bare number
+            "--benchmark_display_aggregates_only=true", "--benchmark_color=false"]
+
+
+def list_entries(binary, flags):
+    """Entry names the binary would run with these flags."""
+    result = subprocess.run([binary, *flags, "--benchmark_list_tests=true"], capture_output=True, text=True,
+                            timeout=120)
+    if result.returncode != 0:
+        raise RunnerError(f"{binary} --benchmark_list_tests failed ({result.returncode}): "
+                          f"{result.stderr.strip()[-500:]}")
+    return [gbench.entry_key(line.strip()) for line in result.stdout.splitlines() if line.strip()]
+
+
+# --- progress --------------------------------------------------------------------
+class Progress:
+    def __init__(self, total):
+        self.total = total
+        self.done = set()
+
+    def report(self, result):
+        if result.name in self.done:
+            return  # Google Benchmark prints a failure once per repetition
+        self.done.add(result.name)
+        print(f"[{len(self.done)}/{self.total}] {result.name}  {self._outcome(result)}", flush=True)
+
+    @staticmethod
+    def _outcome(result):
+        if result.failure is not None:
+            return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
+        axes = gbench.parse_entry_name(result.name)
+        text = f"median {formatting.seconds(result.median_s)}"
+        if axes and result.median_s > 0:
+            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 / result.median_s)}"  # matmul: 2n^3 FLOP
+        return text
+
+
+# --- one invocation ------------------------------------------------------------------
+@dataclass
+class Invocation:
+    entries: list
+    returncode: int
+    stderr_tail: str
+    notes: list
+    interrupted: bool = False
+
+
+def invoke(binary, flags, options, progress):
+    """Run the binary once; return its entries even when it crashed or was interrupted."""
+    with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
+        json_path = os.path.join(scratch, "out.json")
+        stderr_path = os.path.join(scratch, "stderr.txt")
+        with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
+            child = subprocess.Popen([binary, *flags, *benchmark_flags(options, json_path)],
+                                     stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace")
+            interrupted = _stream(child, options.repetitions, progress)
+            stderr.seek(0)
+            stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
+        output = gbench.load_file(json_path)
+    return Invocation(gbench.entries_from_output(output), child.returncode, stderr_tail, output.notes, interrupted)
+
+
+def _stream(child, repetitions, progress):
+    """Print progress from the console lines; on Ctrl-C stop the child and say so."""
+    try:
+        for line in child.stdout:
+            result = gbench.parse_console_line(line, repetitions)
+            if result:
+                progress.report(result)
+        child.wait()
+        return False
+    except KeyboardInterrupt:
+        _stop(child)
+        return True
+
+
+def _stop(child):
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def describe_exit(returncode):
+    if returncode < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+# --- the study ----------------------------------------------------------------------
+class MatmulStudy:
+    """Sweeps the sizes, then refines the crossovers; saves through `save` after each size."""
+
+    def __init__(self, binary, options, study, save):
+        self.binary = binary
+        self.options = options
+        self.study = study
+        self.save = save
+        self.progress = Progress(0)
+
+    def run(self, sizes):
+        planned = list_entries(self.binary, study_flags(self.options, sizes))
+        self.progress.total = len(planned)
+        print(f"matmul: {len(planned)} entries at {len(sizes)} sizes", flush=True)
+        for n in sizes:
+            self._run_size(n, [name for name in planned if _size_of(name) == n], "sweep")
+        for round_number in range(1, self.options.refine_rounds + 1):
+            if not self._refine(round_number):
+                break
+        return self.study
+
+    def _refine(self, round_number):
+        measured = {e["n"] for e in self.study["entries"]}
+        targets = sorted({n for n in map(derive.refinement_size, derive.crossovers(self.study["entries"]))
+                          if n is not None and n not in measured})
+        if not targets:
+            return False
+        # The caps stay: they keep implementations that cannot be the fastest (single-thread
+        # loops) away from sizes where one call takes many seconds.
+        print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, targets))}", flush=True)
+        for n in targets:
+            planned = list_entries(self.binary, study_flags(self.options, [n]))
+            self.progress.total += len(planned)
+            self._run_size(n, planned, "refinement")
+        return True
+
+    def _run_size(self, n, planned, phase):
+        if not planned:
+            return
+        invocation = invoke(self.binary, study_flags(self.options, [n]), self.options,
+                            self.progress)
+        for entry in invocation.entries:
+            entry["phase"] = phase
+        self._merge(invocation.entries)
+        failed = invocation.returncode != 0 and not invocation.interrupted
+        if failed:
+            self._record_failure(n, invocation, planned, phase)
+        self.save()
+        if invocation.interrupted:
+            raise Interrupted()
+
+    def _merge(self, new_entries):
+        by_name = {entry["name"]: entry for entry in self.study["entries"]}
+        by_name.update({entry["name"]: entry for entry in new_entries})
+        self.study["entries"] = sorted(by_name.values(), key=_entry_order)
+
+    def _record_failure(self, n, invocation, planned, phase):
+        finished = {entry["name"] for entry in invocation.entries}
+        missing = [name for name in planned if name not in finished]
+        how = describe_exit(invocation.returncode)
+        print(f"matmul n={n}: the benchmark process {how}; {len(missing)} entries not finished",
+              flush=True)
+        self.study["invocations"].append({
+            "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
+            "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing})
+        self._merge([_unfinished_entry(name, how, phase) for name in missing])
+
+
+def _size_of(name):
+    axes = gbench.parse_entry_name(name)
+    return axes["n"] if axes else None
+
+
+def _entry_order(entry):
+    return (entry.get("n") or 0, entry.get("device") or "", entry.get("impl") or "", entry.get("mode") or "")
+
+
+def _unfinished_entry(name, how, phase):
+    entry = gbench.blank_entry(name)
+    entry.update(status="error", phase=phase, message=f"not finished: the benchmark process {how}")
+    return entry

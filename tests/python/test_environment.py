@@ -1,0 +1,93 @@
+"""What the run records about the machine, and the OpenBLAS generic-kernel warning."""
+import os
+import unittest
+from unittest import mock
+
+import support  # noqa: F401  (import path)
+
+from gpubench_driver import environment
+
+AVX512 = {"avx2": True, "avx512f": True}
+CPUINFO = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+physical id\t: 0
+core id\t\t: 0
+flags\t\t: fpu sse2 avx avx2 avx512f
+
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+physical id\t: 0
+core id\t\t: 0
+flags\t\t: fpu sse2 avx avx2 avx512f
+
+processor\t: 2
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+physical id\t: 0
+core id\t\t: 1
+flags\t\t: fpu sse2 avx avx2 avx512f
+"""
+
+
+class OpenblasWarningTest(unittest.TestCase):
+    def test_prescott_on_an_avx512_cpu_warns(self):
+        warning = environment.openblas_core_warning("Prescott", AVX512)
+        self.assertIn("Prescott", warning)
+        self.assertIn("avx512f/avx2", warning)
+
+    def test_vector_kernels_do_not_warn(self):
+        for core in ("Haswell", "SkylakeX", "Cooperlake", "SapphireRapids", "Zen"):
+            self.assertIsNone(environment.openblas_core_warning(core, AVX512), core)
+
+    def test_generic_kernel_on_an_old_cpu_does_not_warn(self):
+        self.assertIsNone(environment.openblas_core_warning("Prescott", {"avx2": False, "avx512f": False}))
+
+    def test_unknown_core_does_not_warn(self):
+        self.assertIsNone(environment.openblas_core_warning(None, AVX512))
+
+    def test_openblas_info_from_the_config_string(self):
+        info = environment.openblas_info({"openblas": {"config": "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell",
+                                                       "core": "Haswell", "threads": 16}})
+        self.assertEqual((info["version"], info["core"], info["threads"]), ("0.3.21", "Haswell", 16))
+
+
+class MachineTest(unittest.TestCase):
+    def test_cpuinfo_counts_sockets_cores_threads(self):
+        cpu = environment.parse_cpuinfo(CPUINFO)
+        self.assertEqual((cpu["sockets"], cpu["cores"], cpu["threads"]), (1, 2, 3))
+        self.assertEqual(cpu["flags"], AVX512)
+        self.assertEqual(cpu["model"], "Intel(R) Xeon(R) Platinum 8480+")
+
+    def test_nvidia_smi_values(self):
+        line = ("NVIDIA H100 80GB HBM3, GPU-1, 00000000:00:06.0, 81559, 1980, 2619, 345, 700.00, 5, 5, 16, 16, "
+                "Enabled, 580.95, [N/A]")
+        [gpu] = environment.parse_nvidia_smi(line)
+        self.assertEqual(gpu["memory.total"], 81559)
+        self.assertEqual(gpu["power.limit"], 700.0)
+        self.assertEqual(gpu["pcie.link.width.current"], 16)
+        self.assertEqual(gpu["ecc.mode.current"], "Enabled")
+        self.assertEqual(gpu["driver_version"], "580.95")
+        self.assertIsNone(gpu["temperature.gpu"])
+
+    def test_short_nvidia_smi_lines_are_ignored(self):
+        self.assertEqual(environment.parse_nvidia_smi("No devices were found"), [])
+
+    def test_small_parsers(self):
+        self.assertEqual(environment.transparent_hugepages("always [madvise] never"), "madvise")
+        self.assertEqual(environment.memory_total_bytes("MemTotal:  1024 kB\n"), 1024 * 1024)
+        self.assertEqual(environment.os_name('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"'),
+                         "Debian GNU/Linux 12 (bookworm)")
+
+
+class GitTest(unittest.TestCase):
+    def test_revision_given_when_the_tree_has_no_git(self):
+        with mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": "abc123"}):
+            git = environment.capture_git("/")
+        self.assertEqual((git["revision"], git["source"]), ("abc123", "GPUBENCH_GIT_REVISION"))
+
+    def test_no_revision_at_all(self):
+        with mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": ""}):
+            self.assertIsNone(environment.capture_git("/")["revision"])
+
+
+if __name__ == "__main__":
+    unittest.main()

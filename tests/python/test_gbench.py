@@ -1,0 +1,141 @@
+import os
+import tempfile
+import unittest
+
+import support  # noqa: F401  (import path)
+from support import fixture
+
+from gpubench_driver import gbench
+
+
+def entries_by_name(path):
+    return {entry["name"]: entry for entry in gbench.entries_from_output(gbench.load_file(path))}
+
+
+class Version17Test(unittest.TestCase):
+    def setUp(self):
+        self.entries = entries_by_name(fixture("gbench_1.7.json"))
+
+    def test_ok_entry_from_repetitions(self):
+        entry = self.entries["matmul/openblas/cpu/host/fp32/n:64"]
+        self.assertEqual(entry["status"], "ok")
+        self.assertEqual((entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["n"]),
+                         ("openblas", "cpu", "host", "fp32", 64))
+        self.assertEqual(entry["repetitions"], 3)
+        self.assertEqual(entry["iterations"], 1000)
+        self.assertAlmostEqual(entry["time_s"]["median"], 5e-6)
+        for sample, expected in zip(sorted(entry["time_s"]["samples"]), [4e-6, 5e-6, 6e-6]):
+            self.assertAlmostEqual(sample, expected, delta=1e-15)
+        self.assertAlmostEqual(entry["flop_per_s"] / (524288 / 5e-6), 1.0)
+        self.assertEqual(entry["threads"], 2)
+
+    def test_nan_counter_becomes_none(self):
+        self.assertIsNone(self.entries["matmul/openblas/cpu/host/fp32/n:64"]["max_rel_error"])
+
+    def test_wrong_result_is_an_error(self):
+        entry = self.entries["matmul/naive_loop/cpu/host/fp32/n:64"]
+        self.assertEqual(entry["status"], "error")
+        self.assertTrue(entry["message"].startswith("wrong result: "))
+        self.assertIsNone(entry["time_s"])
+
+    def test_skip_message_is_a_skip(self):
+        entry = self.entries["matmul/cublas/gpu/resident/fp32/n:8192"]
+        self.assertEqual(entry["status"], "skipped")
+        self.assertEqual(entry["n"], 8192)
+
+    def test_gpu_entry_has_no_threads(self):
+        entry = self.entries["matmul/cublas/gpu/resident/fp32/n:64"]
+        self.assertIsNone(entry["threads"])  # Google Benchmark's own "threads": 1 is not ours
+        self.assertAlmostEqual(entry["time_s"]["median"], 11e-6)
+
+
+class Version18Test(unittest.TestCase):
+    def setUp(self):
+        self.entries = entries_by_name(fixture("gbench_1.8.json"))
+
+    def test_milliseconds_and_infinity(self):
+        entry = self.entries["matmul/cublas/gpu/transfer_pinned/fp32/n:256"]
+        self.assertEqual(entry["status"], "ok")
+        self.assertAlmostEqual(entry["time_s"]["median"], 3e-5)
+        self.assertIsNone(entry["max_rel_error"])
+        self.assertEqual(entry["bytes_transferred"], 786432)
+
+    def test_skipped_with_message(self):
+        entry = self.entries["matmul/tiled_kernel/gpu/resident/fp32/n:256"]
+        self.assertEqual(entry["status"], "skipped")
+        self.assertIn("tensor cores", entry["message"])
+
+    def test_error(self):
+        entry = self.entries["matmul/naive_kernel/gpu/resident/fp32/n:256"]
+        self.assertEqual(entry["status"], "error")
+        self.assertIn("cudaErrorLaunchFailure", entry["message"])
+
+
+class TruncatedTest(unittest.TestCase):
+    def test_recovers_complete_objects(self):
+        output = gbench.load_file(fixture("gbench_truncated.json"))
+        self.assertTrue(output.truncated)
+        names = {entry["name"] for entry in gbench.entries_from_output(output)}
+        self.assertEqual(names, {"matmul/openblas/cpu/host/fp32/n:64", "matmul/naive_loop/cpu/host/fp32/n:64",
+                                 "matmul/cublas/gpu/resident/fp32/n:8192"})
+        self.assertEqual(output.context.get("host_name"), "fixture")
+
+    def test_every_cut_point_is_safe(self):
+        with open(fixture("gbench_1.7.json"), encoding="utf-8") as stream:
+            text = stream.read()
+        previous = 0
+        for cut in range(0, len(text), 97):
+            if not text[:cut].strip():
+                continue
+            count = len(gbench.group_runs(gbench.load_text(text[:cut]).benchmarks))
+            self.assertGreaterEqual(count, previous)
+            previous = count
+
+    def test_missing_and_empty_files(self):
+        with tempfile.TemporaryDirectory() as directory:
+            self.assertEqual(gbench.load_file(os.path.join(directory, "absent.json")).benchmarks, [])
+            empty = os.path.join(directory, "empty.json")
+            open(empty, "w").close()
+            self.assertEqual(gbench.load_file(empty).benchmarks, [])
+
+    def test_foreign_input_is_rejected(self):
+        for text in ('{"results": []}', "[1, 2]", "hello"):
+            with self.assertRaises(gbench.GbenchError):
+                gbench.load_text(text)
+
+
+class NamesAndConsoleTest(unittest.TestCase):
+    def test_entry_key_and_axes(self):
+        key = gbench.entry_key("matmul/cublas/gpu/transfer_pageable/fp32/n:4096/manual_time")
+        self.assertEqual(key, "matmul/cublas/gpu/transfer_pageable/fp32/n:4096")
+        self.assertEqual(gbench.parse_entry_name(key)["mode"], "transfer_pageable")
+        self.assertIsNone(gbench.parse_entry_name("BM_something/64"))
+
+    def test_median_line(self):
+        line = "matmul/cublas/gpu/resident/fp32/n:256/manual_time_median      8.10 us     5.00 us    3 flop=33.5M"
+        result = gbench.parse_console_line(line, repetitions=3)
+        self.assertEqual(result.name, "matmul/cublas/gpu/resident/fp32/n:256")
+        self.assertAlmostEqual(result.median_s, 8.1e-6)
+
+    def test_other_aggregates_are_ignored(self):
+        line = "matmul/openblas/cpu/host/fp32/n:64/real_time_mean   1.15 ns   1.15 ns   3"
+        self.assertIsNone(gbench.parse_console_line(line, repetitions=3))
+
+    def test_single_repetition_line(self):
+        line = "matmul/openblas/cpu/host/fp32/n:64/real_time   4.00 us   4.00 us   1000 flop=524.288k"
+        self.assertAlmostEqual(gbench.parse_console_line(line, repetitions=1).median_s, 4e-6)
+
+    def test_error_and_skip_lines(self):
+        error = gbench.parse_console_line(
+            "matmul/naive_loop/cpu/host/fp32/n:64/real_time   ERROR OCCURRED: 'wrong result: x'", 3)
+        self.assertEqual((error.name, error.failure), ("matmul/naive_loop/cpu/host/fp32/n:64", "wrong result: x"))
+        skip = gbench.parse_console_line("matmul/a/gpu/resident/fp32/n:64/manual_time  SKIPPED: 'skipped: no'", 3)
+        self.assertEqual(skip.failure, "skipped: no")
+
+    def test_header_lines_are_ignored(self):
+        for line in ("-----", "Benchmark   Time   CPU   Iterations UserCounters...", "Run on (16 X 2000 MHz CPU s)"):
+            self.assertIsNone(gbench.parse_console_line(line, 3))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,48 @@
+"""The matmul study binary end to end on the GPU: every GPU implementation in every mode,
+at odd sizes, must produce verified (non-error) entries. Skipped without a usable GPU."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
+STUDY = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
+
+
+def describe():
+    out = subprocess.run([STUDY, "--describe"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+@unittest.skipUnless(os.access(STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or study binary not built")
+class GpuStudyEndToEnd(unittest.TestCase):
+    def setUp(self):
+        gpu = describe()["gpu"]
+        if not gpu["available"]:
+            self.skipTest("no GPU: " + gpu["reason"])
+
+    def test_every_gpu_entry_verifies_at_odd_sizes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            subprocess.run([STUDY, "--sizes=31,257,1000", "--modes=resident,transfer_pinned,transfer_pageable",
+                            "--benchmark_min_time=0.01", "--benchmark_out_format=json",
+                            "--benchmark_out=" + out], check=True, capture_output=True)
+            with open(out) as f:
+                entries = json.load(f)["benchmarks"]
+        gpu_impls = {impl["id"] for impl in describe()["implementations"] if impl["device"] == "gpu"}
+        seen = set()
+        for entry in entries:
+            self.assertFalse(entry.get("error_occurred"), entry["name"] + ": " + entry.get("error_message", ""))
+            self.assertLess(entry["rel_fro_error"], 1e-4, entry["name"])
+            self.assertGreater(entry["rel_fro_error"], 0.0, entry["name"])  # FP32 vs FP64 is never exact
+            self.assertGreater(entry["flop"], 0)
+            if "/transfer_" in entry["name"]:
+                self.assertGreater(entry["bytes_transferred"], 0, entry["name"])
+            seen.add(entry["name"].split("/")[1])
+        self.assertEqual(seen, gpu_impls)
+        self.assertEqual(len(entries), 3 * 3 * len(gpu_impls))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,115 @@
+"""results.json: schema validation, atomic writing, refusal of damaged files, the report command."""
+import copy
+import json
+import os
+import tempfile
+import unittest
+
+import support  # noqa: F401  (import path)
+from support import fixture
+
+from gpubench_driver import report, results
+
+
+def fixture_document():
+    with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+class ValidationTest(unittest.TestCase):
+    def test_fixture_is_valid(self):
+        results.validate(fixture_document())
+
+    def assert_invalid(self, change, field):
+        document = fixture_document()
+        change(document)
+        with self.assertRaises(results.ResultsError) as caught:
+            results.validate(document)
+        self.assertIn(field, str(caught.exception))
+
+    def test_foreign_schema(self):
+        self.assert_invalid(lambda d: d.update(schema="other"), "schema")
+
+    def test_unknown_run_status(self):
+        self.assert_invalid(lambda d: d["run"].update(status="done"), "run.status")
+
+    def test_ok_entry_needs_a_median(self):
+        self.assert_invalid(lambda d: d["studies"]["matmul"]["entries"][0].update(time_s=None), "time_s")
+
+    def test_number_fields_reject_strings_and_booleans(self):
+        self.assert_invalid(lambda d: d["studies"]["matmul"]["entries"][0].update(n="64"), ".n")
+        self.assert_invalid(lambda d: d["studies"]["matmul"]["entries"][0].update(rel_fro_error=True),
+                            "rel_fro_error")
+
+    def test_missing_section(self):
+        self.assert_invalid(lambda d: d.pop("machine"), "machine")
+
+
+class WriteAndLoadTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.directory.name, "results.json")
+
+    def tearDown(self):
+        self.directory.cleanup()
+
+    def test_round_trip_turns_nan_into_null(self):
+        document = fixture_document()
+        document["studies"]["matmul"]["entries"][0]["max_rel_error"] = float("nan")
+        results.write(document, self.path)
+        loaded = results.load(self.path)
+        self.assertIsNone(loaded["studies"]["matmul"]["entries"][0]["max_rel_error"])
+        self.assertEqual(os.listdir(self.directory.name), ["results.json"])  # no temporary left
+
+    def test_invalid_document_leaves_the_previous_file(self):
+        results.write(fixture_document(), self.path)
+        broken = copy.deepcopy(fixture_document())
+        broken["run"]["status"] = "bogus"
+        with self.assertRaises(results.ResultsError):
+            results.write(broken, self.path)
+        self.assertEqual(results.load(self.path)["run"]["status"], "complete")
+        self.assertEqual(os.listdir(self.directory.name), ["results.json"])
+
+    def test_truncated_file_is_reported_as_damaged(self):
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            text = stream.read()
+        with open(self.path, "w", encoding="utf-8") as stream:
+            stream.write(text[: len(text) // 2])
+        with self.assertRaises(results.ResultsError) as caught:
+            results.load(self.path)
+        self.assertIn("damaged or truncated", str(caught.exception))
+
+    def test_nan_literal_is_refused(self):
+        document = fixture_document()
+        document["studies"]["matmul"]["entries"][0]["max_rel_error"] = "NaN here"
+        with open(self.path, "w", encoding="utf-8") as stream:
+            stream.write(json.dumps(document).replace('"NaN here"', "NaN"))
+        with self.assertRaises(results.ResultsError):
+            results.load(self.path)
+
+    def test_missing_file(self):
+        with self.assertRaises(results.ResultsError):
+            results.load(os.path.join(self.directory.name, "absent.json"))
+
+
+class ReportTest(unittest.TestCase):
+    def test_report_regenerates_summary_and_plots(self):
+        with tempfile.TemporaryDirectory() as out:
+            summary_path = report.regenerate(fixture("results_v1.json"), out)
+            with open(summary_path, encoding="utf-8") as stream:
+                summary = stream.read()
+            self.assertIn("## Crossover (GPU faster than the best CPU)", summary)
+            self.assertIn("| resident | 92 | 64 .. 96 | cublas |", summary)
+            self.assertIn("cublas/resident vs torch at n=4096", summary)
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                self.assertIn("Plots were skipped", summary)
+                return
+            for name in ("matmul_time.png", "matmul_rate.png", "matmul_speedup.png"):
+                with open(os.path.join(out, "plots", name), "rb") as stream:
+                    self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+if __name__ == "__main__":
+    unittest.main()

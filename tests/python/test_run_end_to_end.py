@@ -1,0 +1,202 @@
+"""The run command end to end on the built study binary (CPU side, a few seconds), and the
+driver's behaviour when the benchmark process crashes or the user interrupts it."""
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import support
+from gpubench_driver import results
+
+BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
+STUDY = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
+ENTRY = os.path.join(support.SOURCE_DIR, "scripts", "gpubench")
+QUICK_CPU = ["--cpu-only", "--sizes", "64,100", "--repetitions", "2", "--min-time", "0.01"]
+
+
+def gpubench(*args, build_dir=BUILD_DIR, **kwargs):
+    command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", build_dir, *args]
+    environment = dict(os.environ, GPUBENCH_PYTHON=sys.executable)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, **kwargs)
+
+
+def has_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@unittest.skipUnless(os.access(STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or study binary not built")
+class QuickCpuRunTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.TemporaryDirectory()
+        cls.out = os.path.join(cls.directory.name, "run")
+        cls.process = gpubench("--quick", *QUICK_CPU, "--out", cls.out)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.directory.cleanup()
+
+    def test_exits_cleanly_with_progress(self):
+        self.assertEqual(self.process.returncode, 0, self.process.stderr)
+        self.assertIn("[1/6] matmul/openblas/cpu/host/fp32/n:64", self.process.stdout)
+        self.assertIn("[6/6]", self.process.stdout)
+
+    def test_results_json_is_valid_and_verified(self):
+        document = results.load(self.out)
+        self.assertEqual(document["run"]["status"], "complete")
+        entries = document["studies"]["matmul"]["entries"]
+        self.assertEqual(len(entries), 6)  # openblas, blocked_loop, naive_loop at 64 and 100
+        for entry in entries:
+            self.assertEqual(entry["status"], "ok", entry["name"])
+            self.assertLess(entry["rel_fro_error"], 1e-5, entry["name"])
+            self.assertEqual(len(entry["time_s"]["samples"]), 2)
+            self.assertGreater(entry["flop_per_s"], 0)
+        self.assertFalse(document["gpu"]["available"])
+        self.assertIsNotNone(document["software"]["openblas"]["core"])
+        self.assertEqual(document["run"]["options"]["sizes"], [64, 100])
+
+    def test_plot_and_summary(self):
+        with open(os.path.join(self.out, "summary.md"), encoding="utf-8") as stream:
+            summary = stream.read()
+        self.assertIn("The GPU part was not run: --cpu-only was given", summary)
+        self.assertIn("naive\\_loop: run up to n=512", summary)
+        if has_matplotlib():
+            with open(os.path.join(self.out, "plots", "matmul_rate.png"), "rb") as stream:
+                self.assertEqual(stream.read(4), b"\x89PNG")
+        else:
+            self.assertIn("Plots were skipped", summary)
+
+    def test_an_existing_result_is_never_overwritten(self):
+        again = gpubench(*QUICK_CPU, "--out", self.out)
+        self.assertEqual(again.returncode, 2)
+        self.assertIn("already holds a results.json", again.stderr)
+
+
+class BadInputTest(unittest.TestCase):
+    def assert_usage_error(self, process, text):
+        self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
+        self.assertIn(text, process.stderr)
+
+    def test_bad_values(self):
+        for args, text in ((["--sizes", "0"], "--sizes"), (["--sizes", "64,abc"], "'abc' is not an integer"),
+                           (["--modes", "sideways"], "unknown value 'sideways'"),
+                           (["--min-time", "-1"], "--min-time"), (["--repetitions", "x"], "--repetitions"),
+                           (["--caps", "naive_loop"], "expected id=N"), (["--run-id", "a/b"], "--run-id"),
+                           (["--frobnicate"], "unrecognized arguments")):
+            with self.subTest(args=args):
+                self.assert_usage_error(gpubench(*args), text)
+
+    @unittest.skipUnless(os.access(STUDY, os.X_OK), "study binary not built")
+    def test_unknown_implementation(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assert_usage_error(gpubench("--impls", "magic", "--out", out), "no implementation magic")
+
+    def test_unknown_command_and_help(self):
+        process = subprocess.run(["bash", ENTRY, "frobnicate"], capture_output=True, text=True)
+        self.assertEqual(process.returncode, 2)
+        for args in (["--help"], ["run", "--help"]):
+            process = subprocess.run(["bash", ENTRY, *args], capture_output=True, text=True,
+                                     env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+            self.assertEqual(process.returncode, 0, process.stderr)
+            self.assertIn("usage", process.stdout)
+
+    def test_report_on_a_damaged_file(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "results.json")
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write('{"schema": "gpubench-results", "run": {')
+            process = subprocess.run(["bash", ENTRY, "report", path], capture_output=True, text=True,
+                                     env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+            self.assertEqual(process.returncode, 1)
+            self.assertIn("damaged or truncated", process.stderr)
+
+
+# A stand-in study binary: finishes the n=64 entry, then dies from a signal at n=128 after
+# writing one complete benchmark object of that size (the rest of the file is cut off).
+FAKE_STUDY = textwrap.dedent('''\
+    #!{python}
+    import json, os, signal, sys
+    args = sys.argv[1:]
+    sizes = [int(n) for a in args if a.startswith("--sizes=") for n in a.split("=")[1].split(",")]
+    names = [f"matmul/{{impl}}/cpu/host/fp32/n:{{n}}" for n in sizes for impl in ("fast", "slow")]
+    if "--describe" in args:
+        print(json.dumps({{"study": "matmul", "precision": "fp32", "default_sizes": [64, 128],
+                          "gpu": {{"available": False, "reason": "fake"}},
+                          "implementations": [{{"id": i, "device": "cpu", "modes": ["host"]}} for i in ("fast", "slow")]}}))
+        sys.exit(0)
+    if "--benchmark_list_tests=true" in args:
+        print("\\n".join(name + "/real_time" for name in names))
+        sys.exit(0)
+    out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
+    def run(name):
+        return {{"name": name + "/real_time", "run_name": name + "/real_time", "run_type": "iteration",
+                "repetitions": 1, "iterations": 10, "real_time": 1000.0, "time_unit": "ns",
+                "flop": 524288.0, "rel_fro_error": 1e-7, "max_rel_error": 1e-6}}
+    with open(out, "w") as stream:
+        if sizes == [64]:
+            json.dump({{"context": {{}}, "benchmarks": [run(n) for n in names]}}, stream)
+            sys.exit(0)
+        stream.write('{{"context": {{}}, "benchmarks": [' + json.dumps(run(names[0])) + ', {{"name": "cut')
+    os.kill(os.getpid(), signal.SIGSEGV)
+''')
+
+
+class CrashTest(unittest.TestCase):
+    def test_a_crash_keeps_every_finished_entry(self):
+        with tempfile.TemporaryDirectory() as directory:
+            build_dir = os.path.join(directory, "build")
+            os.makedirs(os.path.join(build_dir, "bench"))
+            fake = os.path.join(build_dir, "bench", "gpubench_matmul")
+            with open(fake, "w", encoding="utf-8") as stream:
+                stream.write(FAKE_STUDY.format(python=sys.executable))
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            out = os.path.join(directory, "run")
+            process = gpubench("--sizes", "64,128", "--repetitions", "1", "--no-refine", "--no-reference", "--out", out,
+                               build_dir=build_dir)
+            self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+            self.assertIn("killed by signal SIGSEGV", process.stdout, process.stderr)
+            document = results.load(out)
+            self.assertEqual(document["run"]["status"], "partial")
+            status = {e["name"]: e["status"] for e in document["studies"]["matmul"]["entries"]}
+            self.assertEqual(status, {"matmul/fast/cpu/host/fp32/n:64": "ok", "matmul/slow/cpu/host/fp32/n:64": "ok",
+                                      "matmul/fast/cpu/host/fp32/n:128": "ok",
+                                      "matmul/slow/cpu/host/fp32/n:128": "error"})
+            [invocation] = document["studies"]["matmul"]["invocations"]
+            self.assertEqual(invocation["unfinished"], ["matmul/slow/cpu/host/fp32/n:128"])
+
+
+@unittest.skipUnless(os.access(STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or study binary not built")
+class InterruptTest(unittest.TestCase):
+    def test_ctrl_c_keeps_finished_entries(self):
+        with tempfile.TemporaryDirectory() as directory:
+            out = os.path.join(directory, "run")
+            # naive_loop at 512 takes a fraction of a second per call: time to interrupt after n=64.
+            command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--cpu-only",
+                       "--sizes", "64,512", "--impls", "naive_loop", "--repetitions", "20", "--min-time", "0.01",
+                       "--out", out]
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True, env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+            for line in process.stdout:
+                if line.startswith("[1/2]"):
+                    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: the whole group
+                    break
+            process.communicate(timeout=120)
+            self.assertEqual(process.returncode, 130)
+            document = results.load(out)
+            self.assertEqual(document["run"]["status"], "interrupted")
+            entries = {e["name"]: e for e in document["studies"]["matmul"]["entries"]}
+            self.assertEqual(entries["matmul/naive_loop/cpu/host/fp32/n:64"]["status"], "ok")
+            self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+
+
+if __name__ == "__main__":
+    unittest.main()
