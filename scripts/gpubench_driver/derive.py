@@ -1,7 +1,8 @@
 """Findings computed from the measured entries: crossovers, speedups, best rates."""
 import math
 
-REFINEMENT_RULE = "refinement stops when the bracket is narrower than max(8, 10% of its lower end)"
+REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
+                   "its ends; refinement stops when the bracket is narrower than max(8, 10% of its lower end)")
 
 
 def ok_entries(entries):
@@ -103,6 +104,25 @@ def refinement_size(found):
         return None
     middle = (lower + upper) // 2
     return middle if lower < middle < upper else None
+
+
+def refinement_plan(entries):
+    """{n: (impls, modes)} to measure next: each unresolved crossover's midpoint, with only
+    the implementations that were fastest at its bracket ends (the candidates to win there)
+    in the host mode and that crossover's GPU mode."""
+    best_cpu = best_by_size(cpu_entries(entries))
+    measured = {e["n"] for e in entries if e.get("n")}
+    plan = {}
+    for found in crossovers(entries):
+        n = refinement_size(found)
+        if n is None or n in measured:
+            continue
+        best_gpu = best_by_size(gpu_entries(entries, found["mode"]))
+        impls, modes = plan.setdefault(n, (set(), set()))
+        for end in (found["lower"], found["upper"]):
+            impls.update((best_cpu[end]["impl"], best_gpu[end]["impl"]))
+            modes.update((best_cpu[end]["mode"], found["mode"]))
+    return {n: (sorted(impls), sorted(modes)) for n, (impls, modes) in sorted(plan.items())}
 
 
 # --- speedups and rates ---------------------------------------------------------------

@@ -38,12 +38,15 @@ def describe(binary):
     return description
 
 
-def study_flags(options, sizes):
+def study_flags(options, sizes, impls=None, modes=None):
+    """The study's own flags; impls/modes narrow the user's choice for one invocation."""
     flags = ["--sizes=" + ",".join(map(str, sizes))]
-    if options.impls:
-        flags.append("--impls=" + ",".join(options.impls))
-    if options.modes:
-        flags.append("--modes=" + ",".join(options.modes))
+    impls = impls or options.impls
+    modes = modes or options.modes
+    if impls:
+        flags.append("--impls=" + ",".join(impls))
+    if modes:
+        flags.append("--modes=" + ",".join(modes))
     if options.caps:
         flags.append("--caps=" + ",".join(f"{name}={cap}" for name, cap in sorted(options.caps.items())))
     if options.cpu_only:
@@ -165,32 +168,31 @@ class MatmulStudy:
         self.progress.total = len(planned)
         print(f"matmul: {len(planned)} entries at {len(sizes)} sizes", flush=True)
         for n in sizes:
-            self._run_size(n, [name for name in planned if _size_of(name) == n], "sweep")
+            self._run_size(n, [name for name in planned if _size_of(name) == n], "sweep",
+                           study_flags(self.options, [n]))
         for round_number in range(1, self.options.refine_rounds + 1):
             if not self._refine(round_number):
                 break
         return self.study
 
     def _refine(self, round_number):
-        measured = {e["n"] for e in self.study["entries"]}
-        targets = sorted({n for n in map(derive.refinement_size, derive.crossovers(self.study["entries"]))
-                          if n is not None and n not in measured})
-        if not targets:
+        plan = derive.refinement_plan(self.study["entries"])
+        if not plan:
             return False
         # The caps stay: they keep implementations that cannot be the fastest (single-thread
         # loops) away from sizes where one call takes many seconds.
-        print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, targets))}", flush=True)
-        for n in targets:
-            planned = list_entries(self.binary, study_flags(self.options, [n]))
+        print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, plan))}", flush=True)
+        for n, (impls, modes) in plan.items():
+            flags = study_flags(self.options, [n], impls, modes)
+            planned = list_entries(self.binary, flags)
             self.progress.total += len(planned)
-            self._run_size(n, planned, "refinement")
+            self._run_size(n, planned, "refinement", flags)
         return True
 
-    def _run_size(self, n, planned, phase):
+    def _run_size(self, n, planned, phase, flags):
         if not planned:
             return
-        invocation = invoke(self.binary, study_flags(self.options, [n]), self.options,
-                            self.progress)
+        invocation = invoke(self.binary, flags, self.options, self.progress)
         for entry in invocation.entries:
             entry["phase"] = phase
         self._merge(invocation.entries)

@@ -70,6 +70,17 @@ class RefinementTest(unittest.TestCase):
     def test_open_bracket_is_not_refined(self):
         self.assertIsNone(derive.refinement_size({"lower": None, "upper": 64}))
 
+    def test_plan_measures_only_the_candidates_at_the_midpoint(self):
+        entries = study({64: 1.0, 128: 2.0}, {64: 2.0, 128: 1.0})
+        entries += [make_entry("naive_loop", "cpu", "host", n, 9.0) for n in (64, 128)]
+        entries += [make_entry("naive_kernel", "gpu", "resident", 64, 1.5),
+                    make_entry("naive_kernel", "gpu", "transfer_pinned", 128, 0.1)]
+        self.assertEqual(derive.refinement_plan(entries),
+                         {96: (["cublas", "naive_kernel", "openblas"], ["host", "resident"])})
+
+    def test_plan_is_empty_once_brackets_are_narrow(self):
+        self.assertEqual(derive.refinement_plan(study({64: 1.0, 70: 2.0}, {64: 2.0, 70: 1.0})), {})
+
 
 class RatesTest(unittest.TestCase):
     def test_fraction_of_best_rate_per_device(self):
