@@ -2,9 +2,11 @@
 #include "common/operations.hpp"
 
 namespace gpubench {
-// Shared-memory tiling with register blocking: each block stages T x 8 tiles of A and
-// 8 x T tiles of B in shared memory and each thread accumulates a (T/16)^2 block of C in
-// registers, so every operand loaded from global memory is reused T times. T is 128, or
-// 64 or 32 when the matrix is too small to give every multiprocessor a 128-wide tile.
+// Shared-memory tiling with register blocking: each block stages a tile of A and of B in
+// shared memory and each thread accumulates a small block of C in registers, so every
+// operand loaded from global memory is reused many times. A 128x128 tile (8x8 per
+// thread) when the matrix has enough of them to occupy every multiprocessor; otherwise a
+// 64x64 tile (4x4 per thread) whose k dimension is split across blocks, which add their
+// partial products into C (zeroed first, inside the call).
 void matmul_tiled_kernel(const float* a, const float* b, float* c, MatmulShape shape);
 }  // namespace gpubench
