@@ -184,14 +184,14 @@ def openblas_core_warning(core, cpu_flags):
 
 
 def capture_git(source_dir):
-    """Revision of the checkout; GPUBENCH_GIT_REVISION stands in where the tree was copied
-    without its .git (e.g. onto a benchmark machine), and is recorded as such."""
+    """Revision of the checkout. GPUBENCH_GIT_REVISION, when set, wins: a tree copied onto a
+    benchmark machine may carry no .git, or a stale one."""
+    given = os.environ.get("GPUBENCH_GIT_REVISION", "").strip()
+    if given:
+        return {"revision": given, "dirty": None, "source": "GPUBENCH_GIT_REVISION"}
     revision = _run(["git", "-C", source_dir, "rev-parse", "HEAD"])
     if revision:
         status = _run(["git", "-C", source_dir, "status", "--porcelain"])
         return {"revision": revision.strip(), "dirty": bool(status.strip()) if status is not None else None,
                 "source": "git"}
-    given = os.environ.get("GPUBENCH_GIT_REVISION", "").strip()
-    if given:
-        return {"revision": given, "dirty": None, "source": "GPUBENCH_GIT_REVISION"}
     return {"revision": None, "dirty": None, "source": "no git repository and no GPUBENCH_GIT_REVISION"}

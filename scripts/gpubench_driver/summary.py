@@ -9,14 +9,31 @@ HEADLINE_SIZES = (200, 1024, 4096, 8192)
 
 def machine_line(document):
     cpu = document["machine"].get("cpu") or {}
+    memory = document["machine"].get("memory_total_bytes")
     parts = [f"CPU {md(cpu.get('model'))} ({cpu.get('sockets')} sockets, {cpu.get('cores')} cores, "
-             f"{cpu.get('threads')} threads)"]
-    for gpu in document["machine"].get("gpus") or []:
-        parts.append(f"GPU {md(gpu.get('name'))}, driver {md(gpu.get('driver_version'))}")
+             f"{cpu.get('threads')} threads)" + (f", {memory / 2 ** 30:.0f} GiB memory" if memory else ""),
+             f"{md(document['machine'].get('os'))}, {md(document['machine'].get('kernel'))}"]
+    devices = ((document["software"].get("gpubench_env") or {}).get("cuda") or {}).get("devices") or []
+    for index, gpu in enumerate(document["machine"].get("gpus") or []):
+        parts.append("GPU " + _gpu_description(gpu, devices[index] if index < len(devices) else {}))
     blas = document["software"].get("openblas") or {}
     parts.append(f"OpenBLAS {md(blas.get('version'))} (core {md(blas.get('core'))}, "
                  f"{md(blas.get('threads'))} threads)")
     return "; ".join(parts)
+
+
+def _gpu_description(smi, device):
+    """nvidia-smi's view and the CUDA runtime's view of one GPU, in a phrase."""
+    facts = [f"{device['multiprocessors']} SMs" if device.get("multiprocessors") else None,
+             f"compute capability {device['compute_capability']}" if device.get("compute_capability") else None,
+             f"{smi['memory.total'] / 1024:.0f} GiB" if smi.get("memory.total") else None,
+             f"max SM clock {smi['clocks.max.sm']} MHz" if smi.get("clocks.max.sm") else None,
+             f"power limit {smi['power.limit']:.0f} W" if smi.get("power.limit") else None,
+             (f"PCIe Gen{smi['pcie.link.gen.current']} x{smi['pcie.link.width.current']}"
+              if smi.get("pcie.link.gen.current") and smi.get("pcie.link.width.current") else None),
+             f"ECC {md(smi['ecc.mode.current'])}" if smi.get("ecc.mode.current") else None,
+             f"driver {md(smi.get('driver_version'))}"]
+    return f"{md(smi.get('name'))} ({', '.join(fact for fact in facts if fact)})"
 
 
 def _section(title, lines):

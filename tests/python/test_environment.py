@@ -3,7 +3,7 @@ import os
 import unittest
 from unittest import mock
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import environment
 
@@ -79,10 +79,11 @@ class MachineTest(unittest.TestCase):
 
 
 class GitTest(unittest.TestCase):
-    def test_revision_given_when_the_tree_has_no_git(self):
+    def test_given_revision_wins_over_the_checkout(self):
         with mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": "abc123"}):
-            git = environment.capture_git("/")
-        self.assertEqual((git["revision"], git["source"]), ("abc123", "GPUBENCH_GIT_REVISION"))
+            for directory in ("/", support.SOURCE_DIR):
+                git = environment.capture_git(directory)
+                self.assertEqual((git["revision"], git["source"]), ("abc123", "GPUBENCH_GIT_REVISION"))
 
     def test_no_revision_at_all(self):
         with mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": ""}):
