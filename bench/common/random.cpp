@@ -12,6 +12,14 @@ std::vector<float> random_uniform(std::size_t count, std::uint64_t seed) {
   return values;
 }
 
+std::vector<float> random_normal(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(engine);
+  return values;
+}
+
 std::uint64_t configuration_seed(std::uint64_t configuration, std::uint64_t operand) {
   // splitmix64 finaliser: nearby configurations get unrelated streams.
   std::uint64_t z = configuration * 0x9E3779B97F4A7C15ull + operand + 0x632BE59BD9B4E019ull;

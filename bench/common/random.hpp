@@ -10,6 +10,9 @@ namespace gpubench {
 
 // Values uniform in [-1, 1), reproducible from the seed.
 std::vector<float> random_uniform(std::size_t count, std::uint64_t seed);
+// Standard normal values, reproducible from the seed: unlike uniform inputs they have
+// outliers, which matter to formats scaled by their largest value.
+std::vector<float> random_normal(std::size_t count, std::uint64_t seed);
 
 // A seed that differs between configurations and between the operands of one.
 std::uint64_t configuration_seed(std::uint64_t configuration, std::uint64_t operand);

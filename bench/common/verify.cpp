@@ -26,13 +26,16 @@ std::string Verification::describe() const {
   return text;
 }
 
-Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance) {
+namespace {
+
+template <typename T>
+Verification compare_with_reference(const T* c, const MatmulReference& ref, Tolerance tolerance) {
   Verification result;
   result.tolerance = tolerance;
   const int n = ref.shape.n;
   double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
   for (std::size_t r = 0; r < ref.rows.size(); ++r) {
-    const float* out = c + static_cast<std::size_t>(ref.rows[r]) * n;
+    const T* out = c + static_cast<std::size_t>(ref.rows[r]) * n;
     const double* expected = ref.values.data() + r * n;
     for (int j = 0; j < n; ++j) {
       const double value = out[j];
@@ -51,6 +54,16 @@ Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance
   result.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
   result.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
   return result;
+}
+
+}  // namespace
+
+Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance) {
+  return compare_with_reference(c, ref, tolerance);
+}
+
+Verification verify_matmul(const double* c, const MatmulReference& ref, Tolerance tolerance) {
+  return compare_with_reference(c, ref, tolerance);
 }
 
 }  // namespace gpubench

@@ -34,5 +34,6 @@ struct Verification {
 
 // `c` holds the full m x n output, row-major.
 Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance);
+Verification verify_matmul(const double* c, const MatmulReference& ref, Tolerance tolerance);
 
 }  // namespace gpubench

@@ -1,0 +1,39 @@
+// Host-side conversion of FP32 operands into each precision's storage format, and of
+// outputs back to FP64 for verification. Portable code (no CUDA headers), so the CPU
+// tests check the roundings that the GPU entries rely on.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/operations.hpp"
+#include "common/precision.hpp"
+
+namespace gpubench {
+
+// Round to nearest even; out-of-range values saturate (E4M3) or become infinities (FP16).
+std::uint16_t float_to_half_bits(float value);
+float half_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_bf16_bits(float value);
+float bf16_bits_to_float(std::uint16_t bits);
+std::uint8_t float_to_e4m3_bits(float value);  // OCP E4M3 ("FN"): largest finite 448, no infinities
+float e4m3_bits_to_float(std::uint8_t bits);
+
+// A and B in a precision's storage format. FP8 and INT8 are scaled per tensor so the
+// largest magnitude maps to the format's largest value; `dequant` undoes it (C = dequant_a
+// * dequant_b * A_q B_q). Their B is stored transposed (n x k, row-major): the layout the
+// tensor-core integer and FP8 GEMMs require.
+struct EncodedOperands {
+  std::vector<std::uint8_t> a, b;
+  float dequant[2] = {1.0f, 1.0f};  // A's, then B's
+  bool b_transposed = false;
+};
+
+EncodedOperands encode_operands(Precision precision, const std::vector<float>& a, const std::vector<float>& b,
+                                MatmulShape shape);
+
+// The m x n output `c` (in the precision's output format) as FP64 values.
+std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
+                                  const EncodedOperands& operands);
+
+}  // namespace gpubench

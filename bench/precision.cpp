@@ -1,0 +1,475 @@
+// The precision study: what each number format buys in speed and costs in accuracy.
+// C = A*B for square sizes in every precision an implementation offers; every entry is
+// timed on uniform [-1, 1) inputs and verified on those and on standard-normal inputs
+// against an FP64 product of the original FP32 values, so the recorded error includes the
+// rounding of the inputs into the format. Modes: host (CPU), resident and transfer_pinned
+// (GPU; the copies move the encoded operands, so narrower formats copy fewer bytes).
+// Entries: precision/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>; docs/interface.md.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/json.hpp"
+#include "common/precision.hpp"
+#include "common/precision_codec.hpp"
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/study_options.hpp"
+#include "common/system.hpp"
+#include "common/verify.hpp"
+#include "gemm_openblas_precisions.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "common/gpu_runtime.hpp"
+#include "gemm_cublas_precisions.hpp"
+#include "matmul_wmma.cuh"
+#endif
+
+namespace gpubench {
+namespace {
+
+struct Implementation {
+  const char* id;
+  bool on_gpu;
+  std::vector<Precision> precisions;
+  PrecisionGemmFn run;
+  int max_size;            // 0: no cap
+  const char* cap_reason;
+};
+
+const std::vector<Implementation>& implementations() {
+  static const std::vector<Implementation> all = {
+      {"openblas", false, {Precision::fp64, Precision::fp32, Precision::bf16}, gemm_openblas_precision, 4096,
+       "a CPU GEMM at 8192 takes one to several seconds per call and precision is the GPU's question here; "
+       "the matmul study measures OpenBLAS to 8192"},
+#if GPUBENCH_HAVE_CUDA
+      {"cublas",
+       true,
+       {Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16_acc16, Precision::bf16,
+        Precision::fp8_e4m3, Precision::int8},
+       gemm_cublas_precision,
+       0,
+       nullptr},
+      {"wmma_kernel", true, {Precision::fp16}, gemm_wmma_precision, 0, nullptr},
+#endif
+  };
+  return all;
+}
+
+std::vector<std::string> modes_of(const Implementation& impl) {
+  if (!impl.on_gpu) return {"host"};
+  return {"resident", "transfer_pinned"};
+}
+
+const std::vector<int>& default_sizes() {
+  static const std::vector<int> sizes = {256, 512, 1024, 2048, 4096, 8192, 16384};
+  return sizes;
+}
+
+// --- inputs and references, shared by every entry of one size ---------------------
+enum class Distribution { uniform, normal };
+
+struct Operands {
+  std::vector<float> a, b;
+  MatmulReference reference;
+};
+
+struct PrecisionProblem {
+  MatmulShape shape;
+  Operands uniform, normal;
+  const Operands& of(Distribution d) const { return d == Distribution::uniform ? uniform : normal; }
+};
+
+Operands make_operands(MatmulShape shape, Distribution distribution) {
+  const std::uint64_t base = distribution == Distribution::uniform ? 0 : 10;
+  auto draw = distribution == Distribution::uniform ? random_uniform : random_normal;
+  Operands out;
+  out.a = draw(shape.a_elements(), configuration_seed(shape.n, base + 0));
+  out.b = draw(shape.b_elements(), configuration_seed(shape.n, base + 1));
+  out.reference = matmul_reference_fp64(out.a.data(), out.b.data(), shape, ReferencePolicy{},
+                                        configuration_seed(shape.n, base + 2));
+  return out;
+}
+
+// Peak host bytes of one size: two distributions of FP32 operands (16 n^2), their encoded
+// copies (up to 32 n^2 for FP64), an output and its FP64 decoding (16 n^2), and the
+// reference's upcast B while it is computed.
+double host_bytes_needed(int n) { return 72.0 * n * n; }
+
+const PrecisionProblem* problem_or_skip(benchmark::State& state, int n) {
+  static std::unique_ptr<PrecisionProblem> current;
+  const double available = static_cast<double>(host_memory_available_bytes());
+  if (available > 0 && host_bytes_needed(n) > available) {
+    state.SkipWithError(("skipped: needs about " + format_bytes(host_bytes_needed(n)) + " of host memory, " +
+                         format_bytes(available) + " available")
+                            .c_str());
+    return nullptr;
+  }
+  if (!current || current->shape.n != n) {
+    current.reset();
+    auto problem = std::make_unique<PrecisionProblem>();
+    problem->shape = {n, n, n};
+    problem->uniform = make_operands(problem->shape, Distribution::uniform);
+    problem->normal = make_operands(problem->shape, Distribution::normal);
+    current = std::move(problem);
+  }
+  return current.get();
+}
+
+// Both distributions' operands in one precision's format, kept while consecutive entries
+// (the modes of one precision) use them: encoding a 16384^2 pair takes seconds.
+struct EncodedProblem {
+  EncodedOperands uniform, normal;
+};
+
+const EncodedProblem& encoded_for(const PrecisionProblem& problem, Precision precision) {
+  static std::unique_ptr<EncodedProblem> current;
+  static std::pair<int, Precision> key{0, Precision::fp32};
+  if (!current || key != std::make_pair(problem.shape.n, precision)) {
+    current.reset();
+    auto encoded = std::make_unique<EncodedProblem>();
+    encoded->uniform = encode_operands(precision, problem.uniform.a, problem.uniform.b, problem.shape);
+    encoded->normal = encode_operands(precision, problem.normal.a, problem.normal.b, problem.shape);
+    current = std::move(encoded);
+    key = {problem.shape.n, precision};
+  }
+  return *current;
+}
+
+// --- verification ------------------------------------------------------------------
+struct Verdict {
+  Verification uniform, normal;
+  bool passed() const { return uniform.passed() && normal.passed(); }
+  std::string describe() const {
+    return "uniform inputs: " + uniform.describe() + "; normal inputs: " + normal.describe();
+  }
+};
+
+std::map<std::string, Verdict>& verdicts() {
+  static std::map<std::string, Verdict> by_entry;
+  return by_entry;
+}
+
+Verification check_output(Precision precision, const void* c, const EncodedOperands& encoded,
+                          const Operands& operands) {
+  const MatmulShape shape = operands.reference.shape;
+  const std::vector<double> values = decode_output(precision, c, shape.c_elements(), encoded);
+  return verify_matmul(values.data(), operands.reference, precision_tolerance(precision, shape.k));
+}
+
+void report_counters(benchmark::State& state, Precision precision, const MatmulShape& shape, const Verdict& verdict,
+                     double bytes_transferred) {
+  state.counters["flop"] = shape.flop();
+  state.counters["bytes_transferred"] = bytes_transferred;
+  state.counters["rel_fro_error"] = verdict.uniform.rel_fro_error;
+  state.counters["max_rel_error"] = verdict.uniform.max_rel_error;
+  state.counters["rel_fro_error_normal"] = verdict.normal.rel_fro_error;
+  state.counters["max_rel_error_normal"] = verdict.normal.max_rel_error;
+  state.counters["tolerance"] = precision_tolerance(precision, shape.k).rel_fro;
+  state.counters["n"] = shape.n;
+}
+
+std::vector<std::uint8_t> output_buffer(Precision precision, const MatmulShape& shape) {
+  return std::vector<std::uint8_t>(shape.c_elements() * precision_info(precision).output_bytes, 0xFF);  // NaN-poisoned
+}
+
+// --- CPU entries -----------------------------------------------------------------------
+void run_cpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, int n,
+                   const std::string& name) {
+  const std::string unsupported = openblas_precision_unsupported_reason(precision);
+  if (!unsupported.empty()) {
+    state.SkipWithError(("skipped: " + unsupported).c_str());
+    return;
+  }
+  const PrecisionProblem* problem = problem_or_skip(state, n);
+  if (!problem) return;
+  const MatmulShape shape = problem->shape;
+  const EncodedProblem& encoded = encoded_for(*problem, precision);
+  const EncodedOperands& uniform = encoded.uniform;
+  std::vector<std::uint8_t> c = output_buffer(precision, shape);
+  auto found = verdicts().find(name);
+  if (found == verdicts().end()) {
+    Verdict verdict;
+    impl.run(precision, uniform.a.data(), uniform.b.data(), c.data(), shape, uniform.dequant);
+    verdict.uniform = check_output(precision, c.data(), uniform, problem->uniform);
+    const EncodedOperands& normal = encoded.normal;
+    impl.run(precision, normal.a.data(), normal.b.data(), c.data(), shape, normal.dequant);
+    verdict.normal = check_output(precision, c.data(), normal, problem->normal);
+    found = verdicts().emplace(name, verdict).first;
+  }
+  if (!found->second.passed()) {
+    state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    impl.run(precision, uniform.a.data(), uniform.b.data(), c.data(), shape, uniform.dequant);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  report_counters(state, precision, shape, found->second, 0.0);
+  state.counters["threads"] = openblas_get_num_threads();
+}
+
+#if GPUBENCH_HAVE_CUDA
+// --- GPU entries -----------------------------------------------------------------------
+GpuCapability this_gpu() {
+  static const GpuCapability capability = [] {
+    int device = 0;
+    GpuCapability c;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&c.major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&c.minor, cudaDevAttrComputeCapabilityMinor, device));
+    return c;
+  }();
+  return capability;
+}
+
+std::string gpu_entry_unsupported_reason(Precision precision, const MatmulShape& shape) {
+  const std::string reason = gpu_precision_unsupported_reason(precision, this_gpu());
+  if (!reason.empty()) return reason;
+  const bool tensor_core_integer_or_fp8 = precision == Precision::fp8_e4m3 || precision == Precision::int8;
+  if (tensor_core_integer_or_fp8 && (shape.m % 16 || shape.n % 16 || shape.k % 16))
+    return "cuBLASLt FP8/INT8 GEMMs here need dimensions that are multiples of 16";
+  return "";
+}
+
+void check_device_fits(Precision precision, const MatmulShape& shape) {
+  constexpr double kHeadroom = 512.0 * 1024 * 1024;  // library workspace, context
+  const PrecisionInfo& info = precision_info(precision);
+  const double needed = static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()) +
+                        static_cast<double>(info.output_bytes) * shape.c_elements() + kHeadroom;
+  const double free_bytes = static_cast<double>(device_free_bytes());
+  if (needed > free_bytes)
+    throw GpuOutOfMemory("needs about " + format_bytes(needed) + " of GPU memory, " + format_bytes(free_bytes) +
+                         " free");
+}
+
+// Device copies of one distribution's encoded operands and its dequantization factors.
+struct DeviceOperands {
+  DeviceBuffer<std::uint8_t> a, b;
+  DeviceBuffer<float> dequant;
+  explicit DeviceOperands(const EncodedOperands& host)
+      : a(host.a.size()), b(host.b.size()), dequant(2) {
+    upload(host);
+  }
+  void upload(const EncodedOperands& host) {
+    CUDA_CHECK(cudaMemcpy(a.get(), host.a.data(), a.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(b.get(), host.b.data(), b.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dequant.get(), host.dequant, dequant.bytes(), cudaMemcpyHostToDevice));
+  }
+};
+
+Verification run_and_check_on_gpu(const Implementation& impl, Precision precision, const EncodedOperands& encoded,
+                                  const Operands& operands, DeviceOperands& device, DeviceBuffer<std::uint8_t>& c) {
+  const MatmulShape shape = operands.reference.shape;
+  device.upload(encoded);
+  CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));  // NaN in every float format: unwritten elements fail
+  impl.run(precision, device.a.get(), device.b.get(), c.get(), shape, device.dequant.get());
+  std::vector<std::uint8_t> host_c(c.bytes());
+  CUDA_CHECK(cudaMemcpy(host_c.data(), c.get(), c.bytes(), cudaMemcpyDeviceToHost));
+  return check_output(precision, host_c.data(), encoded, operands);
+}
+
+void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
+                   int n, const std::string& name) {
+  try {
+    const MatmulShape shape{n, n, n};
+    const std::string unsupported = gpu_entry_unsupported_reason(precision, shape);
+    if (!unsupported.empty()) {
+      state.SkipWithError(("skipped: " + unsupported).c_str());
+      return;
+    }
+    const PrecisionProblem* problem = problem_or_skip(state, n);
+    if (!problem) return;
+    check_device_fits(precision, shape);
+    const EncodedProblem& encoded = encoded_for(*problem, precision);
+    const EncodedOperands& uniform = encoded.uniform;
+    DeviceOperands device(uniform);
+    DeviceBuffer<std::uint8_t> c(shape.c_elements() * precision_info(precision).output_bytes);
+
+    auto found = verdicts().find(name);
+    if (found == verdicts().end()) {  // verified once per entry, on both distributions
+      Verdict verdict;
+      verdict.normal = run_and_check_on_gpu(impl, precision, encoded.normal, problem->normal, device, c);
+      verdict.uniform = run_and_check_on_gpu(impl, precision, uniform, problem->uniform, device, c);
+      found = verdicts().emplace(name, verdict).first;
+    }
+    if (!found->second.passed()) {
+      state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
+      return;
+    }
+
+    const bool copies_timed = mode == "transfer_pinned";
+    std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_a, pinned_b, pinned_c;
+    if (copies_timed) {
+      pinned_a = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.a.size());
+      pinned_b = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.b.size());
+      pinned_c = std::make_unique<PinnedBuffer<std::uint8_t>>(c.bytes());
+      std::copy(uniform.a.begin(), uniform.a.end(), pinned_a->get());
+      std::copy(uniform.b.begin(), uniform.b.end(), pinned_b->get());
+    }
+    device.upload(uniform);  // the verification left the uniform operands there; be explicit
+    const auto run_once = [&] {
+      if (copies_timed) {
+        CUDA_CHECK(cudaMemcpyAsync(device.a.get(), pinned_a->get(), device.a.bytes(), cudaMemcpyHostToDevice, 0));
+        CUDA_CHECK(cudaMemcpyAsync(device.b.get(), pinned_b->get(), device.b.bytes(), cudaMemcpyHostToDevice, 0));
+      }
+      impl.run(precision, device.a.get(), device.b.get(), c.get(), shape, device.dequant.get());
+      if (copies_timed) CUDA_CHECK(cudaMemcpyAsync(pinned_c->get(), c.get(), c.bytes(), cudaMemcpyDeviceToHost, 0));
+    };
+    run_once();  // warm-up of this mode
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    EventTimer timer;
+    for (auto _ : state) {
+      timer.start();
+      run_once();
+      state.SetIterationTime(timer.stop_seconds());
+    }
+    const double copied = copies_timed ? static_cast<double>(device.a.bytes() + device.b.bytes() + c.bytes()) : 0.0;
+    report_counters(state, precision, shape, found->second, copied);
+  } catch (const GpuOutOfMemory& e) {
+    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+#endif  // GPUBENCH_HAVE_CUDA
+
+// --- registration and description ----------------------------------------------------
+std::string entry_name(const Implementation& impl, const std::string& mode, Precision precision, int n) {
+  return std::string("precision/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode + "/" +
+         precision_info(precision).name + "/n:" + std::to_string(n);
+}
+
+bool selected(const std::vector<std::string>& chosen, const std::string& value) {
+  return chosen.empty() || std::find(chosen.begin(), chosen.end(), value) != chosen.end();
+}
+
+int cap_of(const Implementation& impl, const StudyOptions& options) {
+  const auto override_cap = options.caps.find(impl.id);
+  return override_cap != options.caps.end() ? override_cap->second : impl.max_size;
+}
+
+void check_names(const StudyOptions& options) {
+  const auto known_impl = [](const std::string& id) {
+    for (const Implementation& impl : implementations())
+      if (id == impl.id) return true;
+    return false;
+  };
+  for (const std::string& id : options.impls)
+    if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
+  for (const auto& [id, cap] : options.caps)
+    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
+  for (const std::string& mode : options.modes)
+    if (mode != "host" && mode != "resident" && mode != "transfer_pinned")
+      throw UsageError("--modes: the precision study has modes host, resident and transfer_pinned, not '" + mode + "'");
+}
+
+void register_entry(const Implementation& impl, const std::string& mode, Precision precision, int n) {
+  const std::string name = entry_name(impl, mode, precision, n);
+  benchmark::internal::Benchmark* entry = nullptr;
+  if (impl.on_gpu) {
+#if GPUBENCH_HAVE_CUDA
+    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, mode, precision, n, name](benchmark::State& state) {
+      run_gpu_entry(state, impl, precision, mode, n, name);
+    });
+    entry->UseManualTime();
+#endif
+  } else {
+    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, precision, n, name](benchmark::State& state) {
+      run_cpu_entry(state, impl, precision, n, name);
+    });
+    entry->UseRealTime();  // multithreaded: the wall clock
+  }
+  entry->Unit(benchmark::kMicrosecond);
+}
+
+void register_entries(const StudyOptions& options, bool gpu_usable) {
+  for (int n : options.sizes.empty() ? default_sizes() : options.sizes) {
+    for (const Implementation& impl : implementations()) {
+      const int cap = cap_of(impl, options);
+      if (!selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+      if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
+      // Modes innermost: consecutive entries share one precision's encoded operands.
+      for (Precision precision : impl.precisions)
+        for (const std::string& mode : modes_of(impl))
+          if (selected(options.modes, mode)) register_entry(impl, mode, precision, n);
+    }
+  }
+}
+
+template <typename T, typename Write>
+std::string json_list(const std::vector<T>& items, Write write) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + write(items[i]);
+  return out + "]";
+}
+
+std::string describe_precision(const PrecisionInfo& info) {
+  const std::string note = cpu_precision_note(info.id);
+  return "{\"id\": " + json_string(info.name) + ", \"inputs\": " + json_string(info.inputs) +
+         ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
+         ", \"tensor_cores\": " + (info.tensor_cores ? "true" : "false") +
+         ", \"unit_roundoff_inputs\": " + std::to_string(info.input_roundoff) +
+         ", \"unit_roundoff_accumulate\": " + std::to_string(info.accumulate_roundoff) +
+         ", \"tolerance\": " + json_string(tolerance_rule()) +
+         ", \"cpu_note\": " + (note.empty() ? "null" : json_string(note)) + "}";
+}
+
+std::string describe_implementation(const Implementation& impl) {
+  return "{\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(impl.on_gpu ? "gpu" : "cpu") +
+         ", \"modes\": " + json_list(modes_of(impl), [](const std::string& m) { return json_string(m); }) +
+         ", \"max_size\": " + (impl.max_size > 0 ? std::to_string(impl.max_size) : "null") +
+         ", \"cap_reason\": " + (impl.cap_reason ? json_string(impl.cap_reason) : "null") + ", \"precisions\": " +
+         json_list(impl.precisions, [](Precision p) { return json_string(precision_info(p).name); }) + "}";
+}
+
+void print_description(const std::string& gpu_reason) {
+  std::cout << "{\"study\": \"precision\", \"default_sizes\": "
+            << json_list(default_sizes(), [](int n) { return std::to_string(n); })
+            << ", \"implementations\": " << json_list(implementations(), describe_implementation)
+            << ", \"precisions\": " << json_list(all_precisions(), describe_precision)
+            << ", \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
+            << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) {
+  using namespace gpubench;
+  StudyOptions options;
+  try {
+    options = parse_study_options(&argc, argv);
+    check_names(options);
+  } catch (const UsageError& e) {
+    std::cerr << "gpubench_precision: " << e.what() << "\n";
+    return 2;
+  }
+  if (options.help) std::cout << study_options_help() << "\n";
+  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
+  if (options.describe) {
+    print_description(gpu_reason);
+    return 0;
+  }
+  if (!gpu_reason.empty() && !options.help)
+    std::cerr << "gpubench_precision: GPU entries not run: " << gpu_reason << "\n";
+  register_entries(options, gpu_reason.empty());
+
+  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
+    argv[argc++] = const_cast<char*>("--help");
+    argv[argc] = nullptr;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
