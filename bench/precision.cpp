@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -255,7 +256,7 @@ struct DeviceOperands {
   DeviceBuffer<std::uint8_t> a, b;
   DeviceBuffer<float> dequant;
   explicit DeviceOperands(const EncodedOperands& host)
-      : a(host.a.size()), b(host.b.size()), dequant(2) {
+      : a(host.a.size()), b(host.b.size()), dequant(2 * kDequantStride) {
     upload(host);
   }
   void upload(const EncodedOperands& host) {
@@ -276,8 +277,43 @@ Verification run_and_check_on_gpu(const Implementation& impl, Precision precisio
   return check_output(precision, host_c.data(), encoded, operands);
 }
 
+// Device buffers, pinned host copies and the verdict of one entry. Google Benchmark calls
+// an entry's function once per repetition (and more while it sizes the iteration count);
+// at 16384 allocating, pinning and uploading gigabytes each time would take longer than
+// the measurement, so the last entry's state is kept until the next entry starts.
+struct GpuEntryState {
+  std::string name;
+  std::unique_ptr<DeviceOperands> device;
+  std::unique_ptr<DeviceBuffer<std::uint8_t>> c;
+  std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_a, pinned_b, pinned_c;
+  Verdict verdict;
+};
+
+std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Precision precision, bool copies_timed,
+                                                 const PrecisionProblem& problem, const std::string& name) {
+  const MatmulShape shape = problem.shape;
+  check_device_fits(precision, shape);
+  const EncodedProblem& encoded = encoded_for(problem, precision);
+  auto state = std::make_unique<GpuEntryState>();
+  state->name = name;
+  state->device = std::make_unique<DeviceOperands>(encoded.uniform);
+  state->c = std::make_unique<DeviceBuffer<std::uint8_t>>(shape.c_elements() * precision_info(precision).output_bytes);
+  state->verdict.normal = run_and_check_on_gpu(impl, precision, encoded.normal, problem.normal, *state->device, *state->c);
+  state->verdict.uniform = run_and_check_on_gpu(impl, precision, encoded.uniform, problem.uniform, *state->device,
+                                                *state->c);  // leaves the uniform operands on the device
+  if (copies_timed) {
+    state->pinned_a = std::make_unique<PinnedBuffer<std::uint8_t>>(encoded.uniform.a.size());
+    state->pinned_b = std::make_unique<PinnedBuffer<std::uint8_t>>(encoded.uniform.b.size());
+    state->pinned_c = std::make_unique<PinnedBuffer<std::uint8_t>>(state->c->bytes());
+    std::copy(encoded.uniform.a.begin(), encoded.uniform.a.end(), state->pinned_a->get());
+    std::copy(encoded.uniform.b.begin(), encoded.uniform.b.end(), state->pinned_b->get());
+  }
+  return state;
+}
+
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
                    int n, const std::string& name) {
+  static std::unique_ptr<GpuEntryState> current;
   try {
     const MatmulShape shape{n, n, n};
     const std::string unsupported = gpu_entry_unsupported_reason(precision, shape);
@@ -287,41 +323,24 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
     }
     const PrecisionProblem* problem = problem_or_skip(state, n);
     if (!problem) return;
-    check_device_fits(precision, shape);
-    const EncodedProblem& encoded = encoded_for(*problem, precision);
-    const EncodedOperands& uniform = encoded.uniform;
-    DeviceOperands device(uniform);
-    DeviceBuffer<std::uint8_t> c(shape.c_elements() * precision_info(precision).output_bytes);
-
-    auto found = verdicts().find(name);
-    if (found == verdicts().end()) {  // verified once per entry, on both distributions
-      Verdict verdict;
-      verdict.normal = run_and_check_on_gpu(impl, precision, encoded.normal, problem->normal, device, c);
-      verdict.uniform = run_and_check_on_gpu(impl, precision, uniform, problem->uniform, device, c);
-      found = verdicts().emplace(name, verdict).first;
+    const bool copies_timed = mode == "transfer_pinned";
+    if (!current || current->name != name) {
+      current.reset();  // free the previous entry's device and pinned memory first
+      current = prepare_gpu_entry(impl, precision, copies_timed, *problem, name);
     }
-    if (!found->second.passed()) {
-      state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
+    if (!current->verdict.passed()) {
+      state.SkipWithError(("wrong result: " + current->verdict.describe()).c_str());
       return;
     }
-
-    const bool copies_timed = mode == "transfer_pinned";
-    std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_a, pinned_b, pinned_c;
-    if (copies_timed) {
-      pinned_a = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.a.size());
-      pinned_b = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.b.size());
-      pinned_c = std::make_unique<PinnedBuffer<std::uint8_t>>(c.bytes());
-      std::copy(uniform.a.begin(), uniform.a.end(), pinned_a->get());
-      std::copy(uniform.b.begin(), uniform.b.end(), pinned_b->get());
-    }
-    device.upload(uniform);  // the verification left the uniform operands there; be explicit
+    DeviceOperands& device = *current->device;
+    DeviceBuffer<std::uint8_t>& c = *current->c;
     const auto run_once = [&] {
       if (copies_timed) {
-        CUDA_CHECK(cudaMemcpyAsync(device.a.get(), pinned_a->get(), device.a.bytes(), cudaMemcpyHostToDevice, 0));
-        CUDA_CHECK(cudaMemcpyAsync(device.b.get(), pinned_b->get(), device.b.bytes(), cudaMemcpyHostToDevice, 0));
+        CUDA_CHECK(cudaMemcpyAsync(device.a.get(), current->pinned_a->get(), device.a.bytes(), cudaMemcpyHostToDevice, 0));
+        CUDA_CHECK(cudaMemcpyAsync(device.b.get(), current->pinned_b->get(), device.b.bytes(), cudaMemcpyHostToDevice, 0));
       }
       impl.run(precision, device.a.get(), device.b.get(), c.get(), shape, device.dequant.get());
-      if (copies_timed) CUDA_CHECK(cudaMemcpyAsync(pinned_c->get(), c.get(), c.bytes(), cudaMemcpyDeviceToHost, 0));
+      if (copies_timed) CUDA_CHECK(cudaMemcpyAsync(current->pinned_c->get(), c.get(), c.bytes(), cudaMemcpyDeviceToHost, 0));
     };
     run_once();  // warm-up of this mode
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -333,10 +352,12 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
       state.SetIterationTime(timer.stop_seconds());
     }
     const double copied = copies_timed ? static_cast<double>(device.a.bytes() + device.b.bytes() + c.bytes()) : 0.0;
-    report_counters(state, precision, shape, found->second, copied);
+    report_counters(state, precision, shape, current->verdict, copied);
   } catch (const GpuOutOfMemory& e) {
+    current.reset();
     state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
   } catch (const std::exception& e) {
+    current.reset();
     state.SkipWithError(e.what());
   }
 }
@@ -412,13 +433,19 @@ std::string json_list(const std::vector<T>& items, Write write) {
   return out + "]";
 }
 
+std::string json_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);  // every digit: 2^-53 must not print as 0
+  return text;
+}
+
 std::string describe_precision(const PrecisionInfo& info) {
   const std::string note = cpu_precision_note(info.id);
   return "{\"id\": " + json_string(info.name) + ", \"inputs\": " + json_string(info.inputs) +
          ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
          ", \"tensor_cores\": " + (info.tensor_cores ? "true" : "false") +
-         ", \"unit_roundoff_inputs\": " + std::to_string(info.input_roundoff) +
-         ", \"unit_roundoff_accumulate\": " + std::to_string(info.accumulate_roundoff) +
+         ", \"unit_roundoff_inputs\": " + json_number(info.input_roundoff) +
+         ", \"unit_roundoff_accumulate\": " + json_number(info.accumulate_roundoff) +
          ", \"tolerance\": " + json_string(tolerance_rule()) +
          ", \"cpu_note\": " + (note.empty() ? "null" : json_string(note)) + "}";
 }

@@ -89,10 +89,22 @@ struct LtPlan {
   }
 };
 
-std::unique_ptr<LtPlan> make_lt_plan(Precision precision, MatmulShape s) {
+// Lt's "A" is our B, so its scale is B's dequantization factor.
+void set_fp8_scales(cublasLtMatmulDesc_t operation, const float* dequant) {
+  const float* scale_of_lt_a = dequant + kDequantStride;
+  const float* scale_of_lt_b = dequant;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_of_lt_a,
+                                              sizeof scale_of_lt_a));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_of_lt_b,
+                                              sizeof scale_of_lt_b));
+}
+
+std::unique_ptr<LtPlan> make_lt_plan(Precision precision, MatmulShape s, const float* dequant) {
   const bool fp8 = precision == Precision::fp8_e4m3;
   const cudaDataType input = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_8I;
-  const cudaDataType output = fp8 ? CUDA_R_32F : CUDA_R_32I;
+  // FP8 writes BF16, the output cuBLASLt pairs with FP8 inputs most widely (and what
+  // frameworks' scaled matmuls return by default).
+  const cudaDataType output = fp8 ? CUDA_R_16BF : CUDA_R_32I;
   auto plan = std::make_unique<LtPlan>();
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->operation, fp8 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32I,
                                         fp8 ? CUDA_R_32F : CUDA_R_32I));
@@ -103,6 +115,7 @@ std::unique_ptr<LtPlan> make_lt_plan(Precision precision, MatmulShape s) {
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, input, s.k, s.n, s.k));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, input, s.k, s.m, s.k));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, output, s.n, s.m, s.n));
+  if (fp8) set_fp8_scales(plan->operation, dequant);
 
   cublasLtMatmulPreference_t preference = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -123,17 +136,9 @@ std::unique_ptr<LtPlan> make_lt_plan(Precision precision, MatmulShape s) {
 void gemm_lt(Precision precision, const void* a, const void* b, void* c, MatmulShape s, const float* dequant) {
   static std::map<std::tuple<int, int, int, int>, std::unique_ptr<LtPlan>> plans;
   auto& plan = plans[{static_cast<int>(precision), s.m, s.n, s.k}];
-  if (!plan) plan = make_lt_plan(precision, s);
+  if (!plan) plan = make_lt_plan(precision, s, dequant);
   const bool fp8 = precision == Precision::fp8_e4m3;
-  if (fp8) {
-    // Lt's "A" is our B: its scale is B's dequantization factor.
-    const float* scale_of_lt_a = dequant + 1;
-    const float* scale_of_lt_b = dequant;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                &scale_of_lt_a, sizeof scale_of_lt_a));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                &scale_of_lt_b, sizeof scale_of_lt_b));
-  }
+  if (fp8) set_fp8_scales(plan->operation, dequant);  // the operands' factors may live elsewhere now
   const float alpha_float = 1.0f, beta_float = 0.0f;
   const std::int32_t alpha_int = 1, beta_int = 0;
   const void* alpha = fp8 ? static_cast<const void*>(&alpha_float) : &alpha_int;

@@ -46,7 +46,7 @@ class GpuPrecisionTest : public ::testing::TestWithParam<PrecisionPath> {
     const EncodedOperands encoded = encode_operands(precision, a, b, s);
     DeviceBuffer<std::uint8_t> da(encoded.a.size()), db(encoded.b.size());
     DeviceBuffer<std::uint8_t> dc(s.c_elements() * precision_info(precision).output_bytes);
-    DeviceBuffer<float> dequant(2);
+    DeviceBuffer<float> dequant(2 * kDequantStride);
     CUDA_CHECK(cudaMemcpy(da.get(), encoded.a.data(), da.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(db.get(), encoded.b.data(), db.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dequant.get(), encoded.dequant, dequant.bytes(), cudaMemcpyHostToDevice));

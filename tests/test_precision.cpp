@@ -51,19 +51,19 @@ TEST(Codec, ScaledFormatsUseTheFullRangeAndTransposeB) {
   ASSERT_TRUE(q.b_transposed);
   EXPECT_EQ(static_cast<std::int8_t>(q.a[1]), -127);  // largest |A| maps to 127
   EXPECT_FLOAT_EQ(q.dequant[0], 1.0f / 127);
-  EXPECT_FLOAT_EQ(q.dequant[1], 4.0f / 127);
+  EXPECT_FLOAT_EQ(q.dequant[kDequantStride], 4.0f / 127);
   // B^T row 2 is B's column 2: (0, 4) -> (0, 127)
   EXPECT_EQ(static_cast<std::int8_t>(q.b[4]), 0);
   EXPECT_EQ(static_cast<std::int8_t>(q.b[5]), 127);
   const EncodedOperands f8 = encode_operands(Precision::fp8_e4m3, a, b, shape);
   EXPECT_EQ(f8.a[1], float_to_e4m3_bits(-448.0f));
-  EXPECT_FLOAT_EQ(f8.dequant[1], 4.0f / 448);
+  EXPECT_FLOAT_EQ(f8.dequant[kDequantStride], 4.0f / 448);
 }
 
 TEST(Codec, Int8OutputIsScaledBack) {
   EncodedOperands q;
   q.dequant[0] = 0.5f;
-  q.dequant[1] = 0.25f;
+  q.dequant[kDequantStride] = 0.25f;
   const std::int32_t sums[2] = {8, -16};
   const std::vector<double> c = decode_output(Precision::int8, sums, 2, q);
   EXPECT_DOUBLE_EQ(c[0], 1.0);

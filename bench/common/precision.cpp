@@ -33,8 +33,8 @@ const std::vector<PrecisionInfo>& all_precisions() {
       {Precision::fp16, "fp16", "FP16", "FP32", "FP32", true, kHalfRoundoff, kFp32Roundoff, 2, 4},
       {Precision::fp16_acc16, "fp16_acc16", "FP16", "FP16", "FP16", true, kHalfRoundoff, kHalfRoundoff, 2, 2},
       {Precision::bf16, "bf16", "BF16", "FP32", "FP32", true, kBf16Roundoff, kFp32Roundoff, 2, 4},
-      {Precision::fp8_e4m3, "fp8_e4m3", "FP8 E4M3, per-tensor scale", "FP32 (about 14 bits on Hopper)", "FP32", true,
-       kE4m3Roundoff, kFp8AccumulateRoundoff, 1, 4},
+      {Precision::fp8_e4m3, "fp8_e4m3", "FP8 E4M3, per-tensor scale", "FP32 (about 14 bits on Hopper)", "BF16", true,
+       kE4m3Roundoff, kFp8AccumulateRoundoff, 1, 2},
       {Precision::int8, "int8", "INT8, per-tensor scale", "INT32", "INT32 (scaled back on the host)", true,
        kInt8Roundoff, 0.0, 1, 4},
   };

@@ -41,7 +41,10 @@ std::string tolerance_rule();
 // One GEMM signature for every implementation of the precision study, CPU or GPU: A, B
 // and C in `precision`'s storage formats (as encode_operands lays them out), host memory
 // for a CPU implementation, device memory for a GPU one. `dequant` points to the two
-// per-tensor factors of the scaled formats (in the same memory as the operands).
+// per-tensor factors of the scaled formats (in the same memory as the operands): A's at
+// dequant[0], B's at dequant[kDequantStride], 16 bytes apart because cuBLASLt rejects scale
+// pointers that are not 16-byte aligned.
+inline constexpr int kDequantStride = 4;
 using PrecisionGemmFn = void (*)(Precision precision, const void* a, const void* b, void* c, MatmulShape shape,
                                  const float* dequant);
 

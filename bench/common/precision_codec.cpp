@@ -42,6 +42,7 @@ template <typename T, typename Convert>
 std::vector<std::uint8_t> converted(const std::vector<float>& values, int rows, int cols, bool transpose,
                                     Convert convert) {
   std::vector<T> out(values.size());
+#pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       const std::size_t to = transpose ? static_cast<std::size_t>(c) * rows + r : static_cast<std::size_t>(r) * cols + c;
@@ -144,7 +145,7 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
       const float top = fp8 ? kE4m3Max : kInt8Max;
       const float scale_a = top / largest_magnitude(a), scale_b = top / largest_magnitude(b);
       out.dequant[0] = 1.0f / scale_a;
-      out.dequant[1] = 1.0f / scale_b;
+      out.dequant[kDequantStride] = 1.0f / scale_b;
       out.b_transposed = true;
       if (fp8) {
         out.a = converted<std::uint8_t>(a, s.m, s.k, false, [&](float v) { return float_to_e4m3_bits(v * scale_a); });
@@ -168,17 +169,26 @@ std::vector<double> decode_output(Precision precision, const void* c, std::size_
       break;
     case Precision::fp16_acc16: {
       const auto* halves = static_cast<const std::uint16_t*>(c);
+#pragma omp parallel for schedule(static)
       for (std::size_t i = 0; i < count; ++i) out[i] = half_bits_to_float(halves[i]);
+      break;
+    }
+    case Precision::fp8_e4m3: {  // BF16 output, already dequantized by the GEMM's scales
+      const auto* bf16 = static_cast<const std::uint16_t*>(c);
+#pragma omp parallel for schedule(static)
+      for (std::size_t i = 0; i < count; ++i) out[i] = bf16_bits_to_float(bf16[i]);
       break;
     }
     case Precision::int8: {
       const auto* sums = static_cast<const std::int32_t*>(c);
-      const double dequant = static_cast<double>(operands.dequant[0]) * operands.dequant[1];
+      const double dequant = static_cast<double>(operands.dequant[0]) * operands.dequant[kDequantStride];
+#pragma omp parallel for schedule(static)
       for (std::size_t i = 0; i < count; ++i) out[i] = sums[i] * dequant;
       break;
     }
-    default: {  // FP32 output (FP8 is dequantized by the GEMM through its scales)
+    default: {  // FP32 output
       const auto* floats = static_cast<const float*>(c);
+#pragma omp parallel for schedule(static)
       for (std::size_t i = 0; i < count; ++i) out[i] = floats[i];
     }
   }

@@ -21,11 +21,11 @@ float e4m3_bits_to_float(std::uint8_t bits);
 
 // A and B in a precision's storage format. FP8 and INT8 are scaled per tensor so the
 // largest magnitude maps to the format's largest value; `dequant` undoes it (C = dequant_a
-// * dequant_b * A_q B_q). Their B is stored transposed (n x k, row-major): the layout the
+// * dequant_b * A_q B_q), laid out as the GEMMs read it (see kDequantStride). Their B is stored transposed (n x k, row-major): the layout the
 // tensor-core integer and FP8 GEMMs require.
 struct EncodedOperands {
   std::vector<std::uint8_t> a, b;
-  float dequant[2] = {1.0f, 1.0f};  // A's, then B's
+  alignas(16) float dequant[2 * kDequantStride] = {1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f};  // A's, B's
   bool b_transposed = false;
 };
 

@@ -12,13 +12,16 @@ def _run_parser(subparsers):
     parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
                                    description="Build the study binaries, run them and write "
                                                "results/<run-id>/{results.json,summary.md,plots/}.")
+    quick_sizes = "; ".join(f"{study} {','.join(map(str, sizes))}" for study, sizes in opts.QUICK_SIZES.items())
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run: sizes {','.join(map(str, opts.QUICK_SIZES))}, "
+                        help=f"a short run: sizes {quick_sizes}, "
                              f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
                              f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
-    parser.add_argument("--studies", default="matmul", help="studies to run (only 'matmul' exists)")
-    parser.add_argument("--sizes", help="square sizes, e.g. 64,200,1024 (default: the study's list)")
-    parser.add_argument("--impls", help="implementation ids (see gpubench_matmul --describe)")
+    parser.add_argument("--studies", help=f"studies to run: {','.join(opts.STUDIES)} "
+                                          f"(default: every study whose binary was built)")
+    parser.add_argument("--sizes", help="square sizes for every study, e.g. 64,200,1024 (default: each study's list)")
+    parser.add_argument("--impls", help="implementation ids (see gpubench_<study> --describe); "
+                                        "each study runs those it has")
     parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
     parser.add_argument("--caps", help="size caps, e.g. naive_loop=1024 (0 removes a cap)")
     parser.add_argument("--cpu-only", action="store_true", help="run no GPU entries (and no references)")
@@ -29,7 +32,7 @@ def _run_parser(subparsers):
     parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
-    parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the crossovers")
+    parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
     parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
 
 
@@ -48,16 +51,13 @@ def build_parser():
 
 def resolve_run_options(args):
     """argparse namespace -> RunOptions, every value validated (UsageError otherwise)."""
-    studies = opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES)
-    if args.quick:
-        sizes, repetitions, min_time, rounds = (list(opts.QUICK_SIZES), opts.QUICK_REPETITIONS,
-                                                opts.QUICK_MIN_TIME, opts.QUICK_REFINE_ROUNDS)
+    if args.quick:  # the quick sizes are the study's own (opts.for_study)
+        repetitions, min_time, rounds = opts.QUICK_REPETITIONS, opts.QUICK_MIN_TIME, opts.QUICK_REFINE_ROUNDS
     else:
-        sizes, repetitions, min_time, rounds = (None, opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME,
-                                                opts.DEFAULT_REFINE_ROUNDS)
+        repetitions, min_time, rounds = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME, opts.DEFAULT_REFINE_ROUNDS
     return opts.RunOptions(
-        studies=studies,
-        sizes=opts.parse_sizes(args.sizes) if args.sizes is not None else sizes,
+        studies=opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES) if args.studies is not None else None,
+        sizes=opts.parse_sizes(args.sizes) if args.sizes is not None else None,
         impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,
         modes=opts.parse_names(args.modes, "--modes", allowed=opts.MODES) if args.modes is not None else None,
         caps=opts.parse_caps(args.caps) if args.caps is not None else {},

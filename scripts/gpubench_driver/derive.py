@@ -138,15 +138,16 @@ def speedups(entries):
     return rows
 
 
-def best_rates(entries):
-    """Highest FLOP/s of each implementation+mode and the size where it was reached."""
+def best_rates(entries, axes=("impl", "mode")):
+    """Highest FLOP/s of each combination of the axes (implementation+mode by default) and the
+    size where it was reached."""
     best = {}
     for entry in ok_entries(entries):
         if entry.get("flop_per_s") is None:
             continue
-        key = (entry["impl"], entry["mode"])
+        key = tuple(entry[axis] for axis in axes)
         if key not in best or entry["flop_per_s"] > best[key]["flop_per_s"]:
-            best[key] = {"impl": entry["impl"], "device": entry["device"], "mode": entry["mode"],
+            best[key] = {**{axis: entry[axis] for axis in axes}, "device": entry["device"],
                          "flop_per_s": entry["flop_per_s"], "n": entry["n"]}
     return sorted(best.values(), key=lambda row: (row["device"] or "", -row["flop_per_s"]))
 

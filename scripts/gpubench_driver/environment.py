@@ -115,11 +115,12 @@ def parse_nvidia_smi(text):
         values = [value.strip() for value in line.split(",")]
         if len(values) != len(NVIDIA_SMI_FIELDS):
             continue
-        gpus.append({name: _smi_value(name, value) for name, value in zip(NVIDIA_SMI_FIELDS, values)})
+        gpus.append({name: smi_value(name, value) for name, value in zip(NVIDIA_SMI_FIELDS, values)})
     return gpus
 
 
-def _smi_value(name, value):
+def smi_value(name, value):
+    """One nvidia-smi CSV value: None for [N/A], [Not Supported] and the like; numbers as numbers."""
     if value.startswith("[") or value in ("N/A", ""):  # '[N/A]', '[Not Supported]'
         return None
     if name in _NVIDIA_SMI_TEXT_FIELDS:

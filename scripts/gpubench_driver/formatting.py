@@ -28,6 +28,10 @@ def ratio(value):
     return "n/a" if value is None else f"{value:.2f}x"
 
 
+def scientific(value):
+    return "n/a" if value is None else f"{value:.2e}"
+
+
 def md(text):
     """Text from files and tools, escaped so it cannot change the Markdown around it."""
     if text is None:

@@ -9,7 +9,9 @@ from gpubench_driver import stats
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
-COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "threads")
+# Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study).
+COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
+            "max_rel_error_normal", "tolerance", "threads")
 SKIP_PREFIX = "skipped: "
 NAME_PATTERN = re.compile(
     r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)$")

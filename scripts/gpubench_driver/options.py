@@ -1,10 +1,12 @@
 """Validation of the run options; every bad value becomes a UsageError (exit status 2)."""
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-STUDIES = ("matmul",)
+STUDIES = ("matmul", "precision")
+# Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine.
+REFINED_STUDIES = ("matmul",)
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-QUICK_SIZES = (64, 128, 200, 256, 512, 1024)
+QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096)}
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
 QUICK_REFINE_ROUNDS = 1
@@ -20,8 +22,8 @@ class UsageError(Exception):
 
 @dataclass
 class RunOptions:
-    studies: list
-    sizes: list            # None: the study's default sizes
+    studies: list          # None: every study whose binary was built
+    sizes: list            # None: the study's quick or default sizes
     impls: list            # None: all
     modes: list            # None: all
     caps: dict
@@ -106,9 +108,26 @@ def parse_run_id(text):
 
 
 def check_implementations(options, described_ids):
-    """--impls and --caps name implementations that only the built binary knows."""
+    """--impls and --caps name implementations that only the built binaries know (any of the studies run)."""
     for flag, names in (("--impls", options.impls or []), ("--caps", list(options.caps))):
         unknown = [name for name in names if name not in described_ids]
         if unknown:
             raise UsageError(f"{flag}: no implementation {', '.join(unknown)} in this build "
-                             f"(available: {', '.join(described_ids)})")
+                             f"(available: {', '.join(dict.fromkeys(described_ids))})")
+
+
+def for_study(options, name, description):
+    """The options one study's binary gets: the sizes it sweeps, and only the implementations,
+    modes and caps it knows (a binary refuses ids it does not have); None when the user's
+    choice leaves it nothing to run."""
+    implementations = description["implementations"]
+    ids = [impl.get("id") for impl in implementations]
+    modes = [mode for impl in implementations for mode in impl.get("modes") or []]
+    impls = None if options.impls is None else [i for i in options.impls if i in ids]
+    chosen_modes = None if options.modes is None else [m for m in options.modes if m in modes]
+    if impls == [] or chosen_modes == []:
+        return None
+    sizes = options.sizes or (list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or [])
+    return replace(options, sizes=sizes, impls=impls, modes=chosen_modes,
+                   caps={i: cap for i, cap in options.caps.items() if i in ids},
+                   refine_rounds=options.refine_rounds if name in REFINED_STUDIES else 0)

@@ -1,4 +1,4 @@
-"""PNG plots of one study (matplotlib, Agg backend); None when matplotlib is missing."""
+"""PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib."""
 import os
 
 from gpubench_driver import derive
@@ -17,12 +17,22 @@ def load_pyplot():
     return matplotlib.pyplot
 
 
-def _series(entries):
-    """{'impl/mode': [(n, entry), ...]} sorted by n."""
+def _series(entries, label):
+    """{label: [(n, entry), ...]} sorted by n; label(entry) names an entry's line, None leaves it out."""
     series = {}
     for entry in derive.ok_entries(entries):
-        series.setdefault(f"{entry['impl']}/{entry['mode']}", []).append((entry["n"], entry))
-    return {label: sorted(points, key=lambda point: point[0]) for label, points in sorted(series.items())}
+        name = label(entry)
+        if name is not None:
+            series.setdefault(name, []).append((entry["n"], entry))
+    return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
+
+
+def _finish(pyplot, figure, axes, path):
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
 
 
 def _line_plot(pyplot, path, title, ylabel, series, value):
@@ -33,11 +43,7 @@ def _line_plot(pyplot, path, title, ylabel, series, value):
         if xs:
             axes.plot(xs, ys, marker="o", markersize=3, label=label)
     axes.set(xscale="log", yscale="log", xlabel="n (square matrices)", ylabel=ylabel, title=title)
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
+    _finish(pyplot, figure, axes, path)
 
 
 def _speedup_plot(pyplot, path, entries, crossovers):
@@ -55,22 +61,12 @@ def _speedup_plot(pyplot, path, entries, crossovers):
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.set(xscale="log", yscale="log", xlabel="n (square matrices)", ylabel="best CPU time / GPU time",
              title="matmul FP32: GPU speedup over the best CPU (dashed: crossover)")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
+    _finish(pyplot, figure, axes, path)
 
 
-def write_plots(study, out_dir):
-    """Paths of the written PNGs, or None without matplotlib."""
-    pyplot = load_pyplot()
-    if pyplot is None:
-        return None
-    plot_dir = os.path.join(out_dir, "plots")
-    os.makedirs(plot_dir, exist_ok=True)
+def _matmul_plots(pyplot, study, plot_dir):
     entries = study["entries"]
-    series = _series(entries)
+    series = _series(entries, lambda entry: f"{entry['impl']}/{entry['mode']}")
     paths = {name: os.path.join(plot_dir, f"matmul_{name}.png") for name in ("time", "rate", "speedup")}
     _line_plot(pyplot, paths["time"], "matmul FP32: median time", "median time (s)", series,
                lambda entry: entry["time_s"]["median"])
@@ -80,3 +76,69 @@ def write_plots(study, out_dir):
     else:
         del paths["speedup"]
     return list(paths.values())
+
+
+# --- precision study --------------------------------------------------------------
+def _positive(value):
+    return value is not None and value > 0  # a log axis has no place for 0 or a missing value
+
+
+def pareto_points(rows):
+    """Per GPU implementation and precision, resident, the row at the largest size whose
+    speedup over FP32 and error were both measured."""
+    largest = {}
+    for row in rows:
+        if row["mode"] == "resident" and _positive(row["speedup_over_fp32"]) and _positive(row["rel_fro_error"]):
+            key = (row["impl"], row["precision"])
+            if key not in largest or row["n"] > largest[key]["n"]:
+                largest[key] = row
+    return [largest[key] for key in sorted(largest)]
+
+
+def _pareto_plot(pyplot, path, rows):
+    figure, axes = pyplot.subplots(figsize=(9, 6))
+    points = pareto_points(rows)
+    axes.scatter([p["rel_fro_error"] for p in points], [p["speedup_over_fp32"] for p in points],
+                 color="tab:blue", zorder=3, label="error on uniform [-1, 1) inputs")
+    normal = [p for p in points if _positive(p["rel_fro_error_normal"])]
+    if normal:
+        axes.scatter([p["rel_fro_error_normal"] for p in normal], [p["speedup_over_fp32"] for p in normal],
+                     facecolors="none", edgecolors="tab:orange", zorder=3, label="error on standard-normal inputs")
+    # Labels alternate above and below in the order of speedup: neighbours in speed rarely collide.
+    for index, point in enumerate(sorted(points, key=lambda p: p["speedup_over_fp32"])):
+        impl = "" if point["impl"] == "cublas" else f" {point['impl']}"
+        axes.annotate(f"{point['precision']}{impl} (n={point['n']})",
+                      (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
+                      xytext=(6, 5 if index % 2 else -12), fontsize="small")
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64",
+             ylabel="speedup over cuBLAS FP32 (same size)",
+             title="precision: speed against accuracy (GPU resident, largest size of each precision)")
+    _finish(pyplot, figure, axes, path)
+
+
+def _precision_plots(pyplot, study, plot_dir):
+    paths = [os.path.join(plot_dir, f"precision_{name}.png") for name in ("pareto", "rate")]
+    # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
+    series = _series(study["entries"], lambda entry: f"{entry['impl']}/{entry['mode']}/{entry['precision']}"
+                     if entry["mode"] in ("resident", "host") else None)
+    _line_plot(pyplot, paths[1], "precision: FLOP/s (int8: operations/s)", "FLOP/s", series,
+               lambda entry: entry.get("flop_per_s"))
+    if pareto_points(study["derived"].get("speedups_over_fp32", [])):
+        _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
+    else:
+        paths.pop(0)
+    return paths
+
+
+PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots}
+
+
+def write_plots(studies, out_dir):
+    """Paths of the PNGs written for every study, or None without matplotlib."""
+    pyplot = load_pyplot()
+    if pyplot is None:
+        return None
+    plot_dir = os.path.join(out_dir, "plots")
+    os.makedirs(plot_dir, exist_ok=True)
+    return [path for name, study in studies.items() if name in PLOTS for path in PLOTS[name](pyplot, study, plot_dir)]

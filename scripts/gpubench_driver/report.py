@@ -1,20 +1,26 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import derive, plots, reference, results, summary
+from gpubench_driver import derive, derive_precision, plots, reference, results, summary
+
+
+def _derived(name, entries, refine_rounds):
+    if name == "precision":
+        return derive_precision.derive(entries)
+    return derive.derive(entries, refine_rounds)
 
 
 def derive_findings(document, refine_rounds):
-    for study in document["studies"].values():
-        study["derived"] = derive.derive(study["entries"], refine_rounds)
+    for name, study in document["studies"].items():
+        study["derived"] = _derived(name, study["entries"], refine_rounds)
         if document.get("references") is not None:
-            study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"])
+            study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
+                                                                         name)
 
 
 def write_outputs(document, out_dir):
     """Plots and summary.md next to results.json; returns the summary path."""
-    study = document["studies"].get("matmul")
-    plot_paths = plots.write_plots(study, out_dir) if study else []
+    plot_paths = plots.write_plots(document["studies"], out_dir)
     if plot_paths is None:
         print(plots.MISSING_MATPLOTLIB, flush=True)
     summary_path = os.path.join(out_dir, "summary.md")

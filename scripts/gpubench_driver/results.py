@@ -4,6 +4,8 @@ import math
 import os
 import tempfile
 
+from gpubench_driver import gbench, telemetry
+
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
 RUN_STATUSES = ("running", "complete", "interrupted", "partial")
@@ -32,10 +34,12 @@ def new_document(run):
     }
 
 
-def new_study(description):
+def new_study(description, sizes):
     return {
         "precision": description.get("precision"),
+        "precisions": description.get("precisions"),  # the precision study's: formats and tolerance rules
         "default_sizes": description.get("default_sizes"),
+        "sizes": sizes,
         "implementations": description.get("implementations", []),
         "entries": [],
         "invocations": [],
@@ -104,6 +108,18 @@ def _validate_study(study, path):
         _expect_type(study.get(key), types, f"{path}.{key}")
     for index, entry in enumerate(study["entries"]):
         _validate_entry(entry, f"{path}.entries[{index}]")
+    if study.get("telemetry") is not None:
+        _validate_telemetry(study["telemetry"], f"{path}.telemetry")
+
+
+def _validate_telemetry(record, path):
+    _expect_type(record, dict, path)
+    _expect_type(record.get("samples", []), list, f"{path}.samples")
+    for index, sample in enumerate(record.get("samples", [])):
+        _expect_type(sample, dict, f"{path}.samples[{index}]")
+        for key in ("t_s", *telemetry.FIELDS.values()):
+            _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
+        _expect_type(sample.get("throttle_reasons"), (list, type(None)), f"{path}.samples[{index}].throttle_reasons")
 
 
 def _validate_entry(entry, path):
@@ -113,8 +129,7 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("n", "repetitions", "iterations", "flop_per_s", "bytes_transferred", "rel_fro_error",
-                "max_rel_error", "threads", "fraction_of_best_rate"):
+    for key in ("n", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
     time_s = entry.get("time_s")
     if entry["status"] == "ok":

@@ -1,4 +1,4 @@
-"""Runs the matmul study binary once per size, streaming progress and saving after each."""
+"""Runs a study binary once per size, streaming progress and saving after each."""
 import json
 import os
 import signal
@@ -90,7 +90,7 @@ class Progress:
         axes = gbench.parse_entry_name(result.name)
         text = f"median {formatting.seconds(result.median_s)}"
         if axes and result.median_s > 0:
-            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 / result.median_s)}"  # matmul: 2n^3 FLOP
+            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 / result.median_s)}"  # every study: 2n^3 FLOP
         return text
 
 
@@ -153,30 +153,36 @@ def describe_exit(returncode):
 
 
 # --- the study ----------------------------------------------------------------------
-class MatmulStudy:
-    """Sweeps the sizes, then refines the crossovers; saves through `save` after each size."""
+class Study:
+    """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: matmul); saves
+    through `save` after each size. `progress` is shared by the studies of a run."""
 
-    def __init__(self, binary, options, study, save):
+    def __init__(self, name, binary, options, record, save, progress):
+        self.name = name
         self.binary = binary
-        self.options = options
-        self.study = study
+        self.options = options  # this study's (options.for_study)
+        self.record = record  # its part of results.json
         self.save = save
-        self.progress = Progress(0)
+        self.progress = progress
+        self.planned = []
 
-    def run(self, sizes):
-        planned = list_entries(self.binary, study_flags(self.options, sizes))
-        self.progress.total = len(planned)
-        print(f"matmul: {len(planned)} entries at {len(sizes)} sizes", flush=True)
+    def plan(self):
+        """List the sweep's entries and count them into the progress total before any study runs."""
+        self.planned = list_entries(self.binary, study_flags(self.options, self.options.sizes))
+        self.progress.total += len(self.planned)
+
+    def run(self):
+        sizes = self.options.sizes
+        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes", flush=True)
         for n in sizes:
-            self._run_size(n, [name for name in planned if _size_of(name) == n], "sweep",
+            self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
                            study_flags(self.options, [n]))
         for round_number in range(1, self.options.refine_rounds + 1):
             if not self._refine(round_number):
                 break
-        return self.study
 
     def _refine(self, round_number):
-        plan = derive.refinement_plan(self.study["entries"])
+        plan = derive.refinement_plan(self.record["entries"])
         if not plan:
             return False
         # The caps stay: they keep implementations that cannot be the fastest (single-thread
@@ -204,17 +210,17 @@ class MatmulStudy:
             raise Interrupted()
 
     def _merge(self, new_entries):
-        by_name = {entry["name"]: entry for entry in self.study["entries"]}
+        by_name = {entry["name"]: entry for entry in self.record["entries"]}
         by_name.update({entry["name"]: entry for entry in new_entries})
-        self.study["entries"] = sorted(by_name.values(), key=_entry_order)
+        self.record["entries"] = sorted(by_name.values(), key=_entry_order)
 
     def _record_failure(self, n, invocation, planned, phase):
         finished = {entry["name"] for entry in invocation.entries}
         missing = [name for name in planned if name not in finished]
         how = describe_exit(invocation.returncode)
-        print(f"matmul n={n}: the benchmark process {how}; {len(missing)} entries not finished",
+        print(f"{self.name} n={n}: the benchmark process {how}; {len(missing)} entries not finished",
               flush=True)
-        self.study["invocations"].append({
+        self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing})
         self._merge([_unfinished_entry(name, how, phase) for name in missing])
@@ -226,7 +232,7 @@ def _size_of(name):
 
 
 def _entry_order(entry):
-    return (entry.get("n") or 0, entry.get("device") or "", entry.get("impl") or "", entry.get("mode") or "")
+    return (entry.get("n") or 0, *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
 def _unfinished_entry(name, how, phase):

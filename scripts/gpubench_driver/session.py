@@ -2,8 +2,10 @@
 import datetime
 import os
 import sys
+from dataclasses import dataclass, replace
 
-from gpubench_driver import build, environment, options as options_module, reference, report, results, runner
+from gpubench_driver import (build, environment, options as options_module, reference, report, results, runner,
+                             telemetry)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,7 +31,7 @@ def prepare_out_dir(options):
     return out_dir
 
 
-def capture_environment(document, options, description):
+def capture_environment(document, options, descriptions):
     machine = environment.capture_machine()
     env_json, env_problem = environment.capture_gpubench_env(build.binary_path(options.build_dir, "gpubench_env"))
     blas = environment.openblas_info(env_json)
@@ -44,8 +46,16 @@ def capture_environment(document, options, description):
     if options.cpu_only:
         document["gpu"] = {"available": False, "reason": "--cpu-only was given"}
     else:
-        gpu = description.get("gpu") or {}
+        # Every study binary probes the GPU the same way; the first that found one speaks for the run.
+        gpus = [description.get("gpu") or {} for description in descriptions]
+        gpu = next((g for g in gpus if g.get("available")), gpus[0])
         document["gpu"] = {"available": bool(gpu.get("available")), "reason": gpu.get("reason")}
+
+
+def study_gpu(document):
+    """PCI bus id of the GPU the studies use (CUDA device 0), for nvidia-smi; None when unknown."""
+    devices = ((document["software"].get("gpubench_env") or {}).get("cuda") or {}).get("devices") or [{}]
+    return devices[0].get("pci_bus_id")
 
 
 def new_run_document(options, argv):
@@ -55,24 +65,65 @@ def new_run_document(options, argv):
     return results.new_document(run)
 
 
-def describe_study(options):
+@dataclass
+class StudyPlan:
+    name: str
+    binary: str
+    description: dict
+    options: options_module.RunOptions  # this study's (options_module.for_study)
+
+
+def describe_studies(options):
+    """Build, then describe each study to run. Without --studies, a study whose binary was not
+    built is left out with a warning; one that --impls/--modes leave nothing to run, too."""
     if options.build:
         build.configure_and_build(SOURCE_DIR, options.build_dir)
-    binary = build.binary_path(options.build_dir, "gpubench_matmul")
-    if not os.access(binary, os.X_OK):
-        raise runner.RunnerError(f"{binary} does not exist: build it first (run without --no-build)")
-    description = runner.describe(binary)
-    options_module.check_implementations(options, [impl.get("id") for impl in description["implementations"]])
-    return binary, description
+    described, warnings = [], []
+    for name in options.studies or options_module.STUDIES:
+        binary = build.binary_path(options.build_dir, f"gpubench_{name}")
+        if os.access(binary, os.X_OK):
+            described.append((name, binary, runner.describe(binary)))
+        elif options.studies:
+            raise runner.RunnerError(f"{binary} does not exist: build it first (run without --no-build)")
+        else:
+            warnings.append(f"study {name} not run: {binary} was not built")
+    if not described:
+        names = ", ".join(f"gpubench_{name}" for name in options_module.STUDIES)
+        raise runner.RunnerError(f"no study binary ({names}) was built in {options.build_dir}: "
+                                 f"build first (run without --no-build)")
+    options_module.check_implementations(
+        options, [impl.get("id") for _, _, description in described for impl in description["implementations"]])
+    plans = []
+    for name, binary, description in described:
+        study_options = options_module.for_study(options, name, description)
+        if study_options is None:
+            warnings.append(f"study {name} not run: it has none of the implementations or modes selected")
+        else:
+            plans.append(StudyPlan(name, binary, description, study_options))
+    if not plans:
+        raise options_module.UsageError("--impls/--modes: no study has any of the implementations or modes selected")
+    return plans, warnings
 
 
-def measure(binary, options, document, sizes, save):
-    """Run the study and the references; returns the final run status."""
-    study = document["studies"]["matmul"]
+def run_study(study, document, options):
+    """One study, sampled by nvidia-smi while it runs, then its reference timings."""
+    with telemetry.recorded(study.record, study_gpu(document)):
+        study.run()
+    if options.reference:
+        document["references"] = {**(document["references"] or {}),
+                                  **reference.run_references(study.name, with_gpu=document["gpu"]["available"])}
+
+
+def measure(plans, options, document, save):
+    """Run the studies and their references; returns the final run status."""
+    progress = runner.Progress(0)  # one count over every study
+    studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress)
+               for plan in plans]
     try:
-        runner.MatmulStudy(binary, options, study, save).run(sizes)
-        if options.reference:
-            document["references"] = reference.run_references(with_gpu=document["gpu"]["available"])
+        for study in studies:
+            study.plan()
+        for study in studies:
+            run_study(study, document, options)
     except (runner.Interrupted, KeyboardInterrupt):
         print("interrupted: writing what finished", flush=True)
         return "interrupted"
@@ -81,23 +132,26 @@ def measure(binary, options, document, sizes, save):
         print(f"gpubench: error: {error}; writing what finished", flush=True)
         document["warnings"].append(f"the run stopped early: {error}")
         return "partial"
-    return "partial" if study["invocations"] else "complete"
+    return "partial" if any(study.record["invocations"] for study in studies) else "complete"
 
 
 def run(options, argv):
-    binary, description = describe_study(options)
+    plans, study_warnings = describe_studies(options)
+    options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
     out_dir = prepare_out_dir(options)
     results_path = os.path.join(out_dir, "results.json")
     document = new_run_document(options, argv)
-    capture_environment(document, options, description)
+    document["warnings"] += study_warnings
+    capture_environment(document, options, [plan.description for plan in plans])
     for warning in document["warnings"]:
         print(f"WARNING: {warning}", flush=True)
     if not document["gpu"]["available"]:
         print(f"GPU part skipped: {document['gpu']['reason']}", flush=True)
-    document["studies"]["matmul"] = results.new_study(description)
+    for plan in plans:
+        document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes)
     save = lambda: results.write(document, results_path)  # noqa: E731 (called after every size)
     save()
-    status = measure(binary, options, document, options.sizes or description.get("default_sizes") or [], save)
+    status = measure(plans, options, document, save)
     document["run"].update(status=status, finished=utc_now())
     report.derive_findings(document, options.refine_rounds)
     save()

@@ -1,10 +1,12 @@
 """summary.md: the findings of one run in a page of Markdown."""
 import os
 
-from gpubench_driver import derive
-from gpubench_driver.formatting import md, rate, ratio, seconds
+from gpubench_driver import derive, gbench, reference
+from gpubench_driver.formatting import md, rate, ratio, scientific, seconds
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)
+PRECISION_TABLE_SIZE = 4096  # and the largest size measured
+AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
 
 
 def machine_line(document):
@@ -85,11 +87,12 @@ def _headline_speedups(entries):
     return _section(f"Speedups at n = {', '.join(map(str, HEADLINE_SIZES))} (where measured)", lines)
 
 
-def _best_rates(derived):
-    lines = ["| implementation | mode | best rate | at n |", "|---|---|---|---|"]
-    lines += [f"| {md(row['impl'])} | {md(row['mode'])} | {rate(row['flop_per_s'])} | {row['n']} |"
+def _best_rates(derived, axes=("impl", "mode"), title="Best rates"):
+    lines = ["| " + " | ".join(AXIS_TITLES[axis] for axis in axes) + " | best rate | at n |",
+             "|" + "---|" * (len(axes) + 2)]
+    lines += ["| " + " | ".join(md(row[axis]) for axis in axes) + f" | {rate(row['flop_per_s'])} | {row['n']} |"
               for row in derived.get("best_rates", [])]
-    return _section("Best rates", lines)
+    return _section(title, lines)
 
 
 def _caps(study):
@@ -102,19 +105,27 @@ def _caps(study):
 def _failures(study):
     lines = [f"- {md(entry['name'])}: {md(entry['status'])}: {md(entry.get('message'))}"
              for entry in study["entries"] if entry["status"] != "ok"]
-    lines += [f"- the benchmark process at n={invocation.get('sizes')} {md(invocation.get('exit'))}"
-              for invocation in study["invocations"]]
+    lines += _invocation_lines(study)
     return _section("Skipped and failed entries", lines) if lines else []
+
+
+def _invocation_lines(study):
+    return [f"- the benchmark process at n={invocation.get('sizes')} {md(invocation.get('exit'))}"
+            for invocation in study["invocations"]]
+
+
+def _run_notes(name, run):
+    """A reference run's note (skipped, failed) and its per-dtype notes."""
+    return [f"- {md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
 
 
 def _references(derived, references):
     if references is None:
         return _section("Reference libraries", ["Not run (--no-reference or --cpu-only)."])
     lines = []
-    for name, reference in references.items():
-        if reference.get("note"):
-            lines.append(f"- {md(name)}: {md(reference['note'])}")
-        lines += [_reference_line(result) for result in reference.get("results") or []]
+    for name, run in references.items():
+        if name in reference.RUNS["matmul"]:
+            lines += _run_notes(name, run) + [_reference_line(result) for result in run.get("results") or []]
     for row in derived.get("reference_comparison", []):
         if row["time_ratio"] is None:
             lines.append(f"- {md(row['study'])} vs {md(row['reference'])} at n={row['n']}: {md(row['note'])}")
@@ -142,12 +153,166 @@ def _plots(plot_paths, out_dir):
     return _section("Plots", [f"- `{os.path.relpath(path, out_dir)}`" for path in plot_paths])
 
 
+def _matmul_sections(study, document):
+    derived = study["derived"]
+    return (_crossovers(derived) + _headline_speedups(study["entries"]) + _best_rates(derived)
+            + _caps(study) + _failures(study) + _references(derived, document.get("references")))
+
+
+# --- precision study ----------------------------------------------------------------
+def _claim(derived):
+    claim = derived.get("tensor_core_claim")
+    if not claim:
+        return []
+    found = [f"{md(result['precision'])} up to {ratio(result['max_speedup'])} (n={result['n']})"
+             if result["max_speedup"] is not None else f"{md(result['precision'])} not measured"
+             for result in claim["results"]]
+    return _section("Precision: is 16-bit tensor-core math up to 8x faster than FP32?", [
+        f"- \"{md(claim['claim'])}\": measured with {md(claim['impl'])} ({md(claim['mode'])}) over "
+        f"{md(claim['fp32'])} at the same size, the largest speedup: {', '.join(found)}."])
+
+
+def _precision_order(study):
+    """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
+    order = [p.get("id") for p in study.get("precisions") or [] if isinstance(p, dict)]
+    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"],
+                        order.index(row["precision"]) if row["precision"] in order else len(order), row["precision"])
+
+
+def _precision_table(study, n, title):
+    rows = sorted((row for row in study["derived"].get("speedups_over_fp32", []) if row["n"] == n),
+                  key=_precision_order(study))
+    lines = ["| precision | impl | mode | median time | rate | speedup over FP32 | rel. error (uniform) | "
+             "rel. error (normal) | tolerance |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {md(row['precision'])} | {md(row['impl'])} | {md(row['mode'])} | {seconds(row['median_s'])} | "
+              f"{rate(row['flop_per_s'])} | {ratio(row['speedup_over_fp32'])} | {scientific(row['rel_fro_error'])} | "
+              f"{scientific(row['rel_fro_error_normal'])} | {scientific(row['tolerance'])} |" for row in rows]
+    ours = [f"- {md(row['impl'])} {md(row['precision'])} ({md(row['mode'])}) runs at "
+            f"{row['fraction_of_cublas_rate']:.0%} of cublas {md(row['precision'])}'s rate"
+            for row in rows if row["fraction_of_cublas_rate"] is not None]
+    lines += ["", *ours, *([""] if ours else []),
+              "Speedup over FP32: the FP32 time of the device's library (openblas on the CPU, cublas on the GPU) "
+              "in the same mode and size over this time; errors: relative Frobenius error against FP64."]
+    return _section(title, lines)
+
+
+def _precision_tables(study):
+    measured = {row["n"] for row in study["derived"].get("speedups_over_fp32", [])}
+    if not measured:
+        return _section("Precision: speed and accuracy", ["No precision entry was measured."])
+    titles = {n: f"Precision: speed and accuracy at n = {n}" for n in (PRECISION_TABLE_SIZE,) if n in measured}
+    titles[max(measured)] = f"Precision: speed and accuracy at n = {max(measured)} (largest measured)"
+    return [line for n, title in sorted(titles.items()) for line in _precision_table(study, n, title)]
+
+
+def _failure_text(entry):
+    message = entry.get("message") or ""
+    return message if message.startswith((gbench.SKIP_PREFIX, "wrong result: ")) else f"{entry['status']}: {message}"
+
+
+def _precision_failures(study):
+    """Failed entries grouped by implementation, precision and message: one line per reason,
+    not one per size and mode."""
+    groups = {}
+    for entry in study["entries"]:
+        if entry["status"] != "ok":
+            group = groups.setdefault((entry["impl"], entry["precision"], _failure_text(entry)), (set(), set()))
+            group[0].add(entry["mode"])
+            group[1].add(entry["n"])
+    lines = [f"- {md(impl)} {md(precision)} ({md(', '.join(sorted(modes)))}; n = "
+             f"{', '.join(map(str, sorted(sizes)))}): {md(text)}"
+             for (impl, precision, text), (modes, sizes) in sorted(groups.items())]
+    lines += _invocation_lines(study)
+    return _section("Precision: skipped and failed entries", lines) if lines else []
+
+
+def _cpu_notes(study):
+    """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat
+    about it on this CPU (e.g. BF16 without BF16 instructions)."""
+    notes = {p.get("id"): p.get("cpu_note") for p in study.get("precisions") or [] if isinstance(p, dict)}
+    lines = []
+    for precision in dict.fromkeys(e["precision"] for e in study["entries"] if e.get("device") == "cpu"):
+        entries = [e for e in study["entries"] if e.get("device") == "cpu" and e["precision"] == precision]
+        if not any(entry["status"] == "ok" for entry in entries):
+            lines.append(f"- {md(precision)}: {md(_failure_text(entries[0]))}")
+        elif notes.get(precision):
+            lines.append(f"- {md(precision)}: {md(notes[precision])}")
+    return _section("Precision: on the CPU", lines) if lines else []
+
+
+def _precision_references(derived, references):
+    title = "Precision: reference libraries"
+    if references is None:
+        return _section(title, ["Not run (--no-reference or --cpu-only)."])
+    lines = []
+    for name, run in references.items():
+        if name in reference.RUNS["precision"]:
+            lines += _run_notes(name, run)
+            lines += dict.fromkeys(  # one line per dtype, not per size
+                f"- {md(name)}: {md(result.get('library'))} {md(result.get('version'))} on "
+                f"{md(result.get('device'))}, {md(result.get('dtype'))} through {md(result.get('op'))}"
+                + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
+                   if result.get("out_dtype") else "")
+                for result in run.get("results") or [])
+    rows = derived.get("reference_comparison", [])
+    if rows:
+        lines += ["", "| precision | n | study | reference | time ratio |", "|---|---|---|---|---|"]
+        lines += [f"| {md(row['precision'])} | {row['n']} | {md(row['study'])} {seconds(row['study_median_s'])} | "
+                  f"{md(row['reference'])} {md(row['reference_dtype'])} {seconds(row['reference_median_s'])} | "
+                  + (f"{row['time_ratio']:.2f} |" if row["time_ratio"] is not None else f"n/a: {md(row['note'])} |")
+                  for row in rows]
+        lines += ["", "Time ratio: study median / reference median; below 1 the study is faster."]
+    return _section(title, lines) if lines else []
+
+
+def _precision_sections(study, document):
+    derived = study["derived"]
+    return (_claim(derived) + _precision_tables(study)
+            + _best_rates(derived, ("precision", "impl", "mode"), "Precision: best rates")
+            + _precision_failures(study) + _cpu_notes(study)
+            + _precision_references(derived, document.get("references")))
+
+
+# --- telemetry --------------------------------------------------------------------
+def _clock(name, spread):
+    return f"{name} {spread['min']:.0f}–{spread['max']:.0f} MHz, median {spread['median']:.0f} MHz"
+
+
+def _telemetry_text(record):
+    summary = record.get("summary") or {}
+    if not summary.get("samples"):
+        return md(record.get("note") or "no samples")
+    parts = [_clock(name, summary[key]) for name, key in (("SM clock", "sm_clock_mhz"),
+                                                          ("while busy", "busy_sm_clock_mhz"),
+                                                          ("memory clock", "mem_clock_mhz")) if summary.get(key)]
+    if summary.get("max_power_w") is not None:
+        parts.append(f"power up to {summary['max_power_w']:.0f} W")
+    if summary.get("max_temperature_c") is not None:
+        parts.append(f"temperature up to {summary['max_temperature_c']:.0f} °C")
+    if summary.get("throttled_fraction") is None:
+        parts.append("throttle reasons not reported")
+    else:
+        reasons = ", ".join(summary.get("throttle_reasons") or [])
+        parts.append(f"throttled in {summary['throttled_fraction']:.0%} of samples"
+                     + (f" ({md(reasons)})" if reasons else ""))
+    parts.append(f"{summary['samples']} sample{'' if summary['samples'] == 1 else 's'}, "
+                 f"one every {record.get('interval_s'):g} s")
+    return "; ".join(parts) + (f" ({md(record['note'])})" if record.get("note") else "")
+
+
+def _telemetry(studies):
+    lines = [f"- {md(name)}: {_telemetry_text(study['telemetry'])}"
+             for name, study in studies.items() if study.get("telemetry")]
+    return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
+
+
+STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections}
+
+
 def render(document, plot_paths, out_dir):
-    study = document["studies"].get("matmul")
     lines = _header(document) + _warnings(document)
-    if study:
-        derived = study["derived"]
-        lines += (_crossovers(derived) + _headline_speedups(study["entries"]) + _best_rates(derived)
-                  + _caps(study) + _failures(study) + _references(derived, document.get("references")))
-    lines += _plots(plot_paths, out_dir)
+    for name, study in document["studies"].items():
+        if name in STUDY_SECTIONS:
+            lines += STUDY_SECTIONS[name](study, document)
+    lines += _telemetry(document["studies"]) + _plots(plot_paths, out_dir)
     return "\n".join(lines)

@@ -15,14 +15,12 @@ from gpubench_driver import results
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 STUDY = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
-ENTRY = os.path.join(support.SOURCE_DIR, "scripts", "gpubench")
-QUICK_CPU = ["--cpu-only", "--sizes", "64,100", "--repetitions", "2", "--min-time", "0.01"]
+ENTRY = support.ENTRY
+QUICK_CPU = ["--studies", "matmul", "--cpu-only", "--sizes", "64,100", "--repetitions", "2", "--min-time", "0.01"]
 
 
 def gpubench(*args, build_dir=BUILD_DIR, **kwargs):
-    command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", build_dir, *args]
-    environment = dict(os.environ, GPUBENCH_PYTHON=sys.executable)
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, **kwargs)
+    return support.gpubench_run(*args, build_dir=build_dir, **kwargs)
 
 
 def has_matplotlib():

@@ -1,0 +1,115 @@
+"""Reference timings: comparison rows for the precision study's dtypes next to the matmul ones,
+and reference_matmul.py turning a dtype it cannot run into a note."""
+import importlib.util
+import json
+import os
+import unittest
+from unittest import mock
+
+import support
+from support import make_entry
+
+from gpubench_driver import reference
+
+spec = importlib.util.spec_from_file_location("reference_matmul", os.path.join(support.SCRIPTS_DIR,
+                                                                               "reference_matmul.py"))
+reference_matmul = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reference_matmul)
+
+
+def torch_result(n, dtype, median_s):
+    return {"library": "torch", "n": n, "dtype": dtype, "time_s": {"median": median_s}}
+
+
+def precision_entry(precision, n, median_s, mode="resident"):
+    entry = make_entry("cublas", "gpu", mode, n, median_s)
+    entry["precision"] = precision
+    return entry
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.references = {
+            "torch": {"results": [torch_result(4096, "float32", 2.0e-3)]},
+            "torch_precision": {"results": [torch_result(8192, "float16", 2.0e-3),
+                                            torch_result(8192, "float8_e4m3fn", 1.0e-3),
+                                            torch_result(8192, "bfloat16", 2.0e-3)], "notes": []}}
+        self.entries = [precision_entry("fp16", 8192, 1.8e-3), precision_entry("fp8_e4m3", 8192, 1.1e-3),
+                        precision_entry("tf32", 8192, 3.0e-3),
+                        precision_entry("fp16", 8192, 9.9, mode="transfer_pinned"),
+                        precision_entry("fp32", 8192, 9.9)]
+
+    def rows(self, study, entries):
+        return {(row["precision"], row["n"]): row for row in reference.compare(self.references, entries, study)}
+
+    def test_each_precision_against_torch_of_the_same_dtype(self):
+        rows = self.rows("precision", self.entries)
+        self.assertEqual(set(rows), {(p, n) for p in ("tf32", "fp16", "bf16", "fp8_e4m3") for n in (4096, 8192)})
+        fp16 = rows[("fp16", 8192)]
+        self.assertEqual((fp16["study"], fp16["reference"], fp16["reference_dtype"]),
+                         ("cublas/resident", "torch", "float16"))
+        self.assertAlmostEqual(fp16["time_ratio"], 0.9)  # the resident entry, not the transfer_pinned one
+        fp8 = rows[("fp8_e4m3", 8192)]
+        self.assertEqual((fp8["reference"], fp8["reference_dtype"]), ("torch._scaled_mm", "float8_e4m3fn"))
+        self.assertAlmostEqual(fp8["time_ratio"], 1.1)
+
+    def test_missing_sides_are_noted(self):
+        rows = self.rows("precision", self.entries)
+        self.assertIsNone(rows[("bf16", 8192)]["time_ratio"])
+        self.assertIn("no ok cublas/resident bf16 entry at n=8192", rows[("bf16", 8192)]["note"])
+        self.assertIn("no torch tf32 reference at n=8192", rows[("tf32", 8192)]["note"])
+
+    def test_matmul_rows_stay_fp32_and_apart(self):
+        entries = [make_entry("cublas", "gpu", "resident", 4096, 1.0e-3)]
+        rows = {(row["study"], row["precision"], row["n"]): row
+                for row in reference.compare(self.references, entries, "matmul")}
+        self.assertEqual(set(rows), {("cublas/resident", "fp32", 4096), ("cublas/resident", "fp32", 8192),
+                                     ("openblas/host", "fp32", 4096)})
+        self.assertAlmostEqual(rows[("cublas/resident", "fp32", 4096)]["time_ratio"], 0.5)
+        self.assertEqual(rows[("cublas/resident", "fp32", 4096)]["reference"], "torch")
+        self.assertEqual(reference.compare(self.references, entries, "other"), [])
+
+
+class RunReferencesTest(unittest.TestCase):
+    def test_gpu_runs_are_skipped_without_a_gpu(self):
+        self.assertEqual(reference.run_references("precision", with_gpu=False),
+                         {"torch_precision": {"note": "skipped: the GPU part of the study was not run"}})
+
+    def test_each_study_runs_its_own(self):
+        with mock.patch.object(reference, "run_library", side_effect=lambda *args: {"called": args}):
+            runs = reference.run_references("precision", with_gpu=True)
+            self.assertEqual(runs["torch_precision"]["called"][2], ("tf32", "float16", "bfloat16", "float8_e4m3fn"))
+            self.assertEqual(set(reference.run_references("matmul", with_gpu=True)), {"numpy", "torch"})
+
+
+class ReferenceScriptTest(unittest.TestCase):
+    def run_main(self, argv, timer=None):
+        with mock.patch.object(reference_matmul, "time_torch", timer), mock.patch("builtins.print") as printed:
+            status = reference_matmul.main(argv)
+        return status, json.loads(printed.call_args[0][0]) if status == 0 else None
+
+    def test_an_unsupported_dtype_becomes_a_note(self):
+        def timer(n, dtype):
+            if dtype == "float8_e4m3fn":
+                raise RuntimeError("torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0"
+                                   " or 8.9\nmore detail")
+            return {"n": n, "dtype": dtype}
+        status, output = self.run_main(["torch", "4096,8192", "float16,float8_e4m3fn"], timer)
+        self.assertEqual(status, 0)
+        self.assertEqual([(r["dtype"], r["n"]) for r in output["results"]], [("float16", 4096), ("float16", 8192)])
+        self.assertEqual(len(output["notes"]), 2)
+        self.assertTrue(output["notes"][0].startswith("float8_e4m3fn at n=4096: not run: torch._scaled_mm is only"))
+        self.assertNotIn("more detail", output["notes"][0])
+
+    def test_default_dtype_is_float32(self):
+        status, output = self.run_main(["torch", "64"], lambda n, dtype: {"n": n, "dtype": dtype})
+        self.assertEqual(output, {"results": [{"n": 64, "dtype": "float32"}], "notes": []})
+
+    def test_bad_arguments(self):
+        with mock.patch("sys.stderr"):
+            for argv in (["torch", "64", "float9"], ["numpy", "64", "float16"], ["jax", "64"], []):
+                self.assertEqual(reference_matmul.main(argv), 2, argv)
+
+
+if __name__ == "__main__":
+    unittest.main()
