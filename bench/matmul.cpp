@@ -270,15 +270,6 @@ std::string entry_name(const Implementation& impl, Mode mode, int n) {
          "/fp32/n:" + std::to_string(n);
 }
 
-bool selected(const std::vector<std::string>& chosen, const std::string& value) {
-  return chosen.empty() || std::find(chosen.begin(), chosen.end(), value) != chosen.end();
-}
-
-int cap_of(const Implementation& impl, const StudyOptions& options) {
-  const auto override_cap = options.caps.find(impl.id);
-  return override_cap != options.caps.end() ? override_cap->second : impl.max_size;
-}
-
 void check_names(const StudyOptions& options) {
   const auto known_impl = [](const std::string& id) {
     for (const Implementation& impl : implementations())
@@ -301,11 +292,11 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
   const std::vector<int>& sizes = options.sizes.empty() ? default_sizes() : options.sizes;
   for (int n : sizes) {
     for (const Implementation& impl : implementations()) {
-      const int cap = cap_of(impl, options);
-      if (!selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+      const int cap = size_cap(options, impl.id, impl.max_size);
+      if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
       if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
       for (Mode mode : modes_of(impl)) {
-        if (!selected(options.modes, mode_name(mode))) continue;
+        if (!is_selected(options.modes, mode_name(mode))) continue;
         const std::string name = entry_name(impl, mode, n);
         benchmark::internal::Benchmark* entry = nullptr;
         if (impl.on_gpu) {

@@ -369,15 +369,6 @@ std::string entry_name(const Implementation& impl, const std::string& mode, Prec
          precision_info(precision).name + "/n:" + std::to_string(n);
 }
 
-bool selected(const std::vector<std::string>& chosen, const std::string& value) {
-  return chosen.empty() || std::find(chosen.begin(), chosen.end(), value) != chosen.end();
-}
-
-int cap_of(const Implementation& impl, const StudyOptions& options) {
-  const auto override_cap = options.caps.find(impl.id);
-  return override_cap != options.caps.end() ? override_cap->second : impl.max_size;
-}
-
 void check_names(const StudyOptions& options) {
   const auto known_impl = [](const std::string& id) {
     for (const Implementation& impl : implementations())
@@ -415,13 +406,13 @@ void register_entry(const Implementation& impl, const std::string& mode, Precisi
 void register_entries(const StudyOptions& options, bool gpu_usable) {
   for (int n : options.sizes.empty() ? default_sizes() : options.sizes) {
     for (const Implementation& impl : implementations()) {
-      const int cap = cap_of(impl, options);
-      if (!selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+      const int cap = size_cap(options, impl.id, impl.max_size);
+      if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
       if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
       // Modes innermost: consecutive entries share one precision's encoded operands.
       for (Precision precision : impl.precisions)
         for (const std::string& mode : modes_of(impl))
-          if (selected(options.modes, mode)) register_entry(impl, mode, precision, n);
+          if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, n);
     }
   }
 }

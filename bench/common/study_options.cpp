@@ -1,5 +1,6 @@
 #include "common/study_options.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -106,6 +107,15 @@ std::string study_options_help() {
          "  --cpu-only          run no GPU entries\n"
          "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
          "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
+}
+
+bool is_selected(const std::vector<std::string>& chosen, const std::string& value) {
+  return chosen.empty() || std::find(chosen.begin(), chosen.end(), value) != chosen.end();
+}
+
+int size_cap(const StudyOptions& options, const std::string& id, int default_cap) {
+  const auto override_cap = options.caps.find(id);
+  return override_cap != options.caps.end() ? override_cap->second : default_cap;
 }
 
 }  // namespace gpubench

@@ -34,4 +34,10 @@ std::map<std::string, int> parse_caps(const std::string& text);
 
 std::string study_options_help();
 
+// Whether --impls/--modes (empty: everything) chose `value`.
+bool is_selected(const std::vector<std::string>& chosen, const std::string& value);
+
+// An implementation's size cap: the --caps override if given, else its own (0: none).
+int size_cap(const StudyOptions& options, const std::string& id, int default_cap);
+
 }  // namespace gpubench
