@@ -12,8 +12,10 @@ import statistics
 import sys
 import time
 
-TIMED_RUNS = 20
+TIMED_RUNS = 20   # numpy: calls timed one by one after WARMUP_RUNS
 WARMUP_RUNS = 3
+REPETITIONS = 5   # torch: as the study's default --repetitions and --min-time
+MIN_TIME_S = 0.05
 FP8_E4M3_MAX = 448.0  # largest finite float8_e4m3fn
 
 
@@ -60,19 +62,27 @@ def time_numpy(n):
 
 
 def cuda_event_samples(torch, operation):
-    """Seconds per call of operation(), each call timed with CUDA events after a warm-up."""
-    for _ in range(WARMUP_RUNS):
-        operation()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(TIMED_RUNS):
+    """Seconds per call of operation(), measured as the study measures its GPU entries (Google
+    Benchmark manual time): each call between two CUDA events and waited for; a repetition
+    runs calls for at least MIN_TIME_S and reports their mean; REPETITIONS of them after a
+    warm-up of the same length. Timing bursts of a few calls instead would catch the GPU
+    before its power limit pulls the clock down, and compare a burst with a sustained rate."""
+    def timed_call():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         operation()
         end.record()
         end.synchronize()
-        samples.append(start.elapsed_time(end) / 1000.0)
-    return samples
+        return start.elapsed_time(end) / 1000.0
+
+    def repetition():
+        times = [timed_call()]
+        while sum(times) < MIN_TIME_S:
+            times.append(timed_call())
+        return statistics.fmean(times)
+
+    repetition()  # warm-up: kernels chosen and loaded, clocks settled under load
+    return [repetition() for _ in range(REPETITIONS)]
 
 
 def matmul_operation(torch, a, b, dtype):
