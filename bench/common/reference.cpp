@@ -41,4 +41,23 @@ MatmulReference matmul_reference_fp64(const float* a, const float* b, MatmulShap
   return ref;
 }
 
+MatmulReference matmul_reference_extended(const float* a, const float* b, MatmulShape shape, int rows,
+                                          std::uint64_t seed) {
+  MatmulReference ref;
+  ref.shape = shape;
+  ref.rows = reference_rows(shape, ReferencePolicy{0.0, rows}, seed);
+  ref.values.assign(ref.rows.size() * static_cast<std::size_t>(shape.n), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::size_t r = 0; r < ref.rows.size(); ++r) {
+    std::vector<long double> sums(shape.n, 0.0L);
+    const float* a_row = a + static_cast<std::size_t>(ref.rows[r]) * shape.k;
+    for (int p = 0; p < shape.k; ++p) {
+      const float* b_row = b + static_cast<std::size_t>(p) * shape.n;
+      for (int j = 0; j < shape.n; ++j) sums[j] += static_cast<long double>(a_row[p]) * b_row[j];
+    }
+    std::copy(sums.begin(), sums.end(), ref.values.begin() + r * shape.n);
+  }
+  return ref;
+}
+
 }  // namespace gpubench

@@ -29,4 +29,9 @@ struct ReferencePolicy {
 MatmulReference matmul_reference_fp64(const float* a, const float* b, MatmulShape shape,
                                       ReferencePolicy policy, std::uint64_t seed);
 
+// `rows` random rows of C = A*B summed in long double by plain loops: a reference
+// independent of OpenBLAS, for checking an FP64 GEMM (which DGEMM references cannot).
+MatmulReference matmul_reference_extended(const float* a, const float* b, MatmulShape shape, int rows,
+                                          std::uint64_t seed);
+
 }  // namespace gpubench
