@@ -22,4 +22,16 @@ struct MatmulShape {
 
 using MatmulFp32Fn = void (*)(const float* a, const float* b, float* c, MatmulShape shape);
 
+// `batch` independent products C_i = A_i * B_i of square n x n row-major matrices, stored
+// back to back (matrix i starts at i * n * n), as strided-batched GEMMs take them.
+struct BatchedGemmShape {
+  int n = 0;
+  int batch = 0;
+  std::size_t stride() const { return static_cast<std::size_t>(n) * n; }
+  std::size_t elements() const { return stride() * batch; }
+  double flop() const { return 2.0 * n * n * static_cast<double>(n) * batch; }
+};
+
+using BatchedGemmFn = void (*)(const float* a, const float* b, float* c, BatchedGemmShape shape);
+
 }  // namespace gpubench
