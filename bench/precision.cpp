@@ -386,6 +386,7 @@ std::string entry_name(const Implementation& impl, const std::string& mode, Prec
 }
 
 void check_names(const StudyOptions& options) {
+  if (!options.batches.empty()) throw UsageError("--batches: this study has no batch axis");
   const auto known_impl = [](const std::string& id) {
     for (const Implementation& impl : implementations())
       if (id == impl.id) return true;

@@ -44,16 +44,18 @@ const char* flag_value(const char* arg, const std::string& name) {
 
 }  // namespace
 
-std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> sizes;
+std::vector<int> parse_positive_list(const std::string& text, const std::string& flag) {
+  std::vector<int> values;
   for (const std::string& item : split(text, ',')) {
-    const long value = parse_integer(item, "--sizes");
-    if (value <= 0) throw UsageError("--sizes: sizes must be positive, got " + item);
-    sizes.push_back(static_cast<int>(value));
+    const long value = parse_integer(item, flag);
+    if (value <= 0) throw UsageError(flag + ": values must be positive, got " + item);
+    values.push_back(static_cast<int>(value));
   }
-  if (sizes.empty()) throw UsageError("--sizes: no size given");
-  return sizes;
+  if (values.empty()) throw UsageError(flag + ": no value given");
+  return values;
 }
+
+std::vector<int> parse_sizes(const std::string& text) { return parse_positive_list(text, "--sizes"); }
 
 std::map<std::string, int> parse_caps(const std::string& text) {
   std::map<std::string, int> caps;
@@ -75,6 +77,8 @@ StudyOptions parse_study_options(int* argc, char** argv) {
     const std::string flag(arg);
     if (const char* v = flag_value(arg, "sizes")) {
       options.sizes = parse_sizes(v);
+    } else if (const char* v = flag_value(arg, "batches")) {
+      options.batches = parse_positive_list(v, "--batches");
     } else if (const char* v = flag_value(arg, "impls")) {
       options.impls = parse_names(v, "--impls");
     } else if (const char* v = flag_value(arg, "modes")) {
@@ -101,6 +105,7 @@ StudyOptions parse_study_options(int* argc, char** argv) {
 std::string study_options_help() {
   return "Study options:\n"
          "  --sizes=N,N,...     square sizes to run (default: the study's list)\n"
+         "  --batches=B,B,...   batch sizes, for studies with a batch axis (default: the study's list)\n"
          "  --impls=ID,ID,...   implementations to run (ids: see --describe)\n"
          "  --modes=M,M,...     modes to run: host (CPU), resident, transfer_pinned, transfer_pageable\n"
          "  --caps=ID=N,...     change the largest size an implementation runs at (0: no cap)\n"

@@ -15,6 +15,7 @@ struct UsageError : std::runtime_error {
 
 struct StudyOptions {
   std::vector<int> sizes;                 // empty: the study's defaults
+  std::vector<int> batches;               // studies with a batch axis; empty: their defaults
   std::vector<std::string> impls;         // empty: all
   std::vector<std::string> modes;         // empty: all
   std::map<std::string, int> caps;        // overrides of size caps; 0 removes a cap
@@ -26,7 +27,8 @@ struct StudyOptions {
 // Throws UsageError on a malformed value. Flags it does not know are left in argv.
 StudyOptions parse_study_options(int* argc, char** argv);
 
-// "64,200,1024" -> {64, 200, 1024}; every item a positive integer.
+// "64,200,1024" -> {64, 200, 1024}; every item a positive integer. `flag` names it in errors.
+std::vector<int> parse_positive_list(const std::string& text, const std::string& flag);
 std::vector<int> parse_sizes(const std::string& text);
 
 // "a=1,b=2" -> {{"a",1},{"b",2}}; values non-negative integers.
