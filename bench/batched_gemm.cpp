@@ -275,7 +275,8 @@ void check_names(const StudyOptions& options) {
   };
   for (const std::string& id : options.impls)
     if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
-  if (!options.caps.empty()) throw UsageError("--caps: the batched GEMM study caps nothing; memory limits the batch");
+  for (const auto& [id, cap] : options.caps)
+    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
   for (const std::string& mode : options.modes)
     if (mode != "host" && mode != "resident" && mode != "transfer_pinned")
       throw UsageError("--modes: this study has modes host, resident and transfer_pinned, not '" + mode + "'");
@@ -304,7 +305,9 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
   for (int n : options.sizes.empty() ? default_sizes() : options.sizes)
     for (int batch : options.batches.empty() ? default_batches() : options.batches)
       for (const Implementation& impl : implementations()) {
-        if (!is_selected(options.impls, impl.id) || (impl.on_gpu && (!gpu_usable || options.cpu_only))) continue;
+        const int cap = size_cap(options, impl.id, 0);  // no default caps: memory limits the batch
+        if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+        if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
         for (const std::string& mode : modes_of(impl))
           if (is_selected(options.modes, mode)) register_entry(impl, mode, BatchedGemmShape{n, batch});
       }

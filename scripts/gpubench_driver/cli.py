@@ -13,13 +13,17 @@ def _run_parser(subparsers):
                                    description="Build the study binaries, run them and write "
                                                "results/<run-id>/{results.json,summary.md,plots/}.")
     quick_sizes = "; ".join(f"{study} {','.join(map(str, sizes))}" for study, sizes in opts.QUICK_SIZES.items())
+    quick_batches = "; ".join(f"{study} {','.join(map(str, batches))}"
+                              for study, batches in opts.QUICK_BATCHES.items())
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run: sizes {quick_sizes}, "
+                        help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
                              f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
                              f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
     parser.add_argument("--studies", help=f"studies to run: {','.join(opts.STUDIES)} "
                                           f"(default: every study whose binary was built)")
     parser.add_argument("--sizes", help="square sizes for every study, e.g. 64,200,1024 (default: each study's list)")
+    parser.add_argument("--batches", help=f"batch sizes for the studies with a batch axis "
+                                          f"({','.join(opts.BATCH_STUDIES)}), e.g. 1,8,64 (default: the study's list)")
     parser.add_argument("--impls", help="implementation ids (see gpubench_<study> --describe); "
                                         "each study runs those it has")
     parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
@@ -57,7 +61,8 @@ def resolve_run_options(args):
         repetitions, min_time, rounds = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME, opts.DEFAULT_REFINE_ROUNDS
     return opts.RunOptions(
         studies=opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES) if args.studies is not None else None,
-        sizes=opts.parse_sizes(args.sizes) if args.sizes is not None else None,
+        sizes=opts.parse_positive_list(args.sizes, "--sizes") if args.sizes is not None else None,
+        batches=opts.parse_positive_list(args.batches, "--batches") if args.batches is not None else None,
         impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,
         modes=opts.parse_names(args.modes, "--modes", allowed=opts.MODES) if args.modes is not None else None,
         caps=opts.parse_caps(args.caps) if args.caps is not None else {},

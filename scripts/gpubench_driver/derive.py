@@ -1,5 +1,6 @@
 """Findings computed from the measured entries: crossovers, speedups, best rates."""
 import math
+from dataclasses import dataclass
 
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
                    "its ends; refinement stops when the bracket is narrower than max(8, 10% of its lower end)")
@@ -13,12 +14,12 @@ def _median(entry):
     return entry["time_s"]["median"]
 
 
-def best_by_size(entries):
-    """{n: fastest entry at n} over the given entries."""
+def best_by_size(entries, axis="n"):
+    """{value of the axis (n, or batch): fastest entry at that value} over the given entries."""
     best = {}
     for entry in entries:
-        if entry["n"] not in best or _median(entry) < _median(best[entry["n"]]):
-            best[entry["n"]] = entry
+        if entry[axis] not in best or _median(entry) < _median(best[entry[axis]]):
+            best[entry[axis]] = entry
     return best
 
 
@@ -35,37 +36,53 @@ def gpu_modes(entries):
 
 
 # --- crossover ------------------------------------------------------------------------
-def crossover(best_cpu, best_gpu, mode):
-    """Where the GPU (best implementation of one mode) starts to beat the best CPU.
+@dataclass(frozen=True)
+class Axis:
+    """What a crossover is sought along: the entry field, and how the findings name it."""
+    name: str    # entry field, and in 'estimate_<name>'
+    noun: str
+    plural: str  # in '<plural>_compared'
 
-    lower: largest measured size at which the CPU is at least as fast; upper: smallest size
-    from which the GPU wins at every larger measured size. Sizes measured on one side only
+
+SIZE = Axis("n", "size", "sizes")  # matmul: the matrix size
+BATCH = Axis("batch", "batch", "batches")  # batched GEMM: the products per call, at one matrix size
+
+
+def crossover(best_cpu, best_gpu, mode, axis=SIZE):
+    """Where the GPU (best implementation of one mode) starts to beat the best CPU along the
+    axis; best_cpu and best_gpu map each value of the axis to the fastest entry there.
+
+    lower: largest measured value at which the CPU is at least as fast; upper: smallest value
+    from which the GPU wins at every larger measured value. Values measured on one side only
     are ignored."""
-    sizes = sorted(set(best_cpu) & set(best_gpu))
-    result = {"mode": mode, "lower": None, "upper": None, "estimate_n": None, "gpu_impl": None,
-              "method": None, "note": None, "sizes_compared": sizes}
-    if not sizes:
-        result["method"] = "no size was measured on both the CPU and the GPU in this mode"
+    values = sorted(set(best_cpu) & set(best_gpu))
+    estimate = f"estimate_{axis.name}"
+    result = {"mode": mode, "lower": None, "upper": None, estimate: None, "gpu_impl": None,
+              "method": None, "note": None, f"{axis.plural}_compared": values}
+    if not values:
+        result["method"] = f"no {axis.noun} was measured on both the CPU and the GPU in this mode"
         return result
-    gpu_wins = [_median(best_gpu[n]) < _median(best_cpu[n]) for n in sizes]
+    gpu_wins = [_median(best_gpu[value]) < _median(best_cpu[value]) for value in values]
     if not gpu_wins[-1]:
-        result["method"] = f"no crossover: the CPU is at least as fast at the largest measured size (n={sizes[-1]})"
+        result["method"] = (f"no crossover: the CPU is at least as fast at the largest measured {axis.noun} "
+                            f"({axis.name}={values[-1]})")
         return result
     first = _first_of_final_run(gpu_wins)
-    result["upper"] = sizes[first]
-    result["gpu_impl"] = best_gpu[sizes[first]]["impl"]
+    result["upper"] = values[first]
+    result["gpu_impl"] = best_gpu[values[first]]["impl"]
     if first == 0:
-        result["method"] = f"the GPU is faster at every measured size; the crossover is at or below n={sizes[0]}"
+        result["method"] = (f"the GPU is faster at every measured {axis.noun}; the crossover is at or below "
+                            f"{axis.name}={values[0]}")
         return result
-    lower = sizes[first - 1]
+    lower = values[first - 1]
     result["lower"] = lower
-    result["estimate_n"] = _interpolate(lower, sizes[first], _speedup(best_cpu, best_gpu, lower),
-                                        _speedup(best_cpu, best_gpu, sizes[first]))
-    result["method"] = "bracket of measured sizes; estimate by log-log interpolation of the speedup to 1"
-    earlier = [n for n, won in zip(sizes[:first], gpu_wins[:first]) if won]
+    result[estimate] = _interpolate(lower, values[first], _speedup(best_cpu, best_gpu, lower),
+                                    _speedup(best_cpu, best_gpu, values[first]))
+    result["method"] = f"bracket of measured {axis.plural}; estimate by log-log interpolation of the speedup to 1"
+    earlier = [value for value, won in zip(values[:first], gpu_wins[:first]) if won]
     if earlier:
-        result["note"] = (f"the GPU was also faster at n={', '.join(map(str, earlier))} below the bracket "
-                          f"(noisy or non-monotone)")
+        result["note"] = (f"the GPU was also faster at {axis.name}={', '.join(map(str, earlier))} below the "
+                          f"bracket (noisy or non-monotone)")
     return result
 
 
@@ -77,12 +94,12 @@ def _first_of_final_run(flags):
     return index
 
 
-def _speedup(best_cpu, best_gpu, n):
-    return _median(best_cpu[n]) / _median(best_gpu[n])
+def _speedup(best_cpu, best_gpu, value):
+    return _median(best_cpu[value]) / _median(best_gpu[value])
 
 
 def _interpolate(lower, upper, speedup_lower, speedup_upper):
-    """Size at which log(speedup) crosses 0, linear in log(n) between the bracket ends."""
+    """Value (size or batch) at which log(speedup) crosses 0, linear in its log between the bracket ends."""
     low, high = math.log(speedup_lower), math.log(speedup_upper)
     if high <= low:
         return None
@@ -90,9 +107,11 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
     return round(math.exp(math.log(lower) + fraction * (math.log(upper) - math.log(lower))))
 
 
-def crossovers(entries):
-    best_cpu = best_by_size(cpu_entries(entries))
-    return [crossover(best_cpu, best_by_size(gpu_entries(entries, mode)), mode) for mode in gpu_modes(entries)]
+def crossovers(entries, axis=SIZE):
+    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size)."""
+    best_cpu = best_by_size(cpu_entries(entries), axis.name)
+    return [crossover(best_cpu, best_by_size(gpu_entries(entries, mode), axis.name), mode, axis)
+            for mode in gpu_modes(entries)]
 
 
 def refinement_size(found):

@@ -15,13 +15,24 @@ def seconds(value):
     return f"{value / 1e-9:.2f} ns"
 
 
-def rate(flop_per_s):
-    if flop_per_s is None:
+def rate(per_s, unit="FLOP/s", separator=""):
+    """12.3e9 -> '12.30 GFLOP/s'; rate(12.3e3, "products/s", " ") -> '12.30 k products/s'."""
+    if per_s is None:
         return "n/a"
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
-        if flop_per_s >= scale:
-            return f"{flop_per_s / scale:.2f} {prefix}FLOP/s"
-    return f"{flop_per_s:.0f} FLOP/s"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if per_s >= scale:
+            return f"{per_s / scale:.2f} {prefix}{separator}{unit}"
+    return f"{per_s:.0f} {unit}"
+
+
+def byte_size(value):
+    """Binary units: 49152 -> '48.0 KiB'."""
+    if value is None:
+        return "n/a"
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value:.0f} B"
 
 
 def ratio(value):

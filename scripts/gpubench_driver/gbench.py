@@ -9,12 +9,17 @@ from gpubench_driver import stats
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
-# Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study).
+# Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
+# 'products' and 'device_bytes' are the batched GEMM study's.
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
-            "max_rel_error_normal", "tolerance", "threads")
+            "max_rel_error_normal", "tolerance", "threads", "products", "device_bytes")
 SKIP_PREFIX = "skipped: "
+# A study with a batch axis (batched_gemm) appends '/batch:<b>'; the other studies' names end at n.
 NAME_PATTERN = re.compile(
-    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)$")
+    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)"
+    r"(?:/batch:(?P<batch>[0-9]+))?$")
+# The axes of an entry, as fields of it ('batch' is None for a study without that axis).
+AXES = ("impl", "device", "mode", "precision", "n", "batch")
 
 
 class GbenchError(Exception):
@@ -38,12 +43,14 @@ def entry_key(run_name):
 
 
 def parse_entry_name(key):
-    """Split an entry name into its axes; None when it does not follow the naming contract."""
+    """Split an entry name into its axes (batch: None without that axis); None when it does not
+    follow the naming contract."""
     match = NAME_PATTERN.match(key)
     if not match:
         return None
     axes = match.groupdict()
     axes["n"] = int(axes["n"])
+    axes["batch"] = int(axes["batch"]) if axes["batch"] is not None else None
     return axes
 
 
@@ -157,7 +164,7 @@ def entries_from_output(output):
 def blank_entry(key):
     """An entry with every field present, its axes taken from the name."""
     axes = parse_entry_name(key) or {}
-    entry = {"name": key, **{axis: axes.get(axis) for axis in ("impl", "device", "mode", "precision", "n")},
+    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES},
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None}
     entry.update({name: None for name in COUNTERS})

@@ -2,11 +2,15 @@
 import re
 from dataclasses import dataclass, field, replace
 
-STUDIES = ("matmul", "precision")
-# Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine.
+STUDIES = ("matmul", "precision", "batched_gemm")
+# Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine,
+# and batched_gemm's lie along the batch, which its default batches sweep in doublings.
 REFINED_STUDIES = ("matmul",)
+# Studies whose entries have a batch axis besides n; only they get --batches.
+BATCH_STUDIES = ("batched_gemm",)
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096)}
+QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096), "batched_gemm": (64, 256)}
+QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512)}
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
 QUICK_REFINE_ROUNDS = 1
@@ -24,6 +28,7 @@ class UsageError(Exception):
 class RunOptions:
     studies: list          # None: every study whose binary was built
     sizes: list            # None: the study's quick or default sizes
+    batches: list          # None: the study's quick or default batches (studies with a batch axis)
     impls: list            # None: all
     modes: list            # None: all
     caps: dict
@@ -53,12 +58,12 @@ def parse_positive_int(text, flag):
     return value
 
 
-def parse_sizes(text):
-    """'64,200,1024' -> [64, 200, 1024] (sorted, without duplicates)."""
+def parse_positive_list(text, flag):
+    """'64,200,1024' -> [64, 200, 1024] (sorted, without duplicates): --sizes and --batches."""
     items = text.split(",")
     if not text.strip() or any(not item.strip() for item in items):
-        raise UsageError(f"--sizes: expected a comma-separated list of positive integers, got '{text}'")
-    return sorted({parse_positive_int(item, "--sizes") for item in items})
+        raise UsageError(f"{flag}: expected a comma-separated list of positive integers, got '{text}'")
+    return sorted({parse_positive_int(item, flag) for item in items})
 
 
 def parse_names(text, flag, allowed=None):
@@ -116,10 +121,18 @@ def check_implementations(options, described_ids):
                              f"(available: {', '.join(dict.fromkeys(described_ids))})")
 
 
+def study_batches(options, name, description):
+    """The batches a study with a batch axis sweeps (--batches, its quick or its default ones);
+    None for the other studies, which get no --batches."""
+    if name not in BATCH_STUDIES:
+        return None
+    return options.batches or (list(QUICK_BATCHES[name]) if options.quick else description.get("default_batches"))
+
+
 def for_study(options, name, description):
-    """The options one study's binary gets: the sizes it sweeps, and only the implementations,
-    modes and caps it knows (a binary refuses ids it does not have); None when the user's
-    choice leaves it nothing to run."""
+    """The options one study's binary gets: the sizes (and batches) it sweeps, and only the
+    implementations, modes and caps it knows (a binary refuses ids it does not have); None when
+    the user's choice leaves it nothing to run."""
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]
@@ -128,6 +141,6 @@ def for_study(options, name, description):
     if impls == [] or chosen_modes == []:
         return None
     sizes = options.sizes or (list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or [])
-    return replace(options, sizes=sizes, impls=impls, modes=chosen_modes,
-                   caps={i: cap for i, cap in options.caps.items() if i in ids},
+    return replace(options, sizes=sizes, batches=study_batches(options, name, description), impls=impls,
+                   modes=chosen_modes, caps={i: cap for i, cap in options.caps.items() if i in ids},
                    refine_rounds=options.refine_rounds if name in REFINED_STUDIES else 0)

@@ -35,14 +35,17 @@ def _finish(pyplot, figure, axes, path):
     pyplot.close(figure)
 
 
-def _line_plot(pyplot, path, title, ylabel, series, value):
+def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square matrices)", mark=None):
+    """One line per series, value(point) over x, log-log; mark(axes) adds to the chart before it is saved."""
     figure, axes = pyplot.subplots(figsize=(9, 6))
     for label, points in series.items():
-        xs = [n for n, entry in points if value(entry) is not None]
-        ys = [value(entry) for _, entry in points if value(entry) is not None]
+        xs = [x for x, point in points if value(point) is not None]
+        ys = [value(point) for _, point in points if value(point) is not None]
         if xs:
             axes.plot(xs, ys, marker="o", markersize=3, label=label)
-    axes.set(xscale="log", yscale="log", xlabel="n (square matrices)", ylabel=ylabel, title=title)
+    if mark:
+        mark(axes)
+    axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     _finish(pyplot, figure, axes, path)
 
 
@@ -131,7 +134,36 @@ def _precision_plots(pyplot, study, plot_dir):
     return paths
 
 
-PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots}
+# --- batched GEMM study ------------------------------------------------------------
+CROSSOVER_STYLES = ("--", ":", "-.")  # one per GPU mode
+
+
+def _crossover_marks(crossovers):
+    """Draws a vertical line at each GPU mode's crossover batch (its estimate, else the bracket's upper end)."""
+    def mark(axes):
+        for index, found in enumerate(crossovers):
+            batch = found.get("estimate_batch") or found.get("upper")
+            if batch:
+                axes.axvline(batch, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
+                             label=f"GPU ({found['mode']}) beats CPU from batch {batch}")
+    return mark
+
+
+def _batch_plots(pyplot, study, plot_dir):
+    """One chart per matrix size: products/s of every implementation and mode over the batch."""
+    derived = study["derived"]
+    paths = []
+    for n in sorted({row["n"] for row in derived.get("throughput", [])}):
+        series = {f"{row['impl']}/{row['mode']}": [(point["batch"], point) for point in row["points"]]
+                  for row in derived["throughput"] if row["n"] == n}
+        paths.append(os.path.join(plot_dir, f"batched_gemm_throughput_n{n}.png"))
+        _line_plot(pyplot, paths[-1], f"batched GEMM FP32, n = {n}: products per second", "products/s", series,
+                   lambda point: point["products_per_s"], xlabel="batch (products per call)",
+                   mark=_crossover_marks([c for c in derived.get("crossovers", []) if c["n"] == n]))
+    return paths
+
+
+PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots, "batched_gemm": _batch_plots}
 
 
 def write_plots(studies, out_dir):

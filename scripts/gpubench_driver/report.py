@@ -1,19 +1,21 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import derive, derive_precision, plots, reference, results, summary
+from gpubench_driver import derive, derive_batch, derive_precision, plots, reference, results, summary
 
 
 def _derived(name, entries, refine_rounds):
     if name == "precision":
         return derive_precision.derive(entries)
+    if name == "batched_gemm":
+        return derive_batch.derive(entries)
     return derive.derive(entries, refine_rounds)
 
 
 def derive_findings(document, refine_rounds):
     for name, study in document["studies"].items():
         study["derived"] = _derived(name, study["entries"], refine_rounds)
-        if document.get("references") is not None:
+        if document.get("references") is not None and name in reference.RUNS:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)
 

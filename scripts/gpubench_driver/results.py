@@ -34,12 +34,14 @@ def new_document(run):
     }
 
 
-def new_study(description, sizes):
+def new_study(description, sizes, batches=None):
     return {
         "precision": description.get("precision"),
         "precisions": description.get("precisions"),  # the precision study's: formats and tolerance rules
         "default_sizes": description.get("default_sizes"),
         "sizes": sizes,
+        "default_batches": description.get("default_batches"),  # studies with a batch axis; else None
+        "batches": batches,
         "implementations": description.get("implementations", []),
         "entries": [],
         "invocations": [],
@@ -129,7 +131,7 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("n", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS):
+    for key in ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
     time_s = entry.get("time_s")
     if entry["status"] == "ok":

@@ -41,6 +41,8 @@ def describe(binary):
 def study_flags(options, sizes, impls=None, modes=None):
     """The study's own flags; impls/modes narrow the user's choice for one invocation."""
     flags = ["--sizes=" + ",".join(map(str, sizes))]
+    if options.batches:  # set only for a study with a batch axis (options.for_study)
+        flags.append("--batches=" + ",".join(map(str, options.batches)))
     impls = impls or options.impls
     modes = modes or options.modes
     if impls:
@@ -90,7 +92,8 @@ class Progress:
         axes = gbench.parse_entry_name(result.name)
         text = f"median {formatting.seconds(result.median_s)}"
         if axes and result.median_s > 0:
-            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 / result.median_s)}"  # every study: 2n^3 FLOP
+            # Every study: 2n^3 FLOP per product, one product per call unless the name has a batch.
+            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 * (axes['batch'] or 1) / result.median_s)}"
         return text
 
 
@@ -104,6 +107,17 @@ class Invocation:
     interrupted: bool = False
 
 
+# Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
+# OpenBLAS's own pthreads, which halved the rate of OpenMP loops alternating with SGEMM.
+# A value the user set wins.
+STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+
+
+def study_environment():
+    """The environment variables of STUDY_ENVIRONMENT_DEFAULTS as the study binaries get them."""
+    return {name: os.environ.get(name, value) for name, value in STUDY_ENVIRONMENT_DEFAULTS.items()}
+
+
 def invoke(binary, flags, options, progress):
     """Run the binary once; return its entries even when it crashed or was interrupted."""
     with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
@@ -111,7 +125,8 @@ def invoke(binary, flags, options, progress):
         stderr_path = os.path.join(scratch, "stderr.txt")
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
             child = subprocess.Popen([binary, *flags, *benchmark_flags(options, json_path)],
-                                     stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace")
+                                     stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+                                     env={**os.environ, **study_environment()})
             interrupted = _stream(child, options.repetitions, progress)
             stderr.seek(0)
             stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
@@ -155,7 +170,8 @@ def describe_exit(returncode):
 # --- the study ----------------------------------------------------------------------
 class Study:
     """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: matmul); saves
-    through `save` after each size. `progress` is shared by the studies of a run."""
+    through `save` after each size (a study with a batch axis runs every batch of a size in
+    one invocation). `progress` is shared by the studies of a run."""
 
     def __init__(self, name, binary, options, record, save, progress):
         self.name = name
@@ -173,7 +189,8 @@ class Study:
 
     def run(self):
         sizes = self.options.sizes
-        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes", flush=True)
+        batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
+        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}", flush=True)
         for n in sizes:
             self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
                            study_flags(self.options, [n]))
@@ -232,7 +249,8 @@ def _size_of(name):
 
 
 def _entry_order(entry):
-    return (entry.get("n") or 0, *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
+    return (entry.get("n") or 0, entry.get("batch") or 0,
+            *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
 def _unfinished_entry(name, how, phase):

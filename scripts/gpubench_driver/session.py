@@ -37,7 +37,8 @@ def capture_environment(document, options, descriptions):
     blas = environment.openblas_info(env_json)
     document["machine"] = machine
     document["software"] = {"python": sys.version.split()[0], "gpubench_env": env_json, "openblas": blas,
-                            "nvidia_driver": next((g.get("driver_version") for g in machine["gpus"]), None)}
+                            "nvidia_driver": next((g.get("driver_version") for g in machine["gpus"]), None),
+                            "study_environment": runner.study_environment()}
     if env_problem:
         document["warnings"].append(f"environment capture: {env_problem}")
     blas_warning = environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"])
@@ -102,6 +103,9 @@ def describe_studies(options):
             plans.append(StudyPlan(name, binary, description, study_options))
     if not plans:
         raise options_module.UsageError("--impls/--modes: no study has any of the implementations or modes selected")
+    if options.batches and not any(plan.options.batches for plan in plans):
+        warnings.append(f"--batches ignored: no study run has a batch axis "
+                        f"({', '.join(options_module.BATCH_STUDIES)})")
     return plans, warnings
 
 
@@ -109,7 +113,7 @@ def run_study(study, document, options):
     """One study, sampled by nvidia-smi while it runs, then its reference timings."""
     with telemetry.recorded(study.record, study_gpu(document)):
         study.run()
-    if options.reference:
+    if options.reference and study.name in reference.RUNS:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
                                   **reference.run_references(study.name, with_gpu=document["gpu"]["available"])}
 
@@ -148,7 +152,7 @@ def run(options, argv):
     if not document["gpu"]["available"]:
         print(f"GPU part skipped: {document['gpu']['reason']}", flush=True)
     for plan in plans:
-        document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes)
+        document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes, plan.options.batches)
     save = lambda: results.write(document, results_path)  # noqa: E731 (called after every size)
     save()
     status = measure(plans, options, document, save)

@@ -1,8 +1,8 @@
 """summary.md: the findings of one run in a page of Markdown."""
 import os
 
-from gpubench_driver import derive, gbench, reference
-from gpubench_driver.formatting import md, rate, ratio, scientific, seconds
+from gpubench_driver import derive, derive_batch, gbench, reference
+from gpubench_driver.formatting import byte_size, md, rate, ratio, scientific, seconds
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)
 PRECISION_TABLE_SIZE = 4096  # and the largest size measured
@@ -59,13 +59,17 @@ def _warnings(document):
     return _section("Warnings", lines) if lines else []
 
 
+def _crossover_cells(found, axis="n"):
+    """Estimate, bracket, GPU implementation and method of a crossover along the axis ('n' or 'batch')."""
+    bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
+    estimate = found.get(f"estimate_{axis}") or found.get("upper") or "none"
+    how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
+    return f"{estimate} | {bracket} | {md(found.get('gpu_impl'))} | {how} |"
+
+
 def _crossovers(derived):
     lines = ["| GPU mode | crossover n | bracket | GPU impl | how |", "|---|---|---|---|---|"]
-    for found in derived.get("crossovers", []):
-        bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
-        estimate = found.get("estimate_n") or found.get("upper") or "none"
-        how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
-        lines.append(f"| {md(found['mode'])} | {estimate} | {bracket} | {md(found.get('gpu_impl'))} | {how} |")
+    lines += [f"| {md(found['mode'])} | {_crossover_cells(found)}" for found in derived.get("crossovers", [])]
     if len(lines) == 2:
         return _section("Crossover (GPU faster than the best CPU)", ["No GPU entries were measured."])
     return _section("Crossover (GPU faster than the best CPU)", lines)
@@ -210,20 +214,28 @@ def _failure_text(entry):
     return message if message.startswith((gbench.SKIP_PREFIX, "wrong result: ")) else f"{entry['status']}: {message}"
 
 
-def _precision_failures(study):
+def _where(points):
+    """{(n, batch)} -> 'n = 4096, 8192', or with a batch axis 'n = 64 (batch 512), 256 (batch 8, 512)'."""
+    batches = {}
+    for n, batch in sorted(points, key=lambda point: (point[0], point[1] or 0)):
+        batches.setdefault(n, []).append(batch)
+    return "n = " + ", ".join(str(n) + (f" (batch {', '.join(map(str, found))})" if found[0] is not None else "")
+                              for n, found in batches.items())
+
+
+def _grouped_failures(study, title):
     """Failed entries grouped by implementation, precision and message: one line per reason,
-    not one per size and mode."""
+    not one per size, batch and mode."""
     groups = {}
     for entry in study["entries"]:
         if entry["status"] != "ok":
             group = groups.setdefault((entry["impl"], entry["precision"], _failure_text(entry)), (set(), set()))
             group[0].add(entry["mode"])
-            group[1].add(entry["n"])
-    lines = [f"- {md(impl)} {md(precision)} ({md(', '.join(sorted(modes)))}; n = "
-             f"{', '.join(map(str, sorted(sizes)))}): {md(text)}"
-             for (impl, precision, text), (modes, sizes) in sorted(groups.items())]
+            group[1].add((entry["n"], entry.get("batch")))
+    lines = [f"- {md(impl)} {md(precision)} ({md(', '.join(sorted(modes)))}; {_where(points)}): {md(text)}"
+             for (impl, precision, text), (modes, points) in sorted(groups.items())]
     lines += _invocation_lines(study)
-    return _section("Precision: skipped and failed entries", lines) if lines else []
+    return _section(title, lines) if lines else []
 
 
 def _cpu_notes(study):
@@ -269,8 +281,92 @@ def _precision_sections(study, document):
     derived = study["derived"]
     return (_claim(derived) + _precision_tables(study)
             + _best_rates(derived, ("precision", "impl", "mode"), "Precision: best rates")
-            + _precision_failures(study) + _cpu_notes(study)
+            + _grouped_failures(study, "Precision: skipped and failed entries") + _cpu_notes(study)
             + _precision_references(derived, document.get("references")))
+
+
+# --- batched GEMM study ------------------------------------------------------------
+def _batch_crossovers(study):
+    title = "Batched GEMM: crossover batch (GPU faster than the best CPU)"
+    swept = (f"Swept n = {', '.join(map(str, study.get('sizes') or []))} and batches "
+             f"{', '.join(map(str, study.get('batches') or []))} (products of n x n FP32 matrices per call).")
+    crossovers = study["derived"].get("crossovers") or []
+    if not crossovers:
+        return _section(title, [swept, "", "No GPU entries were measured."])
+    return _section(title, [swept, "", "| n | GPU mode | crossover batch | bracket | GPU impl | how |",
+                            "|---|---|---|---|---|---|",
+                            *(f"| {found['n']} | {md(found['mode'])} | {_crossover_cells(found, 'batch')}"
+                              for found in crossovers)])
+
+
+def _ratio_at(row):
+    return f"{ratio(row['ratio'])} (batch {row['batch']})" if row else "n/a"
+
+
+def _loop_ratios(derived):
+    found = derived.get("loop_ratios") or {}
+    baseline, rows = found.get("baseline"), found.get("rows") or []
+    if not rows:
+        return []
+    impls = [impl for impl in derive_batch.AGAINST_LOOP if any(row["impl"] == impl for row in rows)]
+    lines = [f"- {md(row['impl'])} ({md(row['mode'])}): up to {ratio(row['ratio'])} the products/s of "
+             f"{md(baseline)} (n={row['n']}, batch={row['batch']})" for row in found.get("largest", [])]
+    lines += ["", "| n | mode | " + " | ".join(f"{md(impl)} / {md(baseline)}: largest | at the largest batch"
+                                               for impl in impls) + " |", "|---|---|" + "---|---|" * len(impls)]
+    for n, mode in dict.fromkeys((row["n"], row["mode"]) for row in rows):
+        cells = []
+        for impl in impls:
+            measured = [row for row in rows if (row["n"], row["mode"], row["impl"]) == (n, mode, impl)]
+            cells += [_ratio_at(max(measured, key=lambda row: row["ratio"], default=None)),
+                      _ratio_at(max(measured, key=lambda row: row["batch"], default=None))]
+        lines.append(f"| {n} | {md(mode)} | " + " | ".join(cells) + " |")
+    lines += ["", f"Ratio: products/s over those of {md(baseline)} at the same n, mode and batch ({md(baseline)}'s "
+                  f"median time over theirs)."]
+    return _section("Batched GEMM: one batched call against a loop of cuBLAS calls", lines)
+
+
+def _saturation_cell(row):
+    if row["saturation_batch"] is None:
+        return f"none: {md(row['saturation_note'])}"
+    return str(row["saturation_batch"])
+
+
+def _throughput(derived):
+    rows = derived.get("throughput") or []
+    lines = ["| n | implementation | mode | best rate | FLOP/s there | at batch | saturation batch |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {row['n']} | {md(row['impl'])} | {md(row['mode'])} | "
+              f"{rate(row['best_products_per_s'], 'products/s', ' ')} | {rate(row['best_flop_per_s'])} | "
+              f"{row['best_batch']} | {_saturation_cell(row)} |" for row in rows]
+    lines += ["", "Saturation batch: the smallest batch b whose doubling (the next measured batch, when it is 2b) "
+                  f"gains less than {derive_batch.SATURATION_GAIN:.0%} in products/s."]
+    return _section("Batched GEMM: throughput and saturation", lines if rows else ["No entry was measured."])
+
+
+def _per_product(row):
+    return f"{byte_size(row['bytes_per_product'])} (batch {row['batch']})"
+
+
+def _memory(derived):
+    series = {}
+    for row in derived.get("device_memory") or []:
+        series.setdefault((row["n"], row["impl"], row["mode"]), []).append(row)  # in batch order
+    if not series:
+        return []
+    lines = ["| n | implementation | mode | per product, smallest batch | per product, largest batch | "
+             "operands (3 n x n FP32) |", "|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {md(impl)} | {md(mode)} | {_per_product(rows[0])} | {_per_product(rows[-1])} | "
+              f"{byte_size(rows[0]['operand_bytes_per_product'])} |" for (n, impl, mode), rows in series.items()]
+    lines += ["", "Per product: the drop in free GPU memory when the entry allocated its operands (measured by the "
+                  "binary) over the batch; the last column is what the three matrices themselves take."]
+    return _section("Batched GEMM: device memory per product", lines)
+
+
+def _batch_sections(study, document):
+    derived = study["derived"]
+    # No caps section: this study caps nothing, memory limits the batch (a skip says so).
+    return (_batch_crossovers(study) + _loop_ratios(derived) + _throughput(derived) + _memory(derived)
+            + _grouped_failures(study, "Batched GEMM: skipped and failed entries"))
 
 
 # --- telemetry --------------------------------------------------------------------
@@ -306,7 +402,7 @@ def _telemetry(studies):
     return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
 
 
-STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections}
+STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections, "batched_gemm": _batch_sections}
 
 
 def render(document, plot_paths, out_dir):

@@ -1,4 +1,4 @@
-"""Shared set-up of the driver's tests: import path, fixtures, entry factory, a precision-study document."""
+"""Shared set-up of the driver's tests: import path, fixtures, entry factory, documents of the fixture studies."""
 import json
 import os
 import stat
@@ -33,30 +33,46 @@ def write_executable(path, text):
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
-def make_entry(impl, device, mode, n, median_s, status="ok"):
-    """A minimal ok entry as the driver writes it, for derivation tests."""
+def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_bytes=None):
+    """A minimal ok entry as the driver writes it, for derivation tests: a matmul entry, or with
+    a batch a batched_gemm one."""
     from gpubench_driver import gbench, stats
-    entry = gbench.blank_entry(f"matmul/{impl}/{device}/{mode}/fp32/n:{n}")
+    name = (f"matmul/{impl}/{device}/{mode}/fp32/n:{n}" if batch is None
+            else f"batched_gemm/{impl}/{device}/{mode}/fp32/n:{n}/batch:{batch}")
+    entry = gbench.blank_entry(name)
     entry.update(status=status, repetitions=1, iterations=1)
     if status == "ok":
         entry["time_s"] = stats.summarize([median_s])
-        entry["flop"] = 2.0 * n ** 3
+        entry["flop"] = 2.0 * n ** 3 * (batch or 1)
         entry["flop_per_s"] = entry["flop"] / median_s
+        entry["products"] = batch
+        entry["device_bytes"] = device_bytes
     return entry
 
 
-def precision_document(references=None):
-    """A results document holding the precision study of the hand-written fixtures
-    (precision_describe.json, gbench_precision.json), with its findings derived."""
+def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, references=None):
+    """A results document holding one study replayed from hand-written fixtures, findings derived."""
     from gpubench_driver import gbench, report, results
-    with open(fixture("precision_describe.json"), encoding="utf-8") as stream:
+    with open(fixture(describe_fixture), encoding="utf-8") as stream:
         description = json.load(stream)
     document = results.new_document({"id": "fixture", "started": "2026-11-22T23:00:00+00:00", "finished": None,
                                      "status": "complete", "command_line": [], "options": {}})
     document["gpu"] = {"available": True, "reason": None}
     document["references"] = references
-    study = results.new_study(description, [4096, 8192])
-    study["entries"] = gbench.entries_from_output(gbench.load_file(fixture("gbench_precision.json")))
-    document["studies"]["precision"] = study
+    study = results.new_study(description, sizes, batches)
+    study["entries"] = gbench.entries_from_output(gbench.load_file(fixture(gbench_fixture)))
+    document["studies"][name] = study
     report.derive_findings(document, 0)
     return document
+
+
+def precision_document(references=None):
+    """The precision study of precision_describe.json and gbench_precision.json."""
+    return study_document("precision", "precision_describe.json", "gbench_precision.json", [4096, 8192],
+                          references=references)
+
+
+def batched_document():
+    """The batched GEMM study of batched_gemm_describe.json and gbench_batched_gemm.json."""
+    return study_document("batched_gemm", "batched_gemm_describe.json", "gbench_batched_gemm.json", [64, 256],
+                          batches=[1, 8, 64, 512, 1024])

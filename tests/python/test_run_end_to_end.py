@@ -89,6 +89,9 @@ class BadInputTest(unittest.TestCase):
                            (["--modes", "sideways"], "unknown value 'sideways'"),
                            (["--min-time", "-1"], "--min-time"), (["--repetitions", "x"], "--repetitions"),
                            (["--caps", "naive_loop"], "expected id=N"), (["--run-id", "a/b"], "--run-id"),
+                           (["--batches", "0"], "--batches: must be a positive integer"),
+                           (["--batches", "1,,8"], "--batches: expected a comma-separated list"),
+                           (["--batches", "8,x"], "--batches: 'x' is not an integer"),
                            (["--frobnicate"], "unrecognized arguments")):
             with self.subTest(args=args):
                 self.assert_usage_error(gpubench(*args), text)
@@ -96,7 +99,8 @@ class BadInputTest(unittest.TestCase):
     @unittest.skipUnless(os.access(STUDY, os.X_OK), "study binary not built")
     def test_unknown_implementation(self):
         with tempfile.TemporaryDirectory() as out:
-            self.assert_usage_error(gpubench("--impls", "magic", "--out", out), "no implementation magic")
+            self.assert_usage_error(gpubench("--studies", "matmul", "--impls", "magic", "--out", out),
+                                    "no implementation magic")
 
     def test_unknown_command_and_help(self):
         process = subprocess.run(["bash", ENTRY, "frobnicate"], capture_output=True, text=True)
@@ -179,8 +183,8 @@ class InterruptTest(unittest.TestCase):
             out = os.path.join(directory, "run")
             # naive_loop at 512 takes a fraction of a second per call: time to interrupt after n=64.
             command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--cpu-only",
-                       "--sizes", "64,512", "--impls", "naive_loop", "--repetitions", "20", "--min-time", "0.01",
-                       "--out", out]
+                       "--studies", "matmul", "--sizes", "64,512", "--impls", "naive_loop", "--repetitions", "20",
+                       "--min-time", "0.01", "--out", out]
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        start_new_session=True, env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
             for line in process.stdout:

@@ -14,11 +14,16 @@ from gpubench_driver import plots, results
 
 # A study binary that answers --describe from a file and runs by replaying Google Benchmark
 # objects from another, honouring the flags the driver passes (and refusing unknown ids, as
-# the real binaries do).
+# the real binaries do; and --batches in a study without a batch axis, which the driver must
+# never pass). With GPUBENCH_FAKE_LOG set, it appends its arguments to that file, one JSON line
+# per invocation.
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
-    import json, sys
+    import json, os, sys
     args = sys.argv[1:]
+    if os.environ.get("GPUBENCH_FAKE_LOG"):
+        with open(os.environ["GPUBENCH_FAKE_LOG"], "a") as stream:
+            stream.write(json.dumps(args) + "\\n")
     with open({describe!r}) as stream:
         description = json.load(stream)
     if "--describe" in args:
@@ -27,15 +32,21 @@ FAKE_STUDY = textwrap.dedent('''\
     def flag(name):
         value = next((a.split("=", 1)[1] for a in args if a.startswith("--" + name + "=")), None)
         return value.split(",") if value else None
-    impls, modes, sizes = flag("impls"), flag("modes"), flag("sizes")
+    impls, modes, sizes, batches = flag("impls"), flag("modes"), flag("sizes"), flag("batches")
     ids = [impl["id"] for impl in description["implementations"]]
     if any(i not in ids for i in (impls or []) + [c.split("=")[0] for c in flag("caps") or []]):
         print("unknown implementation", file=sys.stderr)
         sys.exit(2)
+    if batches is not None and "default_batches" not in description:
+        print("--batches: this study has no batch axis", file=sys.stderr)
+        sys.exit(2)
     def wanted(run):
-        _, impl, device, mode, _, n = run["run_name"].split("/")[:6]
+        parts = run["run_name"].split("/")
+        _, impl, device, mode, _, n = parts[:6]
+        batch = parts[6][len("batch:"):] if parts[6].startswith("batch:") else None
         return ((impls is None or impl in impls) and (modes is None or mode in modes)
-                and (sizes is None or n[2:] in sizes) and not (device == "gpu" and "--cpu-only" in args))
+                and (sizes is None or n[2:] in sizes) and (batches is None or batch in batches)
+                and not (device == "gpu" and "--cpu-only" in args))
     with open({benchmarks!r}) as stream:
         runs = [run for run in json.load(stream)["benchmarks"] if wanted(run)]
     if "--benchmark_list_tests=true" in args:
@@ -97,7 +108,8 @@ class FakeMachine:
         write_executable(os.path.join(root, "bin", "nvidia-smi"), FAKE_NVIDIA_SMI.format(python=sys.executable))
         self.env = dict(os.environ, PATH=os.path.join(root, "bin") + os.pathsep + os.environ["PATH"])
         files = {"matmul": matmul_files(root),
-                 "precision": (fixture("precision_describe.json"), fixture("gbench_precision.json"))}
+                 "precision": (fixture("precision_describe.json"), fixture("gbench_precision.json")),
+                 "batched_gemm": (fixture("batched_gemm_describe.json"), fixture("gbench_batched_gemm.json"))}
         for study in studies:
             describe, benchmarks = files[study]
             write_executable(os.path.join(self.build_dir, "bench", f"gpubench_{study}"),
