@@ -79,6 +79,33 @@ class QuickCpuRunTest(unittest.TestCase):
         self.assertIn("already holds a results.json", again.stderr)
 
 
+@unittest.skipUnless(all(os.access(os.path.join(BUILD_DIR, "bench", f"gpubench_{study}"), os.X_OK)
+                         for study in ("matmul", "precision", "batched_gemm")), "study binaries not built")
+class AllStudiesCpuRunTest(unittest.TestCase):
+    """Every real study binary through the driver at tiny sizes, CPU only: the binaries and
+    the driver agree on names, counters and flags."""
+
+    def test_every_study_writes_verified_entries(self):
+        with tempfile.TemporaryDirectory() as directory:
+            out = os.path.join(directory, "run")
+            process = gpubench("--cpu-only", "--sizes", "32,48", "--batches", "1,3", "--repetitions", "2",
+                               "--min-time", "0.01", "--no-refine", "--out", out)
+            self.assertEqual(process.returncode, 0, process.stdout[-2000:] + process.stderr[-2000:])
+            document = results.load(out)
+            self.assertEqual(set(document["studies"]), {"matmul", "precision", "batched_gemm"})
+            for name, study in document["studies"].items():
+                ok = [e for e in study["entries"] if e["status"] == "ok"]
+                self.assertTrue(ok, name)
+                for entry in ok:
+                    self.assertIsNotNone(entry["rel_fro_error"], entry["name"])
+                    self.assertLessEqual(entry["rel_fro_error"], 1e-2, entry["name"])
+                for entry in study["entries"]:  # anything not run says why
+                    if entry["status"] != "ok":
+                        self.assertTrue(entry["message"], entry["name"])
+            batched = {(e["impl"], e["n"], e["batch"]) for e in document["studies"]["batched_gemm"]["entries"]}
+            self.assertIn(("threads_over_batch", 48, 3), batched)
+
+
 class BadInputTest(unittest.TestCase):
     def assert_usage_error(self, process, text):
         self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
