@@ -11,7 +11,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -22,6 +21,7 @@
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/study_main.hpp"
 #include "common/study_options.hpp"
 #include "common/system.hpp"
 #include "common/verify.hpp"
@@ -267,21 +267,6 @@ std::string entry_name(const Implementation& impl, const std::string& mode, Batc
          std::to_string(s.n) + "/batch:" + std::to_string(s.batch);
 }
 
-void check_names(const StudyOptions& options) {
-  const auto known_impl = [](const std::string& id) {
-    for (const Implementation& impl : implementations())
-      if (id == impl.id) return true;
-    return false;
-  };
-  for (const std::string& id : options.impls)
-    if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
-  for (const auto& [id, cap] : options.caps)
-    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
-  for (const std::string& mode : options.modes)
-    if (mode != "host" && mode != "resident" && mode != "transfer_pinned")
-      throw UsageError("--modes: this study has modes host, resident and transfer_pinned, not '" + mode + "'");
-}
-
 void register_entry(const Implementation& impl, const std::string& mode, BatchedGemmShape shape) {
   const std::string name = entry_name(impl, mode, shape);
   benchmark::internal::Benchmark* entry = nullptr;
@@ -313,26 +298,15 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
       }
 }
 
-template <typename T, typename Write>
-std::string json_list(const std::vector<T>& items, Write write) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + write(items[i]);
-  return out + "]";
-}
-
 std::string describe_implementation(const Implementation& impl) {
-  return "{\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(impl.on_gpu ? "gpu" : "cpu") +
-         ", \"modes\": " + json_list(modes_of(impl), [](const std::string& m) { return json_string(m); }) +
-         ", \"max_size\": null, \"cap_reason\": null}";
+  return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), 0, nullptr) + "}";
 }
 
-void print_description(const std::string& gpu_reason) {
+std::string describe_study() {
   const auto number = [](int v) { return std::to_string(v); };
-  std::cout << "{\"study\": \"batched_gemm\", \"default_sizes\": " << json_list(default_sizes(), number)
-            << ", \"default_batches\": " << json_list(default_batches(), number)
-            << ", \"implementations\": " << json_list(implementations(), describe_implementation)
-            << ", \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
-            << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+  return "\"default_sizes\": " + json_list(default_sizes(), number) +
+         ", \"default_batches\": " + json_list(default_batches(), number) +
+         ", \"implementations\": " + json_list(implementations(), describe_implementation);
 }
 
 }  // namespace
@@ -340,30 +314,12 @@ void print_description(const std::string& gpu_reason) {
 
 int main(int argc, char** argv) {
   using namespace gpubench;
-  StudyOptions options;
-  try {
-    options = parse_study_options(&argc, argv);
-    check_names(options);
-  } catch (const UsageError& e) {
-    std::cerr << "gpubench_batched_gemm: " << e.what() << "\n";
-    return 2;
-  }
-  if (options.help) std::cout << study_options_help() << "\n";
-  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
-  if (options.describe) {
-    print_description(gpu_reason);
-    return 0;
-  }
-  if (!gpu_reason.empty() && !options.help)
-    std::cerr << "gpubench_batched_gemm: GPU entries not run: " << gpu_reason << "\n";
-  register_entries(options, gpu_reason.empty());
-  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
-    argv[argc++] = const_cast<char*>("--help");
-    argv[argc] = nullptr;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  StudyDefinition study;
+  study.name = "batched_gemm";
+  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
+  study.modes = {"host", "resident", "transfer_pinned"};
+  study.batch_axis = true;
+  study.describe = describe_study;
+  study.register_entries = register_entries;
+  return study_main(argc, argv, study);
 }

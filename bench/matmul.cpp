@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -22,6 +21,7 @@
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/study_main.hpp"
 #include "common/study_options.hpp"
 #include "common/system.hpp"
 #include "common/verify.hpp"
@@ -270,25 +270,6 @@ std::string entry_name(const Implementation& impl, Mode mode, int n) {
          "/fp32/n:" + std::to_string(n);
 }
 
-void check_names(const StudyOptions& options) {
-  if (!options.batches.empty()) throw UsageError("--batches: this study has no batch axis");
-  const auto known_impl = [](const std::string& id) {
-    for (const Implementation& impl : implementations())
-      if (id == impl.id) return true;
-    return false;
-  };
-  for (const std::string& id : options.impls)
-    if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
-  for (const auto& [id, cap] : options.caps)
-    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
-  for (const std::string& mode : options.modes) {
-    bool known = false;
-    for (Mode m : {Mode::host, Mode::resident, Mode::transfer_pinned, Mode::transfer_pageable})
-      known = known || mode == mode_name(m);
-    if (!known) throw UsageError("--modes: unknown mode '" + mode + "'");
-  }
-}
-
 void register_entries(const StudyOptions& options, bool gpu_usable) {
   const std::vector<int>& sizes = options.sizes.empty() ? default_sizes() : options.sizes;
   for (int n : sizes) {
@@ -319,25 +300,16 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
   }
 }
 
-void print_description(const std::string& gpu_reason) {
-  std::cout << "{\"study\": \"matmul\", \"precision\": \"fp32\", \"default_sizes\": [";
-  for (std::size_t i = 0; i < default_sizes().size(); ++i) std::cout << (i ? ", " : "") << default_sizes()[i];
-  std::cout << "], \"implementations\": [";
-  bool first = true;
-  for (const Implementation& impl : implementations()) {
-    std::cout << (first ? "" : ", ") << "{\"id\": " << json_string(impl.id)
-              << ", \"device\": " << json_string(impl.on_gpu ? "gpu" : "cpu") << ", \"modes\": [";
-    bool first_mode = true;
-    for (Mode mode : modes_of(impl)) {
-      std::cout << (first_mode ? "" : ", ") << json_string(mode_name(mode));
-      first_mode = false;
-    }
-    std::cout << "], \"max_size\": " << (impl.max_size > 0 ? std::to_string(impl.max_size) : "null")
-              << ", \"cap_reason\": " << (impl.cap_reason ? json_string(impl.cap_reason) : "null") << "}";
-    first = false;
-  }
-  std::cout << "], \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
-            << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+std::string describe_implementation(const Implementation& impl) {
+  std::vector<std::string> modes;
+  for (Mode mode : modes_of(impl)) modes.push_back(mode_name(mode));
+  return "{" + implementation_fields(impl.id, impl.on_gpu, modes, impl.max_size, impl.cap_reason) + "}";
+}
+
+std::string describe_study() {
+  return "\"precision\": \"fp32\", \"default_sizes\": " +
+         json_list(default_sizes(), [](int n) { return std::to_string(n); }) +
+         ", \"implementations\": " + json_list(implementations(), describe_implementation);
 }
 
 }  // namespace
@@ -345,30 +317,12 @@ void print_description(const std::string& gpu_reason) {
 
 int main(int argc, char** argv) {
   using namespace gpubench;
-  StudyOptions options;
-  try {
-    options = parse_study_options(&argc, argv);
-    check_names(options);
-  } catch (const UsageError& e) {
-    std::cerr << "gpubench_matmul: " << e.what() << "\n";
-    return 2;
-  }
-  if (options.help) std::cout << study_options_help() << "\n";
-  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
-  if (options.describe) {
-    print_description(gpu_reason);
-    return 0;
-  }
-  if (!gpu_reason.empty() && !options.help) std::cerr << "gpubench_matmul: GPU entries not run: " << gpu_reason << "\n";
-  register_entries(options, gpu_reason.empty());
-
-  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
-    argv[argc++] = const_cast<char*>("--help");
-    argv[argc] = nullptr;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  StudyDefinition study;
+  study.name = "matmul";
+  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
+  study.modes = {"host", "resident", "transfer_pinned", "transfer_pageable"};
+  study.batch_axis = false;
+  study.describe = describe_study;
+  study.register_entries = register_entries;
+  return study_main(argc, argv, study);
 }

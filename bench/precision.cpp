@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +20,7 @@
 #include "common/precision_codec.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/study_main.hpp"
 #include "common/study_options.hpp"
 #include "common/system.hpp"
 #include "common/verify.hpp"
@@ -385,22 +385,6 @@ std::string entry_name(const Implementation& impl, const std::string& mode, Prec
          precision_info(precision).name + "/n:" + std::to_string(n);
 }
 
-void check_names(const StudyOptions& options) {
-  if (!options.batches.empty()) throw UsageError("--batches: this study has no batch axis");
-  const auto known_impl = [](const std::string& id) {
-    for (const Implementation& impl : implementations())
-      if (id == impl.id) return true;
-    return false;
-  };
-  for (const std::string& id : options.impls)
-    if (!known_impl(id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
-  for (const auto& [id, cap] : options.caps)
-    if (!known_impl(id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
-  for (const std::string& mode : options.modes)
-    if (mode != "host" && mode != "resident" && mode != "transfer_pinned")
-      throw UsageError("--modes: the precision study has modes host, resident and transfer_pinned, not '" + mode + "'");
-}
-
 void register_entry(const Implementation& impl, const std::string& mode, Precision precision, int n) {
   const std::string name = entry_name(impl, mode, precision, n);
   benchmark::internal::Benchmark* entry = nullptr;
@@ -434,13 +418,6 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
   }
 }
 
-template <typename T, typename Write>
-std::string json_list(const std::vector<T>& items, Write write) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + write(items[i]);
-  return out + "]";
-}
-
 std::string json_number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.17g", value);  // every digit: 2^-53 must not print as 0
@@ -459,20 +436,15 @@ std::string describe_precision(const PrecisionInfo& info) {
 }
 
 std::string describe_implementation(const Implementation& impl) {
-  return "{\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(impl.on_gpu ? "gpu" : "cpu") +
-         ", \"modes\": " + json_list(modes_of(impl), [](const std::string& m) { return json_string(m); }) +
-         ", \"max_size\": " + (impl.max_size > 0 ? std::to_string(impl.max_size) : "null") +
-         ", \"cap_reason\": " + (impl.cap_reason ? json_string(impl.cap_reason) : "null") + ", \"precisions\": " +
+  return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), impl.max_size, impl.cap_reason) +
+         ", \"precisions\": " +
          json_list(impl.precisions, [](Precision p) { return json_string(precision_info(p).name); }) + "}";
 }
 
-void print_description(const std::string& gpu_reason) {
-  std::cout << "{\"study\": \"precision\", \"default_sizes\": "
-            << json_list(default_sizes(), [](int n) { return std::to_string(n); })
-            << ", \"implementations\": " << json_list(implementations(), describe_implementation)
-            << ", \"precisions\": " << json_list(all_precisions(), describe_precision)
-            << ", \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
-            << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+std::string describe_study() {
+  return "\"default_sizes\": " + json_list(default_sizes(), [](int n) { return std::to_string(n); }) +
+         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
+         ", \"precisions\": " + json_list(all_precisions(), describe_precision);
 }
 
 }  // namespace
@@ -480,31 +452,12 @@ void print_description(const std::string& gpu_reason) {
 
 int main(int argc, char** argv) {
   using namespace gpubench;
-  StudyOptions options;
-  try {
-    options = parse_study_options(&argc, argv);
-    check_names(options);
-  } catch (const UsageError& e) {
-    std::cerr << "gpubench_precision: " << e.what() << "\n";
-    return 2;
-  }
-  if (options.help) std::cout << study_options_help() << "\n";
-  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
-  if (options.describe) {
-    print_description(gpu_reason);
-    return 0;
-  }
-  if (!gpu_reason.empty() && !options.help)
-    std::cerr << "gpubench_precision: GPU entries not run: " << gpu_reason << "\n";
-  register_entries(options, gpu_reason.empty());
-
-  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
-    argv[argc++] = const_cast<char*>("--help");
-    argv[argc] = nullptr;
-  }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  StudyDefinition study;
+  study.name = "precision";
+  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
+  study.modes = {"host", "resident", "transfer_pinned"};
+  study.batch_axis = false;
+  study.describe = describe_study;
+  study.register_entries = register_entries;
+  return study_main(argc, argv, study);
 }

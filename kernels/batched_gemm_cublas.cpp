@@ -5,32 +5,18 @@
 #include <tuple>
 
 #include "common/cuda_check.hpp"
+#include "cublas_handle.hpp"
 
 namespace gpubench {
 namespace {
 
-// The workspace is given to cuBLAS up front: it must not allocate while a graph is captured.
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
-
-cublasHandle_t batched_handle() {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    void* workspace = nullptr;
-    CUBLAS_CHECK(cublasCreate(&h));
-    CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
-    CUBLAS_CHECK(cublasSetWorkspace(h, workspace, kWorkspaceBytes));
-    return h;
-  }();
-  return handle;
-}
-
 // Row-major C = A*B is column-major C^T = B^T A^T: B goes first (as in matmul_cublas).
 void enqueue_loop(const float* a, const float* b, float* c, BatchedGemmShape s, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasSetStream(batched_handle(), stream));
+  CUBLAS_CHECK(cublasSetStream(cublas_handle(), stream));
   for (int i = 0; i < s.batch; ++i) {
     const std::size_t offset = i * s.stride();
-    CUBLAS_CHECK(cublasSgemm(batched_handle(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, b + offset, s.n,
+    CUBLAS_CHECK(cublasSgemm(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, b + offset, s.n,
                              a + offset, s.n, &beta, c + offset, s.n));
   }
 }
@@ -59,11 +45,11 @@ std::unique_ptr<CapturedLoop> capture_loop(const float* a, const float* b, float
     cudaGraph_t abandoned = nullptr;
     cudaStreamEndCapture(stream, &abandoned);  // leave capture mode before the stream goes
     if (abandoned) cudaGraphDestroy(abandoned);
-    CUBLAS_CHECK(cublasSetStream(batched_handle(), 0));
+    CUBLAS_CHECK(cublasSetStream(cublas_handle(), 0));
     cudaStreamDestroy(stream);
     throw;
   }
-  CUBLAS_CHECK(cublasSetStream(batched_handle(), 0));
+  CUBLAS_CHECK(cublasSetStream(cublas_handle(), 0));
   CUDA_CHECK(cudaStreamDestroy(stream));
   return captured;
 }
@@ -73,8 +59,8 @@ std::unique_ptr<CapturedLoop> capture_loop(const float* a, const float* b, float
 void batched_gemm_cublas_strided(const float* a, const float* b, float* c, BatchedGemmShape s) {
   const float alpha = 1.0f, beta = 0.0f;
   const long long stride = static_cast<long long>(s.stride());
-  CUBLAS_CHECK(cublasSetStream(batched_handle(), 0));
-  CUBLAS_CHECK(cublasSgemmStridedBatched(batched_handle(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, b, s.n,
+  CUBLAS_CHECK(cublasSetStream(cublas_handle(), 0));
+  CUBLAS_CHECK(cublasSgemmStridedBatched(cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, b, s.n,
                                          stride, a, s.n, stride, &beta, c, s.n, stride, s.batch));
 }
 

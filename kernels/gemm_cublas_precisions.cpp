@@ -9,19 +9,10 @@
 #include <tuple>
 
 #include "common/cuda_check.hpp"
+#include "cublas_handle.hpp"
 
 namespace gpubench {
 namespace {
-
-cublasHandle_t cublas_handle() {
-  // Created once, outside any timed region (studies warm up first).
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    CUBLAS_CHECK(cublasCreate(&h));
-    return h;
-  }();
-  return handle;
-}
 
 // --- cublasGemmEx: row-major C = A*B is column-major C^T = B^T A^T, so B goes first. ---
 struct GemmExTypes {

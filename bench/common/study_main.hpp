@@ -1,0 +1,32 @@
+// The main() every study binary shares: its own flags parsed and checked, --describe, the
+// GPU check, registration of the entries, then Google Benchmark on the rest of argv.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/study_options.hpp"
+
+namespace gpubench {
+
+struct StudyDefinition {
+  std::string name;                    // the study; its binary is gpubench_<name>
+  std::vector<std::string> impl_ids;   // what --impls and --caps may name
+  std::vector<std::string> modes;      // what --modes may name
+  bool batch_axis = false;             // whether --batches means anything
+  // The study's own --describe fields ("key": value, ...); study_main adds "study" and "gpu".
+  std::function<std::string()> describe;
+  std::function<void(const StudyOptions& options, bool gpu_usable)> register_entries;
+};
+
+// The --describe fields every implementation has, for its JSON object.
+std::string implementation_fields(const std::string& id, bool on_gpu, const std::vector<std::string>& modes,
+                                  int max_size, const char* cap_reason);
+
+// Throws UsageError when the options name an implementation or mode the study lacks.
+void check_study_options(const StudyOptions& options, const StudyDefinition& study);
+
+int study_main(int argc, char** argv, const StudyDefinition& study);
+
+}  // namespace gpubench
