@@ -23,7 +23,6 @@
 #include "common/reference.hpp"
 #include "common/study_main.hpp"
 #include "common/study_options.hpp"
-#include "common/system.hpp"
 #include "common/verify.hpp"
 
 #if GPUBENCH_HAVE_CUDA
@@ -104,13 +103,7 @@ double host_bytes_needed(const BatchedGemmShape& s) { return 24.0 * s.elements()
 
 const BatchedProblem* problem_or_skip(benchmark::State& state, BatchedGemmShape shape) {
   static std::unique_ptr<BatchedProblem> current;
-  const double available = static_cast<double>(host_memory_available_bytes());
-  if (available > 0 && host_bytes_needed(shape) > available) {
-    state.SkipWithError(("skipped: needs about " + format_bytes(host_bytes_needed(shape)) + " of host memory, " +
-                         format_bytes(available) + " available")
-                            .c_str());
-    return nullptr;
-  }
+  if (!host_memory_fits(state, host_bytes_needed(shape))) return nullptr;
   if (!current || current->shape.n != shape.n || current->shape.batch != shape.batch) {
     current.reset();
     auto problem = std::make_unique<BatchedProblem>();
@@ -189,11 +182,7 @@ struct GpuEntryState {
 std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, bool copies_timed,
                                                  const BatchedProblem& problem, const std::string& name) {
   const BatchedGemmShape s = problem.shape;
-  constexpr double kHeadroom = 512.0 * 1024 * 1024;  // cuBLAS workspace, graphs, context
-  const double needed = 12.0 * s.elements() + kHeadroom, free_before = static_cast<double>(device_free_bytes());
-  if (needed > free_before)
-    throw GpuOutOfMemory("needs about " + format_bytes(needed) + " of GPU memory, " + format_bytes(free_before) +
-                         " free");
+  const double free_before = require_device_memory(12.0 * s.elements());
   auto state = std::make_unique<GpuEntryState>();
   state->name = name;
   state->a = std::make_unique<DeviceBuffer<float>>(s.elements());

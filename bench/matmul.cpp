@@ -23,7 +23,6 @@
 #include "common/reference.hpp"
 #include "common/study_main.hpp"
 #include "common/study_options.hpp"
-#include "common/system.hpp"
 #include "common/verify.hpp"
 #include "matmul_blocked.hpp"
 #include "matmul_naive.hpp"
@@ -144,13 +143,7 @@ Tolerance fp32_tolerance(const MatmulShape& shape) { return accumulation_toleran
 
 // Returns the problem, or nullptr after marking the entry skipped when it cannot fit.
 const MatmulProblem* problem_or_skip(benchmark::State& state, int n) {
-  const double available = static_cast<double>(host_memory_available_bytes());
-  if (available > 0 && host_bytes_needed(n) > available) {
-    state.SkipWithError(("skipped: needs about " + format_bytes(host_bytes_needed(n)) +
-                         " of host memory, " + format_bytes(available) + " available").c_str());
-    return nullptr;
-  }
-  return &problem_for(n);
+  return host_memory_fits(state, host_bytes_needed(n)) ? &problem_for(n) : nullptr;
 }
 
 void run_cpu_entry(benchmark::State& state, const Implementation& impl, int n, const std::string& name) {
@@ -186,24 +179,13 @@ struct HostOperands {
   float* c;
 };
 
-void check_device_fits(const MatmulShape& shape) {
-  // Operands plus room for the library's workspace and the context's own allocations.
-  constexpr double kHeadroom = 512.0 * 1024 * 1024;
-  const double needed = 4.0 * (shape.a_elements() + shape.b_elements() + shape.c_elements()) + kHeadroom;
-  const double free_bytes = static_cast<double>(device_free_bytes());
-  if (needed > free_bytes) {
-    throw GpuOutOfMemory("needs about " + format_bytes(needed) + " of GPU memory, " +
-                         format_bytes(free_bytes) + " free");
-  }
-}
-
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Mode mode, int n,
                    const std::string& name) {
   try {
     const MatmulProblem* problem = problem_or_skip(state, n);
     if (!problem) return;
     const MatmulShape shape = problem->shape;
-    check_device_fits(shape);
+    require_device_memory(4.0 * (shape.a_elements() + shape.b_elements() + shape.c_elements()));
     DeviceBuffer<float> a(shape.a_elements()), b(shape.b_elements()), c(shape.c_elements());
 
     // Pageable mode copies straight from the problem's vectors: ordinary memory that has

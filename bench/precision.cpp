@@ -22,7 +22,6 @@
 #include "common/reference.hpp"
 #include "common/study_main.hpp"
 #include "common/study_options.hpp"
-#include "common/system.hpp"
 #include "common/verify.hpp"
 #include "gemm_openblas_precisions.hpp"
 
@@ -105,13 +104,7 @@ double host_bytes_needed(int n) { return 72.0 * n * n; }
 
 const PrecisionProblem* problem_or_skip(benchmark::State& state, int n) {
   static std::unique_ptr<PrecisionProblem> current;
-  const double available = static_cast<double>(host_memory_available_bytes());
-  if (available > 0 && host_bytes_needed(n) > available) {
-    state.SkipWithError(("skipped: needs about " + format_bytes(host_bytes_needed(n)) + " of host memory, " +
-                         format_bytes(available) + " available")
-                            .c_str());
-    return nullptr;
-  }
+  if (!host_memory_fits(state, host_bytes_needed(n))) return nullptr;
   if (!current || current->shape.n != n) {
     current.reset();
     auto problem = std::make_unique<PrecisionProblem>();
@@ -256,15 +249,10 @@ std::string gpu_entry_unsupported_reason(Precision precision, const MatmulShape&
   return "";
 }
 
-void check_device_fits(Precision precision, const MatmulShape& shape) {
-  constexpr double kHeadroom = 512.0 * 1024 * 1024;  // library workspace, context
+double device_operand_bytes(Precision precision, const MatmulShape& shape) {
   const PrecisionInfo& info = precision_info(precision);
-  const double needed = static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()) +
-                        static_cast<double>(info.output_bytes) * shape.c_elements() + kHeadroom;
-  const double free_bytes = static_cast<double>(device_free_bytes());
-  if (needed > free_bytes)
-    throw GpuOutOfMemory("needs about " + format_bytes(needed) + " of GPU memory, " + format_bytes(free_bytes) +
-                         " free");
+  return static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()) +
+         static_cast<double>(info.output_bytes) * shape.c_elements();
 }
 
 // Device copies of one distribution's encoded operands and its dequantization factors.
@@ -308,7 +296,7 @@ struct GpuEntryState {
 std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Precision precision, bool copies_timed,
                                                  const PrecisionProblem& problem, const std::string& name) {
   const MatmulShape shape = problem.shape;
-  check_device_fits(precision, shape);
+  require_device_memory(device_operand_bytes(precision, shape));
   const EncodedProblem& encoded = encoded_for(problem, precision);
   auto state = std::make_unique<GpuEntryState>();
   state->name = name;

@@ -80,4 +80,9 @@ class EventTimer {
 // Free device memory now, for checking that a configuration fits before allocating it.
 std::size_t device_free_bytes();
 
+// Throws GpuOutOfMemory (a skip, with both figures in its message) unless `operand_bytes`
+// plus room for library workspaces and the context's own allocations are free; returns
+// the free bytes it saw.
+double require_device_memory(double operand_bytes);
+
 }  // namespace gpubench

@@ -44,6 +44,15 @@ void check_study_options(const StudyOptions& options, const StudyDefinition& stu
       throw UsageError("--modes: this study has modes " + joined(study.modes) + ", not '" + mode + "'");
 }
 
+bool host_memory_fits(benchmark::State& state, double bytes_needed) {
+  const double available = static_cast<double>(host_memory_available_bytes());
+  if (available <= 0 || bytes_needed <= available) return true;
+  state.SkipWithError(("skipped: needs about " + format_bytes(bytes_needed) + " of host memory, " +
+                       format_bytes(available) + " available")
+                          .c_str());
+  return false;
+}
+
 int study_main(int argc, char** argv, const StudyDefinition& study) {
   const std::string binary = "gpubench_" + study.name;
   StudyOptions options;

@@ -2,6 +2,8 @@
 // GPU check, registration of the entries, then Google Benchmark on the rest of argv.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,6 +28,10 @@ std::string implementation_fields(const std::string& id, bool on_gpu, const std:
 
 // Throws UsageError when the options name an implementation or mode the study lacks.
 void check_study_options(const StudyOptions& options, const StudyDefinition& study);
+
+// False, after marking the entry skipped with both figures, when the host has less memory
+// available than `bytes_needed` (or it cannot be read: then true).
+bool host_memory_fits(benchmark::State& state, double bytes_needed);
 
 int study_main(int argc, char** argv, const StudyDefinition& study);
 
