@@ -4,7 +4,8 @@
 #include "common/precision.hpp"
 
 namespace gpubench {
-// OpenBLAS DGEMM (fp64), SGEMM (fp32) and SBGEMM (bf16 inputs, FP32 accumulate and output).
+// OpenBLAS DGEMM (fp64), SGEMM (fp32) and SBGEMM (bf16 inputs, FP32 accumulate, output
+// rounded to BF16 as every bf16 implementation of the study writes it).
 void gemm_openblas_precision(Precision precision, const void* a, const void* b, void* c, MatmulShape shape,
                              const float* dequant);
 

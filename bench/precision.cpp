@@ -419,6 +419,7 @@ std::string describe_precision(const PrecisionInfo& info) {
          ", \"tensor_cores\": " + (info.tensor_cores ? "true" : "false") +
          ", \"unit_roundoff_inputs\": " + json_number(info.input_roundoff) +
          ", \"unit_roundoff_accumulate\": " + json_number(info.accumulate_roundoff) +
+         ", \"unit_roundoff_output\": " + json_number(info.output_roundoff) +
          ", \"tolerance\": " + json_string(tolerance_rule()) +
          ", \"cpu_note\": " + (note.empty() ? "null" : json_string(note)) + "}";
 }

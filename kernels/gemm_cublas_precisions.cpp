@@ -24,9 +24,9 @@ GemmExTypes gemm_ex_types(Precision precision) {
   switch (precision) {
     case Precision::fp32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
     case Precision::tf32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
-    case Precision::fp16: return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Precision::fp16: return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F};
     case Precision::fp16_acc16: return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F};
-    case Precision::bf16: return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Precision::bf16: return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F};
     default: throw std::logic_error("not a cublasGemmEx precision");
   }
 }

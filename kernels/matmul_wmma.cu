@@ -79,7 +79,7 @@ __device__ void load_stage(SharedTiles& tiles, int stage, const __half* a, const
 }
 
 template <bool kVectorLoads>
-__global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const __half* b, float* c, MatmulShape s) {
+__global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const __half* b, __half* c, MatmulShape s) {
   __shared__ __align__(128) SharedTiles tiles;
   const int row0 = blockIdx.y * kTileM, col0 = blockIdx.x * kTileN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const _
       for (int e = lane; e < kFragment * kFragment; e += 32) {
         const int row = row0 + warp_row + i * kFragment + e / kFragment;
         const int col = col0 + warp_col + j * kFragment + e % kFragment;
-        if (row < s.m && col < s.n) c[static_cast<size_t>(row) * s.n + col] = scratch[e];
+        if (row < s.m && col < s.n) c[static_cast<size_t>(row) * s.n + col] = __float2half_rn(scratch[e]);
       }
       __syncwarp();
     }
@@ -137,22 +137,23 @@ __global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const _
 
 }  // namespace
 
-void matmul_wmma_fp16(const void* a, const void* b, float* c, MatmulShape s) {
+void matmul_wmma_fp16(const void* a, const void* b, void* c, MatmulShape s) {
   const dim3 grid((s.n + kTileN - 1) / kTileN, (s.m + kTileM - 1) / kTileM);
   const auto* a_half = static_cast<const __half*>(a);
   const auto* b_half = static_cast<const __half*>(b);
+  auto* c_half = static_cast<__half*>(c);
   // 16-byte copies need every row of A and B to start on a 16-byte boundary.
   if (s.k % kChunk == 0 && s.n % kChunk == 0) {
-    matmul_wmma<true><<<grid, kThreads>>>(a_half, b_half, c, s);
+    matmul_wmma<true><<<grid, kThreads>>>(a_half, b_half, c_half, s);
   } else {
-    matmul_wmma<false><<<grid, kThreads>>>(a_half, b_half, c, s);
+    matmul_wmma<false><<<grid, kThreads>>>(a_half, b_half, c_half, s);
   }
   CUDA_CHECK_LAUNCH();
 }
 
 void gemm_wmma_precision(Precision precision, const void* a, const void* b, void* c, MatmulShape s, const float*) {
   if (precision != Precision::fp16) throw std::logic_error("the WMMA kernel computes FP16 inputs only");
-  matmul_wmma_fp16(a, b, static_cast<float*>(c), s);
+  matmul_wmma_fp16(a, b, c, s);
 }
 
 }  // namespace gpubench

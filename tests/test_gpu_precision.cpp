@@ -93,13 +93,14 @@ TEST(WmmaKernel, OddShapes) {
     const testing::RandomMatmul problem(s, s.m * 3 + s.n);
     const EncodedOperands encoded = encode_operands(Precision::fp16, problem.a, problem.b, s);
     DeviceBuffer<std::uint8_t> da(encoded.a.size()), db(encoded.b.size());
-    DeviceBuffer<float> dc(s.c_elements());
+    DeviceBuffer<std::uint16_t> dc(s.c_elements());  // FP16 output
     CUDA_CHECK(cudaMemcpy(da.get(), encoded.a.data(), da.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(db.get(), encoded.b.data(), db.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(dc.get(), 0xFF, dc.bytes()));
     matmul_wmma_fp16(da.get(), db.get(), dc.get(), s);
-    std::vector<float> c(s.c_elements());
-    CUDA_CHECK(cudaMemcpy(c.data(), dc.get(), dc.bytes(), cudaMemcpyDeviceToHost));
+    std::vector<std::uint16_t> halves(s.c_elements());
+    CUDA_CHECK(cudaMemcpy(halves.data(), dc.get(), dc.bytes(), cudaMemcpyDeviceToHost));
+    const std::vector<double> c = decode_output(Precision::fp16, halves.data(), halves.size(), encoded);
     const Verification v = verify_matmul(c.data(), problem.reference, precision_tolerance(Precision::fp16, s.k));
     EXPECT_TRUE(v.passed()) << s.m << "x" << s.n << "x" << s.k << ": " << v.describe();
   }

@@ -19,6 +19,7 @@ constexpr double kFp8AccumulateRoundoff = 6.103515625e-5;  // 2^-14
 constexpr double kInt8Roundoff = 1.0 / 127.0;
 
 constexpr double kInputFactor = 4.0;
+constexpr double kOutputFactor = 2.0;
 constexpr double kAccumulateFactor = 16.0;
 constexpr double kMaxTolerance = 0.5;
 
@@ -26,17 +27,19 @@ constexpr double kMaxTolerance = 0.5;
 
 const std::vector<PrecisionInfo>& all_precisions() {
   static const std::vector<PrecisionInfo> all = {
-      {Precision::fp64, "fp64", "FP64", "FP64", "FP64", false, 0.0, kFp64Roundoff, 8, 8},
-      {Precision::fp32, "fp32", "FP32", "FP32", "FP32", false, 0.0, kFp32Roundoff, 4, 4},
-      {Precision::tf32, "tf32", "FP32 (TF32 in the multiply)", "FP32", "FP32", true, kHalfRoundoff, kFp32Roundoff, 4,
-       4},
-      {Precision::fp16, "fp16", "FP16", "FP32", "FP32", true, kHalfRoundoff, kFp32Roundoff, 2, 4},
-      {Precision::fp16_acc16, "fp16_acc16", "FP16", "FP16", "FP16", true, kHalfRoundoff, kHalfRoundoff, 2, 2},
-      {Precision::bf16, "bf16", "BF16", "FP32", "FP32", true, kBf16Roundoff, kFp32Roundoff, 2, 4},
+      {Precision::fp64, "fp64", "FP64", "FP64", "FP64", false, 0.0, kFp64Roundoff, kFp64Roundoff, 8, 8},
+      {Precision::fp32, "fp32", "FP32", "FP32", "FP32", false, 0.0, kFp32Roundoff, kFp32Roundoff, 4, 4},
+      {Precision::tf32, "tf32", "FP32 (TF32 in the multiply)", "FP32", "FP32", true, kHalfRoundoff, kFp32Roundoff,
+       kFp32Roundoff, 4, 4},
+      // FP16 and BF16 write their own format, as frameworks' matmuls in these dtypes do.
+      {Precision::fp16, "fp16", "FP16", "FP32", "FP16", true, kHalfRoundoff, kFp32Roundoff, kHalfRoundoff, 2, 2},
+      {Precision::fp16_acc16, "fp16_acc16", "FP16", "FP16", "FP16", true, kHalfRoundoff, kHalfRoundoff,
+       kHalfRoundoff, 2, 2},
+      {Precision::bf16, "bf16", "BF16", "FP32", "BF16", true, kBf16Roundoff, kFp32Roundoff, kBf16Roundoff, 2, 2},
       {Precision::fp8_e4m3, "fp8_e4m3", "FP8 E4M3, per-tensor scale", "FP32 (about 14 bits on Hopper)", "BF16", true,
-       kE4m3Roundoff, kFp8AccumulateRoundoff, 1, 2},
+       kE4m3Roundoff, kFp8AccumulateRoundoff, kBf16Roundoff, 1, 2},
       {Precision::int8, "int8", "INT8, per-tensor scale", "INT32", "INT32 (scaled back on the host)", true,
-       kInt8Roundoff, 0.0, 1, 4},
+       kInt8Roundoff, 0.0, 0.0, 1, 4},
   };
   return all;
 }
@@ -49,15 +52,15 @@ const PrecisionInfo& precision_info(Precision precision) {
 
 Tolerance precision_tolerance(Precision precision, int k) {
   const PrecisionInfo& info = precision_info(precision);
-  const double bound = kInputFactor * info.input_roundoff +
+  const double bound = kInputFactor * info.input_roundoff + kOutputFactor * info.output_roundoff +
                        kAccumulateFactor * info.accumulate_roundoff * std::sqrt(static_cast<double>(std::max(k, 1)));
   const double capped = std::min(bound, kMaxTolerance);
   return {capped, capped};
 }
 
 std::string tolerance_rule() {
-  return "relative error <= min(0.5, 4 u_in + 16 u_acc sqrt(k)), u_in: rounding of one input, "
-         "u_acc: unit roundoff of the accumulation";
+  return "relative error <= min(0.5, 4 u_in + 2 u_out + 16 u_acc sqrt(k)), u_in: rounding of one input, "
+         "u_out: rounding of the stored output, u_acc: unit roundoff of the accumulation";
 }
 
 std::string gpu_precision_unsupported_reason(Precision precision, GpuCapability gpu) {

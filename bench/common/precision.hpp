@@ -18,10 +18,11 @@ struct PrecisionInfo {
   const char* accumulate;  // what the dot products are summed in
   const char* output;      // storage format of C
   bool tensor_cores;       // on the GPU
-  // Relative rounding of one input element (0: the FP32 inputs are kept exactly), and
-  // unit roundoff of the accumulation.
+  // Relative rounding of one input element (0: the FP32 inputs are kept exactly), unit
+  // roundoff of the accumulation, and of storing the output (0: exact, INT32).
   double input_roundoff;
   double accumulate_roundoff;
+  double output_roundoff;
   int input_bytes;
   int output_bytes;
 };
@@ -30,11 +31,12 @@ const std::vector<PrecisionInfo>& all_precisions();
 const PrecisionInfo& precision_info(Precision precision);
 
 // Relative error bound (both on the Frobenius and on the largest element error) for a
-// product with accumulation length k: 4 u_in + 16 u_acc sqrt(k), at most 0.5. Rounding
-// each input by u_in perturbs every product term by about u_in; summing k terms of random
-// sign grows accumulation error like u_acc sqrt(k). The factors leave room for blocked
-// summation orders and for scaled formats' range use; the cap keeps a wrong result
-// (errors of order 1) failing where a 16-bit accumulator's bound would exceed it.
+// product with accumulation length k: 4 u_in + 2 u_out + 16 u_acc sqrt(k), at most 0.5.
+// Rounding each input by u_in perturbs every product term by about u_in; storing the output
+// rounds each element once more by u_out; summing k terms of random sign grows accumulation
+// error like u_acc sqrt(k). The factors leave room for blocked summation orders and for
+// scaled formats' range use; the cap keeps a wrong result (errors of order 1) failing where
+// a 16-bit accumulator's bound would exceed it.
 Tolerance precision_tolerance(Precision precision, int k);
 std::string tolerance_rule();
 

@@ -167,13 +167,15 @@ std::vector<double> decode_output(Precision precision, const void* c, std::size_
     case Precision::fp64:
       std::memcpy(out.data(), c, count * sizeof(double));
       break;
+    case Precision::fp16:
     case Precision::fp16_acc16: {
       const auto* halves = static_cast<const std::uint16_t*>(c);
 #pragma omp parallel for schedule(static)
       for (std::size_t i = 0; i < count; ++i) out[i] = half_bits_to_float(halves[i]);
       break;
     }
-    case Precision::fp8_e4m3: {  // BF16 output, already dequantized by the GEMM's scales
+    case Precision::bf16:
+    case Precision::fp8_e4m3: {  // BF16 output; FP8's already dequantized by the GEMM's scales
       const auto* bf16 = static_cast<const std::uint16_t*>(c);
 #pragma omp parallel for schedule(static)
       for (std::size_t i = 0; i < count; ++i) out[i] = bf16_bits_to_float(bf16[i]);
