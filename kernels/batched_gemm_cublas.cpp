@@ -33,6 +33,9 @@ struct CapturedLoop {
 // Legacy-default-stream work cannot be captured, so the loop is recorded on a stream of its
 // own; the graph is then launched on the default stream like every other implementation.
 std::unique_ptr<CapturedLoop> capture_loop(const float* a, const float* b, float* c, BatchedGemmShape s) {
+  // Creating the handle allocates its workspace, which a capturing stream forbids: a process
+  // whose first cuBLAS call was this capture failed with CUBLAS_STATUS_NOT_INITIALIZED.
+  cublas_handle();
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto captured = std::make_unique<CapturedLoop>();
