@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "batched_gemm_cpu.hpp"
+#include "common/gpu_utilization.hpp"
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -233,13 +234,17 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, const st
     run_once();  // warm-up of this mode
     CUDA_CHECK(cudaDeviceSynchronize());
     EventTimer timer;
+    UtilizationSampler& utilization = UtilizationSampler::instance();
+    utilization.start();
     for (auto _ : state) {
       timer.start();
       run_once();
       state.SetIterationTime(timer.stop_seconds());
     }
+    const UtilizationSummary busy = utilization.stop();
     report_counters(state, shape, s.verdict, copies_timed ? 3.0 * s.a->bytes() : 0.0);
     state.counters["device_bytes"] = s.device_bytes;
+    report_utilization(state, busy);
   } catch (const GpuOutOfMemory& e) {
     current.reset();
     state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
@@ -291,11 +296,19 @@ std::string describe_implementation(const Implementation& impl) {
   return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), 0, nullptr) + "}";
 }
 
+// Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
+std::string describe_utilization() {
+  const std::string reason = utilization_unavailable_reason();
+  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
+         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
+}
+
 std::string describe_study() {
   const auto number = [](int v) { return std::to_string(v); };
   return "\"default_sizes\": " + json_list(default_sizes(), number) +
          ", \"default_batches\": " + json_list(default_batches(), number) +
-         ", \"implementations\": " + json_list(implementations(), describe_implementation);
+         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
+         ", \"utilization\": " + describe_utilization();
 }
 
 }  // namespace
