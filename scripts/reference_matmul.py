@@ -61,20 +61,12 @@ def time_numpy(n):
             "timer": "time.perf_counter", "time_s": spread(samples), "flop_per_s": 2.0 * n ** 3 / statistics.median(samples)}
 
 
-def cuda_event_samples(torch, operation):
-    """Seconds per call of operation(), measured as the study measures its GPU entries (Google
-    Benchmark manual time): each call between two CUDA events and waited for; a repetition
-    runs calls for at least MIN_TIME_S and reports their mean; REPETITIONS of them after a
-    warm-up of the same length. Timing bursts of a few calls instead would catch the GPU
-    before its power limit pulls the clock down, and compare a burst with a sustained rate."""
-    def timed_call():
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        operation()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0
-
+def repeated_samples(timed_call):
+    """Seconds per call, measured as the study measures its entries (Google Benchmark manual
+    time): a repetition runs timed calls for at least MIN_TIME_S and reports their mean;
+    REPETITIONS of them after a warm-up of the same length. Timing bursts of a few calls instead
+    would catch the GPU before its power limit pulls the clock down, and compare a burst with a
+    sustained rate."""
     def repetition():
         times = [timed_call()]
         while sum(times) < MIN_TIME_S:
@@ -83,6 +75,30 @@ def cuda_event_samples(torch, operation):
 
     repetition()  # warm-up: kernels chosen and loaded, clocks settled under load
     return [repetition() for _ in range(REPETITIONS)]
+
+
+def cuda_event_samples(torch, operation):
+    """repeated_samples of operation() between two CUDA events, waited for: the GPU's time, as
+    the study's GPU entries time it."""
+    def timed_call():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        operation()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0
+    return repeated_samples(timed_call)
+
+
+def host_clock_samples(torch, operation):
+    """repeated_samples of operation() on the host clock, from the call until the device is
+    synchronized: what the caller waits, as the transfer study times its copies."""
+    def timed_call():
+        start = time.perf_counter()
+        operation()
+        torch.cuda.synchronize()
+        return time.perf_counter() - start
+    return repeated_samples(timed_call)
 
 
 def matmul_operation(torch, a, b, dtype):

@@ -39,6 +39,14 @@ TEST(StudyOptions, RejectsBadSizes) {
   }
 }
 
+TEST(StudyOptions, SizesTakeBinarySuffixes) {
+  EXPECT_EQ(parse_sizes("4KiB,4K,64MiB,1GiB,1G,100"),
+            (std::vector<int>{4096, 4096, 64 << 20, 1 << 30, 1 << 30, 100}));
+  for (const char* bad : {"KiB", "4kib", "4KB", "2GiB", "0KiB", "-1K", "1.5MiB", "4 KiB"}) {
+    EXPECT_THROW(parse_sizes(bad), UsageError) << bad;
+  }
+}
+
 TEST(StudyOptions, RejectsUnknownFlagsAndBadCaps) {
   EXPECT_THROW(parse({"--size=64"}), UsageError);
   EXPECT_THROW(parse({"--caps=naive_loop"}), UsageError);

@@ -55,7 +55,32 @@ std::vector<int> parse_positive_list(const std::string& text, const std::string&
   return values;
 }
 
-std::vector<int> parse_sizes(const std::string& text) { return parse_positive_list(text, "--sizes"); }
+int parse_size(const std::string& text) {
+  // Binary multiples, so a byte size reads as it is written in the transfer study: 4KiB, 256MiB, 1GiB.
+  static const std::pair<const char*, long> kSuffixes[] = {{"KiB", 1L << 10}, {"MiB", 1L << 20}, {"GiB", 1L << 30},
+                                                           {"K", 1L << 10},   {"M", 1L << 20},   {"G", 1L << 30}};
+  std::string digits = text;
+  long multiple = 1;
+  for (const auto& [suffix, factor] : kSuffixes) {
+    const std::string s = suffix;
+    if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) {
+      digits = text.substr(0, text.size() - s.size());
+      multiple = factor;
+      break;
+    }
+  }
+  const long value = parse_integer(digits, "--sizes");
+  if (value <= 0) throw UsageError("--sizes: values must be positive, got " + text);
+  if (value > INT_MAX / multiple) throw UsageError("--sizes: " + text + " is larger than " + std::to_string(INT_MAX));
+  return static_cast<int>(value * multiple);
+}
+
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> sizes;
+  for (const std::string& item : split(text, ',')) sizes.push_back(parse_size(item));
+  if (sizes.empty()) throw UsageError("--sizes: no value given");
+  return sizes;
+}
 
 std::map<std::string, int> parse_caps(const std::string& text) {
   std::map<std::string, int> caps;

@@ -29,6 +29,8 @@ StudyOptions parse_study_options(int* argc, char** argv);
 
 // "64,200,1024" -> {64, 200, 1024}; every item a positive integer. `flag` names it in errors.
 std::vector<int> parse_positive_list(const std::string& text, const std::string& flag);
+// Sizes may carry a binary suffix: "4KiB" or "4K" = 4096, MiB/M, GiB/G likewise.
+int parse_size(const std::string& text);
 std::vector<int> parse_sizes(const std::string& text);
 
 // "a=1,b=2" -> {{"a",1},{"b",2}}; values non-negative integers.

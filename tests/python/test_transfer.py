@@ -1,0 +1,95 @@
+"""The transfer study's findings on synthetic entries: bandwidth curves, the 90% plateau size,
+pinned over pageable, the never-written pitfall, the link's theoretical rate, registration cost."""
+import unittest
+
+import support  # noqa: F401  (import path)
+
+from gpubench_driver import derive_transfer, gbench, stats
+
+GIB = float(1 << 30)
+
+
+def transfer_entry(engine, memory, direction, n, bytes_per_s, device="gpu", moved=None):
+    entry = gbench.blank_entry(f"transfer/{engine}/{device}/{memory}/{direction}/n:{n}")
+    moved = n * (2 if direction == "bidirectional" else 1) if moved is None else moved
+    seconds = (moved or n) / bytes_per_s
+    entry.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize([seconds]),
+                 bytes_transferred=moved)
+    return entry
+
+
+def curve(engine, memory, direction, rates, **kwargs):
+    return [transfer_entry(engine, memory, direction, n, rate, **kwargs) for n, rate in rates.items()]
+
+
+H100_GPU = {"pcie.link.gen.max": 5, "pcie.link.width.max": 16, "pcie.link.gen.current": 1}
+
+
+class PlateauTest(unittest.TestCase):
+    def test_interpolates_on_log_size(self):
+        points = [{"n": 1024, "bytes_per_s": 10.0}, {"n": 4096, "bytes_per_s": 50.0},
+                  {"n": 16384, "bytes_per_s": 100.0}, {"n": 65536, "bytes_per_s": 95.0}]
+        plateau, size = derive_transfer.plateau_size(points)
+        self.assertEqual(plateau, 100.0)
+        # 90 lies 0.8 of the way from 50 (2^12) to 100 (2^14): 2^13.6
+        self.assertAlmostEqual(size, 2 ** 13.6)
+
+    def test_already_at_the_plateau(self):
+        points = [{"n": 4096, "bytes_per_s": 95.0}, {"n": 16384, "bytes_per_s": 100.0}]
+        self.assertEqual(derive_transfer.plateau_size(points), (100.0, 4096))
+
+
+class DeriveTest(unittest.TestCase):
+    def setUp(self):
+        self.entries = (
+            curve("copy_engine", "pinned", "h2d", {4096: 2e9, 1 << 20: 40e9, 1 << 28: 52e9})
+            + curve("copy_engine", "pageable", "h2d", {4096: 1e9, 1 << 20: 6e9, 1 << 28: 8e9})
+            + curve("copy_engine", "pageable_first_touch", "h2d", {1 << 20: 9e9, 1 << 28: 16e9})
+            + curve("copy_engine", "pinned", "d2h", {1 << 28: 50e9})
+            + curve("copy_engine", "pinned", "bidirectional", {1 << 28: 90e9})
+            + curve("memcpy_all_threads", "pageable", "h2h", {1 << 28: 20e9}, device="cpu")
+            + [transfer_entry("host_register", "registered", "register", 1 << 30, 1e10, moved=0)])
+        failed = transfer_entry("copy_engine", "pinned", "h2d", 1 << 30, 1e9)
+        failed.update(status="skipped", time_s=None)
+        self.entries.append(failed)
+        self.derived = derive_transfer.derive(self.entries, H100_GPU)
+
+    def row(self, engine, memory, direction):
+        return next(r for r in self.derived["curves"] if (r["impl"], r["mode"], r["direction"]) == (engine, memory,
+                                                                                                      direction))
+
+    def test_curves_latency_and_bidirectional_bytes(self):
+        pinned = self.row("copy_engine", "pinned", "h2d")
+        self.assertEqual([p["n"] for p in pinned["points"]], [4096, 1 << 20, 1 << 28])  # the skip is not a point
+        self.assertAlmostEqual(pinned["smallest_latency_s"], 4096 / 2e9)
+        self.assertAlmostEqual(pinned["plateau_bytes_per_s"], 52e9)
+        self.assertAlmostEqual(self.row("copy_engine", "pinned", "bidirectional")["plateau_bytes_per_s"], 90e9)
+
+    def test_registration_is_not_a_bandwidth(self):
+        self.assertFalse(any(r["impl"] == "host_register" for r in self.derived["curves"]))
+        [cost] = self.derived["registration"]
+        self.assertAlmostEqual(cost["seconds_per_gib"], (1 << 30) / 1e10)
+
+    def test_pinned_over_pageable_and_the_zero_page_pitfall(self):
+        [h2d] = self.derived["pinned_over_pageable"]  # no pageable d2h curve: no d2h row
+        self.assertEqual(h2d["direction"], "h2d")
+        self.assertAlmostEqual(h2d["at_largest"]["ratio"], 52 / 8)
+        self.assertEqual([r["n"] for r in h2d["ratios"]], [4096, 1 << 20, 1 << 28])
+        [pitfall] = self.derived["first_touch_over_written"]
+        self.assertAlmostEqual(pitfall["at_largest"]["ratio"], 2.0)
+
+    def test_link_rate_from_generation_and_width(self):
+        link = self.derived["link"]
+        self.assertAlmostEqual(link["bytes_per_s"] / 1e9, 32 * 128 / 130 * 16 / 8)  # about 63 GB/s
+        use = {(u["mode"], u["direction"]): u["fraction_of_link"] for u in self.derived["link_use"]}
+        self.assertAlmostEqual(use[("pinned", "h2d")], 52e9 / link["bytes_per_s"])
+        self.assertNotIn(("pageable", "h2h"), use)
+
+    def test_unknown_link(self):
+        self.assertIsNone(derive_transfer.link_rate({"pcie.link.gen.max": "[N/A]", "pcie.link.width.max": 16}))
+        self.assertIsNone(derive_transfer.link_rate(None))
+        self.assertEqual(derive_transfer.derive(self.entries, None)["link_use"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
