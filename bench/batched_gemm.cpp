@@ -296,19 +296,12 @@ std::string describe_implementation(const Implementation& impl) {
   return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), 0, nullptr) + "}";
 }
 
-// Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
-std::string describe_utilization() {
-  const std::string reason = utilization_unavailable_reason();
-  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
-         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
-}
-
 std::string describe_study() {
   const auto number = [](int v) { return std::to_string(v); };
   return "\"default_sizes\": " + json_list(default_sizes(), number) +
          ", \"default_batches\": " + json_list(default_batches(), number) +
          ", \"implementations\": " + json_list(implementations(), describe_implementation) +
-         ", \"utilization\": " + describe_utilization();
+         ", \"utilization\": " + utilization_description();
 }
 
 }  // namespace

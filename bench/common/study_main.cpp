@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "common/gpu_utilization.hpp"
 #include "common/json.hpp"
 #include "common/system.hpp"
 
@@ -31,6 +32,12 @@ std::string implementation_fields(const std::string& id, bool on_gpu, const std:
          ", \"cap_reason\": " + (cap_reason ? json_string(cap_reason) : "null");
 }
 
+std::string utilization_description() {
+  const std::string reason = utilization_unavailable_reason();
+  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
+         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
+}
+
 void check_study_options(const StudyOptions& options, const StudyDefinition& study) {
   if (!study.batch_axis && !options.batches.empty()) throw UsageError("--batches: this study has no batch axis");
   for (const std::string& id : options.impls)
@@ -42,6 +49,7 @@ void check_study_options(const StudyOptions& options, const StudyDefinition& stu
   for (const std::string& mode : options.modes)
     if (!contains(study.modes, mode))
       throw UsageError("--modes: this study has modes " + joined(study.modes) + ", not '" + mode + "'");
+  if (study.check_options) study.check_options(options);
 }
 
 bool host_memory_fits(benchmark::State& state, double bytes_needed) {

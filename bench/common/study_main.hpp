@@ -20,11 +20,16 @@ struct StudyDefinition {
   // The study's own --describe fields ("key": value, ...); study_main adds "study" and "gpu".
   std::function<std::string()> describe;
   std::function<void(const StudyOptions& options, bool gpu_usable)> register_entries;
+  // Optional: the study's own checks of the options (e.g. sizes it has no entries for); throws UsageError.
+  std::function<void(const StudyOptions& options)> check_options;
 };
 
 // The --describe fields every implementation has, for its JSON object.
 std::string implementation_fields(const std::string& id, bool on_gpu, const std::vector<std::string>& modes,
                                   int max_size, const char* cap_reason);
+
+// The "utilization" field of a batch study's --describe: whether NVML can sample the GPU, and why not.
+std::string utilization_description();
 
 // Throws UsageError when the options name an implementation or mode the study lacks.
 void check_study_options(const StudyOptions& options, const StudyDefinition& study);

@@ -1,0 +1,203 @@
+// cuDNN's forward convolution against the FP64 sums of verify_conv2d and the CPU direct loop,
+// on small random shapes, both layouts and every precision; planted faults must fail. The
+// GPU tests report themselves skipped without a usable GPU; the storage-format and status
+// tests need only the cuDNN library and run everywhere it is built.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/gpu_runtime.hpp"
+#include "common/precision.hpp"
+#include "common/precision_codec.hpp"
+#include "common/random.hpp"
+#include "common/system.hpp"
+#include "conv2d_cpu.hpp"
+#include "conv2d_cudnn.hpp"
+#include "cudnn_check.hpp"
+
+namespace gpubench {
+namespace {
+
+// --- without a GPU --------------------------------------------------------------------------
+TEST(CudnnStatus, NotSupportedIsASkipAllocationFailureDoesNotFitOthersAreErrors) {
+  EXPECT_THROW(CUDNN_CHECK(CUDNN_STATUS_NOT_SUPPORTED_SHAPE), CudnnUnsupported);
+  EXPECT_THROW(CUDNN_CHECK(CUDNN_STATUS_NOT_SUPPORTED), CudnnUnsupported);
+  EXPECT_THROW(CUDNN_CHECK(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED), GpuOutOfMemory);
+  try {
+    CUDNN_CHECK(CUDNN_STATUS_BAD_PARAM);
+    ADD_FAILURE() << "no exception";
+  } catch (const CudnnUnsupported&) {
+    ADD_FAILURE() << "a bad parameter is a fault, not a skip";
+  } catch (const GpuOutOfMemory&) {
+    ADD_FAILURE() << "a bad parameter is a fault, not a skip";
+  } catch (const GpuError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(CUDNN_CHECK(CUDNN_STATUS_SUCCESS));
+}
+
+TEST(CudnnStorage, Fp32AndTf32KeepTheValuesFp16RoundsThemToNearest) {
+  const std::vector<float> values = random_uniform(1000, 5);
+  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::fp32), Precision::fp32), values);
+  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::tf32), Precision::tf32), values);
+  const std::vector<std::uint8_t> half = encode_conv2d_tensor(values, Precision::fp16);
+  ASSERT_EQ(half.size(), 2 * values.size());
+  const std::vector<float> back = decode_conv2d_tensor(half, Precision::fp16);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(back[i], half_bits_to_float(float_to_half_bits(values[i]))) << i;
+    EXPECT_LE(std::fabs(back[i] - values[i]), std::ldexp(std::fabs(values[i]), -11) + 3e-8) << i;  // 2^-11 relative
+  }
+}
+
+TEST(CudnnStorage, RefusesPrecisionsItDoesNotRun) {
+  EXPECT_EQ(conv2d_element_bytes(Precision::fp32), 4u);
+  EXPECT_EQ(conv2d_element_bytes(Precision::tf32), 4u);
+  EXPECT_EQ(conv2d_element_bytes(Precision::fp16), 2u);
+  EXPECT_THROW(conv2d_element_bytes(Precision::bf16), std::invalid_argument);
+  EXPECT_THROW(encode_conv2d_tensor({1.0f}, Precision::int8), std::invalid_argument);
+}
+
+// --- on the GPU -------------------------------------------------------------------------------
+// Random FP32 inputs in the given layout, run through cuDNN in a precision.
+struct Problem {
+  Conv2dShape shape;
+  TensorLayout layout;
+  std::vector<float> input, filter;
+
+  Problem(Conv2dShape s, TensorLayout l, std::uint64_t seed)
+      : shape(s),
+        layout(l),
+        input(random_uniform(s.input_elements(), configuration_seed(seed, 0))),
+        filter(random_uniform(s.filter_elements(), configuration_seed(seed, 1))) {}
+
+  // As the study verifies: FP64 sums of these FP32 inputs, within the precision's bound
+  // (the rounding of FP16 and TF32 inputs is part of the error it allows).
+  Verification verify(const std::vector<float>& output, Precision precision) const {
+    Verification v = verify_conv2d(output.data(), input.data(), filter.data(), shape, layout, 3);
+    v.tolerance = precision_tolerance(precision, shape.accumulation_length());
+    return v;
+  }
+};
+
+std::unique_ptr<DeviceBuffer<std::uint8_t>> upload(const std::vector<std::uint8_t>& bytes) {
+  auto buffer = std::make_unique<DeviceBuffer<std::uint8_t>>(bytes.size());
+  CUDA_CHECK(cudaMemcpy(buffer->get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+// cuDNN's output, decoded to FP32, from an output buffer poisoned with NaN. `plan_layout`
+// is the layout cuDNN is told the tensors have (a planted fault when it is not the problem's).
+std::vector<float> run_cudnn(const Problem& p, Precision precision, TensorLayout plan_layout) {
+  const auto input = upload(encode_conv2d_tensor(p.input, precision));
+  const auto filter = upload(encode_conv2d_tensor(p.filter, precision));
+  DeviceBuffer<std::uint8_t> output(p.shape.output_elements() * conv2d_element_bytes(precision));
+  const CudnnConv2dPlan plan(p.shape, plan_layout, precision, input->get(), filter->get(), output.get());
+  EXPECT_GE(plan.algorithm(), 0);
+  EXPECT_STRNE(plan.algorithm_name(), "UNKNOWN");
+  CUDA_CHECK(cudaMemset(output.get(), 0xFF, output.bytes()));
+  plan.run(input->get(), filter->get(), output.get());
+  std::vector<std::uint8_t> bytes(output.bytes());
+  CUDA_CHECK(cudaMemcpy(bytes.data(), output.get(), bytes.size(), cudaMemcpyDeviceToHost));
+  return decode_conv2d_tensor(bytes, precision);
+}
+
+std::string describe(const Conv2dShape& s, TensorLayout layout, Precision precision) {
+  return "N" + std::to_string(s.batch) + " C" + std::to_string(s.in_channels) + " K" + std::to_string(s.out_channels) +
+         " " + std::to_string(s.height) + "x" + std::to_string(s.width) + " R" + std::to_string(s.kernel) + " stride " +
+         std::to_string(s.stride) + " pad " + std::to_string(s.padding) + " " + layout_name(layout) + " " +
+         precision_info(precision).name;
+}
+
+// max |a - b| / max |b|.
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double max_diff = 0, max_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::fmax(max_diff, std::fabs(double(a[i]) - b[i]));
+    max_b = std::fmax(max_b, std::fabs(double(b[i])));
+  }
+  return max_b > 0 ? max_diff / max_b : max_diff;
+}
+
+// 1x1, 3x3, 5x5 and the ResNet stem's 7x7 stride 2; strides 1 and 2; padding 0 to 3;
+// odd image sizes; 3 input channels (the stem) and the study's channel counts.
+// {batch, in_channels, out_channels, height, width, kernel, stride, padding}
+std::vector<Conv2dShape> test_shapes() {
+  return {{1, 8, 16, 9, 9, 3, 1, 1},    {3, 16, 8, 10, 7, 3, 2, 1}, {2, 32, 64, 7, 7, 1, 1, 0},
+          {2, 8, 8, 12, 12, 1, 2, 0},   {1, 8, 16, 11, 13, 5, 1, 2}, {2, 3, 16, 15, 15, 7, 2, 3},
+          {4, 64, 64, 14, 14, 3, 1, 1}, {2, 512, 256, 7, 7, 1, 1, 0}};
+}
+
+// One layout and precision: every combination is a test case.
+struct GpuConvCase {
+  TensorLayout layout;
+  Precision precision;
+
+  std::string name() const { return std::string(layout_name(layout)) + "_" + precision_info(precision).name; }
+};
+void PrintTo(const GpuConvCase& c, std::ostream* out) { *out << c.name(); }
+
+std::vector<GpuConvCase> all_cases() {
+  std::vector<GpuConvCase> cases;
+  for (TensorLayout layout : {TensorLayout::nchw, TensorLayout::nhwc})
+    for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16}) cases.push_back({layout, precision});
+  return cases;
+}
+
+class GpuConv2dTest : public ::testing::TestWithParam<GpuConvCase> {
+ protected:
+  void SetUp() override {
+    const std::string reason = gpu_unavailable_reason();
+    if (!reason.empty()) GTEST_SKIP() << "no GPU: " << reason;
+  }
+  TensorLayout layout() const { return GetParam().layout; }
+  Precision precision() const { return GetParam().precision; }
+};
+
+TEST_P(GpuConv2dTest, MatchesFp64SumsAndTheDirectLoop) {
+  for (const Conv2dShape& shape : test_shapes()) {
+    const Problem problem(shape, layout(), shape.in_channels * 131 + shape.height);
+    const std::vector<float> gpu = run_cudnn(problem, precision(), layout());
+    const Verification v = problem.verify(gpu, precision());
+    EXPECT_TRUE(v.passed()) << describe(shape, layout(), precision()) << ": " << v.describe();
+    // The CPU reference, itself within the FP32 bound of the FP64 sums.
+    std::vector<float> direct(shape.output_elements());
+    conv2d_direct_loop(problem.input.data(), problem.filter.data(), direct.data(), shape, layout());
+    const double fp32_bound = accumulation_tolerance(kFp32UnitRoundoff, shape.accumulation_length()).max_rel;
+    EXPECT_LE(max_relative_difference(gpu, direct), v.tolerance.max_rel + fp32_bound)
+        << describe(shape, layout(), precision());
+  }
+}
+
+TEST_P(GpuConv2dTest, CatchesAPlantedWrongElement) {
+  const Conv2dShape shape{2, 16, 24, 10, 10, 3, 1, 1};
+  const Problem problem(shape, layout(), 17);
+  std::vector<float> gpu = run_cudnn(problem, precision(), layout());
+  ASSERT_TRUE(problem.verify(gpu, precision()).passed());
+  float largest = 0;
+  for (float value : gpu) largest = std::fmax(largest, std::fabs(value));
+  // 3% of the largest output, ten times the FP16 bound (about 2.9e-3 here): every precision must catch it.
+  gpu[gpu.size() / 3] += 0.03f * largest;
+  const Verification v = problem.verify(gpu, precision());
+  EXPECT_FALSE(v.passed()) << v.describe();
+  EXPECT_EQ(v.non_finite, 0u);
+}
+
+TEST_P(GpuConv2dTest, CatchesTensorsGivenInTheOtherLayout) {
+  // cuDNN told the wrong layout reads every tensor wrongly: the verification must notice.
+  const Conv2dShape shape{2, 16, 24, 10, 10, 3, 1, 1};
+  const Problem problem(shape, layout(), 19);
+  const TensorLayout other = layout() == TensorLayout::nchw ? TensorLayout::nhwc : TensorLayout::nchw;
+  EXPECT_FALSE(problem.verify(run_cudnn(problem, precision(), other), precision()).passed());
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, GpuConv2dTest, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+}  // namespace
+}  // namespace gpubench
