@@ -36,7 +36,16 @@ namespace {
 
 // --- what is measured --------------------------------------------------------------------
 enum class Engine { copy_engine, sm_copy, memcpy_1thread, memcpy_all_threads, host_register };
-enum class Memory { pageable, pageable_first_touch, pageable_thp, pinned, registered, write_combined, device };
+enum class Memory {
+  pageable,
+  pageable_first_touch,
+  pageable_zero_page,
+  pageable_thp,
+  pinned,
+  registered,
+  write_combined,
+  device
+};
 enum class Direction { h2d, d2h, bidirectional, d2d, h2h, register_memory };
 
 struct Named {
@@ -59,8 +68,10 @@ const Named& memory_info(Memory m) {
   static const Named all[] = {
       {"pageable", "mmap'd memory that has been written: every page mapped"},
       {"pageable_first_touch",
-       "a fresh mapping for every copy, never written: a source reads as the kernel's shared zero page "
-       "(faster than real data), a destination takes a page fault per page"},
+       "a fresh mapping for every copy, never written: what a new allocation costs (a page fault per page)"},
+      {"pageable_zero_page",
+       "one mapping that is never written, copied from again and again: every page reads as the kernel's "
+       "shared zero page, which copies faster than real data (the pitfall of timing untouched buffers)"},
       {"pageable_thp", "written memory on a 2 MiB boundary with madvise(MADV_HUGEPAGE)"},
       {"pinned", "cudaHostAlloc (page-locked, mapped)"},
       {"registered", "written mmap'd memory page-locked with cudaHostRegister (mapped)"},
@@ -95,7 +106,8 @@ const std::vector<Configuration>& configurations() {
   using D = Direction;
   static const std::vector<Configuration> all = [] {
     std::vector<Configuration> c;
-    for (M m : {M::pageable, M::pageable_first_touch, M::pageable_thp, M::pinned, M::registered, M::write_combined})
+    for (M m : {M::pageable, M::pageable_first_touch, M::pageable_zero_page, M::pageable_thp, M::pinned,
+                M::registered, M::write_combined})
       c.push_back({E::copy_engine, m, D::h2d});
     // Write-combined memory is for data the host writes and the GPU reads: no d2h into it.
     for (M m : {M::pageable, M::pageable_first_touch, M::pageable_thp, M::pinned, M::registered})
@@ -220,10 +232,10 @@ class HostAllocation {
   std::string advice_;
 };
 
-// A host buffer of `kind`, written with `seed`'s bytes unless it is a first-touch one.
+// A host buffer of `kind`, written with `seed`'s bytes unless it is one that is never written.
 std::unique_ptr<HostAllocation> host_buffer(Memory kind, std::size_t bytes, std::uint64_t seed) {
   auto buffer = std::make_unique<HostAllocation>(kind, bytes);
-  if (kind == Memory::pageable_first_touch) return buffer;
+  if (kind == Memory::pageable_first_touch || kind == Memory::pageable_zero_page) return buffer;
   fill_random_bytes(buffer->data(), bytes, seed);
   if (kind == Memory::registered) buffer->register_pages();
   return buffer;
@@ -304,7 +316,7 @@ std::string check(const GpuTransfer& t, const HostAllocation* fresh) {
 }
 
 // Buffers with distinct random contents on each side, so a copy that moved nothing, or moved
-// the wrong bytes, fails the check. A first-touch source is zeros by definition.
+// the wrong bytes, fails the check. A never-written source is zeros by definition.
 std::unique_ptr<GpuTransfer> prepare_transfer(const Configuration& c, std::size_t n, const std::string& name) {
   auto t = std::make_unique<GpuTransfer>();
   t->name = name;
@@ -329,8 +341,9 @@ std::unique_ptr<GpuTransfer> prepare_transfer(const Configuration& c, std::size_
   }
   if (host_involved && moves_to_device(c.direction)) {
     if (!first_touch) t->host_source = host_buffer(c.memory, n, seed + 3);
-    t->expected_on_device.assign(n, 0);
-    if (!first_touch) std::copy(t->host_source->data(), t->host_source->data() + n, t->expected_on_device.begin());
+    t->expected_on_device.assign(n, 0);  // what a never-written source holds
+    if (t->host_source && c.memory != Memory::pageable_zero_page)
+      std::copy(t->host_source->data(), t->host_source->data() + n, t->expected_on_device.begin());
   }
   if (moves_to_host(c.direction) && !first_touch) t->host_destination = host_buffer(c.memory, n, seed + 4);
   const HostAllocation* thp = t->host_source ? t->host_source.get() : t->host_destination.get();

@@ -8,7 +8,7 @@ and device memory of the kinds the transfer study measures, timed as the study t
 Configurations (memory, direction), named as the study names them:
   pinned h2d / d2h        torch.empty(pin_memory=True), written, copy_(non_blocking=True)
   pageable h2d / d2h      an ordinary CPU tensor that has been written
-  pageable_first_touch h2d  a torch.empty CPU tensor never written: it reads as the kernel's zero
+  pageable_zero_page h2d  a torch.empty CPU tensor never written: it reads as the kernel's zero
                           page, which copies faster than real data (the pitfall the study shows)
   device d2d              a device tensor copied into another
 Without torch or a CUDA device there are no results, a note says why, and the exit status is 0.
@@ -19,7 +19,7 @@ import sys
 from reference_matmul import host_clock_samples, spread
 
 CONFIGURATIONS = (("pinned", "h2d"), ("pinned", "d2h"), ("pageable", "h2d"), ("pageable", "d2h"),
-                  ("pageable_first_touch", "h2d"), ("device", "d2d"))
+                  ("pageable_zero_page", "h2d"), ("device", "d2d"))
 
 
 def written(torch, tensor):
@@ -36,7 +36,7 @@ def copy_operation(torch, bytes_, memory, direction):
         return (lambda: device.copy_(source)), "device.copy_(device)"
     pinned = memory == "pinned"
     host = torch.empty(bytes_, dtype=torch.uint8, pin_memory=pinned)
-    if memory != "pageable_first_touch":
+    if memory != "pageable_zero_page":
         written(torch, host)
     if direction == "h2d":
         return (lambda: device.copy_(host, non_blocking=pinned)), "cuda_tensor.copy_(cpu_tensor)"

@@ -1,6 +1,7 @@
 """Findings of the transfer study: bandwidth against size for every engine, host memory kind and
 direction; the latency of the smallest copy; the size at which each curve reaches 90% of its
-plateau; pinned over pageable; the never-written (zero page) pitfall; the link's theoretical
+plateau; pinned over pageable; the never-written (zero page) pitfall and what a fresh allocation costs;
+the link's theoretical
 rate beside what was achieved; host memory bandwidth; the one-time cost of registering memory.
 
 Entry axes in this study: impl = engine, mode = host memory kind, precision = direction,
@@ -123,7 +124,8 @@ def derive(entries, gpu=None):
     return {
         "curves": rows,
         "pinned_over_pageable": _ratio_rows(rows, "pinned", "pageable"),
-        "first_touch_over_written": _ratio_rows(rows, "pageable_first_touch", "pageable", directions=("h2d",)),
+        "zero_page_over_written": _ratio_rows(rows, "pageable_zero_page", "pageable", directions=("h2d",)),
+        "first_touch_over_written": _ratio_rows(rows, "pageable_first_touch", "pageable"),
         "link": link,
         "link_use": link_use(rows, link),
         "registration": registration(entries),

@@ -44,7 +44,7 @@ class DeriveTest(unittest.TestCase):
         self.entries = (
             curve("copy_engine", "pinned", "h2d", {4096: 2e9, 1 << 20: 40e9, 1 << 28: 52e9})
             + curve("copy_engine", "pageable", "h2d", {4096: 1e9, 1 << 20: 6e9, 1 << 28: 8e9})
-            + curve("copy_engine", "pageable_first_touch", "h2d", {1 << 20: 9e9, 1 << 28: 16e9})
+            + curve("copy_engine", "pageable_zero_page", "h2d", {1 << 20: 9e9, 1 << 28: 16e9})
             + curve("copy_engine", "pinned", "d2h", {1 << 28: 50e9})
             + curve("copy_engine", "pinned", "bidirectional", {1 << 28: 90e9})
             + curve("memcpy_all_threads", "pageable", "h2h", {1 << 28: 20e9}, device="cpu")
@@ -75,7 +75,7 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(h2d["direction"], "h2d")
         self.assertAlmostEqual(h2d["at_largest"]["ratio"], 52 / 8)
         self.assertEqual([r["n"] for r in h2d["ratios"]], [4096, 1 << 20, 1 << 28])
-        [pitfall] = self.derived["first_touch_over_written"]
+        [pitfall] = self.derived["zero_page_over_written"]
         self.assertAlmostEqual(pitfall["at_largest"]["ratio"], 2.0)
 
     def test_link_rate_from_generation_and_width(self):
