@@ -1,8 +1,8 @@
 """Findings of the transfer study: bandwidth against size for every engine, host memory kind and
 direction; the latency of the smallest copy; the size at which each curve reaches 90% of its
-plateau; pinned over pageable; the never-written (zero page) pitfall and what a fresh allocation costs;
-the link's theoretical
-rate beside what was achieved; host memory bandwidth; the one-time cost of registering memory.
+plateau; pinned over pageable; the never-written (zero page) pitfall and what a fresh allocation
+costs; the link's theoretical rate beside what was achieved; host memory bandwidth; the one-time
+cost of registering memory.
 
 Entry axes in this study: impl = engine, mode = host memory kind, precision = direction,
 n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per second; the
