@@ -1,0 +1,552 @@
+// The MLP training study: one SGD step (forward, backward, update) of an MNIST-shape MLP (784 -> n -> n -> 10,
+// ReLU, softmax cross-entropy) against the batch size. How many samples per second does each side train, from
+// which batch does the GPU pay off, what does BF16 mixed precision buy, how much device memory does a batch
+// take, and which is the largest batch that fits?
+//   CPU: OpenBLAS SGEMM plus OpenMP loops (baselines/mlp_cpu), FP32.
+//   GPU: cuBLAS plus our fused kernels (kernels/mlp_cuda), FP32 and BF16 mixed, each resident (the batch
+//        already on the device) and transfer_pinned (the batch's inputs and labels copied in from pinned
+//        memory inside the timed region, as a training loop that streams its data does).
+// Entries: mlp_training/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>/batch:<b>; docs/interface.md.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/gpu_utilization.hpp"
+#include "common/json.hpp"
+#include "common/random.hpp"
+#include "common/study_main.hpp"
+#include "common/study_options.hpp"
+#include "mlp_cpu.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "common/gpu_runtime.hpp"
+#include "cublas_handle.hpp"
+#include "mlp_cuda.cuh"
+#endif
+
+namespace gpubench {
+namespace {
+
+// Every step, verified or timed, uses it; the PyTorch reference (scripts/reference_mlp.py) too.
+constexpr float kLearningRate = 0.1f;
+constexpr int kEpochSamples = 60000;  // MNIST's training set: the driver's time per epoch
+
+struct Implementation {
+  const char* id;
+  bool on_gpu;
+  std::vector<std::string> modes;
+  std::vector<std::string> precisions;
+};
+
+const std::vector<Implementation>& implementations() {
+  static const std::vector<Implementation> all = {
+    {"openblas_loops", false, {"host"}, {"fp32"}},
+#if GPUBENCH_HAVE_CUDA
+    {"cublas_kernels", true, {"resident", "transfer_pinned"}, {"fp32", "bf16_mixed"}},
+#endif
+  };
+  return all;
+}
+
+// How close a step must come to its reference (CPU entries: the FP64 step; GPU entries: the CPU step).
+// The numbers and why they are what they are: tests/test_gpu_mlp.cpp, which holds the GPU to the same ones.
+struct StepTolerance {
+  const char* precision;
+  double step_rel_fro;  // on the step (weights after minus before), normwise, per tensor
+  double step_max_rel;  // largest element error over the largest element of the step; infinity: not judged
+  double loss_rel;
+};
+
+const std::vector<StepTolerance>& tolerances() {
+  static const std::vector<StepTolerance> all = {
+      {"fp32", 1e-3, 1e-2, 1e-5},
+      // A ReLU flip changes a whole row of a gradient, so BF16's largest-element error reaches 1.0.
+      {"bf16_mixed", 0.25, INFINITY, 0x1p-6},
+  };
+  return all;
+}
+
+const StepTolerance& tolerance_of(const std::string& precision) {
+  return *std::find_if(tolerances().begin(), tolerances().end(),
+                       [&](const StepTolerance& t) { return precision == t.precision; });
+}
+
+const std::vector<int>& default_sizes() {
+  static const std::vector<int> sizes = {1024};
+  return sizes;
+}
+
+const std::vector<int>& default_batches() {
+  static const std::vector<int> batches = [] {
+    std::vector<int> b;
+    for (int batch = 1; batch <= 8192; batch *= 2) b.push_back(batch);
+    return b;
+  }();
+  return batches;
+}
+
+MlpShape shape_of(int hidden) {
+  MlpShape shape;
+  shape.hidden = hidden;
+  return shape;
+}
+
+// The usual estimate, 3x the forward GEMMs' flop (the backward pass does about twice the forward's);
+// element-wise work is not counted.
+double step_flop(MlpShape s, int batch) {
+  return 6.0 * batch *
+         (static_cast<double>(s.inputs) * s.hidden + static_cast<double>(s.hidden) * s.hidden +
+          static_cast<double>(s.hidden) * s.outputs);
+}
+
+// --- the problem of one (n, batch), shared by its entries ---------------------------------------------
+struct StepResult {
+  std::vector<double> parameters;  // after the step
+  double loss = 0;
+};
+
+struct MlpProblem {
+  MlpShape shape;
+  int batch = 0;
+  std::vector<float> parameters;  // initial weights
+  std::vector<float> inputs;      // batch x inputs, uniform in [0, 1) like pixels
+  std::vector<int> labels;
+  // References, computed when an entry first needs them.
+  std::unique_ptr<StepResult> fp64_step, cpu_step;
+};
+
+// Host bytes an entry needs at most: the batch (FP32 inputs, labels), about a dozen parameter vectors and
+// the CPU step (five batch x hidden FP32 buffers: the entry itself, or the GPU entries' reference); CPU
+// entries add the FP64 reference step (an FP64 copy of the inputs, five FP64 buffers), transfer_pinned
+// entries the pinned copy of the batch.
+double host_bytes_needed(MlpShape s, int batch, bool fp64_reference, bool pinned_copy) {
+  const double batch_row = s.inputs * 4.0 + 4.0;
+  double per_row = batch_row + 5.0 * s.hidden * 4.0;
+  if (fp64_reference) per_row += (s.inputs + 5.0 * s.hidden) * 8.0;
+  if (pinned_copy) per_row += batch_row;
+  return batch * per_row + 64.0 * static_cast<double>(mlp_layout(s).parameters);
+}
+
+MlpProblem* problem_or_skip(benchmark::State& state, MlpShape shape, int batch, double host_bytes) {
+  static std::unique_ptr<MlpProblem> current;
+  if (!host_memory_fits(state, host_bytes)) return nullptr;
+  if (current && current->shape.hidden == shape.hidden && current->batch == batch) return current.get();
+  current.reset();
+  auto problem = std::make_unique<MlpProblem>();
+  problem->shape = shape;
+  problem->batch = batch;
+  const std::uint64_t configuration = static_cast<std::uint64_t>(shape.hidden) << 32 | batch;
+  problem->parameters = mlp_initial_parameters(shape, configuration_seed(configuration, 0));
+  problem->inputs =
+      random_uniform(static_cast<std::size_t>(batch) * shape.inputs, configuration_seed(configuration, 1));
+  for (float& v : problem->inputs) v = 0.5f * (v + 1.0f);
+  for (float u : random_uniform(batch, configuration_seed(configuration, 2)))
+    problem->labels.push_back(std::min(static_cast<int>(0.5f * (u + 1.0f) * shape.outputs), shape.outputs - 1));
+  current = std::move(problem);
+  return current.get();
+}
+
+// --- the FP64 reference step: OpenBLAS DGEMM on upcast copies and loops, written from the definition ----
+using Matrix = std::vector<double>;  // row-major
+
+// ReLU(in W^T + b), or without the ReLU for the logits.
+Matrix dense_fp64(const Matrix& in, const double* weights, const double* bias, int rows, int in_features,
+                  int out_features, bool relu) {
+  Matrix out(static_cast<std::size_t>(rows) * out_features);
+  for (int i = 0; i < rows; ++i) std::copy(bias, bias + out_features, out.begin() + std::size_t(i) * out_features);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out_features, in_features, 1.0, in.data(), in_features,
+              weights, in_features, 1.0, out.data(), out_features);
+  if (relu)
+    for (double& v : out) v = std::max(v, 0.0);
+  return out;
+}
+
+// Mean softmax cross-entropy; the logits become dL/dlogits.
+double softmax_cross_entropy_fp64(Matrix& logits, const std::vector<int>& labels, int classes) {
+  const int rows = static_cast<int>(labels.size());
+  double loss = 0;
+  for (int i = 0; i < rows; ++i) {
+    double* z = logits.data() + std::size_t(i) * classes;
+    const double max = *std::max_element(z, z + classes);
+    double sum = 0;
+    for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - max);
+    loss += std::log(sum) - (z[labels[i]] - max);
+    for (int j = 0; j < classes; ++j) z[j] = (std::exp(z[j] - max) / sum - (j == labels[i])) / rows;
+  }
+  return loss / rows;
+}
+
+// One layer backward: dW = grad_out^T in, db = column sums of grad_out, and, if asked, the gradient at the
+// layer's input (a hidden activation) masked by its ReLU.
+Matrix backward_fp64(const Matrix& grad_out, const Matrix& in, const double* weights, int rows, int in_features,
+                     int out_features, double* grad_weights, double* grad_bias, bool input_gradient) {
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_features, in_features, rows, 1.0, grad_out.data(),
+              out_features, in.data(), in_features, 0.0, grad_weights, in_features);
+  std::fill(grad_bias, grad_bias + out_features, 0.0);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < out_features; ++j) grad_bias[j] += grad_out[std::size_t(i) * out_features + j];
+  if (!input_gradient) return {};
+  Matrix grad_in(in.size());
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in_features, out_features, 1.0, grad_out.data(),
+              out_features, weights, in_features, 0.0, grad_in.data(), in_features);
+  for (std::size_t i = 0; i < grad_in.size(); ++i)
+    if (!(in[i] > 0)) grad_in[i] = 0;
+  return grad_in;
+}
+
+StepResult fp64_step(const MlpProblem& problem) {
+  const MlpShape s = problem.shape;
+  const MlpLayout l = mlp_layout(s);
+  const int b = problem.batch;
+  StepResult result{{problem.parameters.begin(), problem.parameters.end()}, 0};
+  double* p = result.parameters.data();
+  const Matrix x(problem.inputs.begin(), problem.inputs.end());
+  const Matrix a1 = dense_fp64(x, p + l.w1.offset, p + l.b1.offset, b, s.inputs, s.hidden, true);
+  const Matrix a2 = dense_fp64(a1, p + l.w2.offset, p + l.b2.offset, b, s.hidden, s.hidden, true);
+  Matrix dz = dense_fp64(a2, p + l.w3.offset, p + l.b3.offset, b, s.hidden, s.outputs, false);
+  result.loss = softmax_cross_entropy_fp64(dz, problem.labels, s.outputs);
+  std::vector<double> g(l.parameters);
+  const Matrix da2 =
+      backward_fp64(dz, a2, p + l.w3.offset, b, s.hidden, s.outputs, &g[l.w3.offset], &g[l.b3.offset], true);
+  const Matrix da1 =
+      backward_fp64(da2, a1, p + l.w2.offset, b, s.hidden, s.hidden, &g[l.w2.offset], &g[l.b2.offset], true);
+  backward_fp64(da1, x, p + l.w1.offset, b, s.inputs, s.hidden, &g[l.w1.offset], &g[l.b1.offset], false);
+  for (std::size_t i = 0; i < g.size(); ++i) p[i] -= kLearningRate * g[i];
+  return result;
+}
+
+StepResult cpu_fp32_step(const MlpProblem& problem) {
+  std::vector<float> parameters = problem.parameters;
+  MlpWorkspace workspace;
+  const float loss = mlp_train_step_cpu(problem.shape, parameters.data(), problem.inputs.data(), problem.labels.data(),
+                                        problem.batch, kLearningRate, workspace);
+  return {{parameters.begin(), parameters.end()}, loss};
+}
+
+const StepResult& fp64_reference(MlpProblem& problem) {
+  if (!problem.fp64_step) problem.fp64_step = std::make_unique<StepResult>(fp64_step(problem));
+  return *problem.fp64_step;
+}
+
+const StepResult& cpu_reference(MlpProblem& problem) {
+  if (!problem.cpu_step) problem.cpu_step = std::make_unique<StepResult>(cpu_fp32_step(problem));
+  return *problem.cpu_step;
+}
+
+// --- verification: the step taken against the reference's step -------------------------------------------
+// Per tensor, relative to what the step changed rather than to the weights (which a step moves by ~1%),
+// so a wrong gradient shows in full: ||after - ref_after||_F / ||ref_after - before||_F, and the largest
+// element error over the largest |ref_after - before|. The counters hold the worst tensor's.
+struct StepVerdict {
+  double rel_fro_error = 0;
+  double max_rel_error = 0;
+  const char* worst_tensor = "";  // where rel_fro_error is
+  std::size_t non_finite = 0;     // NaN or Inf weights after the step
+  double loss = 0, reference_loss = 0, loss_error = 0;
+  StepTolerance tolerance{};
+
+  bool passed() const {  // written so that a NaN error fails
+    return non_finite == 0 && rel_fro_error <= tolerance.step_rel_fro && max_rel_error <= tolerance.step_max_rel &&
+           loss_error <= tolerance.loss_rel;
+  }
+  std::string describe() const {
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "step (weights after minus before) off by %.3g normwise (tolerance %.3g) in %s, largest element "
+                  "error %.3g of the largest step (tolerance %.3g), %zu non-finite weights; loss %.8g against "
+                  "%.8g (relative error %.3g, tolerance %.3g)",
+                  rel_fro_error, tolerance.step_rel_fro, worst_tensor, max_rel_error, tolerance.step_max_rel,
+                  non_finite, loss, reference_loss, loss_error, tolerance.loss_rel);
+    return text;
+  }
+};
+
+struct NamedTensor {
+  const char* name;
+  MlpTensor tensor;
+};
+
+StepVerdict verify_step(const MlpProblem& problem, const std::vector<float>& after, float loss,
+                        const StepResult& reference, const StepTolerance& tolerance) {
+  StepVerdict verdict;
+  verdict.tolerance = tolerance;
+  const MlpLayout l = mlp_layout(problem.shape);
+  for (const NamedTensor& named :
+       {NamedTensor{"W1", l.w1}, {"b1", l.b1}, {"W2", l.w2}, {"b2", l.b2}, {"W3", l.w3}, {"b3", l.b3}}) {
+    double error = 0, step = 0, max_error = 0, max_step = 0;
+    for (std::size_t i = named.tensor.offset; i < named.tensor.offset + named.tensor.size; ++i) {
+      const double s = std::fabs(reference.parameters[i] - problem.parameters[i]);
+      step += s * s;
+      max_step = std::max(max_step, s);
+      if (!std::isfinite(after[i])) {
+        ++verdict.non_finite;
+        continue;
+      }
+      const double e = std::fabs(after[i] - reference.parameters[i]);
+      error += e * e;
+      max_error = std::max(max_error, e);
+    }
+    // A reference step of zero (degenerate inputs) makes any difference infinite rather than NaN.
+    const double rel_fro = step > 0 ? std::sqrt(error / step) : (error > 0 ? INFINITY : 0.0);
+    const double max_rel = max_step > 0 ? max_error / max_step : (max_error > 0 ? INFINITY : 0.0);
+    if (rel_fro >= verdict.rel_fro_error) {
+      verdict.rel_fro_error = rel_fro;
+      verdict.worst_tensor = named.name;
+    }
+    verdict.max_rel_error = std::max(verdict.max_rel_error, max_rel);
+  }
+  verdict.loss = loss;
+  verdict.reference_loss = reference.loss;
+  verdict.loss_error = std::fabs(loss - reference.loss) / reference.loss;
+  return verdict;
+}
+
+void report_counters(benchmark::State& state, MlpShape s, int batch, const StepVerdict& verdict,
+                     double bytes_transferred) {
+  state.counters["flop"] = step_flop(s, batch);
+  state.counters["samples"] = batch;
+  state.counters["bytes_transferred"] = bytes_transferred;
+  state.counters["rel_fro_error"] = verdict.rel_fro_error;
+  state.counters["max_rel_error"] = verdict.max_rel_error;
+  state.counters["loss_rel_error"] = verdict.loss_error;
+  state.counters["n"] = s.hidden;
+  state.counters["batch"] = batch;
+}
+
+// Every timed step starts from the weights the previous one left (the entry keeps training on its batch):
+// resetting them would put a copy in the timed region or stop the clock every step, and a step's cost does
+// not depend on the weights' values.
+void run_cpu_entry(benchmark::State& state, MlpShape shape, int batch) {
+  MlpProblem* problem = problem_or_skip(
+      state, shape, batch, host_bytes_needed(shape, batch, /*fp64_reference=*/true, /*pinned_copy=*/false));
+  if (!problem) return;
+  std::vector<float> parameters = problem->parameters;
+  MlpWorkspace workspace;
+  const auto step = [&] {
+    return mlp_train_step_cpu(shape, parameters.data(), problem->inputs.data(), problem->labels.data(), batch,
+                              kLearningRate, workspace);
+  };
+  const float loss = step();  // warm-up (OpenBLAS's threads, the workspace), checked
+  const StepVerdict verdict = verify_step(*problem, parameters, loss, fp64_reference(*problem), tolerance_of("fp32"));
+  if (!verdict.passed()) {
+    state.SkipWithError(("wrong result: " + verdict.describe()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    float timed_loss = step();
+    benchmark::DoNotOptimize(timed_loss);
+    benchmark::ClobberMemory();
+  }
+  report_counters(state, shape, batch, verdict, 0.0);
+  state.counters["threads"] = openblas_get_num_threads();
+}
+
+#if GPUBENCH_HAVE_CUDA
+MlpPrecision gpu_precision(const std::string& precision) {
+  return precision == "fp32" ? MlpPrecision::fp32 : MlpPrecision::bf16_mixed;
+}
+
+// Buffers, workspace, pinned copies and the verdict of one entry, kept across Google Benchmark's repeated
+// calls of it.
+struct GpuEntryState {
+  std::string name;
+  std::unique_ptr<DeviceBuffer<float>> parameters, inputs;
+  std::unique_ptr<DeviceBuffer<int>> labels;
+  std::unique_ptr<PinnedBuffer<float>> pinned_inputs;
+  std::unique_ptr<PinnedBuffer<int>> pinned_labels;
+  MlpGpuWorkspace workspace;
+  double device_bytes = 0;  // measured: free device memory before minus after allocating everything above
+  StepVerdict verdict;
+};
+
+template <typename T>
+void upload(const std::vector<T>& host, const DeviceBuffer<T>& device) {
+  CUDA_CHECK(cudaMemcpy(device.get(), host.data(), device.bytes(), cudaMemcpyHostToDevice));
+}
+
+// Null when the entry was marked skipped for want of host memory. The device is checked first: its limit
+// is what a sweep of large batches looks for, and the host memory the reference needs comes second.
+std::unique_ptr<GpuEntryState> prepare_gpu_entry(benchmark::State& state, MlpShape shape, int batch,
+                                                 const std::string& precision, bool copies_timed,
+                                                 const std::string& name) {
+  const std::size_t count = mlp_layout(shape).parameters;
+  const double batch_bytes = static_cast<double>(batch) * (sizeof(float) * shape.inputs + sizeof(int));
+  cublas_handle();  // created (with its workspace) first, so that device_bytes holds this entry's memory only
+  const double free_before = require_device_memory(
+      sizeof(float) * count + batch_bytes + MlpGpuWorkspace::bytes_needed(shape, batch, gpu_precision(precision)));
+  MlpProblem* problem = problem_or_skip(
+      state, shape, batch, host_bytes_needed(shape, batch, /*fp64_reference=*/false, /*pinned_copy=*/copies_timed));
+  if (!problem) return nullptr;
+  auto entry = std::make_unique<GpuEntryState>();
+  entry->name = name;
+  entry->parameters = std::make_unique<DeviceBuffer<float>>(count);
+  entry->inputs = std::make_unique<DeviceBuffer<float>>(problem->inputs.size());
+  entry->labels = std::make_unique<DeviceBuffer<int>>(problem->labels.size());
+  entry->workspace.reserve(shape, batch, gpu_precision(precision));
+  entry->device_bytes = free_before - static_cast<double>(device_free_bytes());
+  upload(problem->parameters, *entry->parameters);
+  upload(problem->inputs, *entry->inputs);
+  upload(problem->labels, *entry->labels);
+  mlp_train_step_gpu(shape, entry->parameters->get(), entry->inputs->get(), entry->labels->get(), batch, kLearningRate,
+                     entry->workspace, gpu_precision(precision));
+  std::vector<float> after(count);
+  CUDA_CHECK(cudaMemcpy(after.data(), entry->parameters->get(), entry->parameters->bytes(), cudaMemcpyDeviceToHost));
+  entry->verdict =
+      verify_step(*problem, after, entry->workspace.loss(), cpu_reference(*problem), tolerance_of(precision));
+  if (copies_timed) {
+    entry->pinned_inputs = std::make_unique<PinnedBuffer<float>>(problem->inputs.size());
+    entry->pinned_labels = std::make_unique<PinnedBuffer<int>>(problem->labels.size());
+    std::copy(problem->inputs.begin(), problem->inputs.end(), entry->pinned_inputs->get());
+    std::copy(problem->labels.begin(), problem->labels.end(), entry->pinned_labels->get());
+  }
+  return entry;
+}
+
+void run_gpu_entry(benchmark::State& state, const std::string& mode, const std::string& precision, MlpShape shape,
+                   int batch, const std::string& name) {
+  static std::unique_ptr<GpuEntryState> current;
+  try {
+    const bool copies_timed = mode == "transfer_pinned";
+    if (!current || current->name != name) {
+      current.reset();
+      current = prepare_gpu_entry(state, shape, batch, precision, copies_timed, name);
+      if (!current) return;
+    }
+    if (!current->verdict.passed()) {
+      state.SkipWithError(("wrong result: " + current->verdict.describe()).c_str());
+      return;
+    }
+    GpuEntryState& s = *current;
+    const auto step = [&] {
+      if (copies_timed) {
+        CUDA_CHECK(
+            cudaMemcpyAsync(s.inputs->get(), s.pinned_inputs->get(), s.inputs->bytes(), cudaMemcpyHostToDevice, 0));
+        CUDA_CHECK(
+            cudaMemcpyAsync(s.labels->get(), s.pinned_labels->get(), s.labels->bytes(), cudaMemcpyHostToDevice, 0));
+      }
+      mlp_train_step_gpu(shape, s.parameters->get(), s.inputs->get(), s.labels->get(), batch, kLearningRate,
+                         s.workspace, gpu_precision(precision));
+    };
+    step();  // warm-up of this mode; the weights keep training, as in run_cpu_entry
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EventTimer timer;
+    UtilizationSampler& utilization = UtilizationSampler::instance();
+    utilization.start();
+    for (auto _ : state) {
+      timer.start();
+      step();
+      state.SetIterationTime(timer.stop_seconds());
+    }
+    const UtilizationSummary busy = utilization.stop();
+    report_counters(state, shape, batch, s.verdict, copies_timed ? s.inputs->bytes() + s.labels->bytes() : 0.0);
+    state.counters["device_bytes"] = s.device_bytes;
+    report_utilization(state, busy);
+  } catch (const GpuOutOfMemory& e) {
+    current.reset();
+    // A failed cudaMalloc is also left as the thread's last error; cleared here, the next entry's first
+    // kernel-launch check would report it again. Its value is the error just caught.
+    static_cast<void>(cudaGetLastError());
+    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
+  } catch (const std::exception& e) {
+    current.reset();
+    state.SkipWithError(e.what());
+  }
+}
+#endif  // GPUBENCH_HAVE_CUDA
+
+// --- registration and description -----------------------------------------------------------------------
+std::string entry_name(const Implementation& impl, const std::string& mode, const std::string& precision, MlpShape s,
+                       int batch) {
+  return std::string("mlp_training/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode + "/" + precision +
+         "/n:" + std::to_string(s.hidden) + "/batch:" + std::to_string(batch);
+}
+
+void register_entry(const Implementation& impl, const std::string& mode, const std::string& precision, MlpShape shape,
+                    int batch) {
+  const std::string name = entry_name(impl, mode, precision, shape, batch);
+  benchmark::internal::Benchmark* entry = nullptr;
+  if (impl.on_gpu) {
+#if GPUBENCH_HAVE_CUDA
+    entry = benchmark::RegisterBenchmark(name.c_str(), [mode, precision, shape, batch, name](benchmark::State& state) {
+      run_gpu_entry(state, mode, precision, shape, batch, name);
+    });
+    entry->UseManualTime();
+#endif
+  } else {
+    entry = benchmark::RegisterBenchmark(
+        name.c_str(), [shape, batch](benchmark::State& state) { run_cpu_entry(state, shape, batch); });
+    entry->UseRealTime();
+  }
+  entry->Unit(benchmark::kMicrosecond);
+}
+
+void register_entries(const StudyOptions& options, bool gpu_usable) {
+  for (int n : options.sizes.empty() ? default_sizes() : options.sizes)
+    for (int batch : options.batches.empty() ? default_batches() : options.batches)
+      for (const Implementation& impl : implementations()) {
+        const int cap = size_cap(options, impl.id, 0);  // no default caps: memory limits the batch
+        if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+        if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
+        // Modes innermost: consecutive entries share one precision.
+        for (const std::string& precision : impl.precisions)
+          for (const std::string& mode : impl.modes)
+            if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, shape_of(n), batch);
+      }
+}
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+std::string describe_tolerance(const StepTolerance& t) {
+  return std::string("{\"id\": ") + json_string(t.precision) + ", \"step_rel_fro\": " + json_number(t.step_rel_fro) +
+         ", \"step_max_rel\": " + json_number(t.step_max_rel) + ", \"loss_rel\": " + json_number(t.loss_rel) + "}";
+}
+
+std::string describe_implementation(const Implementation& impl) {
+  return "{" + implementation_fields(impl.id, impl.on_gpu, impl.modes, 0, nullptr) +
+         ", \"precisions\": " + json_list(impl.precisions, json_string) + "}";
+}
+
+// Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
+std::string describe_utilization() {
+  const std::string reason = utilization_unavailable_reason();
+  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
+         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
+}
+
+std::string describe_study() {
+  const auto number = [](int v) { return std::to_string(v); };
+  const MlpShape shape;
+  return "\"default_sizes\": " + json_list(default_sizes(), number) +
+         ", \"default_batches\": " + json_list(default_batches(), number) + ", \"inputs\": " + number(shape.inputs) +
+         ", \"outputs\": " + number(shape.outputs) + ", \"learning_rate\": " + json_number(kLearningRate) +
+         ", \"epoch_samples\": " + number(kEpochSamples) +
+         ", \"precisions\": " + json_list(tolerances(), describe_tolerance) +
+         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
+         ", \"utilization\": " + describe_utilization();
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) {
+  using namespace gpubench;
+  StudyDefinition study;
+  study.name = "mlp_training";
+  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
+  study.modes = {"host", "resident", "transfer_pinned"};
+  study.batch_axis = true;
+  study.describe = describe_study;
+  study.register_entries = register_entries;
+  return study_main(argc, argv, study);
+}
