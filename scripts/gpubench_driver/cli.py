@@ -21,7 +21,9 @@ def _run_parser(subparsers):
                              f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
     parser.add_argument("--studies", help=f"studies to run: {','.join(opts.STUDIES)} "
                                           f"(default: every study whose binary was built)")
-    parser.add_argument("--sizes", help="square sizes for every study, e.g. 64,200,1024 (default: each study's list)")
+    parser.add_argument("--sizes", help="sizes n for every study, e.g. 64,200,1024: matrix sizes, the MLP's hidden "
+                                        "width; conv2d keeps those that name one of its layers (7, 14, 28, 56) "
+                                        "(default: each study's list)")
     parser.add_argument("--batches", help=f"batch sizes for the studies with a batch axis "
                                           f"({','.join(opts.BATCH_STUDIES)}), e.g. 1,8,64 (default: the study's list)")
     parser.add_argument("--impls", help="implementation ids (see gpubench_<study> --describe); "

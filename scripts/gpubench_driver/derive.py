@@ -6,6 +6,11 @@ REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with th
                    "its ends; refinement stops when the bracket is narrower than max(8, 10% of its lower end)")
 
 
+def gemm_flop(n):
+    """FLOP of one n x n by n x n product."""
+    return 2.0 * n ** 3
+
+
 def ok_entries(entries):
     return [e for e in entries if e.get("status") == "ok" and e.get("n") and (e.get("time_s") or {}).get("median")]
 

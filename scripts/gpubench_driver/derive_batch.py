@@ -1,24 +1,67 @@
-"""Findings of the batched GEMM study, at each matrix size n: the batch from which the GPU beats
-the CPU, how throughput grows with the batch and where it stops growing, the device memory each
-product takes, and how far one strided-batched call (or a graph of calls) is ahead of a loop of
-cuBLAS calls."""
-from gpubench_driver.derive import BATCH, crossovers as crossovers_along, ok_entries, set_fraction_of_best_rate
+"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution), at each
+size n: the batch from which the GPU beats the CPU, how throughput grows with the batch and where it
+stops growing, the device memory per item of the batch, and GPU utilization against the batch; and
+what only some studies have (BatchStudy): a batched call against a loop of calls, the time per
+training epoch, the algorithm the library chose."""
+from dataclasses import dataclass
+from typing import Callable, Optional
 
-# A doubling of the batch that gains less than this in products/s: throughput has saturated.
+from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, gemm_flop, ok_entries,
+                                    set_fraction_of_best_rate)
+from gpubench_driver.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
+
+# A doubling of the batch that gains less than this in items/s: throughput has saturated.
 SATURATION_GAIN = 0.05
-LOOP_BASELINE = "cublas_loop"
-AGAINST_LOOP = ("cublas_strided", "cublas_graph")
-OPERAND_BYTES = 3 * 4  # A, B and C of one product: n x n FP32 each
+
+
+@dataclass(frozen=True)
+class BatchStudy:
+    """What sets one batch study apart; every finding and section is derived from this."""
+    title: str                  # in section and chart titles
+    unit: str                   # what the batch counts (plural): the counter holding it per call, '<unit>_per_s'
+    item: str                   # one of them: 'bytes_per_<item>'
+    size_name: str              # what n is, in titles
+    batch_meaning: str          # what a batch of b is, in the summary
+    operands: Optional[str] = None  # what one item's operands are, where the study knows their size
+    operand_bytes: Optional[Callable[[int], int]] = None  # the bytes they take at n
+    flop_per_item: Optional[Callable[[int], float]] = None  # FLOP of one item at n, where the name tells it
+    loop_baseline: Optional[str] = None  # the implementation the batched calls are compared with
+    against_loop: tuple = ()
+    epoch_samples: Optional[int] = None  # the training set whose epoch time is derived (--describe may say)
+    chooses_algorithm: bool = False      # entries report the library's chosen algorithm and its workspace
+
+
+STUDIES = {
+    "batched_gemm": BatchStudy(
+        title="Batched GEMM", unit="products", item="product", size_name="n",
+        batch_meaning="products of n x n FP32 matrices per call",
+        operands="3 n x n FP32 matrices", operand_bytes=lambda n: 3 * 4 * n * n,  # A, B and C
+        flop_per_item=gemm_flop,
+        loop_baseline="cublas_loop", against_loop=("cublas_strided", "cublas_graph")),
+    "mlp_training": BatchStudy(
+        title="MLP training", unit="samples", item="sample", size_name="hidden width n",
+        batch_meaning="samples per SGD step of the MLP 784 -> n -> n -> 10, n its hidden width",
+        epoch_samples=60000),
+    "conv2d": BatchStudy(
+        title="Convolution", unit="samples", item="sample", size_name="layer n",
+        batch_meaning="images per forward convolution, n the layer's input height and width",
+        chooses_algorithm=True),
+}
 
 
 def _median(entry):
     return entry["time_s"]["median"]
 
 
-def products_per_s(entry):
-    # The 'products' counter is the batch; a binary that did not report it ran the name's batch.
-    products = entry["products"] if entry.get("products") is not None else entry["batch"]
-    return products / _median(entry)
+def rate_key(study):
+    """'products_per_s': the field holding items per second."""
+    return f"{study.unit}_per_s"
+
+
+def items_per_s(entry, study):
+    # The counter is the batch; a binary that did not report it ran the name's batch.
+    items = entry[study.unit] if entry.get(study.unit) is not None else entry["batch"]
+    return items / _median(entry)
 
 
 def _measured(entries, device=None):
@@ -26,85 +69,166 @@ def _measured(entries, device=None):
     return [e for e in ok_entries(entries) if e.get("batch") and device in (None, e.get("device"))]
 
 
+def _series_key(entry):
+    return entry["n"], entry["impl"], entry["mode"], entry["precision"]
+
+
+def size_text(study, layers, n):
+    """How titles name size n: 'n = 64', or with the study's layers 'layer n = 56 (ResNet-50 conv2_x 3x3:
+    64 -> 64 channels, 3x3 kernel, 56x56)'."""
+    layer = next((layer for layer in layers or [] if isinstance(layer, dict) and layer.get("n") == n), None)
+    text = f"{study.size_name} = {n}"
+    if layer is None:
+        return text
+    kernel = layer.get("kernel")
+    return (f"{text} ({layer.get('role')}: {layer.get('in_channels')} -> {layer.get('out_channels')} channels, "
+            f"{kernel}x{kernel} kernel, {layer.get('height')}x{layer.get('width')})")
+
+
 # --- crossover over the batch ---------------------------------------------------------
 def crossovers(entries):
-    """Per matrix size and GPU mode: the batch from which the best GPU implementation beats the
-    best CPU implementation at every larger measured batch (derive.crossover along the batch)."""
+    """Per size, GPU precision and GPU mode: the batch from which the best GPU implementation in
+    that precision and mode beats the best CPU implementation at every larger measured batch
+    (derive.crossover along the batch)."""
     measured = _measured(entries)
-    return [{"n": n, **found} for n in sorted({e["n"] for e in measured})
-            for found in crossovers_along([e for e in measured if e["n"] == n], BATCH)]
-
-
-# --- throughput and saturation ---------------------------------------------------------
-def saturation(points):
-    """(batch, note): the smallest batch b whose doubling (the next measured batch, when it is 2b)
-    gains less than SATURATION_GAIN in products/s; (None, why) when there is none."""
-    doublings = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] == 2 * low["batch"]]
-    for low, high in doublings:
-        if high["products_per_s"] < (1 + SATURATION_GAIN) * low["products_per_s"]:
-            return low["batch"], None
-    if not doublings:
-        return None, "no batch was measured together with its double"
-    return None, (f"products/s grew by {SATURATION_GAIN:.0%} or more at every measured doubling "
-                  f"(up to batch {doublings[-1][1]['batch']})")
-
-
-def throughput(entries):
-    """One row per matrix size, implementation and mode: products/s and FLOP/s at each measured
-    batch, the best of them, and the saturation batch."""
-    series = {}
-    for entry in _measured(entries):
-        series.setdefault((entry["n"], entry["device"], entry["impl"], entry["mode"]), []).append({
-            "batch": entry["batch"], "median_s": _median(entry), "products_per_s": products_per_s(entry),
-            "flop_per_s": entry.get("flop_per_s")})
     rows = []
-    for (n, device, impl, mode), points in sorted(series.items()):
-        points.sort(key=lambda point: point["batch"])
-        batch, note = saturation(points)
-        best = max(points, key=lambda point: point["products_per_s"])
-        rows.append({"n": n, "impl": impl, "device": device, "mode": mode, "points": points,
-                     "saturation_batch": batch, "saturation_note": note,
-                     "best_products_per_s": best["products_per_s"], "best_flop_per_s": best["flop_per_s"],
-                     "best_batch": best["batch"]})
+    for n in sorted({e["n"] for e in measured}):
+        cpu = [e for e in measured if e["n"] == n and e["device"] == "cpu"]
+        gpu = [e for e in measured if e["n"] == n and e["device"] == "gpu"]
+        for precision in sorted({e["precision"] for e in gpu}):
+            rows += [{"n": n, "precision": precision, **found}
+                     for found in crossovers_along(cpu + [e for e in gpu if e["precision"] == precision], BATCH)]
     return rows
 
 
+# --- throughput and saturation ---------------------------------------------------------
+def saturation(points, study):
+    """(batch, note): the smallest batch b whose doubling (the next measured batch, when it is 2b)
+    gains less than SATURATION_GAIN in items/s; (None, why) when there is none."""
+    key = rate_key(study)
+    doublings = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] == 2 * low["batch"]]
+    for low, high in doublings:
+        if high[key] < (1 + SATURATION_GAIN) * low[key]:
+            return low["batch"], None
+    if not doublings:
+        return None, "no batch was measured together with its double"
+    return None, (f"{study.unit}/s grew by {SATURATION_GAIN:.0%} or more at every measured doubling "
+                  f"(up to batch {doublings[-1][1]['batch']})")
+
+
+def _series(entries, point):
+    """{(n, impl, mode, precision): (device, [point(entry), ...] in batch order)} of measured entries."""
+    series = {}
+    for entry in sorted(entries, key=lambda e: e["batch"]):
+        series.setdefault(_series_key(entry), (entry["device"], []))[1].append(point(entry))
+    return series
+
+
+def _series_rows(series):
+    """One row per series, CPU first then GPU, each by size, implementation, mode and precision."""
+    order = sorted(series.items(), key=lambda item: (item[0][0], item[1][0], *item[0][1:]))
+    return [{"n": n, "impl": impl, "device": device, "mode": mode, "precision": precision, "points": points}
+            for (n, impl, mode, precision), (device, points) in order]
+
+
+def throughput(entries, study):
+    """One row per size, implementation, mode and precision: items/s and FLOP/s at each measured
+    batch, the best of them, and the saturation batch."""
+    key = rate_key(study)
+    rows = _series_rows(_series(_measured(entries), lambda entry: {
+        "batch": entry["batch"], "median_s": _median(entry), key: items_per_s(entry, study),
+        "flop_per_s": entry.get("flop_per_s")}))
+    for row in rows:
+        batch, note = saturation(row["points"], study)
+        best = max(row["points"], key=lambda point: point[key])
+        row.update({"saturation_batch": batch, "saturation_note": note, f"best_{key}": best[key],
+                    "best_flop_per_s": best["flop_per_s"], "best_batch": best["batch"]})
+    return rows
+
+
+def epoch_times(rows, study, samples):
+    """Seconds per epoch of `samples` at each batch of each throughput row: the epoch over the
+    samples per second (a last partial batch counted at the same rate)."""
+    key = rate_key(study)
+    return {"samples": samples,
+            "rows": [{**{axis: row[axis] for axis in ("n", "impl", "device", "mode", "precision")},
+                      "points": [{"batch": point["batch"], "epoch_s": samples / point[key]}
+                                 for point in row["points"]]} for row in rows]}
+
+
 # --- device memory --------------------------------------------------------------------
-def device_memory(entries):
-    """Per GPU entry: the device memory its operands took (measured by the binary) per product,
-    next to the operands' own size."""
-    return [{"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"],
-             "device_bytes": e["device_bytes"], "bytes_per_product": e["device_bytes"] / e["batch"],
-             "operand_bytes_per_product": OPERAND_BYTES * e["n"] ** 2}
-            for e in sorted(_measured(entries, "gpu"), key=lambda e: (e["n"], e["impl"], e["mode"], e["batch"]))
-            if e.get("device_bytes") is not None]
+def device_memory(entries, study):
+    """Per GPU entry: the device memory it took (measured by the binary) per item of its batch,
+    next to the operands' own size where the study knows it."""
+    rows = []
+    for e in sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"])):
+        if e.get("device_bytes") is None:
+            continue
+        row = {"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"], "precision": e["precision"],
+               "device_bytes": e["device_bytes"], f"bytes_per_{study.item}": e["device_bytes"] / e["batch"]}
+        if study.operand_bytes:
+            row[f"operand_bytes_per_{study.item}"] = study.operand_bytes(e["n"])
+        rows.append(row)
+    return rows
+
+
+# --- GPU utilization --------------------------------------------------------------------
+def utilization(entries, described):
+    """NVML utilization against the batch: whether the binary could sample it (and why not), and
+    per GPU series each batch's combined counters (gbench.combine_utilization)."""
+    described = described if isinstance(described, dict) else {
+        "available": None, "reason": "the study binary does not say whether it samples GPU utilization"}
+    sampled = [e for e in _measured(entries, "gpu") if e.get(UTILIZATION_SAMPLES) is not None]
+    rows = _series_rows(_series(sampled, lambda entry: {
+        "batch": entry["batch"], **{name: entry[name] for name in UTILIZATION_COUNTERS}}))
+    return {"available": described.get("available"), "reason": described.get("reason"), "rows": rows}
 
 
 # --- one batched call against a loop of calls -----------------------------------------
-def loop_ratios(entries):
-    """Throughput of each of AGAINST_LOOP over LOOP_BASELINE's (= the loop's time over its time)
-    at every size, mode and batch both measured; and the largest ratio of each implementation
-    and mode, with where it was reached."""
-    index = {(e["impl"], e["mode"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
+def loop_ratios(entries, study):
+    """Throughput of each of study.against_loop over study.loop_baseline's (= the loop's time over
+    its time) at every size, mode, precision and batch both measured; and the largest ratio of each
+    implementation and mode, with where it was reached."""
+    baseline = study.loop_baseline
+    index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,
-             "ratio": _median(index[(LOOP_BASELINE, mode, n, batch)]) / _median(entry)}
-            for (impl, mode, n, batch), entry in index.items()
-            if impl in AGAINST_LOOP and (LOOP_BASELINE, mode, n, batch) in index]
+             "ratio": _median(index[(baseline, mode, precision, n, batch)]) / _median(entry)}
+            for (impl, mode, precision, n, batch), entry in index.items()
+            if impl in study.against_loop and (baseline, mode, precision, n, batch) in index]
     rows.sort(key=lambda row: (row["n"], row["mode"], row["batch"], row["impl"]))
     largest = {}
     for row in rows:
         key = (row["impl"], row["mode"])
         if key not in largest or row["ratio"] > largest[key]["ratio"]:
             largest[key] = row
-    order = sorted(largest, key=lambda key: (AGAINST_LOOP.index(key[0]), key[1]))
-    return {"baseline": LOOP_BASELINE, "rows": rows, "largest": [largest[key] for key in order]}
+    order = sorted(largest, key=lambda key: (study.against_loop.index(key[0]), key[1]))
+    return {"baseline": baseline, "rows": rows, "largest": [largest[key] for key in order]}
 
 
-def derive(entries):
+# --- the algorithm the library chose ------------------------------------------------------
+def chosen_algorithms(entries, names):
+    """Per GPU entry that reports one: the algorithm (its number, and its name from the binary's
+    --describe map) and the workspace it took."""
+    names = names if isinstance(names, dict) else {}
+    return [{"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"], "precision": e["precision"],
+             "algorithm": e["algorithm"], "algorithm_name": names.get(str(int(e["algorithm"]))),
+             "workspace_bytes": e.get("workspace_bytes")}
+            for e in sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
+            if e.get("algorithm") is not None]
+
+
+def derive(name, record):
+    """The findings of one batch study from its record in results.json (entries and what its
+    --describe said)."""
+    study, entries = STUDIES[name], record["entries"]
     set_fraction_of_best_rate(entries)
-    return {
-        "crossovers": crossovers(entries),
-        "throughput": throughput(entries),
-        "device_memory": device_memory(entries),
-        "loop_ratios": loop_ratios(entries),
-    }
+    rows = throughput(entries, study)
+    derived = {"crossovers": crossovers(entries), "throughput": rows, "device_memory": device_memory(entries, study),
+               "utilization": utilization(entries, record.get("utilization"))}
+    if study.loop_baseline:
+        derived["loop_ratios"] = loop_ratios(entries, study)
+    if study.epoch_samples:
+        derived["epoch_times"] = epoch_times(rows, study, record.get("epoch_samples") or study.epoch_samples)
+    if study.chooses_algorithm:
+        derived["chosen_algorithms"] = chosen_algorithms(entries, record.get("algorithms"))
+    return derived

@@ -10,9 +10,19 @@ SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
-# 'products' and 'device_bytes' are the batched GEMM study's.
+# 'products' (batched GEMM) and 'samples' (MLP, convolution) count what one call processes, the batch;
+# 'device_bytes' is the batch studies', 'workspace_bytes' and 'algorithm' the convolution's, 'loss_rel_error'
+# the MLP's.
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
-            "max_rel_error_normal", "tolerance", "threads", "products", "device_bytes")
+            "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
+            "workspace_bytes", "algorithm", "loss_rel_error")
+# NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
+# window of readings each, often empty), so they are combined over the repetitions
+# (combine_utilization) instead of taken from the median aggregate as the other counters are.
+UTILIZATION_SAMPLES = "gpu_util_samples"
+UTILIZATION_MEANS = ("gpu_util_mean", "mem_util_mean")  # weighted by each repetition's readings
+UTILIZATION_MAXIMA = ("gpu_util_max",)
+UTILIZATION_COUNTERS = (UTILIZATION_SAMPLES, *UTILIZATION_MEANS, *UTILIZATION_MAXIMA)
 SKIP_PREFIX = "skipped: "
 # A study with a batch axis (batched_gemm) appends '/batch:<b>'; the other studies' names end at n.
 NAME_PATTERN = re.compile(
@@ -167,7 +177,7 @@ def blank_entry(key):
     entry = {"name": key, **{axis: axes.get(axis) for axis in AXES},
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None}
-    entry.update({name: None for name in COUNTERS})
+    entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS)})
     return entry
 
 
@@ -184,6 +194,7 @@ def _entry(run_name, group):
     entry["iterations"] = _finite((group["iterations"] or [{}])[0].get("iterations"))
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
     entry.update({name: _finite(counter_source.get(name)) for name in COUNTERS})
+    entry.update(combine_utilization(group["iterations"]))
     if entry["device"] != "cpu":
         # Google Benchmark writes its own "threads": 1 under the same key; only the CPU
         # entries set the counter, so elsewhere the value would be misleading.
@@ -194,6 +205,32 @@ def _entry(run_name, group):
     if entry["time_s"] is None:
         entry.update(status="error", message="no timing in the benchmark output")
     return entry
+
+
+def combine_utilization(runs):
+    """The utilization counters over every repetition: the readings in all, the reading-weighted
+    means, the largest maximum. All None when no repetition reported readings (no NVML, a CPU
+    entry, or only aggregates in the output); the means and maximum None when no reading fell
+    inside any repetition's timed loop (or its value was NaN)."""
+    counted = [(run, _finite(run.get(UTILIZATION_SAMPLES))) for run in runs]
+    combined = dict.fromkeys(UTILIZATION_COUNTERS)
+    if all(count is None for _, count in counted):
+        return combined
+    combined[UTILIZATION_SAMPLES] = sum(count or 0 for _, count in counted)
+    read = [(run, count) for run, count in counted if count]  # the repetitions with readings
+    for name in UTILIZATION_MEANS:
+        pairs = _with_readings(read, name)
+        weight = sum(count for _, count in pairs)
+        combined[name] = sum(value * count for value, count in pairs) / weight if weight else None
+    for name in UTILIZATION_MAXIMA:
+        combined[name] = max((value for value, _ in _with_readings(read, name)), default=None)
+    return combined
+
+
+def _with_readings(read, name):
+    """(value, readings) of each repetition with readings whose counter `name` is a finite number."""
+    pairs = [(_finite(run.get(name)), count) for run, count in read]
+    return [(value, count) for value, count in pairs if value is not None]
 
 
 def _repetitions(group):

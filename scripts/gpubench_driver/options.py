@@ -2,15 +2,20 @@
 import re
 from dataclasses import dataclass, field, replace
 
-STUDIES = ("matmul", "precision", "batched_gemm")
+STUDIES = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d")
 # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine,
-# and batched_gemm's lie along the batch, which its default batches sweep in doublings.
+# and the batch studies' lie along the batch, which their default batches sweep in doublings.
 REFINED_STUDIES = ("matmul",)
 # Studies whose entries have a batch axis besides n; only they get --batches.
-BATCH_STUDIES = ("batched_gemm",)
+BATCH_STUDIES = ("batched_gemm", "mlp_training", "conv2d")
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096), "batched_gemm": (64, 256)}
-QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512)}
+# conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the MLP's is its hidden width. The quick
+# batches hold those the PyTorch references are compared at (conv2d 1, 32, 256; MLP 256, 1024, 8192)
+# and a doubling where saturation can show.
+QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096), "batched_gemm": (64, 256),
+               "mlp_training": (1024,), "conv2d": (56, 7)}
+QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512), "mlp_training": (1, 16, 256, 512, 1024, 8192),
+                 "conv2d": (1, 8, 32, 64, 256)}
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
 QUICK_REFINE_ROUNDS = 1
@@ -22,6 +27,10 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 class UsageError(Exception):
     """A bad command-line value."""
+
+
+class NothingToRun(Exception):
+    """The user's choice leaves a study nothing to run; the message says why."""
 
 
 @dataclass
@@ -129,18 +138,30 @@ def study_batches(options, name, description):
     return options.batches or (list(QUICK_BATCHES[name]) if options.quick else description.get("default_batches"))
 
 
+def study_sizes(options, name, description):
+    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'),
+    its quick or its default ones."""
+    if options.sizes is None:
+        return list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or []
+    layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
+    sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
+    if not sizes:
+        raise NothingToRun(f"none of --sizes is one of its layers (n = {', '.join(map(str, layers))})")
+    return sizes
+
+
 def for_study(options, name, description):
     """The options one study's binary gets: the sizes (and batches) it sweeps, and only the
-    implementations, modes and caps it knows (a binary refuses ids it does not have); None when
-    the user's choice leaves it nothing to run."""
+    implementations, modes and caps it knows (a binary refuses ids it does not have); NothingToRun
+    when the user's choice leaves it nothing to run."""
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]
     impls = None if options.impls is None else [i for i in options.impls if i in ids]
     chosen_modes = None if options.modes is None else [m for m in options.modes if m in modes]
     if impls == [] or chosen_modes == []:
-        return None
-    sizes = options.sizes or (list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or [])
+        raise NothingToRun("it has none of the implementations or modes selected")
+    sizes = study_sizes(options, name, description)
     return replace(options, sizes=sizes, batches=study_batches(options, name, description), impls=impls,
                    modes=chosen_modes, caps={i: cap for i, cap in options.caps.items() if i in ids},
                    refine_rounds=options.refine_rounds if name in REFINED_STUDIES else 0)

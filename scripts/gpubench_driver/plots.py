@@ -1,7 +1,8 @@
 """PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib."""
+import functools
 import os
 
-from gpubench_driver import derive
+from gpubench_driver import derive, derive_batch
 
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
                       "(install python3-matplotlib, e.g. 'sudo apt-get install python3-matplotlib')")
@@ -27,9 +28,12 @@ def _series(entries, label):
     return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
 
 
+LEGEND_ROWS = 10  # more lines than this: the legend takes two columns
+
+
 def _finish(pyplot, figure, axes, path):
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize="small")
+    axes.legend(fontsize="small", ncol=2 if len(axes.get_legend_handles_labels()[0]) > LEGEND_ROWS else 1)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     pyplot.close(figure)
@@ -134,36 +138,45 @@ def _precision_plots(pyplot, study, plot_dir):
     return paths
 
 
-# --- batched GEMM study ------------------------------------------------------------
-CROSSOVER_STYLES = ("--", ":", "-.")  # one per GPU mode
+# --- studies with a batch axis ---------------------------------------------------------
+CROSSOVER_STYLES = ("--", ":", "-.")  # one per GPU mode (and precision)
 
 
-def _crossover_marks(crossovers):
-    """Draws a vertical line at each GPU mode's crossover batch (its estimate, else the bracket's upper end)."""
+def _crossover_marks(crossovers, with_precision):
+    """Draws a vertical line at each GPU mode's (and precision's) crossover batch: its estimate,
+    else the bracket's upper end."""
     def mark(axes):
         for index, found in enumerate(crossovers):
             batch = found.get("estimate_batch") or found.get("upper")
             if batch:
+                which = f"{found['mode']}, {found['precision']}" if with_precision else found["mode"]
                 axes.axvline(batch, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
-                             label=f"GPU ({found['mode']}) beats CPU from batch {batch}")
+                             label=f"GPU ({which}) beats CPU from batch {batch}")
     return mark
 
 
-def _batch_plots(pyplot, study, plot_dir):
-    """One chart per matrix size: products/s of every implementation and mode over the batch."""
+def _batch_plots(name, pyplot, study, plot_dir):
+    """One chart per size n: items/s of every implementation, mode (and precision) over the batch,
+    CPU and GPU together, with the crossovers marked."""
+    spec = derive_batch.STUDIES[name]
     derived = study["derived"]
+    rows = derived.get("throughput", [])
+    with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
+    key = derive_batch.rate_key(spec)
     paths = []
-    for n in sorted({row["n"] for row in derived.get("throughput", [])}):
-        series = {f"{row['impl']}/{row['mode']}": [(point["batch"], point) for point in row["points"]]
-                  for row in derived["throughput"] if row["n"] == n}
-        paths.append(os.path.join(plot_dir, f"batched_gemm_throughput_n{n}.png"))
-        _line_plot(pyplot, paths[-1], f"batched GEMM FP32, n = {n}: products per second", "products/s", series,
-                   lambda point: point["products_per_s"], xlabel="batch (products per call)",
-                   mark=_crossover_marks([c for c in derived.get("crossovers", []) if c["n"] == n]))
+    for n in sorted({row["n"] for row in rows}):
+        series = {"/".join(row[axis] for axis in ("impl", "mode", "precision")[:2 + with_precision]):
+                  [(point["batch"], point) for point in row["points"]] for row in rows if row["n"] == n}
+        paths.append(os.path.join(plot_dir, f"{name}_throughput_n{n}.png"))
+        _line_plot(pyplot, paths[-1], f"{spec.title}: {spec.unit} per second\n"
+                                      f"{derive_batch.size_text(spec, study.get('layers'), n)}", f"{spec.unit}/s",
+                   series, lambda point: point[key], xlabel=f"batch ({spec.unit} per call)",
+                   mark=_crossover_marks([c for c in derived.get("crossovers", []) if c["n"] == n], with_precision))
     return paths
 
 
-PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots, "batched_gemm": _batch_plots}
+PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots,
+         **{name: functools.partial(_batch_plots, name) for name in derive_batch.STUDIES}}
 
 
 def write_plots(studies, out_dir):

@@ -4,35 +4,91 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reference_matmul.py")
+SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMPY_SIZES = (4096,)
 TORCH_SIZES = (4096, 8192)
+CONV_SIZES = (56, 28, 14, 7)  # every layer of the convolution study
+CONV_BATCHES = (1, 32, 256)
+CONV_LAYOUTS = ("nchw", "nhwc")  # cudnn_<layout> in the study
+MLP_WIDTH = 1024  # the hidden width the torch MLP has
+MLP_BATCHES = (256, 1024, 8192)
+# The study's precision -> the reference's dtype.
+CONV_DTYPES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16"}
+MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
+PRECISION_DTYPES = {"tf32": ("torch", "tf32"), "fp16": ("torch", "float16"), "bf16": ("torch", "bfloat16"),
+                    "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
 PROBE_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 900
 PROBES = {
     "numpy": "import numpy",
     "torch": "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)",
 }
-# The reference runs after each study: key in results.json 'references' -> what reference_matmul.py times.
+
+
+@dataclass(frozen=True)
+class Run:
+    """One reference run: a script in scripts/ and its arguments, under an interpreter that has
+    `library` (a key of PROBES); a `gpu` run only when the study's GPU part ran."""
+    library: str
+    script: str
+    args: tuple
+    gpu: bool
+
+
+def _csv(values):
+    return ",".join(map(str, values))
+
+
+# The reference runs after each study: key in results.json 'references' -> what runs.
 RUNS = {
-    "matmul": {"numpy": {"library": "numpy", "sizes": NUMPY_SIZES, "dtypes": None, "gpu": False},
-               "torch": {"library": "torch", "sizes": TORCH_SIZES, "dtypes": ("float32",), "gpu": True}},
-    "precision": {"torch_precision": {"library": "torch", "sizes": TORCH_SIZES, "gpu": True,
-                                      "dtypes": ("tf32", "float16", "bfloat16", "float8_e4m3fn")}},
+    "matmul": {"numpy": Run("numpy", "reference_matmul.py", ("numpy", _csv(NUMPY_SIZES)), gpu=False),
+               "torch": Run("torch", "reference_matmul.py", ("torch", _csv(TORCH_SIZES), "float32"), gpu=True)},
+    "precision": {"torch_precision": Run("torch", "reference_matmul.py", (
+        "torch", _csv(TORCH_SIZES), _csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True)},
+    "conv2d": {"torch_conv2d": Run("torch", "reference_conv2d.py", (
+        "torch", _csv(CONV_SIZES), _csv(CONV_BATCHES), _csv(CONV_DTYPES.values()), _csv(CONV_LAYOUTS)), gpu=True)},
+    "mlp_training": {"torch_mlp": Run("torch", "reference_mlp.py", (
+        "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True)},
 }
-# Which study entry (impl, mode, precision) each reference result (run, dtype) is compared with;
-# 'reference' names it in the report.
+CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) for the same layer, dtype, layout "
+               "and batch: a time ratio of at most 1.05")
+MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
+              "at most 1.10")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Which study entries (impl, mode, precision at each (n, batch) point; batch None in a study
+    without a batch axis) are compared with which reference results (those of `run` with the
+    fields in `result`); `reference` names it in the report, `target` what the study is held to."""
+    study: str
+    impl: str
+    mode: str
+    precision: str
+    run: str
+    reference: str
+    result: dict
+    points: tuple
+    target: str = None
+
+
 COMPARISONS = (
-    {"study": "matmul", "impl": "cublas", "mode": "resident", "precision": "fp32",
-     "run": "torch", "reference": "torch", "dtype": "float32", "sizes": TORCH_SIZES},
-    {"study": "matmul", "impl": "openblas", "mode": "host", "precision": "fp32",
-     "run": "numpy", "reference": "numpy", "dtype": "float32", "sizes": NUMPY_SIZES},
-    *({"study": "precision", "impl": "cublas", "mode": "resident", "precision": precision,
-       "run": "torch_precision", "reference": reference, "dtype": dtype, "sizes": TORCH_SIZES}
-      for precision, reference, dtype in (("tf32", "torch", "tf32"), ("fp16", "torch", "float16"),
-                                          ("bf16", "torch", "bfloat16"),
-                                          ("fp8_e4m3", "torch._scaled_mm", "float8_e4m3fn"))),
+    Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
+               tuple((n, None) for n in TORCH_SIZES)),
+    Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
+               tuple((n, None) for n in NUMPY_SIZES)),
+    *(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference, {"dtype": dtype},
+                 tuple((n, None) for n in TORCH_SIZES))
+      for precision, (reference, dtype) in PRECISION_DTYPES.items()),
+    *(Comparison("conv2d", f"cudnn_{layout}", "resident", precision, "torch_conv2d", "torch.nn.functional.conv2d",
+                 {"dtype": dtype, "layout": layout}, tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES),
+                 CONV_TARGET)
+      for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items()),
+    *(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp", "torch eager step",
+                 {"dtype": dtype}, tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
+      for precision, dtype in MLP_DTYPES.items()),
 )
 
 
@@ -57,19 +113,18 @@ def find_interpreter(library):
     return None
 
 
-def run_library(library, sizes, dtypes):
+def run_library(run):
     """{"python", "results", "notes"} or {"note"} for one reference run."""
-    python = find_interpreter(library)
+    python = find_interpreter(run.library)
     if python is None:
-        need = "numpy" if library == "numpy" else "PyTorch with a usable CUDA device"
+        need = "numpy" if run.library == "numpy" else "PyTorch with a usable CUDA device"
         return {"note": f"skipped: no Python interpreter with {need} was found"}
-    what = ", ".join(dtypes) if dtypes else "float32"
-    print(f"reference: {library} matmul {what} at n = {', '.join(map(str, sizes))} ({python})", flush=True)
-    command = [python, SCRIPT, library, ",".join(map(str, sizes)), *([",".join(dtypes)] if dtypes else [])]
+    print(f"reference: {run.script} {' '.join(run.args)} ({python})", flush=True)
+    command = [python, os.path.join(SCRIPTS_DIR, run.script), *run.args]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return {"python": python, "note": f"failed: the {library} reference took over {RUN_TIMEOUT_S} s"}
+        return {"python": python, "note": f"failed: {run.script} took over {RUN_TIMEOUT_S} s"}
     if result.returncode != 0:
         return {"python": python, "note": f"failed ({result.returncode}): {result.stderr.strip()[-800:]}"}
     try:
@@ -81,43 +136,49 @@ def run_library(library, sizes, dtypes):
 
 def run_references(study, with_gpu):
     """The reference runs that belong to a study, by their key in results.json 'references'."""
-    return {key: (run_library(run["library"], run["sizes"], run["dtypes"]) if with_gpu or not run["gpu"]
+    return {key: (run_library(run) if with_gpu or not run.gpu
                   else {"note": "skipped: the GPU part of the study was not run"})
             for key, run in RUNS.get(study, {}).items()}
 
 
 def compare(references, entries, study):
-    """Study median time / reference median time at each size both measured (< 1: the study is faster)."""
+    """Study median time / reference median time at each point both measured (< 1: the study is faster)."""
     rows = []
-    for comparison in (c for c in COMPARISONS if c["study"] == study):
-        measured = _reference_medians(references, comparison["run"])
-        for n in comparison["sizes"]:
-            rows.append(_compare_one(comparison, n, measured.get((n, comparison["dtype"])),
-                                     _study_median(entries, comparison, n)))
+    for comparison in (c for c in COMPARISONS if c.study == study):
+        measured = _reference_medians(references, comparison)
+        for n, batch in comparison.points:
+            rows.append(_compare_one(comparison, n, batch, measured.get((n, batch)),
+                                     _study_median(entries, comparison, n, batch)))
     return rows
 
 
-def _reference_medians(references, run):
-    results = ((references or {}).get(run) or {}).get("results") or []
-    return {(r.get("n"), r.get("dtype")): (r.get("time_s") or {}).get("median") for r in results if isinstance(r, dict)}
+def _reference_medians(references, comparison):
+    """{(n, batch): median seconds} of the run's results that have the comparison's fields."""
+    results = ((references or {}).get(comparison.run) or {}).get("results") or []
+    return {(r.get("n"), r.get("batch")): (r.get("time_s") or {}).get("median") for r in results
+            if isinstance(r, dict) and all(r.get(key) == value for key, value in comparison.result.items())}
 
 
-def _study_median(entries, comparison, n):
+def _study_median(entries, comparison, n, batch):
     for entry in entries:
-        if (entry.get("impl"), entry.get("mode"), entry.get("precision"), entry.get("n"), entry.get("status")) == (
-                comparison["impl"], comparison["mode"], comparison["precision"], n, "ok"):
+        if (entry.get("impl"), entry.get("mode"), entry.get("precision"), entry.get("n"), entry.get("batch"),
+                entry.get("status")) == (comparison.impl, comparison.mode, comparison.precision, n, batch, "ok"):
             return entry["time_s"]["median"]
     return None
 
 
-def _compare_one(comparison, n, reference_s, study_s):
-    row = {"study": f"{comparison['impl']}/{comparison['mode']}", "precision": comparison["precision"],
-           "reference": comparison["reference"], "reference_dtype": comparison["dtype"], "n": n,
-           "study_median_s": study_s, "reference_median_s": reference_s, "time_ratio": None, "note": None}
+def _compare_one(comparison, n, batch, reference_s, study_s):
+    row = {"study": f"{comparison.impl}/{comparison.mode}", "precision": comparison.precision,
+           "reference": comparison.reference, "reference_dtype": comparison.result["dtype"],
+           "reference_layout": comparison.result.get("layout"), "n": n, "batch": batch,
+           "study_median_s": study_s, "reference_median_s": reference_s, "time_ratio": None,
+           "target": comparison.target, "note": None}
+    where = f"n={n}" + (f", batch={batch}" if batch is not None else "")
     if study_s is None:
-        row["note"] = f"the study has no ok {row['study']} {row['precision']} entry at n={n}"
+        row["note"] = f"the study has no ok {row['study']} {row['precision']} entry at {where}"
     elif reference_s is None:
-        row["note"] = f"no {comparison['reference']} {comparison['dtype']} reference at n={n}"
+        reference = " ".join(filter(None, (comparison.reference, *comparison.result.values())))
+        row["note"] = f"no {reference} reference at {where}"
     else:
         row["time_ratio"] = study_s / reference_s
     return row

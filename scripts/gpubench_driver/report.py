@@ -4,17 +4,17 @@ import os
 from gpubench_driver import derive, derive_batch, derive_precision, plots, reference, results, summary
 
 
-def _derived(name, entries, refine_rounds):
+def _derived(name, study, refine_rounds):
     if name == "precision":
-        return derive_precision.derive(entries)
-    if name == "batched_gemm":
-        return derive_batch.derive(entries)
-    return derive.derive(entries, refine_rounds)
+        return derive_precision.derive(study["entries"])
+    if name in derive_batch.STUDIES:
+        return derive_batch.derive(name, study)
+    return derive.derive(study["entries"], refine_rounds)
 
 
 def derive_findings(document, refine_rounds):
     for name, study in document["studies"].items():
-        study["derived"] = _derived(name, study["entries"], refine_rounds)
+        study["derived"] = _derived(name, study, refine_rounds)
         if document.get("references") is not None and name in reference.RUNS:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)

@@ -14,6 +14,8 @@ TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
 _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
 _OPTIONAL_STR = (str, type(None))
+# A study's fields from its --describe beyond the implementations, and their types (or null).
+DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "utilization": dict, "epoch_samples": int}
 
 
 class ResultsError(Exception):
@@ -43,6 +45,10 @@ def new_study(description, sizes, batches=None):
         "default_batches": description.get("default_batches"),  # studies with a batch axis; else None
         "batches": batches,
         "implementations": description.get("implementations", []),
+        # What a study's --describe adds, None where it does not: the convolution's layers (what each n
+        # is), its library (cudnn) and the names of the algorithm numbers its entries report; whether
+        # the batch studies could sample GPU utilization, and why not; the MLP's training-set size.
+        **{key: description.get(key) for key in DESCRIBED},
         "entries": [],
         "invocations": [],
         "derived": {},
@@ -108,6 +114,8 @@ def _validate_study(study, path):
     _expect_type(study, dict, path)
     for key, types in (("implementations", list), ("entries", list), ("invocations", list), ("derived", dict)):
         _expect_type(study.get(key), types, f"{path}.{key}")
+    for key, types in DESCRIBED.items():  # absent in files written before the batch studies
+        _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
     for index, entry in enumerate(study["entries"]):
         _validate_entry(entry, f"{path}.entries[{index}]")
     if study.get("telemetry") is not None:
@@ -131,7 +139,8 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS):
+    for key in ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS,
+                *gbench.UTILIZATION_COUNTERS):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
     time_s = entry.get("time_s")
     if entry["status"] == "ok":

@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from gpubench_driver import derive, formatting, gbench
+from gpubench_driver import derive, derive_batch, formatting, gbench
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -92,9 +92,20 @@ class Progress:
         axes = gbench.parse_entry_name(result.name)
         text = f"median {formatting.seconds(result.median_s)}"
         if axes and result.median_s > 0:
-            # Every study: 2n^3 FLOP per product, one product per call unless the name has a batch.
-            text += f"  {formatting.rate(2.0 * axes['n'] ** 3 * (axes['batch'] or 1) / result.median_s)}"
+            text += "".join(f"  {rate}" for rate in _rates(axes, result.median_s))
         return text
+
+
+def _rates(axes, median_s):
+    """FLOP/s where the name tells the FLOP (matmul and precision: one product of 2n^3 per call; a
+    batch study that knows its FLOP per item), and in a batch study its items per second."""
+    study = derive_batch.STUDIES.get(axes["study"])
+    flop_per_item = study.flop_per_item if study else derive.gemm_flop
+    batch = axes["batch"] or 1
+    rates = [formatting.rate(flop_per_item(axes["n"]) * batch / median_s)] if flop_per_item else []
+    if study:
+        rates.append(formatting.rate(batch / median_s, f"{study.unit}/s", " "))
+    return rates
 
 
 # --- one invocation ------------------------------------------------------------------

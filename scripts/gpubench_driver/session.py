@@ -96,13 +96,13 @@ def describe_studies(options):
         options, [impl.get("id") for _, _, description in described for impl in description["implementations"]])
     plans = []
     for name, binary, description in described:
-        study_options = options_module.for_study(options, name, description)
-        if study_options is None:
-            warnings.append(f"study {name} not run: it has none of the implementations or modes selected")
-        else:
-            plans.append(StudyPlan(name, binary, description, study_options))
+        try:
+            plans.append(StudyPlan(name, binary, description, options_module.for_study(options, name, description)))
+        except options_module.NothingToRun as reason:
+            warnings.append(f"study {name} not run: {reason}")
     if not plans:
-        raise options_module.UsageError("--impls/--modes: no study has any of the implementations or modes selected")
+        raise options_module.UsageError("--impls/--modes/--sizes: no study has anything to run "
+                                        f"({'; '.join(warnings)})")
     if options.batches and not any(plan.options.batches for plan in plans):
         warnings.append(f"--batches ignored: no study run has a batch axis "
                         f"({', '.join(options_module.BATCH_STUDIES)})")

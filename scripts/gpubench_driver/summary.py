@@ -1,4 +1,5 @@
 """summary.md: the findings of one run in a page of Markdown."""
+import functools
 import os
 
 from gpubench_driver import derive, derive_batch, gbench, reference
@@ -285,31 +286,72 @@ def _precision_sections(study, document):
             + _precision_references(derived, document.get("references")))
 
 
-# --- batched GEMM study ------------------------------------------------------------
-def _batch_crossovers(study):
-    title = "Batched GEMM: crossover batch (GPU faster than the best CPU)"
-    swept = (f"Swept n = {', '.join(map(str, study.get('sizes') or []))} and batches "
-             f"{', '.join(map(str, study.get('batches') or []))} (products of n x n FP32 matrices per call).")
+# --- studies with a batch axis ---------------------------------------------------------
+def _series_axes(study):
+    """What tells a batch study's series apart in its tables: implementation and mode, and the
+    precision where the study measured more than one."""
+    precisions = {entry["precision"] for entry in study["entries"]}
+    return ("impl", "mode", "precision") if len(precisions) > 1 else ("impl", "mode")
+
+
+def _axis_titles(axes):
+    return " | ".join(AXIS_TITLES[axis] for axis in axes)
+
+
+def _axis_cells(row, axes):
+    return " | ".join(md(row[axis]) for axis in axes)
+
+
+def _batch_table(rows, axes, cell, size_name):
+    """Series down (size, then the axes), batches across: cell(point) where a series measured the
+    batch, '–' where it did not."""
+    batches = sorted({point["batch"] for row in rows for point in row["points"]})
+    lines = [f"| {md(size_name)} | {_axis_titles(axes)} | " + " | ".join(f"b={batch}" for batch in batches) + " |",
+             "|" + "---|" * (1 + len(axes) + len(batches))]
+    for row in rows:
+        at = {point["batch"]: point for point in row["points"]}
+        lines.append(f"| {row['n']} | {_axis_cells(row, axes)} | "
+                     + " | ".join(cell(at[batch]) if batch in at else "–" for batch in batches) + " |")
+    return lines
+
+
+def _layer_lines(study, spec):
+    """What each swept size is, where the study describes its sizes as layers."""
+    return [f"- {md(derive_batch.size_text(spec, study['layers'], n))}" for n in study.get("sizes") or []]
+
+
+def _batch_crossovers(study, spec):
+    title = f"{spec.title}: crossover batch (GPU faster than the best CPU)"
+    swept = (f"Swept {spec.size_name} = {', '.join(map(str, study.get('sizes') or []))} and batches "
+             f"{', '.join(map(str, study.get('batches') or []))} ({spec.batch_meaning}).")
+    lines = [swept, *([""] + _layer_lines(study, spec) if study.get("layers") else []), ""]
     crossovers = study["derived"].get("crossovers") or []
     if not crossovers:
-        return _section(title, [swept, "", "No GPU entries were measured."])
-    return _section(title, [swept, "", "| n | GPU mode | crossover batch | bracket | GPU impl | how |",
-                            "|---|---|---|---|---|---|",
-                            *(f"| {found['n']} | {md(found['mode'])} | {_crossover_cells(found, 'batch')}"
-                              for found in crossovers)])
+        return _section(title, lines + ["No GPU entries were measured."])
+    with_precision = "precision" in _series_axes(study)
+    if with_precision:
+        cpu = sorted({e["precision"] for e in study["entries"] if e.get("device") == "cpu"})
+        lines += [f"Each GPU precision against the fastest CPU implementation at the same batch (the CPU runs "
+                  f"{md(', '.join(cpu))}).", ""]
+    lines += [f"| {md(spec.size_name)} | " + ("precision | " if with_precision else "")
+              + "GPU mode | crossover batch | bracket | GPU impl | how |",
+              "|---|---|---|---|---|---|" + ("---|" if with_precision else "")]
+    lines += [f"| {found['n']} | " + (f"{md(found['precision'])} | " if with_precision else "")
+              + f"{md(found['mode'])} | {_crossover_cells(found, 'batch')}" for found in crossovers]
+    return _section(title, lines)
 
 
 def _ratio_at(row):
     return f"{ratio(row['ratio'])} (batch {row['batch']})" if row else "n/a"
 
 
-def _loop_ratios(derived):
+def _loop_ratios(derived, spec):
     found = derived.get("loop_ratios") or {}
     baseline, rows = found.get("baseline"), found.get("rows") or []
     if not rows:
         return []
-    impls = [impl for impl in derive_batch.AGAINST_LOOP if any(row["impl"] == impl for row in rows)]
-    lines = [f"- {md(row['impl'])} ({md(row['mode'])}): up to {ratio(row['ratio'])} the products/s of "
+    impls = [impl for impl in spec.against_loop if any(row["impl"] == impl for row in rows)]
+    lines = [f"- {md(row['impl'])} ({md(row['mode'])}): up to {ratio(row['ratio'])} the {spec.unit}/s of "
              f"{md(baseline)} (n={row['n']}, batch={row['batch']})" for row in found.get("largest", [])]
     lines += ["", "| n | mode | " + " | ".join(f"{md(impl)} / {md(baseline)}: largest | at the largest batch"
                                                for impl in impls) + " |", "|---|---|" + "---|---|" * len(impls)]
@@ -320,9 +362,9 @@ def _loop_ratios(derived):
             cells += [_ratio_at(max(measured, key=lambda row: row["ratio"], default=None)),
                       _ratio_at(max(measured, key=lambda row: row["batch"], default=None))]
         lines.append(f"| {n} | {md(mode)} | " + " | ".join(cells) + " |")
-    lines += ["", f"Ratio: products/s over those of {md(baseline)} at the same n, mode and batch ({md(baseline)}'s "
-                  f"median time over theirs)."]
-    return _section("Batched GEMM: one batched call against a loop of cuBLAS calls", lines)
+    lines += ["", f"Ratio: {spec.unit}/s over those of {md(baseline)} at the same n, mode and batch "
+                  f"({md(baseline)}'s median time over theirs)."]
+    return _section(f"{spec.title}: one batched call against a loop of cuBLAS calls", lines)
 
 
 def _saturation_cell(row):
@@ -331,42 +373,157 @@ def _saturation_cell(row):
     return str(row["saturation_batch"])
 
 
-def _throughput(derived):
-    rows = derived.get("throughput") or []
-    lines = ["| n | implementation | mode | best rate | FLOP/s there | at batch | saturation batch |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {row['n']} | {md(row['impl'])} | {md(row['mode'])} | "
-              f"{rate(row['best_products_per_s'], 'products/s', ' ')} | {rate(row['best_flop_per_s'])} | "
-              f"{row['best_batch']} | {_saturation_cell(row)} |" for row in rows]
+def _throughput(study, spec):
+    rows, axes = study["derived"].get("throughput") or [], _series_axes(study)
+    best = f"best_{derive_batch.rate_key(spec)}"
+    lines = [f"| {md(spec.size_name)} | {_axis_titles(axes)} | best rate | FLOP/s there | at batch | "
+             f"saturation batch |", "|" + "---|" * (len(axes) + 5)]
+    lines += [f"| {row['n']} | {_axis_cells(row, axes)} | {rate(row[best], f'{spec.unit}/s', ' ')} | "
+              f"{rate(row['best_flop_per_s'])} | {row['best_batch']} | {_saturation_cell(row)} |" for row in rows]
     lines += ["", "Saturation batch: the smallest batch b whose doubling (the next measured batch, when it is 2b) "
-                  f"gains less than {derive_batch.SATURATION_GAIN:.0%} in products/s."]
-    return _section("Batched GEMM: throughput and saturation", lines if rows else ["No entry was measured."])
+                  f"gains less than {derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s."]
+    return _section(f"{spec.title}: throughput and saturation", lines if rows else ["No entry was measured."])
 
 
-def _per_product(row):
-    return f"{byte_size(row['bytes_per_product'])} (batch {row['batch']})"
+def _epoch_times(study, spec):
+    found = study["derived"].get("epoch_times")
+    if not found or not found["rows"]:
+        return []
+    lines = _batch_table(found["rows"], _series_axes(study), lambda point: seconds(point["epoch_s"]), spec.size_name)
+    lines += ["", f"Seconds per epoch of {found['samples']:,} samples at each batch b: the epoch over the samples/s "
+                  f"measured at b (one training step per batch)."]
+    return _section(f"{spec.title}: time per epoch of {found['samples']:,} samples", lines)
 
 
-def _memory(derived):
+def _per_item(row, spec):
+    return f"{byte_size(row[f'bytes_per_{spec.item}'])} (batch {row['batch']})"
+
+
+def _memory(study, spec):
     series = {}
-    for row in derived.get("device_memory") or []:
-        series.setdefault((row["n"], row["impl"], row["mode"]), []).append(row)  # in batch order
+    for row in study["derived"].get("device_memory") or []:
+        series.setdefault((row["n"], row["impl"], row["mode"], row.get("precision")), []).append(row)  # in batch order
     if not series:
         return []
-    lines = ["| n | implementation | mode | per product, smallest batch | per product, largest batch | "
-             "operands (3 n x n FP32) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {n} | {md(impl)} | {md(mode)} | {_per_product(rows[0])} | {_per_product(rows[-1])} | "
-              f"{byte_size(rows[0]['operand_bytes_per_product'])} |" for (n, impl, mode), rows in series.items()]
-    lines += ["", "Per product: the drop in free GPU memory when the entry allocated its operands (measured by the "
-                  "binary) over the batch; the last column is what the three matrices themselves take."]
-    return _section("Batched GEMM: device memory per product", lines)
+    axes = _series_axes(study)
+    operands = f" operands ({spec.operands}) |" if spec.operands else ""
+    lines = [f"| {md(spec.size_name)} | {_axis_titles(axes)} | per {spec.item}, smallest batch | per {spec.item}, "
+             f"largest batch |{operands} total, largest batch |", "|" + "---|" * (len(axes) + 4 + bool(operands))]
+    for rows in series.values():
+        operand_cell = f" {byte_size(rows[0][f'operand_bytes_per_{spec.item}'])} |" if operands else ""
+        lines.append(f"| {rows[0]['n']} | {_axis_cells(rows[0], axes)} | {_per_item(rows[0], spec)} | "
+                     f"{_per_item(rows[-1], spec)} |{operand_cell} {byte_size(rows[-1]['device_bytes'])} |")
+    lines += ["", f"Per {spec.item}: the GPU memory the entry took (measured by the binary as the drop in free device "
+                  f"memory when it allocated) over the batch"
+                  + (f"; operands: what the {spec.operands} of one {spec.item} take" if operands else "")
+                  + "; total: that memory at the largest batch."]
+    return _section(f"{spec.title}: device memory per {spec.item}", lines)
 
 
-def _batch_sections(study, document):
-    derived = study["derived"]
-    # No caps section: this study caps nothing, memory limits the batch (a skip says so).
-    return (_batch_crossovers(study) + _loop_ratios(derived) + _throughput(derived) + _memory(derived)
-            + _grouped_failures(study, "Batched GEMM: skipped and failed entries"))
+def _utilization_cell(point):
+    samples = point[gbench.UTILIZATION_SAMPLES]
+    if not samples:
+        return "no reading"
+    mean = point["gpu_util_mean"]
+    return f"{mean:.0f}% ({samples:.0f})" if mean is not None else f"n/a ({samples:.0f})"
+
+
+def _utilization(study, spec):
+    found = study["derived"].get("utilization")
+    if found is None:
+        return []
+    title = f"{spec.title}: GPU utilization against batch (NVML)"
+    if not found["available"]:
+        return _section(title, [f"Not sampled: {md(found['reason'])}."])
+    rows = found["rows"]
+    if not rows:
+        return _section(title, ["No GPU entry was measured."])
+    lines = _batch_table(rows, _series_axes(study), _utilization_cell, spec.size_name)
+    lines += ["", "Each cell: NVML's GPU utilization (the percent of time a kernel ran), averaged over its readings "
+                  "inside the timed loops of every repetition, and in parentheses how many readings; \"no reading\": "
+                  "each loop was shorter than NVML's sampling period (1/6 s to 1 s; a longer --min-time helps). "
+                  "The maxima and memory utilization are in results.json."]
+    return _section(title, lines)
+
+
+def _chosen_algorithms(study, spec):
+    rows = study["derived"].get("chosen_algorithms")
+    if rows is None:
+        return []
+    title = f"{spec.title}: algorithm chosen and its workspace"
+    library = study.get("cudnn") or {}
+    lines = ([f"cuDNN {md(library.get('version'))}." if library.get("available")
+              else f"cuDNN not used: {md(library.get('reason'))}.", ""] if library else [])
+    if not rows:
+        return _section(title, lines + ["No GPU entry reported an algorithm."])
+    cells = {}
+    for row in rows:  # both modes of a configuration: one cell, each distinct choice once
+        name = row["algorithm_name"] or f"algorithm {row['algorithm']:.0f}"
+        cells.setdefault((row["n"], row["impl"], row["precision"]), {}).setdefault(row["batch"], []).append(
+            f"{md(name)}, {byte_size(row['workspace_bytes'])}")
+    table = [{"n": n, "impl": impl, "precision": precision,
+              "points": [{"batch": batch, "text": " / ".join(dict.fromkeys(texts))} for batch, texts in at.items()]}
+             for (n, impl, precision), at in cells.items()]
+    lines += _batch_table(table, ("impl", "precision"), lambda point: point["text"], spec.size_name)
+    lines += ["", "Each cell: the algorithm chosen for the configuration and the workspace it needs; the resident "
+                  "and transfer\\_pinned entries of a configuration are one cell (two choices, when they differ, "
+                  "separated by /, resident first)."]
+    return _section(title, lines)
+
+
+def _comparison_cell(row):
+    if row["time_ratio"] is None:
+        return "no study entry" if row["study_median_s"] is None else "no reference"
+    return f"{row['time_ratio']:.2f} ({seconds(row['study_median_s'])} vs {seconds(row['reference_median_s'])})"
+
+
+def _comparison_table(rows):
+    """Points (n, batch) down, compared entries (study, precision) across; a point where the study
+    has no entry at all is left out."""
+    columns = list(dict.fromkeys((row["study"], row["precision"]) for row in rows))
+    cells = {(row["n"], row["batch"], row["study"], row["precision"]): _comparison_cell(row) for row in rows}
+    lines = ["| n | batch | " + " | ".join(f"{md(study)} {md(precision)}" for study, precision in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for n, batch in dict.fromkeys((row["n"], row["batch"]) for row in rows if row["study_median_s"] is not None):
+        lines.append(f"| {n} | {batch} | " + " | ".join(cells.get((n, batch, *column), "–") for column in columns)
+                     + " |")
+    return lines
+
+
+def _batch_references(name, study, spec, references):
+    runs = reference.RUNS.get(name)
+    if not runs:
+        return []
+    title = f"{spec.title}: PyTorch reference"
+    if references is None:
+        return _section(title, ["Not run (--no-reference or --cpu-only)."])
+    lines = []
+    for key in runs:
+        run = references.get(key) or {"note": "not run"}
+        lines += _run_notes(key, run)
+        lines += dict.fromkeys(f"- {md(key)}: {md(result.get('library'))} {md(result.get('version'))} on "
+                               f"{md(result.get('device'))}" for result in run.get("results") or [])
+    rows = study["derived"].get("reference_comparison") or []
+    if not any(row["time_ratio"] is not None for row in rows):
+        return _section(title, lines + ["", "No point was measured by both the study and the reference."])
+    first = rows[0]
+    lines += ["", *_comparison_table(rows), "",
+              f"Time ratio: study median time / {md(first['reference'])} median time at the same "
+              + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
+              + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not "
+                "measure are left out."]
+    lines += [f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
+        row["target"] for row in rows if row["target"])]
+    return _section(title, lines)
+
+
+def _batch_sections(name, study, document):
+    spec = derive_batch.STUDIES[name]
+    # No caps section: these studies cap nothing, memory limits the batch (a skip says so).
+    return (_batch_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
+            + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
+            + _chosen_algorithms(study, spec) + _batch_references(name, study, spec, document.get("references"))
+            + _grouped_failures(study, f"{spec.title}: skipped and failed entries"))
 
 
 # --- telemetry --------------------------------------------------------------------
@@ -402,7 +559,8 @@ def _telemetry(studies):
     return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
 
 
-STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections, "batched_gemm": _batch_sections}
+STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections,
+                  **{name: functools.partial(_batch_sections, name) for name in derive_batch.STUDIES}}
 
 
 def render(document, plot_paths, out_dir):

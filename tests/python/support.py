@@ -53,8 +53,7 @@ def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_
 def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, references=None):
     """A results document holding one study replayed from hand-written fixtures, findings derived."""
     from gpubench_driver import gbench, report, results
-    with open(fixture(describe_fixture), encoding="utf-8") as stream:
-        description = json.load(stream)
+    description = load_fixture(describe_fixture)
     document = results.new_document({"id": "fixture", "started": "2026-11-22T23:00:00+00:00", "finished": None,
                                      "status": "complete", "command_line": [], "options": {}})
     document["gpu"] = {"available": True, "reason": None}
@@ -76,3 +75,26 @@ def batched_document():
     """The batched GEMM study of batched_gemm_describe.json and gbench_batched_gemm.json."""
     return study_document("batched_gemm", "batched_gemm_describe.json", "gbench_batched_gemm.json", [64, 256],
                           batches=[1, 8, 64, 512, 1024])
+
+
+def load_fixture(name):
+    with open(fixture(name), encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+def reference_run(name):
+    """A reference run as the driver records it, from a file holding what the script printed."""
+    return {"python": "/usr/bin/python3", **load_fixture(name)}
+
+
+def mlp_document(references=None):
+    """The MLP training study of mlp_training_describe.json and gbench_mlp_training.json (Google
+    Benchmark 1.7 style)."""
+    return study_document("mlp_training", "mlp_training_describe.json", "gbench_mlp_training.json", [1024],
+                          batches=[1, 2, 256, 512, 1024, 8192], references=references)
+
+
+def conv_document(references=None):
+    """The convolution study of conv2d_describe.json and gbench_conv2d.json (Google Benchmark 1.8 style)."""
+    return study_document("conv2d", "conv2d_describe.json", "gbench_conv2d.json", [56, 7], batches=[1, 32, 64, 256],
+                          references=references)

@@ -14,6 +14,7 @@ from gpubench_driver import derive_batch, gbench, options, plots, report, result
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"
+GEMM = derive_batch.STUDIES["batched_gemm"]
 
 
 def batch_entries(times, n=64):
@@ -145,24 +146,24 @@ class CrossoverTest(unittest.TestCase):
 
 class SaturationTest(unittest.TestCase):
     def test_first_doubling_that_gains_under_5_percent(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2})), (4, None))
+        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2}), GEMM), (4, None))
 
     def test_only_a_doubling_counts(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 8: 8.0, 16: 16.0, 64: 16.1, 128: 16.2})),
+        self.assertEqual(derive_batch.saturation(points({1: 1.0, 8: 8.0, 16: 16.0, 64: 16.1, 128: 16.2}), GEMM),
                          (64, None))  # 8 -> 16 doubles it; 16 -> 64 is no doubling
 
     def test_never_reached(self):
-        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}))
+        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}), GEMM)
         self.assertIsNone(batch)
         self.assertIn("5% or more at every measured doubling (up to batch 4)", note)
 
     def test_no_doubling_measured(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 8: 1.0, 64: 1.0})),
+        self.assertEqual(derive_batch.saturation(points({1: 1.0, 8: 1.0, 64: 1.0}), GEMM),
                          (None, "no batch was measured together with its double"))
 
     def test_throughput_rows(self):
         entries = batch_entries({("cublas_strided", "gpu", "resident"): {1: 1e-5, 2: 1.05e-5, 4: 2.05e-5}})
-        [row] = derive_batch.throughput(entries)
+        [row] = derive_batch.throughput(entries, GEMM)
         self.assertEqual((row["n"], row["impl"], row["device"], row["mode"]), (64, "cublas_strided", "gpu", "resident"))
         self.assertEqual([point["batch"] for point in row["points"]], [1, 2, 4])
         self.assertAlmostEqual(row["points"][1]["products_per_s"], 2 / 1.05e-5)
@@ -185,7 +186,7 @@ class LoopRatioTest(unittest.TestCase):
                                  ("cublas_strided", "gpu", "resident"): {1: 6.0, 64: 8.0},
                                  ("cublas_graph", "gpu", "resident"): {64: 80.0},
                                  ("cublas_strided", "gpu", "transfer_pinned"): {64: 10.0}})
-        found = derive_batch.loop_ratios(entries)
+        found = derive_batch.loop_ratios(entries, GEMM)
         self.assertEqual(found["baseline"], "cublas_loop")
         self.assertEqual([(r["impl"], r["batch"], r["ratio"]) for r in found["rows"]],
                          [("cublas_strided", 1, 5.0 / 6.0), ("cublas_graph", 64, 4.0), ("cublas_strided", 64, 40.0)])
@@ -205,8 +206,9 @@ class DeviceMemoryTest(unittest.TestCase):
     def test_bytes_per_product(self):
         entries = [make_entry("cublas_strided", "gpu", "resident", 64, 1e-5, batch=8, device_bytes=6 * 2 ** 20),
                    make_entry("openblas_loop", "cpu", "host", 64, 1e-5, batch=8)]
-        self.assertEqual(derive_batch.device_memory(entries), [
-            {"n": 64, "batch": 8, "impl": "cublas_strided", "mode": "resident", "device_bytes": 6 * 2 ** 20,
+        self.assertEqual(derive_batch.device_memory(entries, GEMM), [
+            {"n": 64, "batch": 8, "impl": "cublas_strided", "mode": "resident", "precision": "fp32",
+             "device_bytes": 6 * 2 ** 20,
              "bytes_per_product": 6 * 2 ** 20 / 8, "operand_bytes_per_product": 12 * 64 ** 2}])
 
 
@@ -376,7 +378,8 @@ class BatchesOptionTest(unittest.TestCase):
     def test_batches_without_a_batched_study(self):
         process, out = self.machine.run("--studies", "matmul", "--sizes", "64", "--batches", "8")
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
-        self.assertIn("WARNING: --batches ignored: no study run has a batch axis (batched_gemm)", process.stdout)
+        self.assertIn("WARNING: --batches ignored: no study run has a batch axis (batched_gemm, mlp_training, "
+                      "conv2d)", process.stdout)
 
     def test_bad_batches(self):
         process, _ = self.machine.run("--studies", "batched_gemm", "--batches", "1,0")

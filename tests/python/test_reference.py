@@ -76,10 +76,38 @@ class RunReferencesTest(unittest.TestCase):
                          {"torch_precision": {"note": "skipped: the GPU part of the study was not run"}})
 
     def test_each_study_runs_its_own(self):
-        with mock.patch.object(reference, "run_library", side_effect=lambda *args: {"called": args}):
+        with mock.patch.object(reference, "run_library", side_effect=lambda run: {"called": run}):
             runs = reference.run_references("precision", with_gpu=True)
-            self.assertEqual(runs["torch_precision"]["called"][2], ("tf32", "float16", "bfloat16", "float8_e4m3fn"))
+            self.assertEqual(runs["torch_precision"]["called"].args, ("torch", "4096,8192",
+                                                                      "tf32,float16,bfloat16,float8_e4m3fn"))
             self.assertEqual(set(reference.run_references("matmul", with_gpu=True)), {"numpy", "torch"})
+            self.assertEqual(runs["torch_precision"]["called"].script, "reference_matmul.py")
+
+    def test_the_batch_studies_scripts_and_arguments(self):
+        conv = reference.RUNS["conv2d"]["torch_conv2d"]
+        self.assertEqual((conv.library, conv.script, conv.args, conv.gpu), (
+            "torch", "reference_conv2d.py", ("torch", "56,28,14,7", "1,32,256", "float32,tf32,float16", "nchw,nhwc"),
+            True))
+        mlp = reference.RUNS["mlp_training"]["torch_mlp"]
+        self.assertEqual((mlp.script, mlp.args), ("reference_mlp.py", ("torch", "256,1024,8192", "float32,bf16_mixed")))
+        self.assertNotIn("batched_gemm", reference.RUNS)
+
+    def test_a_run_calls_its_script_with_its_arguments(self):
+        printed = json.dumps({"results": [{"n": 56}], "notes": ["x"]})
+        with mock.patch.object(reference, "find_interpreter", return_value="/usr/bin/python3"), \
+                mock.patch.object(reference.subprocess, "run", return_value=mock.Mock(returncode=0, stdout=printed)) \
+                as called, mock.patch("builtins.print"):
+            run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"])
+        self.assertEqual(called.call_args[0][0], ["/usr/bin/python3", os.path.join(support.SCRIPTS_DIR,
+                                                                                    "reference_conv2d.py"),
+                                                  "torch", "56,28,14,7", "1,32,256", "float32,tf32,float16",
+                                                  "nchw,nhwc"])
+        self.assertEqual(run, {"python": "/usr/bin/python3", "results": [{"n": 56}], "notes": ["x"]})
+
+    def test_without_an_interpreter(self):
+        with mock.patch.object(reference, "find_interpreter", return_value=None):
+            self.assertEqual(reference.run_library(reference.RUNS["mlp_training"]["torch_mlp"]), {
+                "note": "skipped: no Python interpreter with PyTorch with a usable CUDA device was found"})
 
 
 class ReferenceScriptTest(unittest.TestCase):

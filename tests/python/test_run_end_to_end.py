@@ -79,31 +79,50 @@ class QuickCpuRunTest(unittest.TestCase):
         self.assertIn("already holds a results.json", again.stderr)
 
 
-@unittest.skipUnless(all(os.access(os.path.join(BUILD_DIR, "bench", f"gpubench_{study}"), os.X_OK)
-                         for study in ("matmul", "precision", "batched_gemm")), "study binaries not built")
+def built(study):
+    return os.access(os.path.join(BUILD_DIR, "bench", f"gpubench_{study}"), os.X_OK)
+
+
+@unittest.skipUnless(all(map(built, ("matmul", "precision", "batched_gemm"))), "study binaries not built")
 class AllStudiesCpuRunTest(unittest.TestCase):
     """Every real study binary through the driver at tiny sizes, CPU only: the binaries and
     the driver agree on names, counters and flags."""
 
-    def test_every_study_writes_verified_entries(self):
+    def run_studies(self, *args):
+        """results.json of a CPU-only run, after checking that every study wrote verified entries."""
         with tempfile.TemporaryDirectory() as directory:
             out = os.path.join(directory, "run")
-            process = gpubench("--cpu-only", "--sizes", "32,48", "--batches", "1,3", "--repetitions", "2",
-                               "--min-time", "0.01", "--no-refine", "--out", out)
+            process = gpubench("--cpu-only", "--repetitions", "2", "--min-time", "0.01", "--no-refine", "--out", out,
+                               *args)
             self.assertEqual(process.returncode, 0, process.stdout[-2000:] + process.stderr[-2000:])
             document = results.load(out)
-            self.assertEqual(set(document["studies"]), {"matmul", "precision", "batched_gemm"})
-            for name, study in document["studies"].items():
-                ok = [e for e in study["entries"] if e["status"] == "ok"]
-                self.assertTrue(ok, name)
-                for entry in ok:
-                    self.assertIsNotNone(entry["rel_fro_error"], entry["name"])
-                    self.assertLessEqual(entry["rel_fro_error"], 1e-2, entry["name"])
-                for entry in study["entries"]:  # anything not run says why
-                    if entry["status"] != "ok":
-                        self.assertTrue(entry["message"], entry["name"])
-            batched = {(e["impl"], e["n"], e["batch"]) for e in document["studies"]["batched_gemm"]["entries"]}
-            self.assertIn(("threads_over_batch", 48, 3), batched)
+        for name, study in document["studies"].items():
+            ok = [e for e in study["entries"] if e["status"] == "ok"]
+            self.assertTrue(ok, name)
+            for entry in ok:
+                self.assertIsNotNone(entry["rel_fro_error"], entry["name"])
+                self.assertLessEqual(entry["rel_fro_error"], 1e-2, entry["name"])
+            for entry in study["entries"]:  # anything not run says why
+                if entry["status"] != "ok":
+                    self.assertTrue(entry["message"], entry["name"])
+        return document
+
+    def test_every_study_writes_verified_entries(self):
+        document = self.run_studies("--sizes", "32,48", "--batches", "1,3")
+        # The convolution's sizes name its layers: none of these does, so it is left out.
+        self.assertEqual(set(document["studies"]), {"matmul", "precision", "batched_gemm",
+                                                    *(["mlp_training"] if built("mlp_training") else [])})
+        batched = {(e["impl"], e["n"], e["batch"]) for e in document["studies"]["batched_gemm"]["entries"]}
+        self.assertIn(("threads_over_batch", 48, 3), batched)
+
+    @unittest.skipUnless(built("conv2d"), "gpubench_conv2d not built")
+    def test_convolution_layers(self):
+        study = self.run_studies("--studies", "conv2d", "--sizes", "7", "--batches", "1,2")["studies"]["conv2d"]
+        self.assertEqual({(e["impl"], e["batch"]) for e in study["entries"]},
+                         {(impl, batch) for impl in ("im2col_openblas_nchw", "im2col_openblas_nhwc")
+                          for batch in (1, 2)})
+        self.assertEqual(study["layers"][0]["n"], 7)
+        self.assertIn("utilization", study["derived"])
 
 
 class BadInputTest(unittest.TestCase):

@@ -109,7 +109,9 @@ class FakeMachine:
         self.env = dict(os.environ, PATH=os.path.join(root, "bin") + os.pathsep + os.environ["PATH"])
         files = {"matmul": matmul_files(root),
                  "precision": (fixture("precision_describe.json"), fixture("gbench_precision.json")),
-                 "batched_gemm": (fixture("batched_gemm_describe.json"), fixture("gbench_batched_gemm.json"))}
+                 "batched_gemm": (fixture("batched_gemm_describe.json"), fixture("gbench_batched_gemm.json")),
+                 "mlp_training": (fixture("mlp_training_describe.json"), fixture("gbench_mlp_training.json")),
+                 "conv2d": (fixture("conv2d_describe.json"), fixture("gbench_conv2d.json"))}
         for study in studies:
             describe, benchmarks = files[study]
             write_executable(os.path.join(self.build_dir, "bench", f"gpubench_{study}"),
@@ -212,7 +214,8 @@ class SelectionTest(unittest.TestCase):
         self.assert_usage_error(["--studies", ""], "--studies")
         self.assert_usage_error(["--impls", "cublas,magic"], "no implementation magic")
         self.assert_usage_error(["--studies", "precision", "--modes", "transfer_pageable"],
-                                "no study has any of the implementations or modes selected")
+                                "no study has anything to run (study precision not run: it has none of the "
+                                "implementations or modes selected)")
 
     def test_implementations_go_to_the_studies_that_have_them(self):
         process, out = self.machine.run("--sizes", "4096", "--impls", "wmma_kernel,openblas")
