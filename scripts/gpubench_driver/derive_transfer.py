@@ -41,20 +41,22 @@ def _curves(entries):
 
 
 def plateau_size(points, fraction=PLATEAU_FRACTION):
-    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the curve's best
-    bandwidth; the size is interpolated on log2(size) between the last measured size below the
-    threshold and the first at or above it (the smallest size when it is already there)."""
-    plateau = max(point["bytes_per_s"] for point in points)
+    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the rate of the largest
+    copy measured (what large copies sustain; a small host copy that fits in a cache can be faster
+    and is no plateau); the size is the first from which every larger measured size stays at or
+    above the threshold, interpolated on log2(size) from the size before it (the smallest size
+    when even that one is there)."""
+    plateau = points[-1]["bytes_per_s"]
     threshold = fraction * plateau
-    for below, above in zip([None] + points, points):
-        if above["bytes_per_s"] < threshold:
-            continue
-        if below is None:
-            return plateau, above["n"]
-        share = (threshold - below["bytes_per_s"]) / (above["bytes_per_s"] - below["bytes_per_s"])
-        low, high = math.log2(below["n"]), math.log2(above["n"])
-        return plateau, 2 ** (low + share * (high - low))
-    return plateau, None  # unreachable: the best point reaches its own threshold
+    first = len(points) - 1
+    while first > 0 and points[first - 1]["bytes_per_s"] >= threshold:
+        first -= 1
+    if first == 0:
+        return plateau, points[0]["n"]
+    below, above = points[first - 1], points[first]
+    share = (threshold - below["bytes_per_s"]) / (above["bytes_per_s"] - below["bytes_per_s"])
+    low, high = math.log2(below["n"]), math.log2(above["n"])
+    return plateau, 2 ** (low + share * (high - low))
 
 
 def curve_rows(entries):
@@ -116,6 +118,15 @@ def registration(entries):
     """The one-time cost of cudaHostRegister at each size, and per GiB."""
     return [{"n": e["n"], "median_s": e["time_s"]["median"], "seconds_per_gib": e["time_s"]["median"] * GIB / e["n"]}
             for e in sorted(ok_entries(entries), key=lambda e: e["n"]) if e.get("impl") == "host_register"]
+
+
+def progress_rates(axes, median_s):
+    """The bandwidth of one entry from its name alone, for the progress line (bidirectional copies
+    count both directions; registering moves nothing)."""
+    if axes["precision"] == "register":
+        return []
+    moved = axes["n"] * (2 if axes["precision"] == "bidirectional" else 1)
+    return [f"{moved / median_s / GIB:.2f} GiB/s"]
 
 
 def derive(entries, gpu=None):

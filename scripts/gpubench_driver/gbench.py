@@ -15,7 +15,8 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # the MLP's.
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
             "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
-            "workspace_bytes", "algorithm", "loss_rel_error")
+            "workspace_bytes", "algorithm", "engine", "tensor_cores", "loss_rel_error", "huge_page_bytes",
+            "streams", "chunk_bytes", "copy_engines")
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.

@@ -2,20 +2,22 @@
 import re
 from dataclasses import dataclass, field, replace
 
-STUDIES = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d")
+STUDIES = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap")
 # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine,
 # and the batch studies' lie along the batch, which their default batches sweep in doublings.
 REFINED_STUDIES = ("matmul",)
 # Studies whose entries have a batch axis besides n; only they get --batches.
-BATCH_STUDIES = ("batched_gemm", "mlp_training", "conv2d")
+# overlap's batch is its number of chunks.
+BATCH_STUDIES = ("batched_gemm", "mlp_training", "conv2d", "overlap")
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 # conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the MLP's is its hidden width. The quick
 # batches hold those the PyTorch references are compared at (conv2d 1, 32, 256; MLP 256, 1024, 8192)
 # and a doubling where saturation can show.
 QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096), "batched_gemm": (64, 256),
-               "mlp_training": (1024,), "conv2d": (56, 7)}
+               "mlp_training": (1024,), "conv2d": (56, 7), "transfer": (4096, 1 << 20, 1 << 28),
+               "overlap": (4096,)}
 QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512), "mlp_training": (1, 16, 256, 512, 1024, 8192),
-                 "conv2d": (1, 8, 32, 64, 256)}
+                 "conv2d": (1, 8, 32, 64, 256), "overlap": (1, 4, 16)}
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
 QUICK_REFINE_ROUNDS = 1
@@ -57,9 +59,16 @@ class RunOptions:
         return {name: value for name, value in vars(self).items() if name != "notes"}
 
 
+# Binary multiples, as the study binaries read them: a transfer size is written 4KiB, 256MiB, 1GiB.
+SIZE_SUFFIXES = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZED = re.compile(r"^([0-9]+)(KiB|MiB|GiB|K|M|G)?$")
+
+
 def parse_positive_int(text, flag):
+    """A positive integer; --sizes also takes a binary suffix (4KiB = 4096)."""
+    match = _SIZED.match(text.strip()) if flag == "--sizes" else None
     try:
-        value = int(text.strip())
+        value = int(match.group(1)) * SIZE_SUFFIXES.get(match.group(2), 1) if match else int(text.strip())
     except ValueError:
         raise UsageError(f"{flag}: '{text}' is not an integer") from None
     if value <= 0:

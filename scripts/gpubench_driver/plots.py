@@ -2,7 +2,7 @@
 import functools
 import os
 
-from gpubench_driver import derive, derive_batch
+from gpubench_driver import derive, derive_batch, derive_transfer
 
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
                       "(install python3-matplotlib, e.g. 'sudo apt-get install python3-matplotlib')")
@@ -175,8 +175,55 @@ def _batch_plots(name, pyplot, study, plot_dir):
     return paths
 
 
-PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots,
-         **{name: functools.partial(_batch_plots, name) for name in derive_batch.STUDIES}}
+# --- the transfer and overlap studies ----------------------------------------------------
+def _link_mark(link):
+    def mark(axes):
+        axes.axhline(link["bytes_per_s"] / derive_transfer.GIB, color="black", alpha=0.6, linestyle="--",
+                     label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
+    return mark
+
+
+def _transfer_plots(pyplot, study, plot_dir):
+    """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
+    (and the link's theoretical rate across the link)."""
+    derived = study["derived"]
+    paths = []
+    for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
+        series = {f"{row['impl']}/{row['mode']}": [(point["n"], point) for point in row["points"]]
+                  for row in derived["curves"] if row["direction"] == direction}
+        link = derived.get("link") if direction in derive_transfer.LINK_DIRECTIONS else None
+        paths.append(os.path.join(plot_dir, f"transfer_bandwidth_{direction}.png"))
+        _line_plot(pyplot, paths[-1], f"transfer {direction}: bandwidth against the size of one copy",
+                   "GiB/s (2^30 bytes per second)", series,
+                   lambda point: point["bytes_per_s"] / derive_transfer.GIB, xlabel="bytes per copy",
+                   mark=_link_mark(link) if link else None)
+    return paths
+
+
+def _overlap_plots(pyplot, study, plot_dir):
+    """One chart per workload, host memory and n: each schedule's time over the chunk count, with
+    the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
+    rows = study["derived"].get("pipelines", [])
+    paths = []
+    for workload, memory, n in dict.fromkeys((row["workload"], row["memory"], row["n"]) for row in rows):
+        mine = [row for row in rows if (row["workload"], row["memory"], row["n"]) == (workload, memory, n)]
+        series = {schedule: [(row["chunks"], row["median_s"]) for row in mine if row["schedule"] == schedule]
+                  for schedule in dict.fromkeys(row["schedule"] for row in mine)}
+        series["ideal: max(copy-only, compute-only)"] = sorted(
+            {row["chunks"]: row["ideal_s"] for row in mine}.items())
+        serial_s = mine[0]["serial_s"]
+
+        def mark(axes, serial_s=serial_s):
+            axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
+
+        paths.append(os.path.join(plot_dir, f"overlap_{workload}_{memory}_n{n}.png"))
+        _line_plot(pyplot, paths[-1], f"overlap: {workload}, {memory} host memory, n = {n}", "seconds per run",
+                   series, lambda seconds: seconds, xlabel="chunks", mark=mark)
+    return paths
+
+
+PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots, "transfer": _transfer_plots,
+         "overlap": _overlap_plots, **{name: functools.partial(_batch_plots, name) for name in derive_batch.STUDIES}}
 
 
 def write_plots(studies, out_dir):

@@ -17,6 +17,16 @@ MLP_BATCHES = (256, 1024, 8192)
 # The study's precision -> the reference's dtype.
 CONV_DTYPES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16"}
 MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
+TRANSFER_BYTES = 1 << 28  # 256 MiB, one of the transfer study's default sizes
+# (host memory, direction) of the transfer study -> what its torch counterpart is held to.
+TRANSFER_TARGETS = {
+    ("pinned", "h2d"): "within 2% of torch's pinned copy",
+    ("pinned", "d2h"): "within 2% of torch's pinned copy",
+    ("pageable", "h2d"): "at least torch's rate from written pageable memory: a time ratio of at most 1",
+    ("pageable", "d2h"): None,
+    ("pageable_zero_page", "h2d"): None,  # the pitfall, shown beside torch's untouched tensor
+    ("device", "d2d"): "within 3% of torch's device copy",
+}
 PRECISION_DTYPES = {"tf32": ("torch", "tf32"), "fp16": ("torch", "float16"), "bf16": ("torch", "bfloat16"),
                     "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
 PROBE_TIMEOUT_S = 120
@@ -51,6 +61,7 @@ RUNS = {
         "torch", _csv(CONV_SIZES), _csv(CONV_BATCHES), _csv(CONV_DTYPES.values()), _csv(CONV_LAYOUTS)), gpu=True)},
     "mlp_training": {"torch_mlp": Run("torch", "reference_mlp.py", (
         "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True)},
+    "transfer": {"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)), gpu=True)},
 }
 CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) for the same layer, dtype, layout "
                "and batch: a time ratio of at most 1.05")
@@ -89,6 +100,9 @@ COMPARISONS = (
     *(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp", "torch eager step",
                  {"dtype": dtype}, tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
       for precision, dtype in MLP_DTYPES.items()),
+    *(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
+                 {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
+      for (memory, direction), target in TRANSFER_TARGETS.items()),
 )
 
 
@@ -169,7 +183,7 @@ def _study_median(entries, comparison, n, batch):
 
 def _compare_one(comparison, n, batch, reference_s, study_s):
     row = {"study": f"{comparison.impl}/{comparison.mode}", "precision": comparison.precision,
-           "reference": comparison.reference, "reference_dtype": comparison.result["dtype"],
+           "reference": comparison.reference, "reference_dtype": comparison.result.get("dtype"),
            "reference_layout": comparison.result.get("layout"), "n": n, "batch": batch,
            "study_median_s": study_s, "reference_median_s": reference_s, "time_ratio": None,
            "target": comparison.target, "note": None}

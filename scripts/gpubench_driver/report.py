@@ -1,12 +1,17 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import derive, derive_batch, derive_precision, plots, reference, results, summary
+from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_transfer, plots, reference,
+                             results, summary)
 
 
-def _derived(name, study, refine_rounds):
+def _derived(name, study, refine_rounds, document):
     if name == "precision":
         return derive_precision.derive(study["entries"])
+    if name == "transfer":
+        return derive_transfer.derive(study["entries"], (document["machine"].get("gpus") or [None])[0])
+    if name == "overlap":
+        return derive_overlap.derive(study["entries"])
     if name in derive_batch.STUDIES:
         return derive_batch.derive(name, study)
     return derive.derive(study["entries"], refine_rounds)
@@ -14,7 +19,7 @@ def _derived(name, study, refine_rounds):
 
 def derive_findings(document, refine_rounds):
     for name, study in document["studies"].items():
-        study["derived"] = _derived(name, study, refine_rounds)
+        study["derived"] = _derived(name, study, refine_rounds, document)
         if document.get("references") is not None and name in reference.RUNS:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)

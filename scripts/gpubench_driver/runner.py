@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from gpubench_driver import derive, derive_batch, formatting, gbench
+from gpubench_driver import derive, derive_batch, derive_transfer, formatting, gbench
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -98,7 +98,12 @@ class Progress:
 
 def _rates(axes, median_s):
     """FLOP/s where the name tells the FLOP (matmul and precision: one product of 2n^3 per call; a
-    batch study that knows its FLOP per item), and in a batch study its items per second."""
+    batch study that knows its FLOP per item), and in a batch study its items per second; a copy's
+    bandwidth in the transfer study; nothing for the overlap study, whose entries are whole runs."""
+    if axes["study"] == "transfer":
+        return derive_transfer.progress_rates(axes, median_s)
+    if axes["study"] == "overlap":
+        return []
     study = derive_batch.STUDIES.get(axes["study"])
     flop_per_item = study.flop_per_item if study else derive.gemm_flop
     batch = axes["batch"] or 1

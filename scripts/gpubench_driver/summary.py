@@ -2,7 +2,7 @@
 import functools
 import os
 
-from gpubench_driver import derive, derive_batch, gbench, reference
+from gpubench_driver import derive, derive_batch, derive_transfer, gbench, reference
 from gpubench_driver.formatting import byte_size, md, rate, ratio, scientific, seconds
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)
@@ -526,6 +526,108 @@ def _batch_sections(name, study, document):
             + _grouped_failures(study, f"{spec.title}: skipped and failed entries"))
 
 
+# --- the transfer study -----------------------------------------------------------------
+def _gib_per_s(bytes_per_s):
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / derive_transfer.GIB:.2f} GiB/s"
+
+
+def _transfer_link(derived):
+    link = derived.get("link")
+    if not link:
+        return ["- The link's theoretical rate is unknown (no PCIe generation and width from nvidia-smi)."]
+    return [f"- Link: PCIe Gen{link['generation']} x{link['width']}, theoretically {_gib_per_s(link['bytes_per_s'])} "
+            f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."]
+
+
+def _transfer_curves(derived):
+    rows = derived.get("curves") or []
+    use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
+    lines = _transfer_link(derived) + [
+        "", "| engine | host memory | direction | latency of the smallest copy | plateau | size at 90% of it | "
+            "plateau / link |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        link_share = use.get((row["impl"], row["mode"], row["direction"]))
+        lines.append(f"| {md(row['impl'])} | {md(row['mode'])} | {md(row['direction'])} | "
+                     f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])}) | "
+                     f"{_gib_per_s(row['plateau_bytes_per_s'])} | {byte_size(row['size_at_90_percent'])} | "
+                     f"{'n/a' if link_share is None else f'{link_share:.0%}'} |")
+    lines += ["", "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: "
+                  "the best bandwidth over the sizes (bytes copied per second, GiB = 2^30 bytes; bidirectional "
+                  "counts both directions). Size at 90%: from where every larger copy reaches 90% of the plateau, "
+                  "interpolated on log(size) between measured sizes."]
+    return _section("Transfer: bandwidth and latency", lines if rows else ["No copy was measured."])
+
+
+def _ratio_lines(rows, what):
+    return [f"- {what} {md(row['direction'])}: {ratio(row['at_largest']['ratio'])} at {byte_size(row['at_largest']['n'])}"
+            f" (smallest size: {ratio(row['ratios'][0]['ratio'])} at {byte_size(row['ratios'][0]['n'])})"
+            for row in rows]
+
+
+def _transfer_ratios(derived):
+    lines = (_ratio_lines(derived.get("pinned_over_pageable") or [], "pinned over pageable (written),")
+             + _ratio_lines(derived.get("zero_page_over_written") or [],
+                            "never-written (zero page) over written pageable memory,")
+             + _ratio_lines(derived.get("first_touch_over_written") or [],
+                            "a fresh allocation per copy over written pageable memory,"))
+    lines += [f"- registering memory (cudaHostRegister) costs {seconds(row['seconds_per_gib'])} per GiB at "
+              f"{byte_size(row['n'])}" for row in (derived.get("registration") or [])[-1:]]
+    lines += ["", "Ratios of bandwidth (copy engine); a never-written source reads as the kernel's shared zero page, "
+                  "so its rate says nothing about real data."]
+    return _section("Transfer: memory kinds against each other", lines) if len(lines) > 2 else []
+
+
+def _time_ratio_cell(row):
+    return md(row["note"]) if row["time_ratio"] is None else f"{row['time_ratio']:.3f}"
+
+
+def _transfer_references(study, references):
+    title = "Transfer: PyTorch reference"
+    if references is None:
+        return _section(title, ["Not run (--no-reference or --cpu-only)."])
+    run = references.get("torch_transfer") or {"note": "not run"}
+    lines = _run_notes("torch_transfer", run)
+    rows = study["derived"].get("reference_comparison") or []
+    if not any(row["time_ratio"] is not None for row in rows):
+        return _section(title, lines + ["", "No copy was measured by both the study and the reference."])
+    lines += ["", "| host memory / direction | bytes | study | torch | time ratio | target |", "|---|---|---|---|---|---|"]
+    lines += [f"| {md(row['study'])} {md(row['precision'])} | {byte_size(row['n'])} | {seconds(row['study_median_s'])} | "
+              f"{seconds(row['reference_median_s'])} | "
+              f"{_time_ratio_cell(row)} | "
+              f"{md(row['target'] or '')} |" for row in rows]
+    lines += ["", "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is "
+                  "faster. Targets are stated, not checked."]
+    return _section(title, lines)
+
+
+def _transfer_sections(study, document):
+    derived = study["derived"]
+    return (_transfer_curves(derived) + _transfer_ratios(derived)
+            + _transfer_references(study, document.get("references"))
+            + _grouped_failures(study, "Transfer: skipped and failed entries"))
+
+
+# --- the overlap study --------------------------------------------------------------------
+def _overlap_best(derived):
+    rows = derived.get("best") or []
+    lines = ["| workload | host memory | n | serial | best pipeline | time saved | ideal | fraction of the ideal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        fraction = row["fraction_of_ideal"]
+        lines.append(f"| {md(row['workload'])} | {md(row['memory'])} | {row['n']} | {seconds(row['serial_s'])} | "
+                     f"{seconds(row['median_s'])} ({md(row['schedule'])}, {row['chunks']} chunks) | "
+                     f"{seconds(row['saved_s'])} ({row['saved_s'] / row['serial_s']:.0%}) | {seconds(row['ideal_s'])} | "
+                     f"{'n/a' if fraction is None else f'{fraction:.0%}'} |")
+    lines += ["", "Ideal: the larger of the copy-only and the compute-only time at the same chunk count (the pipeline "
+                  "cannot beat it); fraction of the ideal = ideal / pipelined time. Every configuration is in "
+                  "results.json and the plots."]
+    return _section("Overlap: copies hidden behind compute", lines if rows else ["No pipeline was measured."])
+
+
+def _overlap_sections(study, document):
+    return _overlap_best(study["derived"]) + _grouped_failures(study, "Overlap: skipped and failed entries")
+
+
 # --- telemetry --------------------------------------------------------------------
 def _clock(name, spread):
     return f"{name} {spread['min']:.0f}–{spread['max']:.0f} MHz, median {spread['median']:.0f} MHz"
@@ -559,7 +661,8 @@ def _telemetry(studies):
     return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
 
 
-STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections,
+STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections, "transfer": _transfer_sections,
+                  "overlap": _overlap_sections,
                   **{name: functools.partial(_batch_sections, name) for name in derive_batch.STUDIES}}
 
 

@@ -395,8 +395,9 @@ class OptionsTest(unittest.TestCase):
         self.assertTrue(set(reference.CONV_BATCHES) <= set(options.QUICK_BATCHES["conv2d"]))
         self.assertTrue(set(reference.MLP_BATCHES) <= set(options.QUICK_BATCHES["mlp_training"]))
         self.assertEqual(options.QUICK_SIZES["mlp_training"], (reference.MLP_WIDTH,))
-        self.assertEqual(set(options.BATCH_STUDIES), set(derive_batch.STUDIES))
-        self.assertEqual(options.STUDIES[-2:], ("mlp_training", "conv2d"))
+        # overlap's batch axis is its chunk count: a batch study with findings of its own
+        self.assertEqual(set(options.BATCH_STUDIES) - {"overlap"}, set(derive_batch.STUDIES))
+        self.assertTrue({"mlp_training", "conv2d"} <= set(options.STUDIES))
 
     def test_sizes_of_a_study_with_layers(self):
         description = support.load_fixture("conv2d_describe.json")

@@ -379,7 +379,7 @@ class BatchesOptionTest(unittest.TestCase):
         process, out = self.machine.run("--studies", "matmul", "--sizes", "64", "--batches", "8")
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         self.assertIn("WARNING: --batches ignored: no study run has a batch axis (batched_gemm, mlp_training, "
-                      "conv2d)", process.stdout)
+                      "conv2d, overlap)", process.stdout)
 
     def test_bad_batches(self):
         process, _ = self.machine.run("--studies", "batched_gemm", "--batches", "1,0")

@@ -4,7 +4,7 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_transfer, gbench, stats
+from gpubench_driver import derive_overlap, derive_transfer, gbench, stats
 
 GIB = float(1 << 30)
 
@@ -30,9 +30,16 @@ class PlateauTest(unittest.TestCase):
         points = [{"n": 1024, "bytes_per_s": 10.0}, {"n": 4096, "bytes_per_s": 50.0},
                   {"n": 16384, "bytes_per_s": 100.0}, {"n": 65536, "bytes_per_s": 95.0}]
         plateau, size = derive_transfer.plateau_size(points)
-        self.assertEqual(plateau, 100.0)
-        # 90 lies 0.8 of the way from 50 (2^12) to 100 (2^14): 2^13.6
-        self.assertAlmostEqual(size, 2 ** 13.6)
+        self.assertEqual(plateau, 95.0)  # the largest copy's rate
+        # 85.5 lies 0.71 of the way from 50 (2^12) to 100 (2^14): 2^13.42
+        self.assertAlmostEqual(size, 2 ** 13.42)
+
+    def test_a_cached_small_copy_is_no_plateau(self):
+        points = [{"n": 4096, "bytes_per_s": 40.0}, {"n": 1 << 20, "bytes_per_s": 8.0},
+                  {"n": 1 << 28, "bytes_per_s": 10.0}]
+        plateau, size = derive_transfer.plateau_size(points)
+        self.assertEqual(plateau, 10.0)
+        self.assertAlmostEqual(size, 2 ** (20 + 8 * (1 / 2)))  # 9 lies half way from 8 (2^20) to 10 (2^28)
 
     def test_already_at_the_plateau(self):
         points = [{"n": 4096, "bytes_per_s": 95.0}, {"n": 16384, "bytes_per_s": 100.0}]
@@ -62,7 +69,7 @@ class DeriveTest(unittest.TestCase):
         pinned = self.row("copy_engine", "pinned", "h2d")
         self.assertEqual([p["n"] for p in pinned["points"]], [4096, 1 << 20, 1 << 28])  # the skip is not a point
         self.assertAlmostEqual(pinned["smallest_latency_s"], 4096 / 2e9)
-        self.assertAlmostEqual(pinned["plateau_bytes_per_s"], 52e9)
+        self.assertAlmostEqual(pinned["plateau_bytes_per_s"], 52e9)  # also the largest size's
         self.assertAlmostEqual(self.row("copy_engine", "pinned", "bidirectional")["plateau_bytes_per_s"], 90e9)
 
     def test_registration_is_not_a_bandwidth(self):
@@ -93,3 +100,72 @@ class DeriveTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def overlap_entry(schedule, memory, workload, chunks, seconds, n=8192):
+    entry = gbench.blank_entry(f"overlap/{schedule}/gpu/{memory}/{workload}/n:{n}/batch:{chunks}")
+    entry.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize([seconds]))
+    return entry
+
+
+class OverlapTest(unittest.TestCase):
+    def setUp(self):
+        times = {("serial", 1): 36.0, ("streams1", 4): 35.0, ("streams2", 4): 28.0, ("streams4", 16): 26.0,
+                 ("copy_only", 4): 11.0, ("compute_only", 4): 21.0, ("copy_only", 16): 10.0,
+                 ("compute_only", 16): 20.8}
+        self.entries = [overlap_entry(s, "pinned", "matmul", c, t) for (s, c), t in times.items()]
+        self.entries.append(overlap_entry("streams2", "pageable", "matmul", 4, 80.0))  # no serial run: no row
+        self.derived = derive_overlap.derive(self.entries)
+
+    def test_saving_and_fraction_of_the_ideal(self):
+        rows = {(r["schedule"], r["chunks"]): r for r in self.derived["pipelines"]}
+        self.assertEqual(set(rows), {("streams1", 4), ("streams2", 4), ("streams4", 16)})
+        row = rows[("streams2", 4)]
+        self.assertAlmostEqual(row["saved_s"], 8.0)
+        self.assertAlmostEqual(row["ideal_s"], 21.0)  # compute-bound: max(11, 21)
+        self.assertAlmostEqual(row["fraction_of_ideal"], 21.0 / 28.0)
+
+    def test_best_pipeline(self):
+        [best] = self.derived["best"]
+        self.assertEqual((best["schedule"], best["chunks"]), ("streams4", 16))
+        self.assertAlmostEqual(best["fraction_of_ideal"], 20.8 / 26.0)
+
+
+class ReportTest(unittest.TestCase):
+    """Both studies through summary and plots, with a hostile GPU name in the document."""
+
+    def test_summary_and_plots(self):
+        import tempfile
+        from gpubench_driver import plots, results, summary
+        document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
+                                         "status": "complete", "command_line": [], "options": {}})
+        document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>")]
+        transfer = DeriveTest()
+        transfer.setUp()
+        document["studies"]["transfer"] = {"entries": transfer.entries, "invocations": [],
+                                           "derived": derive_transfer.derive(transfer.entries, H100_GPU)}
+        overlap = OverlapTest()
+        overlap.setUp()
+        document["studies"]["overlap"] = {"entries": overlap.entries, "invocations": [], "derived": overlap.derived}
+        with tempfile.TemporaryDirectory() as out:
+            paths = plots.write_plots(document["studies"], out)
+            text = summary.render(document, paths, out)
+        self.assertIn("Transfer: bandwidth and latency", text)
+        self.assertIn("pinned over pageable (written), h2d: 6.50x", text)
+        self.assertIn("PCIe Gen5 x16", text)
+        self.assertIn("| matmul | pinned | 8192 |", text)
+        self.assertNotIn("<script>", text)
+        if paths is not None:  # matplotlib present
+            self.assertTrue(any(p.endswith("transfer_bandwidth_h2d.png") for p in paths))
+            self.assertTrue(any(p.endswith("overlap_matmul_pinned_n8192.png") for p in paths))
+
+
+class SizeSuffixTest(unittest.TestCase):
+    def test_sizes_take_binary_suffixes_batches_do_not(self):
+        from gpubench_driver import options
+        self.assertEqual(options.parse_positive_list("4KiB,1GiB,64M,100", "--sizes"), [100, 4096, 64 << 20, 1 << 30])
+        for bad in ("4kib", "4KB", "1.5MiB", "KiB", "0KiB"):
+            with self.assertRaises(options.UsageError):
+                options.parse_positive_list(bad, "--sizes")
+        with self.assertRaises(options.UsageError):
+            options.parse_positive_list("4K", "--batches")
