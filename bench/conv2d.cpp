@@ -2,9 +2,9 @@
 // which batch does the GPU beat the CPU, where does its throughput stop growing, and what
 // do TF32, FP16 and the NHWC layout that tensor cores prefer buy over FP32?
 //   CPU: im2col + OpenBLAS SGEMM (baselines/conv2d_cpu), FP32, NCHW and NHWC.
-//   GPU: cuDNN's forward convolution with the algorithm cuDNN measured fastest for each
-//        configuration (kernels/conv2d_cudnn), FP32 without tensor cores, TF32 and FP16, NCHW
-//        and NHWC; resident, and transfer_pinned (input in, output out, timed; filter resident).
+//   GPU: cuDNN's forward convolution through its graph API, with the engine measured fastest
+//        for each configuration (kernels/conv2d_cudnn), FP32 without tensor cores, TF32 and FP16,
+//        NCHW and NHWC; resident, and transfer_pinned (input in, output out, timed; filter resident).
 // Entries: conv2d/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>/batch:<b>, n the layer's input
 // height and width; docs/interface.md.
 #include <benchmark/benchmark.h>
@@ -105,7 +105,7 @@ std::vector<std::string> modes_of(const Implementation& impl) {
   return {"resident", "transfer_pinned"};
 }
 
-// The precisions cuDNN runs here, with the math mode each sets (kernels/conv2d_cudnn.hpp);
+// The precisions cuDNN runs here, with the engines each takes (kernels/conv2d_cudnn.hpp);
 // their formats are common/precision.hpp's (FP16 writes FP16). The CPU runs fp32 only.
 struct PrecisionUse {
   Precision id;
@@ -114,9 +114,9 @@ struct PrecisionUse {
 
 const std::vector<PrecisionUse>& precision_uses() {
   static const std::vector<PrecisionUse> all = {
-      {Precision::fp32, "CUDNN_FMA_MATH (no tensor cores)"},
-      {Precision::tf32, "CUDNN_DEFAULT_MATH (TF32 tensor cores allowed)"},
-      {Precision::fp16, "CUDNN_TENSOR_OP_MATH"},
+      {Precision::fp32, "FP32 compute, engines without tensor cores (no TF32)"},
+      {Precision::tf32, "FP32 compute, tensor-core (TF32) engines allowed"},
+      {Precision::fp16, "FP32 compute, tensor-core engines allowed"},
   };
   return all;
 }
@@ -234,7 +234,7 @@ void run_cpu_entry(benchmark::State& state, const Implementation& impl, Conv2dSh
 // --- GPU entries ------------------------------------------------------------------------------
 // Buffers, plan and verdict of one configuration (implementation, precision, n, batch), kept
 // across Google Benchmark's repeated calls and shared by its two modes, which run one after
-// the other: the algorithm search and the verification then run once per configuration.
+// the other: the engine search and the verification then run once per configuration.
 struct GpuEntryState {
   std::string configuration;
   std::unique_ptr<DeviceBuffer<std::uint8_t>> input, filter, output;  // in the precision's storage format
@@ -251,7 +251,7 @@ std::unique_ptr<DeviceBuffer<std::uint8_t>> upload(const std::vector<std::uint8_
 }
 
 // Inputs converted to the precision on the host (FP16: rounded to nearest even), the
-// algorithm chosen on them, then one run into an output poisoned with NaN (all-ones bits
+// engine chosen on them, then one run into an output poisoned with NaN (all-ones bits
 // are NaN in FP32 and FP16 alike), read back and verified.
 std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Precision precision,
                                                  const ConvProblem& problem, const std::string& configuration) {
@@ -308,7 +308,12 @@ void time_gpu_entry(benchmark::State& state, GpuEntryState& entry, bool copies_t
                   copies_timed ? static_cast<double>(entry.input->bytes() + entry.output->bytes()) : 0.0);
   state.counters["device_bytes"] = entry.device_bytes;
   state.counters["workspace_bytes"] = static_cast<double>(entry.plan->workspace_bytes());
-  state.counters["algorithm"] = entry.plan->algorithm();
+  // The engine's global index twice: `engine` is its name here, `algorithm` the counter the
+  // driver reads for the library's choice (scripts/gpubench_driver/gbench.py).
+  state.counters["engine"] = static_cast<double>(entry.plan->engine());
+  state.counters["algorithm"] = static_cast<double>(entry.plan->engine());
+  state.counters["tensor_cores"] = entry.plan->tensor_cores() ? 1 : 0;
+  state.SetLabel(entry.plan->engine_description());  // counters are numbers; the engine in words
   report_utilization(state, busy);
 }
 
@@ -323,9 +328,9 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
       current = prepare_gpu_entry(impl, precision, *problem, configuration);
     }
     if (!current->verdict.passed()) {
-      state.SkipWithError(("wrong result: " + current->verdict.describe() + " (cuDNN algorithm " +
-                           current->plan->algorithm_name() + ")")
-                              .c_str());
+      state.SkipWithError(
+          ("wrong result: " + current->verdict.describe() + " (cuDNN " + current->plan->engine_description() + ")")
+              .c_str());
       return;
     }
     const bool copies_timed = mode == "transfer_pinned";
@@ -435,15 +440,6 @@ std::string describe_cudnn() {
   return "{" + availability("") + ", \"version\": " + json_string(cudnn_library_version()) +
          ", \"header_version\": " + json_string(cudnn_header_version()) + "}";
 }
-
-// The `algorithm` counter's values: cudnnConvolutionFwdAlgo_t.
-std::string describe_algorithms() {
-  const std::vector<std::string> names = cudnn_forward_algorithm_names();
-  std::string out = "{";
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i ? ", " : "") + json_string(std::to_string(i)) + ": " + json_string(names[i]);
-  return out + "}";
-}
 #else
 std::string describe_cudnn() {
   const std::string reason = GPUBENCH_HAVE_CUDA ? "cuDNN 9 was not found when this build was configured "
@@ -451,9 +447,16 @@ std::string describe_cudnn() {
                                                 : "this build has no GPU side (no CUDA compiler was found)";
   return "{" + availability(reason) + ", \"version\": null, \"header_version\": null}";
 }
-
-std::string describe_algorithms() { return "null"; }
 #endif
+
+// What the GPU entries' `engine` counter means: cuDNN's engines have numbers, no names.
+constexpr const char* kEngineNotes =
+    "engine (and algorithm, the same number): the global index of the cuDNN engine chosen for the configuration "
+    "(CUDNN_ATTR_ENGINE_GLOBAL_INDEX), the fastest of up to 16 engine configurations (cuDNN's heuristics, then its "
+    "fallback list, then its other engines) timed on the entry's buffers; its meaning may change between cuDNN "
+    "versions. tensor_cores: 1 when the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE. Each "
+    "entry's label describes the engine: its numerical notes, its knob choices (kN=V, N a cudnnBackendKnobType_t "
+    "value) and how many engine configurations were timed.";
 
 // Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
 std::string describe_study() {
@@ -463,7 +466,7 @@ std::string describe_study() {
          ", \"layers\": " + json_list(layers(), describe_layer) +
          ", \"precisions\": " + json_list(precision_uses(), describe_precision) +
          ", \"implementations\": " + json_list(implementations(), describe_implementation) +
-         ", \"cudnn\": " + describe_cudnn() + ", \"algorithms\": " + describe_algorithms() +
+         ", \"cudnn\": " + describe_cudnn() + ", \"engine_notes\": " + json_string(kEngineNotes) +
          ", \"utilization\": " + utilization_description();
 }
 

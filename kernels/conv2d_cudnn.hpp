@@ -1,6 +1,6 @@
-// 2-D forward convolution through cuDNN's legacy API (cudnnConvolutionForward, still shipped
-// in cuDNN 9), in FP32, TF32 and FP16, NCHW or NHWC: the shape and layouts of
-// baselines/conv2d_cpu.hpp, so verify_conv2d checks it like the CPU baseline.
+// 2-D forward convolution through cuDNN's graph (backend) API, in FP32, TF32 and FP16, NCHW or
+// NHWC: the shape and layouts of baselines/conv2d_cpu.hpp, so verify_conv2d checks it like the
+// CPU baseline.
 #pragma once
 
 #include <cstddef>
@@ -25,23 +25,26 @@ std::vector<std::uint8_t> encode_conv2d_tensor(const std::vector<float>& values,
 std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, Precision precision);
 
 // --- one convolution configuration, ready to run ----------------------------------------------
-// Holds cuDNN's descriptors of the input, filter, output and convolution, the algorithm
-// cuDNN measured fastest for them, and that algorithm's workspace. Everything costly
-// happens in the constructor, so a study builds the plan outside its timed region and the
-// call it times does nothing but enqueue the convolution.
+// Holds cuDNN's operation graph of the convolution (input X, filter W, output Y, FP32
+// compute), the execution plan of the engine configuration measured fastest for it, and that
+// plan's workspace. Everything costly happens in the constructor, so a study builds the plan
+// outside its timed region and the call it times does nothing but enqueue the convolution.
 //
-// The algorithm is chosen as torch.backends.cudnn.benchmark = True chooses it:
-// cudnnFindConvolutionForwardAlgorithmEx runs every algorithm cuDNN offers on the given
-// buffers, with a scratch workspace as large as the hungriest algorithm asks for (capped by
-// free device memory), and the fastest one that succeeded in the precision's math mode is kept.
-// Math modes: fp32 CUDNN_FMA_MATH (no tensor cores; cuDNN's default would allow TF32 on
-// Ampere and newer), tf32 CUDNN_DEFAULT_MATH (TF32 tensor cores allowed for FP32 data, what
-// torch sets with allow_tf32), fp16 CUDNN_TENSOR_OP_MATH.
+// The engine is chosen as torch.backends.cudnn.benchmark = True chooses it: cuDNN's heuristics
+// (CUDNN_HEUR_MODE_A, then cuDNN's fallback list for the places left, then every other engine
+// that supports the graph, with its default knobs) propose engine configurations; those the
+// precision refuses (below), those whose plan cuDNN will not finalize for this graph and those
+// whose workspace does not fit in free device memory are passed over; up to 16 are run on the
+// given buffers (one warm-up, then the median of 5 runs timed with CUDA events) and the fastest
+// is kept. The precision's rule, from each engine's numerical notes: fp32 takes no tensor-core
+// engine (on FP32 data those compute in TF32, which is the tf32 entry); tf32 (FP32 data) and
+// fp16 allow tensor cores; none takes an engine that down-converts its inputs (e.g. FP32 to
+// FP16) or reduces in less than FP32 (torch passes over the first too).
 class CudnnConv2dPlan {
  public:
-  // Device pointers; `output` is overwritten while the algorithms are tried. Throws
-  // CudnnUnsupported (kernels/cudnn_check.hpp) when no algorithm can run the
-  // configuration, GpuOutOfMemory when its workspace does not fit, GpuError on any other failure.
+  // Device pointers, 16-byte aligned (cudaMalloc's are); `output` is overwritten while the
+  // engines are tried. Throws CudnnUnsupported (kernels/cudnn_check.hpp) when no engine can run
+  // the configuration, GpuOutOfMemory when none that can fits, GpuError on any other failure.
   CudnnConv2dPlan(Conv2dShape shape, TensorLayout layout, Precision precision, const void* input,
                   const void* filter, void* output);
   ~CudnnConv2dPlan();
@@ -51,12 +54,18 @@ class CudnnConv2dPlan {
   Conv2dShape shape() const { return shape_; }
   TensorLayout layout() const { return layout_; }
   Precision precision() const { return precision_; }
-  int algorithm() const;               // a cudnnConvolutionFwdAlgo_t value
-  const char* algorithm_name() const;  // its name without the prefix, e.g. "IMPLICIT_PRECOMP_GEMM"
+  // The chosen engine's global index (CUDNN_ATTR_ENGINE_GLOBAL_INDEX): cuDNN's engines have
+  // numbers, not names, and a number's meaning may change between cuDNN versions.
+  std::int64_t engine() const;
+  // "engine 12 (tensor cores) knobs k2=3 k15=1: fastest of 10, 53.1 us": the index, its
+  // numerical notes, its knob choices (cudnnBackendKnobType_t values), and the autotuning.
+  const std::string& engine_description() const;
+  bool tensor_cores() const;  // the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE
   std::size_t workspace_bytes() const;
 
   // output = input (*) filter for the plan's configuration, enqueued on the legacy default
-  // stream; the pointers may differ from the constructor's but must hold the same tensors' shapes.
+  // stream; the pointers may differ from the constructor's (16-byte aligned, the same tensors'
+  // shapes).
   void run(const void* input, const void* filter, void* output) const;
 
  private:
@@ -66,9 +75,6 @@ class CudnnConv2dPlan {
   Precision precision_;
   std::unique_ptr<Resources> resources_;
 };
-
-// The cudnnConvolutionFwdAlgo_t names, indexed by value (IMPLICIT_GEMM, ...).
-std::vector<std::string> cudnn_forward_algorithm_names();
 
 // "9.1.0": the library loaded at run time, and the header this was compiled against.
 std::string cudnn_library_version();

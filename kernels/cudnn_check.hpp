@@ -20,6 +20,15 @@ struct CudnnUnsupported : GpuError {
 // has one.
 std::string cudnn_status_message(cudnnStatus_t status);
 
+// cuDNN's own explanation of its last error in this thread (cudnnGetLastErrorString), empty
+// when it has none.
+std::string cudnn_last_error_detail();
+
+// Whether a failed call says the configuration is unsupported (a skip), or that cuDNN could
+// not allocate (does not fit); anything else is a fault.
+bool is_cudnn_unsupported(cudnnStatus_t status);
+bool is_cudnn_allocation_failure(cudnnStatus_t status);
+
 // Throws CudnnUnsupported for the not-supported category, GpuOutOfMemory when cuDNN could
 // not allocate, GpuError otherwise.
 [[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* expression, const char* file, int line);

@@ -1,5 +1,6 @@
-// cuDNN's forward convolution against the FP64 sums of verify_conv2d and the CPU direct loop,
-// on small random shapes, both layouts and every precision; planted faults must fail. The
+// cuDNN's forward convolution (graph API, measured engine choice) against the FP64 sums of
+// verify_conv2d and the CPU direct loop, on small random shapes, both layouts and every
+// precision; planted faults must fail, and fp32 must not take a tensor-core engine. The
 // GPU tests report themselves skipped without a usable GPU; the storage-format and status
 // tests need only the cuDNN library and run everywhere it is built.
 #include <gtest/gtest.h>
@@ -93,13 +94,17 @@ std::unique_ptr<DeviceBuffer<std::uint8_t>> upload(const std::vector<std::uint8_
 
 // cuDNN's output, decoded to FP32, from an output buffer poisoned with NaN. `plan_layout`
 // is the layout cuDNN is told the tensors have (a planted fault when it is not the problem's).
-std::vector<float> run_cudnn(const Problem& p, Precision precision, TensorLayout plan_layout) {
+// `tensor_cores`, when given, is set to whether the chosen engine uses them.
+std::vector<float> run_cudnn(const Problem& p, Precision precision, TensorLayout plan_layout,
+                             bool* tensor_cores = nullptr) {
   const auto input = upload(encode_conv2d_tensor(p.input, precision));
   const auto filter = upload(encode_conv2d_tensor(p.filter, precision));
   DeviceBuffer<std::uint8_t> output(p.shape.output_elements() * conv2d_element_bytes(precision));
   const CudnnConv2dPlan plan(p.shape, plan_layout, precision, input->get(), filter->get(), output.get());
-  EXPECT_GE(plan.algorithm(), 0);
-  EXPECT_STRNE(plan.algorithm_name(), "UNKNOWN");
+  EXPECT_GE(plan.engine(), 0);
+  EXPECT_EQ(plan.engine_description().rfind("engine " + std::to_string(plan.engine()), 0), 0u)
+      << plan.engine_description();
+  if (tensor_cores) *tensor_cores = plan.tensor_cores();
   CUDA_CHECK(cudaMemset(output.get(), 0xFF, output.bytes()));
   plan.run(input->get(), filter->get(), output.get());
   std::vector<std::uint8_t> bytes(output.bytes());
@@ -198,6 +203,23 @@ TEST_P(GpuConv2dTest, CatchesTensorsGivenInTheOtherLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Cudnn, GpuConv2dTest, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) { return info.param.name(); });
+
+TEST(CudnnFp32, TakesNoTensorCoreEngine) {
+  const std::string reason = gpu_unavailable_reason();
+  if (!reason.empty()) GTEST_SKIP() << "no GPU: " << reason;
+  // Shapes where a TF32 tensor-core engine would be the fastest if fp32 allowed one: the
+  // study's 3x3 and 1x1 layers at a small batch.
+  for (TensorLayout layout : {TensorLayout::nchw, TensorLayout::nhwc})
+    for (const Conv2dShape& shape :
+         {Conv2dShape{8, 64, 64, 56, 56, 3, 1, 1}, Conv2dShape{16, 512, 2048, 7, 7, 1, 1, 0}}) {
+      const Problem problem(shape, layout, 23);
+      bool tensor_cores = true;
+      const std::vector<float> gpu = run_cudnn(problem, Precision::fp32, layout, &tensor_cores);
+      EXPECT_FALSE(tensor_cores) << describe(shape, layout, Precision::fp32);
+      const Verification v = problem.verify(gpu, Precision::fp32);
+      EXPECT_TRUE(v.passed()) << describe(shape, layout, Precision::fp32) << ": " << v.describe();
+    }
+}
 
 }  // namespace
 }  // namespace gpubench
