@@ -206,12 +206,22 @@ def loop_ratios(entries, study):
 
 
 # --- the algorithm the library chose ------------------------------------------------------
+def _algorithm_name(entry, names):
+    """The name --describe gives the number (legacy cuDNN algorithms), else the engine's number and
+    whether it runs on tensor cores (cuDNN's graph API, whose engine numbers have no names)."""
+    named = names.get(str(int(entry["algorithm"])))
+    if named:
+        return named
+    cores = {1: " (tensor cores)", 0: " (no tensor cores)"}.get(entry.get("tensor_cores"), "")
+    return f"engine {entry['algorithm']:.0f}{cores}"
+
+
 def chosen_algorithms(entries, names):
-    """Per GPU entry that reports one: the algorithm (its number, and its name from the binary's
-    --describe map) and the workspace it took."""
+    """Per GPU entry that reports one: the algorithm or engine (its number and name) and the
+    workspace it took."""
     names = names if isinstance(names, dict) else {}
     return [{"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"], "precision": e["precision"],
-             "algorithm": e["algorithm"], "algorithm_name": names.get(str(int(e["algorithm"]))),
+             "algorithm": e["algorithm"], "algorithm_name": _algorithm_name(e, names),
              "workspace_bytes": e.get("workspace_bytes")}
             for e in sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
             if e.get("algorithm") is not None]

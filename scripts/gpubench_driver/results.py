@@ -15,7 +15,9 @@ _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
 _OPTIONAL_STR = (str, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
-DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "utilization": dict, "epoch_samples": int}
+DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
+             "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
+             "workloads": list, "ideal": str}
 
 
 class ResultsError(Exception):

@@ -539,10 +539,17 @@ def _transfer_link(derived):
             f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."]
 
 
-def _transfer_curves(derived):
+def _transfer_setting(study):
+    setting = study.get("transparent_hugepage")
+    return [f"- Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with madvise; "
+            f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
+
+
+def _transfer_curves(study):
+    derived = study["derived"]
     rows = derived.get("curves") or []
     use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
-    lines = _transfer_link(derived) + [
+    lines = _transfer_link(derived) + _transfer_setting(study) + [
         "", "| engine | host memory | direction | latency of the smallest copy | plateau | size at 90% of it | "
             "plateau / link |", "|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -602,7 +609,7 @@ def _transfer_references(study, references):
 
 def _transfer_sections(study, document):
     derived = study["derived"]
-    return (_transfer_curves(derived) + _transfer_ratios(derived)
+    return (_transfer_curves(study) + _transfer_ratios(derived)
             + _transfer_references(study, document.get("references"))
             + _grouped_failures(study, "Transfer: skipped and failed entries"))
 

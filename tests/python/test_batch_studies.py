@@ -218,8 +218,11 @@ class FindingsTest(unittest.TestCase):
                          (7, "WINOGRAD_NONFUSED", 12 * 2 ** 20))
         entry = support.conv_document()["studies"]["conv2d"]["entries"][-1]
         self.assertEqual(entry["device"], "gpu")
-        [unnamed] = derive_batch.chosen_algorithms([entry], None)  # a binary without the map (no cuDNN)
-        self.assertEqual((unnamed["algorithm"], unnamed["algorithm_name"]), (entry["algorithm"], None))
+        [unnamed] = derive_batch.chosen_algorithms([entry], None)  # the graph API: engines have no names
+        self.assertEqual((unnamed["algorithm"], unnamed["algorithm_name"]),
+                         (entry["algorithm"], f"engine {entry['algorithm']:.0f}"))
+        [engine] = derive_batch.chosen_algorithms([dict(entry, tensor_cores=1)], None)
+        self.assertEqual(engine["algorithm_name"], f"engine {entry['algorithm']:.0f} (tensor cores)")
 
     def test_size_text(self):
         layers = support.load_fixture("conv2d_describe.json")["layers"]
