@@ -57,6 +57,7 @@ struct MlpGpuWorkspace {
   GrowingDeviceBuffer<float> gradients;        // flat layout, FP32 in both precisions
   GrowingDeviceBuffer<float> logits;           // batch x outputs, before the output bias
   GrowingDeviceBuffer<float> column_partials;  // per-chunk partial column sums of the bias gradients
+  GrowingDeviceBuffer<float> row_loss;         // batch: each row's loss, summed in a fixed order afterwards
   GrowingDeviceBuffer<float> mean_loss;        // 1 value: the loss of the last step
   MlpActivations<float> fp32_activations;
   // bf16_mixed only:

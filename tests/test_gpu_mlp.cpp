@@ -158,6 +158,8 @@ std::string step_mismatch(const Problem& problem, const StepResult& expected, co
 
 // Non-square everywhere (as in the CPU tests), so a transposed product cannot pass by coincidence.
 constexpr MlpShape kTiny{7, 5, 3};
+// Hidden and output widths that end in a partial column-sum strip (32 columns), the hidden over several.
+constexpr MlpShape kWide{33, 300, 13};
 const MlpShape kMnist{};
 
 class GpuMlpTest : public ::testing::Test {
@@ -173,10 +175,10 @@ struct Case {
   int batch;
 };
 
-// Batch 1, odd batches, batches of several column-sum chunks (64 rows each), and batches above 1024 rows,
-// where the loss kernel's threads take several rows each and bias+ReLU strides over rows.
-const std::vector<Case> kFp32Cases = {{kTiny, 1},  {kTiny, 9},   {kTiny, 130}, {kTiny, 1500},
-                                      {kMnist, 1}, {kMnist, 37}, {kMnist, 256}};
+// Batch 1, odd batches, batches of several column-sum chunks (64 rows each), batches above 1024 rows, where
+// the loss sum's threads take several rows each and bias+ReLU strides over rows, and a partial column strip.
+const std::vector<Case> kFp32Cases = {{kTiny, 1},  {kTiny, 9},   {kTiny, 130},  {kTiny, 1500},
+                                      {kWide, 70}, {kMnist, 1}, {kMnist, 37}, {kMnist, 256}};
 const std::vector<Case> kBf16Cases = {{kMnist, 1}, {kMnist, 37}, {kMnist, 256}, {kMnist, 1100}};
 
 TEST_F(GpuMlpTest, Fp32StepMatchesCpuStep) {
