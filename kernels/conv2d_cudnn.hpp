@@ -31,8 +31,7 @@ std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, 
 // outside its timed region and the call it times does nothing but enqueue the convolution.
 //
 // The engine is chosen as torch.backends.cudnn.benchmark = True chooses it: cuDNN's heuristics
-// (CUDNN_HEUR_MODE_A, then cuDNN's fallback list for the places left, then every other engine
-// that supports the graph, with its default knobs) propose engine configurations; those the
+// (CUDNN_HEUR_MODE_A, then cuDNN's fallback list for the places left) propose engine configurations; those the
 // precision refuses (below), those whose plan cuDNN will not finalize for this graph and those
 // whose workspace does not fit in free device memory are passed over; up to 16 are run on the
 // given buffers (one warm-up, then the median of 5 runs timed with CUDA events) and the fastest
