@@ -471,6 +471,10 @@ bool measure(Candidate& candidate, const TensorPointers& tensors, Rejections& re
     rejections.fail(engine_name(candidate.engine.index), status);
     return false;
   }
+  // A fault in an engine's kernel is sticky (the process's CUDA context is lost): name the engine.
+  const cudaError_t fault = cudaDeviceSynchronize();
+  if (fault != cudaSuccess)
+    throw GpuError(engine_name(candidate.engine.index) + " faulted on its first run: " + cudaGetErrorName(fault));
   EventTimer timer;
   std::array<double, kTimedRuns> seconds{};
   for (double& s : seconds) {

@@ -167,7 +167,12 @@ class GpuConv2dTest : public ::testing::TestWithParam<GpuConvCase> {
 TEST_P(GpuConv2dTest, MatchesFp64SumsAndTheDirectLoop) {
   for (const Conv2dShape& shape : test_shapes()) {
     const Problem problem(shape, layout(), shape.in_channels * 131 + shape.height);
-    const std::vector<float> gpu = run_cudnn(problem, precision(), layout());
+    std::vector<float> gpu;
+    try {
+      gpu = run_cudnn(problem, precision(), layout());
+    } catch (const std::exception& e) {  // a CUDA fault is sticky: name the shape and stop
+      FAIL() << describe(shape, layout(), precision()) << ": " << e.what();
+    }
     const Verification v = problem.verify(gpu, precision());
     EXPECT_TRUE(v.passed()) << describe(shape, layout(), precision()) << ": " << v.describe();
     // The CPU reference, itself within the FP32 bound of the FP64 sums.
