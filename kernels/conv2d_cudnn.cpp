@@ -467,14 +467,16 @@ bool measure(Candidate& candidate, const TensorPointers& tensors, Rejections& re
   const auto workspace = device_bytes_or_none(candidate.workspace_bytes);
   const Descriptor pack = make_variant_pack(tensors, data_or_null(workspace));
   const cudnnStatus_t status = cudnnBackendExecute(cudnn_handle(), candidate.plan.get(), pack.get());
+  // A fault in an engine's kernel is sticky (the process's CUDA context is lost), also when the
+  // run reports a failure status: name the engine before anything else runs.
+  const cudaError_t fault = cudaDeviceSynchronize();
+  if (fault != cudaSuccess)
+    throw GpuError(engine_name(candidate.engine.index) + " faulted on its first run (" +
+                   cudnnGetErrorString(status) + "): " + cudaGetErrorName(fault));
   if (status != CUDNN_STATUS_SUCCESS) {
     rejections.fail(engine_name(candidate.engine.index), status);
     return false;
   }
-  // A fault in an engine's kernel is sticky (the process's CUDA context is lost): name the engine.
-  const cudaError_t fault = cudaDeviceSynchronize();
-  if (fault != cudaSuccess)
-    throw GpuError(engine_name(candidate.engine.index) + " faulted on its first run: " + cudaGetErrorName(fault));
   EventTimer timer;
   std::array<double, kTimedRuns> seconds{};
   for (double& s : seconds) {

@@ -9,6 +9,8 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 def seconds(value):
     if value is None:
         return "n/a"
+    if value < 0:  # a difference of times (time saved can be negative)
+        return "-" + seconds(-value)
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if value >= scale:
             return f"{value / scale:.2f} {unit}"
