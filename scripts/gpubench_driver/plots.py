@@ -29,6 +29,8 @@ def _series(entries, label):
 
 
 LEGEND_ROWS = 10  # more lines than this: the legend takes two columns
+COLOURS = 10  # matplotlib's default colour cycle
+LINE_STYLES = ("-", "--", ":", "-.")
 
 
 def _finish(pyplot, figure, axes, path):
@@ -42,11 +44,12 @@ def _finish(pyplot, figure, axes, path):
 def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square matrices)", mark=None):
     """One line per series, value(point) over x, log-log; mark(axes) adds to the chart before it is saved."""
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    for label, points in series.items():
+    for index, (label, points) in enumerate(series.items()):
         xs = [x for x, point in points if value(point) is not None]
         ys = [value(point) for _, point in points if value(point) is not None]
-        if xs:
-            axes.plot(xs, ys, marker="o", markersize=3, label=label)
+        if xs:  # the colour cycle has 10 colours: past them the line style tells the series apart
+            axes.plot(xs, ys, marker="o", markersize=3, label=label,
+                      linestyle=LINE_STYLES[index // COLOURS % len(LINE_STYLES)])
     if mark:
         mark(axes)
     axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)

@@ -559,7 +559,7 @@ def _transfer_curves(study):
                      f"{_gib_per_s(row['plateau_bytes_per_s'])} | {byte_size(row['size_at_90_percent'])} | "
                      f"{'n/a' if link_share is None else f'{link_share:.0%}'} |")
     lines += ["", "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: "
-                  "the best bandwidth over the sizes (bytes copied per second, GiB = 2^30 bytes; bidirectional "
+                  "the bandwidth of the largest copy (bytes copied per second, GiB = 2^30 bytes; bidirectional "
                   "counts both directions). Size at 90%: from where every larger copy reaches 90% of the plateau, "
                   "interpolated on log(size) between measured sizes."]
     return _section("Transfer: bandwidth and latency", lines if rows else ["No copy was measured."])
