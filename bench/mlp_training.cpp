@@ -517,13 +517,6 @@ std::string describe_implementation(const Implementation& impl) {
          ", \"precisions\": " + json_list(impl.precisions, json_string) + "}";
 }
 
-// Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
-std::string describe_utilization() {
-  const std::string reason = utilization_unavailable_reason();
-  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
-         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
-}
-
 std::string describe_study() {
   const auto number = [](int v) { return std::to_string(v); };
   const MlpShape shape;
@@ -533,7 +526,7 @@ std::string describe_study() {
          ", \"epoch_samples\": " + number(kEpochSamples) +
          ", \"precisions\": " + json_list(tolerances(), describe_tolerance) +
          ", \"implementations\": " + json_list(implementations(), describe_implementation) +
-         ", \"utilization\": " + describe_utilization();
+         ", \"utilization\": " + utilization_description();
 }
 
 }  // namespace

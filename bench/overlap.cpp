@@ -360,16 +360,6 @@ Verification warm_up_and_verify(Rig& rig, const PipelineSpec& spec) {
   return verify_result(rig.problem, download(rig.arrays.device_out, rig.problem.elements()).data());
 }
 
-int copy_engines() {
-  static const int count = [] {
-    int device = 0, engines = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&engines, cudaDevAttrAsyncEngineCount, device));
-    return engines;
-  }();
-  return count;
-}
-
 void run_entry(benchmark::State& state, const Schedule& schedule, Workload workload, bool pinned, int n, int chunks,
                const std::string& name) {
   if (chunks > n) {
@@ -392,7 +382,7 @@ void run_entry(benchmark::State& state, const Schedule& schedule, Workload workl
     // does not depend on the values, and every other schedule copies y in afresh.
     for (auto _ : state) state.SetIterationTime(rig->streams.run(rig->operation, spec));
     report_counters(state, workload, n, schedule, chunks, found->second);
-    state.counters["copy_engines"] = copy_engines();
+    state.counters["copy_engines"] = device_attribute(cudaDevAttrAsyncEngineCount);
   } catch (const SkippedEntry& e) {
     state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
   } catch (const GpuOutOfMemory& e) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu_runtime.hpp"
 
 namespace gpubench {
 namespace {
@@ -110,16 +110,6 @@ void launch(const float* a, const float* b, float* c, MatmulShape s, int split) 
   CUDA_CHECK_LAUNCH();
 }
 
-int multiprocessor_count() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-  }();
-  return count;
-}
-
 // Chosen by timing tile shapes and splits against each other on an H100 (docs/design.md):
 // the 128-wide tile wins once it has about 1.5 blocks per multiprocessor; below that the
 // 64-wide tile, split along k until the GPU holds as many of its blocks as it can run at
@@ -140,7 +130,7 @@ int mid_tile_split(MatmulShape s, int sms) {
 }  // namespace
 
 void matmul_tiled_kernel(const float* a, const float* b, float* c, MatmulShape s) {
-  const int sms = multiprocessor_count();
+  const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
   if (2 * blocks_for<LargeTile>(s) >= 3 * sms) return launch<LargeTile>(a, b, c, s, 1);
   launch<MidTile>(a, b, c, s, mid_tile_split(s, sms));
 }

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu_runtime.hpp"
 
 namespace gpubench {
 namespace {
@@ -13,16 +13,6 @@ __global__ void copy_words(uint4* destination, const uint4* source, std::size_t 
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
     destination[i] = source[i];
-}
-
-int multiprocessors() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-  }();
-  return count;
 }
 
 }  // namespace
@@ -37,7 +27,7 @@ void sm_copy(void* destination, const void* source, std::size_t bytes, cudaStrea
   // Enough blocks for every multiprocessor to keep many 16-byte requests in flight across the
   // link (its latency is microseconds), no more than the words need.
   const std::size_t wanted = (words + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(multiprocessors()) * 8));
+  const int blocks = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(device_attribute(cudaDevAttrMultiProcessorCount)) * 8));
   if (blocks == 0) return;
   copy_words<<<blocks, kThreads, 0, stream>>>(static_cast<uint4*>(destination), static_cast<const uint4*>(source),
                                               words);

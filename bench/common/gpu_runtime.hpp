@@ -77,6 +77,9 @@ class EventTimer {
   cudaEvent_t stop_ = nullptr;
 };
 
+// An attribute of the current device (multiprocessors, copy engines, ...).
+int device_attribute(cudaDeviceAttr attribute);
+
 // Free device memory now, for checking that a configuration fits before allocating it.
 std::size_t device_free_bytes();
 
