@@ -452,7 +452,7 @@ std::string describe_cudnn() {
 // What the GPU entries' `engine` counter means: cuDNN's engines have numbers, no names.
 constexpr const char* kEngineNotes =
     "engine (and algorithm, the same number): the global index of the cuDNN engine chosen for the configuration "
-    "(CUDNN_ATTR_ENGINE_GLOBAL_INDEX), the fastest of up to 16 engine configurations (cuDNN's heuristics, then its "
+    "(CUDNN_ATTR_ENGINE_GLOBAL_INDEX), the fastest of up to 10 engine configurations (cuDNN's heuristics, then its "
     "fallback list) timed on the entry's buffers; its meaning may change between cuDNN "
     "versions. tensor_cores: 1 when the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE. Each "
     "entry's label describes the engine: its numerical notes, its knob choices (kN=V, N a cudnnBackendKnobType_t "

@@ -33,7 +33,7 @@ std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, 
 // The engine is chosen as torch.backends.cudnn.benchmark = True chooses it: cuDNN's heuristics
 // (CUDNN_HEUR_MODE_A, then cuDNN's fallback list for the places left) propose engine configurations; those the
 // precision refuses (below), those whose plan cuDNN will not finalize for this graph and those
-// whose workspace does not fit in free device memory are passed over; up to 16 are run on the
+// whose workspace does not fit in free device memory are passed over; up to 10 (torch's default) are run on the
 // given buffers (one warm-up, then the median of 5 runs timed with CUDA events) and the fastest
 // is kept. The precision's rule, from each engine's numerical notes: fp32 takes no tensor-core
 // engine (on FP32 data those compute in TF32, which is the tf32 entry); tf32 (FP32 data) and
