@@ -39,6 +39,9 @@ def write_outputs(document, out_dir):
 def regenerate(path, out_dir=None):
     """The 'report' command: plots and summary again from an existing results.json."""
     document = results.load(path)
+    # Findings are a function of the entries: derived again, so that a run cut off before its end
+    # (whose file holds entries but no findings) still gets them, and an older file today's.
+    derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     results_dir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     out_dir = out_dir or results_dir
     os.makedirs(out_dir, exist_ok=True)

@@ -110,6 +110,18 @@ class ReportTest(unittest.TestCase):
                 with open(os.path.join(out, "plots", name), "rb") as stream:
                     self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_a_run_cut_off_before_its_findings_gets_them(self):
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            document = json.load(stream)
+        for study in document["studies"].values():
+            study["derived"] = {}  # what a run killed between two sizes leaves
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "results.json")
+            with open(path, "w", encoding="utf-8") as stream:
+                json.dump(document, stream)
+            with open(report.regenerate(path, out), encoding="utf-8") as stream:
+                self.assertIn("| resident | 92 | 64 .. 96 | cublas |", stream.read())
+
 
 if __name__ == "__main__":
     unittest.main()
