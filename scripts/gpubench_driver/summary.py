@@ -531,12 +531,15 @@ def _gib_per_s(bytes_per_s):
     return "n/a" if bytes_per_s is None else f"{bytes_per_s / derive_transfer.GIB:.2f} GiB/s"
 
 
-def _transfer_link(derived):
+def _transfer_link(derived, document):
+    gpus = document["machine"].get("gpus") or [{}]
+    numa = gpus[0].get("numa_node")
+    where = [] if numa is None else [f"- The GPU's NUMA node: {md(numa)} (-1: the host reports none)."]
     link = derived.get("link")
     if not link:
-        return ["- The link's theoretical rate is unknown (no PCIe generation and width from nvidia-smi)."]
+        return ["- The link's theoretical rate is unknown (no PCIe generation and width from nvidia-smi)."] + where
     return [f"- Link: PCIe Gen{link['generation']} x{link['width']}, theoretically {_gib_per_s(link['bytes_per_s'])} "
-            f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."]
+            f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."] + where
 
 
 def _transfer_setting(study):
@@ -545,11 +548,11 @@ def _transfer_setting(study):
             f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
 
 
-def _transfer_curves(study):
+def _transfer_curves(study, document):
     derived = study["derived"]
     rows = derived.get("curves") or []
     use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
-    lines = _transfer_link(derived) + _transfer_setting(study) + [
+    lines = _transfer_link(derived, document) + _transfer_setting(study) + [
         "", "| engine | host memory | direction | latency of the smallest copy | plateau | size at 90% of it | "
             "plateau / link |", "|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -609,7 +612,7 @@ def _transfer_references(study, references):
 
 def _transfer_sections(study, document):
     derived = study["derived"]
-    return (_transfer_curves(study) + _transfer_ratios(derived)
+    return (_transfer_curves(study, document) + _transfer_ratios(derived)
             + _transfer_references(study, document.get("references"))
             + _grouped_failures(study, "Transfer: skipped and failed entries"))
 

@@ -139,7 +139,7 @@ class ReportTest(unittest.TestCase):
         from gpubench_driver import plots, results, summary
         document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
                                          "status": "complete", "command_line": [], "options": {}})
-        document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>")]
+        document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>", numa_node=1)]
         transfer = DeriveTest()
         transfer.setUp()
         document["studies"]["transfer"] = {"entries": transfer.entries, "invocations": [],
@@ -153,6 +153,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("Transfer: bandwidth and latency", text)
         self.assertIn("pinned over pageable (written), h2d: 6.50x", text)
         self.assertIn("PCIe Gen5 x16", text)
+        self.assertIn("The GPU's NUMA node: 1", text)
         self.assertIn("| matmul | pinned | 8192 |", text)
         self.assertNotIn("<script>", text)
         if paths is not None:  # matplotlib present
