@@ -3,7 +3,9 @@ import argparse
 import os
 import sys
 
-from gpubench_driver import build, options as opts, report, results, runner, session
+from dataclasses import replace
+
+from gpubench_driver import build, like, options as opts, report, results, runner, session
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -40,6 +42,10 @@ def _run_parser(subparsers):
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
     parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
     parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
+    parser.add_argument("--like", metavar="RESULTS", help="repeat the configuration a results.json recorded (studies, "
+                                                         "the sizes and batches each swept, repetitions, options; "
+                                                         "flags given here still win) and report where this "
+                                                         "machine's environment differs from the one it recorded")
 
 
 def build_parser():
@@ -82,9 +88,29 @@ def resolve_run_options(args):
     )
 
 
+# Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
+_NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False, "repetitions": None,
+              "min_time": None, "refine_rounds": None, "reference": None, "quick": False}
+_ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference"}
+
+
+def resolve_like(args, options):
+    """The run's options with the recorded run's wherever the command line gave none."""
+    run_id, recorded, swept, _ = like.recorded_configuration(args.like)
+    taken = {}
+    for name, value in recorded.items():
+        argument = _ARGUMENT_OF.get(name, name)
+        if getattr(args, argument) in (_NOT_GIVEN.get(name), False):
+            taken[name] = value
+    print(f"run --like {args.like}: repeating run {run_id}", flush=True)
+    return replace(options, **taken, like=os.path.abspath(args.like),
+                   study_sizes=None if args.sizes is not None or args.batches is not None else swept)
+
+
 def _command(args, argv):
     if args.command == "run":
-        return session.run(resolve_run_options(args), argv)
+        options = resolve_run_options(args)
+        return session.run(resolve_like(args, options) if args.like else options, argv)
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0

@@ -54,6 +54,8 @@ class RunOptions:
     reference: bool
     quick: bool
     notes: list = field(default_factory=list)
+    like: str = None         # run --like: the results file whose configuration this run repeats
+    study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
 
     def as_dict(self):
         return {name: value for name, value in vars(self).items() if name != "notes"}
@@ -144,12 +146,18 @@ def study_batches(options, name, description):
     None for the other studies, which get no --batches."""
     if name not in BATCH_STUDIES:
         return None
+    recorded = (options.study_sizes or {}).get(name, {}).get("batches")
+    if options.batches is None and recorded:
+        return recorded
     return options.batches or (list(QUICK_BATCHES[name]) if options.quick else description.get("default_batches"))
 
 
 def study_sizes(options, name, description):
     """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'),
     its quick or its default ones."""
+    recorded = (options.study_sizes or {}).get(name, {}).get("sizes")
+    if options.sizes is None and recorded:
+        return recorded
     if options.sizes is None:
         return list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or []
     layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]

@@ -4,7 +4,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, options as options_module, reference, report, results, runner,
+from gpubench_driver import (build, environment, like, options as options_module, reference, report, results, runner,
                              telemetry)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -139,6 +139,16 @@ def measure(plans, options, document, save):
     return "partial" if any(study.record["invocations"] for study in studies) else "complete"
 
 
+def like_record(path, document):
+    """run --like: which run was repeated and where this machine's environment differs from it."""
+    recorded = results.load(path)
+    found = like.differences(recorded, document)
+    for difference in found:
+        print(f"differs from the recorded run: {difference['what']}: {difference['recorded']} there, "
+              f"{difference['here']} here", flush=True)
+    return {"path": path, "run_id": recorded["run"].get("id"), "differences": found}
+
+
 def run(options, argv):
     plans, study_warnings = describe_studies(options)
     options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
@@ -147,6 +157,8 @@ def run(options, argv):
     document = new_run_document(options, argv)
     document["warnings"] += study_warnings
     capture_environment(document, options, [plan.description for plan in plans])
+    if options.like:
+        document["run"]["like"] = like_record(options.like, document)
     for warning in document["warnings"]:
         print(f"WARNING: {warning}", flush=True)
     if not document["gpu"]["available"]:

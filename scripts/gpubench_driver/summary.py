@@ -676,8 +676,21 @@ STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections, 
                   **{name: functools.partial(_batch_sections, name) for name in derive_batch.STUDIES}}
 
 
+def _like(document):
+    """run --like: the run repeated and where this machine's environment differs from it."""
+    repeated = document["run"].get("like")
+    if not isinstance(repeated, dict):
+        return []
+    found = repeated.get("differences") or []
+    lines = [f"Repeats the configuration of run {md(repeated.get('run_id'))} ({md(repeated.get('path'))})."]
+    lines += ["", "| | recorded there | here |", "|---|---|---|",
+              *(f"| {md(d.get('what'))} | {md(d.get('recorded'))} | {md(d.get('here'))} |" for d in found)] if found \
+        else ["", "Its recorded environment is the same as this one in every field compared."]
+    return _section("Compared with the recorded run", lines)
+
+
 def render(document, plot_paths, out_dir):
-    lines = _header(document) + _warnings(document)
+    lines = _header(document) + _warnings(document) + _like(document)
     for name, study in document["studies"].items():
         if name in STUDY_SECTIONS:
             lines += STUDY_SECTIONS[name](study, document)

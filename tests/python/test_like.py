@@ -1,0 +1,74 @@
+"""run --like: the recorded configuration is repeated (studies, per-study sizes and batches,
+repetitions, options; flags given still win), a hostile file is refused, and the environment
+differences are listed and escaped."""
+import copy
+import json
+import os
+import tempfile
+import unittest
+
+import support
+from support import fixture
+
+from gpubench_driver import cli, like, results, summary
+
+
+def recorded_document():
+    with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+class LikeTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+        self.document = recorded_document()
+        self.document["run"]["options"].update(repetitions=7, min_time=0.2, studies=["matmul"], caps={"naive_loop": 0})
+        self.document["studies"]["matmul"]["sizes"] = [64, 128, 200]
+        self.path = self.write(self.document)
+
+    def write(self, document):
+        path = os.path.join(self.directory.name, f"r{len(os.listdir(self.directory.name))}.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(document, stream)
+        return path
+
+    def options(self, *flags):
+        args = cli.build_parser().parse_args(["run", "--like", self.path, *flags])
+        return cli.resolve_like(args, cli.resolve_run_options(args))
+
+    def test_repeats_the_recorded_configuration(self):
+        options = self.options()
+        self.assertEqual((options.repetitions, options.min_time, options.studies, options.caps),
+                         (7, 0.2, ["matmul"], {"naive_loop": 0}))
+        self.assertEqual(options.study_sizes["matmul"]["sizes"], [64, 128, 200])
+        self.assertEqual(options.like, os.path.abspath(self.path))
+
+    def test_flags_given_still_win(self):
+        options = self.options("--repetitions", "2", "--sizes", "64")
+        self.assertEqual((options.repetitions, options.min_time, options.sizes, options.study_sizes), (2, 0.2, [64], None))
+
+    def test_a_hostile_file_is_refused(self):
+        for options in ({"repetitions": "7; rm -rf"}, {"studies": ["matmul", "../../etc"]}, {"min_time": -1},
+                        {"cpu_only": "yes"}):
+            document = copy.deepcopy(self.document)
+            document["run"]["options"].update(options)
+            self.path = self.write(document)
+            with self.assertRaises(results.ResultsError, msg=str(options)):
+                self.options()
+
+    def test_differences_are_listed_and_escaped(self):
+        here = copy.deepcopy(self.document)
+        here["machine"]["gpus"] = [{"name": "<script>|x"}]
+        here["software"]["openblas"] = {"version": "0.3.26", "core": "Haswell", "threads": 8}
+        found = like.differences(self.document, here)
+        self.assertIn("GPU", [d["what"] for d in found])
+        self.assertNotIn("kernel", [d["what"] for d in found])  # the same in both
+        here["run"]["like"] = {"path": self.path, "run_id": "x", "differences": found}
+        text = "\n".join(summary._like(here))
+        self.assertIn("\\<script\\>\\|x", text)
+        self.assertNotIn("<script>", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
