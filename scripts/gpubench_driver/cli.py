@@ -1,11 +1,11 @@
-"""Command line of the driver: run, report, build."""
+"""Command line of the driver: run, report, compare, build."""
 import argparse
 import os
 import sys
 
 from dataclasses import replace
 
-from gpubench_driver import build, like, options as opts, report, results, runner, session
+from gpubench_driver import build, compare, like, options as opts, report, results, runner, session
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -48,6 +48,22 @@ def _run_parser(subparsers):
                                                          "machine's environment differs from the one it recorded")
 
 
+def _compare_parser(subparsers):
+    parser = subparsers.add_parser("compare", help="side-by-side report of results files, with significance and cost",
+                                   description="Compare the entries two or more results files share: medians, ratios "
+                                               "to the first file, a Mann-Whitney U verdict on the repetition times, "
+                                               "and, with a price per file, cost per 1000 GEMMs, TFLOP/s per "
+                                               "USD-hour and USD per MLP epoch. Writes compare.md.")
+    parser.add_argument("results", nargs="+", help="results.json files (or directories holding one); the first is "
+                                                   "the baseline")
+    parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
+    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
+                        help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
+    parser.add_argument("--prices", default=compare.DEFAULT_PRICES,
+                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    parser.add_argument("--out", help="output directory (default: results/compare-<UTC time>)")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="gpubench", description=DESCRIPTION)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -55,6 +71,7 @@ def build_parser():
     report_parser = subparsers.add_parser("report", help="regenerate summary.md and plots from a results.json")
     report_parser.add_argument("results", help="a results.json or the directory holding it")
     report_parser.add_argument("--out", help="where to write (default: beside results.json)")
+    _compare_parser(subparsers)
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
@@ -111,6 +128,9 @@ def _command(args, argv):
     if args.command == "run":
         options = resolve_run_options(args)
         return session.run(resolve_like(args, options) if args.like else options, argv)
+    if args.command == "compare":
+        print(f"comparison: {compare.run(args.results, args.label, args.price, args.prices, args.out)}")
+        return 0
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0
@@ -125,7 +145,7 @@ def main(argv):
     except opts.UsageError as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
-    except (build.BuildError, runner.RunnerError, results.ResultsError) as error:
+    except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,0 +1,293 @@
+"""The 'compare' command: results files side by side, with significance and cost per dollar.
+
+Entries are matched by name across the files (ok in each); each study is compared on the entries
+every file shares, and what only some files hold is listed. Times are each file's median; the
+ratio is a file's median over the first file's (below 1: faster than the first), and the verdict is
+the Mann–Whitney U test on the repetition times (significance.py). With a price per file (an
+instance of the price table, or USD per hour), the GEMM studies get USD per 1000 products and
+TFLOP/s per USD-hour, the MLP study USD per epoch.
+"""
+import json
+import math
+import os
+from dataclasses import dataclass
+
+from gpubench_driver import options as opts, results, session, significance
+from gpubench_driver.formatting import md, ratio, seconds
+
+DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
+PRICES_SCHEMA = "gpubench-prices"
+GEMM_STUDIES = ("matmul", "precision")
+MLP_STUDY = "mlp_training"
+SECONDS_PER_HOUR = 3600.0
+
+
+class PriceTableError(Exception):
+    """A price table that cannot be read or breaks its schema."""
+
+
+@dataclass
+class Source:
+    """One results file in the comparison, and its price per instance-hour when one was given."""
+    path: str
+    label: str
+    document: dict
+    usd_per_hour: float = None
+    instance: str = None
+
+
+# --- the price table and --price ----------------------------------------------------
+def _positive_price(value, where, error):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise error(f"{where}: expected a positive number of USD per hour, got {value!r}")
+    return float(value)
+
+
+def load_price_table(path):
+    """The price table: {instance: {"usd_per_hour": ..., ...}, ...}, plus where it came from."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            table = json.load(stream, parse_constant=_reject_constant)
+    except OSError as error:
+        raise PriceTableError(f"cannot read the price table {path}: {error}") from None
+    except ValueError as error:
+        raise PriceTableError(f"the price table {path} is not valid JSON: {error}") from None
+    if not isinstance(table, dict) or table.get("schema") != PRICES_SCHEMA:
+        raise PriceTableError(f"{path} is not a price table (expected \"schema\": \"{PRICES_SCHEMA}\")")
+    if not isinstance(table.get("instances"), dict):
+        raise PriceTableError(f"{path}: instances: expected an object of instance types")
+    for instance, record in table["instances"].items():
+        if not isinstance(record, dict):
+            raise PriceTableError(f"{path}: instances.{instance}: expected an object with usd_per_hour")
+        _positive_price(record.get("usd_per_hour"), f"{path}: instances.{instance}.usd_per_hour", PriceTableError)
+    return table
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _price_of(value, table_path, tables):
+    """--price's value: a number of USD per hour, or an instance type of the price table."""
+    try:
+        number = float(value)
+    except ValueError:
+        if table_path not in tables:
+            tables[table_path] = load_price_table(table_path)
+        instances = tables[table_path]["instances"]
+        if value not in instances:
+            raise opts.UsageError(f"--price: unknown instance type '{value}' (the price table {table_path} has: "
+                                  f"{', '.join(sorted(instances)) or 'none'}; or give USD per hour)") from None
+        return instances[value]["usd_per_hour"], value
+    return _positive_price(number, f"--price {value}", opts.UsageError), None
+
+
+def apply_prices(sources, specs, table_path):
+    """--price FILE=INSTANCE or FILE=USD_PER_HOUR, FILE as given on the command line."""
+    by_path = {os.path.abspath(source.path): source for source in sources}
+    tables = {}
+    for spec in specs:
+        path, separator, value = spec.rpartition("=")
+        if not separator or not path or not value:
+            raise opts.UsageError(f"--price: expected FILE=INSTANCE or FILE=USD_PER_HOUR, got '{spec}'")
+        source = by_path.get(os.path.abspath(path))
+        if source is None:
+            raise opts.UsageError(f"--price: '{path}' is not one of the files compared")
+        source.usd_per_hour, source.instance = _price_of(value, table_path, tables)
+    return tables.get(table_path)
+
+
+# --- loading and labels ------------------------------------------------------------
+def _gpu_name(document):
+    gpus = document["machine"].get("gpus") or []
+    return gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None
+
+
+def load_sources(paths, labels):
+    if len(paths) < 2:
+        raise opts.UsageError("compare needs at least two results files")
+    if labels and len(labels) != len(paths):
+        raise opts.UsageError(f"--label: give one per file ({len(paths)}), or none; got {len(labels)}")
+    sources = []
+    for index, path in enumerate(paths):
+        document = results.load(path)
+        label = labels[index] if labels else f"{document['run']['id']} {_gpu_name(document) or 'no GPU'}"
+        sources.append(Source(path, label, document))
+    return sources
+
+
+# --- matching ------------------------------------------------------------------------
+def _entries_by_name(study):
+    return {entry["name"]: entry for entry in study["entries"]}
+
+
+def shared_studies(sources):
+    return [name for name in sources[0].document["studies"] if all(name in s.document["studies"] for s in sources)]
+
+
+def partial_studies(sources):
+    """Studies only some files hold: {study: [file numbers holding it]}."""
+    every = dict.fromkeys(name for source in sources for name in source.document["studies"])
+    holders = {name: [number for number, source in enumerate(sources, start=1) if name in source.document["studies"]]
+               for name in every}
+    return {name: numbers for name, numbers in holders.items() if len(numbers) < len(sources)}
+
+
+def match_entries(sources, study_name):
+    """(names ok in every file, {name: per-file state} for the others), in first-seen order."""
+    tables = [_entries_by_name(source.document["studies"][study_name]) for source in sources]
+    names = dict.fromkeys(name for table in tables for name in table)
+    states = {name: [table[name]["status"] if name in table else "absent" for table in tables] for name in names}
+    shared = [name for name, state in states.items() if all(status == "ok" for status in state)]
+    return shared, {name: state for name, state in states.items() if name not in shared}
+
+
+# --- cost ------------------------------------------------------------------------------
+def usd_per_1000_products(entry, usd_per_hour):
+    return entry["time_s"]["median"] * 1000 / SECONDS_PER_HOUR * usd_per_hour
+
+
+def tflops_per_usd_hour(entry, usd_per_hour):
+    rate = entry.get("flop_per_s")
+    return None if rate is None else rate / 1e12 / usd_per_hour
+
+
+def usd_per_epoch(entry, epoch_samples, usd_per_hour):
+    per_call = entry.get("samples") or entry.get("batch")
+    if not epoch_samples or not per_call:
+        return None
+    samples_per_s = per_call / entry["time_s"]["median"]
+    return epoch_samples / samples_per_s / SECONDS_PER_HOUR * usd_per_hour
+
+
+def _usd(value):
+    return "n/a" if value is None else f"{value:.3g} USD"
+
+
+def _per_usd_hour(value):
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+# --- rendering ---------------------------------------------------------------------------
+def _verdict_text(test, number):
+    named = {significance.A_FASTER: "#1 faster", significance.B_FASTER: f"#{number} faster"}
+    text = named.get(test.verdict, test.verdict)
+    if test.verdict == significance.TOO_FEW:
+        return f"{text} (smallest p {test.smallest_p:.3g})"
+    return text if test.p_value is None else f"{text} (p = {test.p_value:.3g})"
+
+
+def _comparison_cells(first, other, number):
+    first_time, other_time = first["time_s"], other["time_s"]
+    test = significance.mann_whitney(first_time["samples"], other_time["samples"])
+    return f"{ratio(other_time['median'] / first_time['median'])} | {_verdict_text(test, number)}"
+
+
+def _time_table(sources, study_name, names):
+    others = range(2, len(sources) + 1)
+    header = ["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)),
+              *(column for n in others for column in (f"#{n}/#1", f"#{n} vs #1"))]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for name in names:
+        entries = [_entries_by_name(source.document["studies"][study_name])[name] for source in sources]
+        cells = [md(name), *(seconds(entry["time_s"]["median"]) for entry in entries),
+                 *(_comparison_cells(entries[0], entries[n - 1], n) for n in others)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _cost_cells(study_name, study, entry, usd_per_hour):
+    if study_name == MLP_STUDY:
+        return [_usd(usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
+    return [_usd(usd_per_1000_products(entry, usd_per_hour)), _per_usd_hour(tflops_per_usd_hour(entry, usd_per_hour))]
+
+
+def _cost_table(sources, study_name, names):
+    columns = ["USD per epoch"] if study_name == MLP_STUDY else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"]
+    header = ["entry", *(f"#{n} {column}" for n in range(1, len(sources) + 1) for column in columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for name in names:
+        cells = [md(name)]
+        for source in sources:
+            study = source.document["studies"][study_name]
+            cells += _cost_cells(study_name, study, _entries_by_name(study)[name], source.usd_per_hour)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _study_section(sources, study_name):
+    names, _ = match_entries(sources, study_name)
+    lines = [f"## {md(study_name)}", ""]
+    if not names:
+        return lines + ["No entry is ok in every file.", ""]
+    lines += _time_table(sources, study_name, names) + [""]
+    if all(source.usd_per_hour for source in sources) and study_name in (*GEMM_STUDIES, MLP_STUDY):
+        lines += ["Cost at each file's price:", "", *_cost_table(sources, study_name, names), ""]
+    return lines
+
+
+def _price_cell(source):
+    if source.usd_per_hour is None:
+        return "none"
+    return f"{source.usd_per_hour:g} USD/h" + (f" ({md(source.instance)})" if source.instance else "")
+
+
+def _files_section(sources):
+    lines = ["| # | label | file | run | status | GPU | git revision | price |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for number, source in enumerate(sources, start=1):
+        run = source.document["run"]
+        git = run.get("git") if isinstance(run.get("git"), dict) else {}
+        lines.append(f"| #{number} | {md(source.label)} | {md(source.path)} | {md(run['id'])} | {md(run['status'])} | "
+                     f"{md(_gpu_name(source.document))} | {md(git.get('revision'))} | {_price_cell(source)} |")
+    return lines + [""]
+
+
+def _prices_note(sources, table):
+    lines = []
+    if table is not None:
+        lines.append(f"- Instance prices from the price table: retrieved {md(table.get('retrieved'))}, source "
+                     f"{md(table.get('source'))}. {md(table.get('note'))}")
+    priced = [number for number, source in enumerate(sources, start=1) if source.usd_per_hour]
+    if priced and len(priced) < len(sources):
+        lines.append("- Cost columns need a price for every file (--price FILE=INSTANCE or FILE=USD_PER_HOUR); "
+                     f"only {', '.join(f'#{n}' for n in priced)} had one.")
+    return lines
+
+
+def _missing_section(sources):
+    lines = []
+    for name, numbers in partial_studies(sources).items():
+        lines.append(f"- study {md(name)}: only in {', '.join(f'#{n}' for n in numbers)}")
+    for study_name in shared_studies(sources):
+        _, others = match_entries(sources, study_name)
+        for name, states in others.items():
+            lines.append(f"- {md(name)}: " + ", ".join(f"#{n} {md(state)}" for n, state in enumerate(states, start=1)))
+    return ["## Not compared", "", *(lines or ["Nothing: every file holds the same ok entries."]), ""]
+
+
+def render(sources, table=None):
+    lines = ["# gpubench comparison", "", *_files_section(sources),
+             f"- Times are each entry's median over its repetitions; #k/#1 is #k's median over #1's (below 1: #k "
+             f"faster). The verdict is a two-sided Mann–Whitney U test on the repetition times, exact, at alpha "
+             f"{significance.ALPHA}.", *_prices_note(sources, table), ""]
+    for study_name in shared_studies(sources):
+        lines += _study_section(sources, study_name)
+    return "\n".join(lines + _missing_section(sources))
+
+
+def default_out_dir():
+    return os.path.join(session.SOURCE_DIR, "results", f"compare-{session.default_run_id()}")
+
+
+def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=None):
+    """Load, match, write compare.md in out_dir; returns its path."""
+    sources = load_sources(paths, labels or [])
+    table = apply_prices(sources, price_specs, prices_path)
+    text = render(sources, table)
+    out_dir = out_dir or default_out_dir()
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "compare.md")
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(text + "\n")
+    return path

@@ -1,0 +1,293 @@
+"""The compare command: significance on synthetic samples, the price table, reports on built results files."""
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import support  # noqa: F401  (import path)
+from support import ENTRY
+
+from gpubench_driver import cli, compare, gbench, options as opts, results, significance, stats
+
+
+class MannWhitneyTest(unittest.TestCase):
+    def test_clear_separation_of_five_and_five_reaches_the_smallest_p(self):
+        test = significance.mann_whitney([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4])
+        self.assertEqual(test.verdict, significance.A_FASTER)
+        self.assertAlmostEqual(test.p_value, 2 / 252)
+        self.assertAlmostEqual(test.smallest_p, 2 / 252)
+
+    def test_direction(self):
+        test = significance.mann_whitney([2.0, 2.1, 2.2, 2.3], [1.0, 1.1, 1.2, 1.3])
+        self.assertEqual(test.verdict, significance.B_FASTER)
+        self.assertAlmostEqual(test.p_value, 2 / 70)
+
+    def test_exact_p_value_one_step_from_the_extreme(self):
+        # U = 1: two of the 70 splits are as extreme on each side (U = 0 and U = 1).
+        test = significance.mann_whitney([1.0, 2.0, 3.0, 5.0], [4.0, 6.0, 7.0, 8.0])
+        self.assertAlmostEqual(test.p_value, 4 / 70)
+        self.assertEqual(test.verdict, significance.NO_DIFFERENCE)
+
+    def test_overlapping_samples(self):
+        test = significance.mann_whitney([1.0, 1.3, 1.1, 1.5, 1.2], [1.25, 1.05, 1.4, 1.15, 1.35])
+        self.assertEqual(test.verdict, significance.NO_DIFFERENCE)
+        self.assertGreater(test.p_value, 0.5)
+
+    def test_ties_use_midranks(self):
+        separated = significance.mann_whitney([1.0] * 5, [2.0] * 5)
+        self.assertEqual(separated.verdict, significance.A_FASTER)
+        self.assertAlmostEqual(separated.p_value, 2 / 252)
+        mixed = significance.mann_whitney([1.0, 1.0, 2.0, 2.0, 3.0], [1.0, 2.0, 2.0, 3.0, 3.0])
+        self.assertEqual(mixed.verdict, significance.NO_DIFFERENCE)
+        self.assertLessEqual(mixed.p_value, 1.0)
+
+    def test_three_against_three_cannot_be_significant(self):
+        test = significance.mann_whitney([1.0, 1.1, 1.2], [5.0, 5.1, 5.2])
+        self.assertEqual(test.verdict, significance.TOO_FEW)
+        self.assertAlmostEqual(test.smallest_p, 2 / 20)
+
+    def test_identical_samples_can_show_nothing(self):
+        self.assertEqual(significance.mann_whitney([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).verdict, significance.TOO_FEW)
+
+    def test_no_samples(self):
+        test = significance.mann_whitney([], [1.0, 2.0])
+        self.assertEqual(test.verdict, significance.NO_SAMPLES)
+        self.assertIsNone(test.p_value)
+
+
+def entry(name, samples, status="ok", flop=None, batch=None):
+    record = gbench.blank_entry(name)
+    record.update(status=status, repetitions=len(samples), iterations=1)
+    if status == "ok":
+        record["time_s"] = stats.summarize(samples)
+        record["flop"] = flop
+        record["flop_per_s"] = flop / record["time_s"]["median"] if flop else None
+        record["samples"] = batch
+    else:
+        record["message"] = "does not fit"
+    return record
+
+
+def document(run_id, gpu_name, studies):
+    """A results document holding `studies` ({name: [entries]}), as results.write checks it."""
+    doc = results.new_document({"id": run_id, "started": "2026-11-22T23:00:00+00:00", "finished": None,
+                                "status": "complete", "command_line": [], "options": {}})
+    doc["machine"]["gpus"] = [{"name": gpu_name}]
+    for name, entries in studies.items():
+        study = results.new_study({"epoch_samples": 60000} if name == "mlp_training" else {}, [64])
+        study["entries"] = entries
+        doc["studies"][name] = study
+    return doc
+
+
+GEMM = "matmul/cublas/gpu/resident/fp32/n:1024"
+SLOW = [0.020, 0.021, 0.022, 0.023, 0.024]
+FAST = [0.010, 0.011, 0.012, 0.013, 0.014]
+
+
+class CompareFilesTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.directory.name, name)
+
+    def write(self, name, doc):
+        results.write(doc, self.path(name))
+        return self.path(name)
+
+    def write_text(self, name, text):
+        with open(self.path(name), "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return self.path(name)
+
+    def main(self, *args):
+        """cli.main on compare: (exit status, stderr, compare.md or None)."""
+        out = self.path("out")
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            status = cli.main(["compare", *args, "--out", out])
+        report = os.path.join(out, "compare.md")
+        if not os.path.exists(report):
+            return status, stderr.getvalue(), None
+        with open(report, encoding="utf-8") as stream:
+            return status, stderr.getvalue(), stream.read()
+
+    def two_files(self):
+        first = self.write("a.json", document("run-a", "GPU A", {"matmul": [entry(GEMM, SLOW, flop=2e9)]}))
+        second = self.write("b.json", document("run-b", "GPU B", {"matmul": [entry(GEMM, FAST, flop=2e9)]}))
+        return first, second
+
+    def test_ratio_and_significance(self):
+        status, _, report = self.main(*self.two_files())
+        self.assertEqual(status, 0)
+        self.assertIn(f"| {GEMM} | 22.00 ms | 12.00 ms | 0.55x | #2 faster (p = 0.00794) |", report)
+        self.assertIn("run-a GPU A", report)
+
+    def test_hostile_strings_are_escaped(self):
+        hostile = "<script>alert(1)</script> | *x*"
+        first = self.write("a.json", document("run|a", hostile, {"matmul": [entry(GEMM, SLOW)]}))
+        second = self.write("b.json", document("run-b", "GPU B", {"matmul": [entry(GEMM, FAST)],
+                                                                   "x|<b>": [entry("x|<b>/i/gpu/m/p/n:1", FAST)]}))
+        status, _, report = self.main(first, second, "--label", "[a](javascript:x)", "--label", "b|c")
+        self.assertEqual(status, 0)
+        self.assertNotIn("<script>", report)
+        self.assertNotIn("<b>", report)
+        self.assertIn(r"\<script\>alert(1)\</script\> \| \*x\*", report)
+        self.assertIn(r"run\|a", report)
+        self.assertIn(r"\[a\](javascript:x)", report)
+        self.assertIn(r"b\|c", report)
+        self.assertIn(r"study x\|\<b\>: only in #2", report)
+
+    def test_different_studies_and_versions_compare_on_what_they_share(self):
+        mlp = "mlp_training/cublas_kernels/gpu/resident/fp32/n:1024/batch:256"
+        skipped = "matmul/cublas/gpu/resident/fp32/n:16384"
+        only_first = "matmul/openblas/cpu/host/fp32/n:64"
+        newer = document("new", "H100", {"matmul": [entry(GEMM, SLOW), entry(skipped, SLOW), entry(only_first, SLOW)],
+                                          "mlp_training": [entry(mlp, FAST, batch=256)]})
+        older = document("old", "V100", {"matmul": [entry(GEMM, FAST), entry(skipped, [], status="skipped")],
+                                          "precision": [entry("precision/cublas/gpu/resident/fp16/n:64", FAST)]})
+        for key in results.DESCRIBED:  # a file from before the batch studies
+            del older["studies"]["matmul"][key]
+        status, _, report = self.main(self.write("new.json", newer), self.write("old.json", older))
+        self.assertEqual(status, 0)
+        self.assertIn("## matmul", report)
+        self.assertNotIn("## precision", report)
+        self.assertNotIn("## mlp\\_training", report)
+        self.assertIn("- study mlp\\_training: only in #1", report)
+        self.assertIn("- study precision: only in #2", report)
+        self.assertIn("- matmul/cublas/gpu/resident/fp32/n:16384: #1 ok, #2 skipped", report)
+        self.assertIn("- matmul/openblas/cpu/host/fp32/n:64: #1 ok, #2 absent", report)
+
+    def test_files_without_repetition_times_still_get_a_ratio(self):
+        first, second = (entry(GEMM, SLOW), entry(GEMM, FAST))
+        second["time_s"]["samples"] = []  # Google Benchmark aggregates only
+        status, _, report = self.main(self.write("a.json", document("a", "A", {"matmul": [first]})),
+                                      self.write("b.json", document("b", "B", {"matmul": [second]})))
+        self.assertEqual(status, 0)
+        self.assertIn("| 0.55x | no repetition times |", report)
+
+    def test_cost_columns_with_a_price_per_file(self):
+        first, second = self.two_files()
+        status, _, report = self.main(first, second, "--price", f"{first}=3.6", "--price", f"{second}=p5.48xlarge")
+        self.assertEqual(status, 0)
+        # 22 ms a product at 3.6 USD/h: 0.022 USD per 1000; 2 GFLOP / 22 ms = 0.0909 TFLOP/s over 3.6 USD/h.
+        self.assertIn("| 0.022 USD | 0.0253 |", report)
+        self.assertIn("98.32 USD/h (p5.48xlarge)", report)
+        self.assertIn("retrieved 2026-03", report)
+
+    def test_a_price_for_some_files_only_is_named(self):
+        first, second = self.two_files()
+        status, _, report = self.main(first, second, "--price", f"{first}=2")
+        self.assertEqual(status, 0)
+        self.assertIn("only #1 had one", report)
+        self.assertNotIn("USD per 1000 GEMMs", report)
+
+    def test_damaged_and_foreign_files_are_clear_errors(self):
+        good = self.two_files()[0]
+        with open(good, encoding="utf-8") as stream:
+            text = stream.read()
+        nan = json.loads(text)
+        nan["studies"]["matmul"]["entries"][0]["time_s"]["samples"][0] = "NAN"
+        cases = {
+            "truncated.json": (text[: len(text) // 2], "damaged or truncated"),
+            "foreign.json": ('{"name": "not ours", "version": 3}', "not a gpubench results file"),
+            "nan.json": (json.dumps(nan).replace('"NAN"', "NaN"), "NaN is not allowed"),
+            "newer.json": (text.replace('"schema_version": 1', '"schema_version": 2'), "schema_version"),
+            "missing.json": (text.replace('"time_s"', '"time_s_renamed"', 1), "time_s"),
+        }
+        for name, (content, message) in cases.items():
+            with self.subTest(name):
+                status, error, report = self.main(good, self.write_text(name, content))
+                self.assertEqual(status, 1)
+                self.assertIn(message, error)
+                self.assertIsNone(report)
+
+    def test_usage_errors(self):
+        first, second = self.two_files()
+        cases = {"one file": ([first], "at least two"),
+                 "labels": ([first, second, "--label", "x"], "one per file"),
+                 "unknown instance": ([first, second, "--price", f"{first}=p9.huge"], "unknown instance type"),
+                 "negative": ([first, second, "--price", f"{first}=-3"], "positive"),
+                 "nan": ([first, second, "--price", f"{first}=nan"], "positive"),
+                 "not a file compared": ([first, second, "--price", "other.json=3"], "not one of the files"),
+                 "no value": ([first, second, "--price", first], "FILE=INSTANCE")}
+        for name, (args, message) in cases.items():
+            with self.subTest(name):
+                status, error, _ = self.main(*args)
+                self.assertEqual(status, 2)
+                self.assertIn(message, error)
+
+    def test_bash_entry_reports_a_bad_file_without_a_traceback(self):
+        good = self.two_files()[0]
+        completed = subprocess.run(["bash", ENTRY, "compare", good, self.write_text("bad.json", "{"), "--out",
+                                    self.path("out")], capture_output=True, text=True, timeout=120,
+                                   env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+        self.assertEqual(completed.returncode, 1)
+        self.assertIn("not valid JSON", completed.stderr)
+        self.assertNotIn("Traceback", completed.stderr)
+
+
+class PriceTableTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+
+    def table(self, text):
+        path = os.path.join(self.directory.name, "prices.json")
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return path
+
+    def test_shipped_table_is_dated_and_sourced(self):
+        table = compare.load_price_table(compare.DEFAULT_PRICES)
+        self.assertTrue(table["retrieved"])
+        self.assertIn("https://", table["source"])
+        self.assertIn("check current prices", table["note"])
+
+    def assert_refused(self, text, message):
+        with self.assertRaises(compare.PriceTableError) as caught:
+            compare.load_price_table(self.table(text))
+        self.assertIn(message, str(caught.exception))
+
+    def test_errors(self):
+        def instances(body):
+            return json.dumps({"schema": "gpubench-prices", "instances": body})
+        self.assert_refused("{", "not valid JSON")
+        self.assert_refused('{"schema": "other"}', "not a price table")
+        self.assert_refused(instances([]), "instances")
+        self.assert_refused(instances({"x": {"usd_per_hour": -1}}), "instances.x.usd_per_hour")
+        self.assert_refused(instances({"x": {"usd_per_hour": "3"}}), "positive number")
+        self.assert_refused(instances({"x": 3}), "instances.x")
+        self.assert_refused(instances({"x": {"usd_per_hour": 1}}).replace("1}", "NaN}"), "not valid JSON")
+        with self.assertRaises(compare.PriceTableError):
+            compare.load_price_table(os.path.join(self.directory.name, "absent.json"))
+
+    def test_a_broken_table_is_only_read_when_an_instance_is_named(self):
+        sources = [compare.Source("a.json", "a", {}), compare.Source("b.json", "b", {})]
+        broken = self.table("{")
+        compare.apply_prices(sources, ["a.json=1.5", "b.json=2"], broken)
+        self.assertEqual([s.usd_per_hour for s in sources], [1.5, 2.0])
+        with self.assertRaises(compare.PriceTableError):
+            compare.apply_prices(sources, ["a.json=p5.48xlarge"], broken)
+        with self.assertRaises(opts.UsageError):
+            compare.apply_prices(sources, ["a.json=0"], broken)
+
+
+class CostTest(unittest.TestCase):
+    def test_formulas(self):
+        gemm = entry(GEMM, [0.01], flop=1e11)  # 10 TFLOP/s
+        self.assertAlmostEqual(compare.usd_per_1000_products(gemm, 3.6), 0.01)
+        self.assertAlmostEqual(compare.tflops_per_usd_hour(gemm, 2.0), 5.0)
+        mlp = entry("mlp_training/k/gpu/resident/fp32/n:1024/batch:1000", [0.1], batch=1000)  # 10k samples/s
+        self.assertAlmostEqual(compare.usd_per_epoch(mlp, 60000, 3.6), 0.006)
+        self.assertIsNone(compare.usd_per_epoch(mlp, None, 3.6))
+
+
+if __name__ == "__main__":
+    unittest.main()
