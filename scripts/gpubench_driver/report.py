@@ -1,8 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_transfer, plots, reference,
-                             results, summary)
+from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_transfer, html_report, plots,
+                             reference, results, summary)
 
 
 def _derived(name, study, refine_rounds, document):
@@ -26,13 +26,16 @@ def derive_findings(document, refine_rounds):
 
 
 def write_outputs(document, out_dir):
-    """Plots and summary.md next to results.json; returns the summary path."""
+    """Plots, summary.md and summary.html (the same page, plots embedded) next to results.json;
+    returns the summary path."""
     plot_paths = plots.write_plots(document["studies"], out_dir)
     if plot_paths is None:
         print(plots.MISSING_MATPLOTLIB, flush=True)
+    markdown = summary.render(document, plot_paths, out_dir)
     summary_path = os.path.join(out_dir, "summary.md")
     with open(summary_path, "w", encoding="utf-8") as stream:
-        stream.write(summary.render(document, plot_paths, out_dir) + "\n")
+        stream.write(markdown + "\n")
+    html_report.write(markdown, plot_paths, out_dir)
     return summary_path
 
 
