@@ -6,6 +6,7 @@
 #include <ostream>
 #include <vector>
 
+#include "relative_difference.hpp"
 #include "common/random.hpp"
 #include "conv2d_cpu.hpp"
 
@@ -59,16 +60,7 @@ std::vector<Conv2dShape> test_shapes() {
           {3, 7, 5, 12, 15, 3, 2, 0}};
 }
 
-// max |a - b| / max |b|: two FP32 results each within tolerance of FP64 differ by at most
-// twice that tolerance.
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double max_diff = 0, max_b = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    max_diff = std::fmax(max_diff, std::fabs(double(a[i]) - b[i]));
-    max_b = std::fmax(max_b, std::fabs(double(b[i])));
-  }
-  return max_b > 0 ? max_diff / max_b : max_diff;
-}
+using testing::max_relative_difference;
 
 // (outer, channel, row, column) in NCHW order <-> NHWC order; KCRS <-> KRSC alike.
 std::vector<float> nchw_to_nhwc(const std::vector<float>& x, int outer, int channels, int rows, int columns) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "relative_difference.hpp"
 #include "common/gpu_runtime.hpp"
 #include "common/precision.hpp"
 #include "common/precision_codec.hpp"
@@ -119,15 +120,7 @@ std::string describe(const Conv2dShape& s, TensorLayout layout, Precision precis
          precision_info(precision).name;
 }
 
-// max |a - b| / max |b|.
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double max_diff = 0, max_b = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    max_diff = std::fmax(max_diff, std::fabs(double(a[i]) - b[i]));
-    max_b = std::fmax(max_b, std::fabs(double(b[i])));
-  }
-  return max_b > 0 ? max_diff / max_b : max_diff;
-}
+using testing::max_relative_difference;
 
 // 1x1, 3x3, 5x5 and the ResNet stem's 7x7 stride 2; strides 1 and 2; padding 0 to 3;
 // odd image sizes; 3 input channels (the stem) and the study's channel counts.
