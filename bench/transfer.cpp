@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "common/random.hpp"
 #include "common/study_main.hpp"
 #include "common/study_options.hpp"
+#include "common/system.hpp"
 
 #if GPUBENCH_HAVE_CUDA
 #include "common/gpu_runtime.hpp"
@@ -191,13 +193,26 @@ void run_host_copy_entry(benchmark::State& state, const Configuration& c, std::s
 
 #if GPUBENCH_HAVE_CUDA
 // --- host memory the GPU copies from and to ------------------------------------------------
+// The driver refused to pin or register host memory (a locked-memory limit, too little memory):
+// a property of the machine and the size, reported as a skip.
+struct PinningRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void pin_or_skip(cudaError_t status, const char* what, std::size_t bytes) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // not sticky: clear it so the next entry starts clean
+  throw PinningRefused(std::string(what) + " of " + format_bytes(static_cast<double>(bytes)) + " failed: " +
+                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
 // One kind of host buffer: mmap'd (pageable kinds, registered) or cudaHostAlloc'd.
 class HostAllocation {
  public:
   HostAllocation(Memory kind, std::size_t bytes) : bytes_(bytes) {
     if (kind == Memory::pinned || kind == Memory::write_combined) {
       const unsigned flags = cudaHostAllocMapped | (kind == Memory::write_combined ? cudaHostAllocWriteCombined : 0);
-      CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_), bytes, flags));
+      pin_or_skip(cudaHostAlloc(reinterpret_cast<void**>(&pinned_), bytes, flags), "cudaHostAlloc", bytes);
       return;
     }
     mapped_ = std::make_unique<MappedHostBuffer>(bytes, kind == Memory::pageable_thp);
@@ -212,7 +227,7 @@ class HostAllocation {
 
   // Page-locks written mmap'd memory (Memory::registered), after it was filled.
   void register_pages() {
-    CUDA_CHECK(cudaHostRegister(mapped_->get(), bytes_, cudaHostRegisterMapped));
+    pin_or_skip(cudaHostRegister(mapped_->get(), bytes_, cudaHostRegisterMapped), "cudaHostRegister", bytes_);
     registered_ = true;
   }
   std::uint8_t* data() const { return pinned_ ? pinned_ : mapped_->get(); }
@@ -387,7 +402,7 @@ void time_registration(benchmark::State& state, std::size_t n) {
   fill_random_bytes(buffer.get(), n, configuration_seed(n, 200));
   for (auto _ : state) {
     const auto start = Clock::now();
-    CUDA_CHECK(cudaHostRegister(buffer.get(), n, cudaHostRegisterMapped));
+    pin_or_skip(cudaHostRegister(buffer.get(), n, cudaHostRegisterMapped), "cudaHostRegister", n);
     state.SetIterationTime(seconds_since(start));
     CUDA_CHECK(cudaHostUnregister(buffer.get()));
   }
@@ -409,6 +424,9 @@ void run_gpu_entry(benchmark::State& state, const Configuration& c, std::size_t 
     }
     state.counters["bytes_transferred"] = bytes_moved(c, n);
     state.counters["n"] = static_cast<double>(n);
+  } catch (const PinningRefused& e) {
+    current.reset();
+    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
   } catch (const GpuOutOfMemory& e) {
     current.reset();
     state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
