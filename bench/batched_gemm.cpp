@@ -28,6 +28,7 @@
 
 #if GPUBENCH_HAVE_CUDA
 #include "batched_gemm_cublas.hpp"
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #endif
 
@@ -210,7 +211,7 @@ std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, boo
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, const std::string& mode,
                    BatchedGemmShape shape, const std::string& name) {
   static std::unique_ptr<GpuEntryState> current;
-  try {
+  guard_gpu_entry(state, [&] {
     const BatchedProblem* problem = problem_or_skip(state, shape);
     if (!problem) return;
     const bool copies_timed = mode == "transfer_pinned";
@@ -245,13 +246,7 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, const st
     report_counters(state, shape, s.verdict, copies_timed ? 3.0 * s.a->bytes() : 0.0);
     state.counters["device_bytes"] = s.device_bytes;
     report_utilization(state, busy);
-  } catch (const GpuOutOfMemory& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    current.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA
 

@@ -26,6 +26,7 @@
 #include "conv2d_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDNN
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "conv2d_cudnn.hpp"
 #include "cudnn_check.hpp"
@@ -320,7 +321,7 @@ void time_gpu_entry(benchmark::State& state, GpuEntryState& entry, bool copies_t
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
                    Conv2dShape shape, const std::string& configuration) {
   static std::unique_ptr<GpuEntryState> current;
-  try {
+  guard_gpu_entry(state, [&] {
     const ConvProblem* problem = problem_or_skip(state, shape);
     if (!problem) return;
     if (!current || current->configuration != configuration) {
@@ -336,16 +337,7 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
     const bool copies_timed = mode == "transfer_pinned";
     if (copies_timed && !current->pinned_input) add_pinned_copies(*current);
     time_gpu_entry(state, *current, copies_timed);
-  } catch (const CudnnUnsupported& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
-  } catch (const GpuOutOfMemory& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    current.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDNN
 

@@ -29,6 +29,7 @@
 #include "matmul_openblas.hpp"
 
 #if GPUBENCH_HAVE_CUDA
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "matmul_cublas.hpp"
 #include "matmul_naive.cuh"
@@ -181,7 +182,7 @@ struct HostOperands {
 
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Mode mode, int n,
                    const std::string& name) {
-  try {
+  guard_gpu_entry(state, [&] {
     const MatmulProblem* problem = problem_or_skip(state, n);
     if (!problem) return;
     const MatmulShape shape = problem->shape;
@@ -238,11 +239,7 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Mode mod
     }
     const double copied = copies_timed ? static_cast<double>(a.bytes() + b.bytes() + c.bytes()) : 0.0;
     report_counters(state, shape, found->second, copied);
-  } catch (const GpuOutOfMemory& e) {
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
+  }, [] {});
 }
 
 #endif  // GPUBENCH_HAVE_CUDA

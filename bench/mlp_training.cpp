@@ -25,6 +25,7 @@
 #include "mlp_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDA
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "cublas_handle.hpp"
 #include "mlp_cuda.cuh"
@@ -411,7 +412,7 @@ std::unique_ptr<GpuEntryState> prepare_gpu_entry(benchmark::State& state, MlpSha
 void run_gpu_entry(benchmark::State& state, const std::string& mode, const std::string& precision, MlpShape shape,
                    int batch, const std::string& name) {
   static std::unique_ptr<GpuEntryState> current;
-  try {
+  guard_gpu_entry(state, [&] {
     const bool copies_timed = mode == "transfer_pinned";
     if (!current || current->name != name) {
       current.reset();
@@ -447,16 +448,7 @@ void run_gpu_entry(benchmark::State& state, const std::string& mode, const std::
     report_counters(state, shape, batch, s.verdict, copies_timed ? s.inputs->bytes() + s.labels->bytes() : 0.0);
     state.counters["device_bytes"] = s.device_bytes;
     report_utilization(state, busy);
-  } catch (const GpuOutOfMemory& e) {
-    current.reset();
-    // A failed cudaMalloc is also left as the thread's last error; cleared here, the next entry's first
-    // kernel-launch check would report it again. Its value is the error just caught.
-    static_cast<void>(cudaGetLastError());
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    current.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA
 

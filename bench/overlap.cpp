@@ -33,6 +33,7 @@
 #include "common/verify.hpp"
 
 #if GPUBENCH_HAVE_CUDA
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "overlap_pipeline.hpp"
 #endif
@@ -208,16 +209,11 @@ void report_counters(benchmark::State& state, Workload workload, int n, const Sc
   state.counters["max_rel_error"] = verdict.max_rel_error;
 }
 
-// A property of the machine rather than a fault: the entry is skipped with this reason.
-struct SkippedEntry : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 std::unique_ptr<PinnedBuffer<float>> pinned_buffer(std::size_t count) {
   try {
     return std::make_unique<PinnedBuffer<float>>(count);
   } catch (const GpuError& e) {
-    throw SkippedEntry("pinned host allocation of " + format_bytes(count * sizeof(float)) + " failed: " + e.what());
+    throw GpuEntrySkipped("pinned host allocation of " + format_bytes(count * sizeof(float)) + " failed: " + e.what());
   }
 }
 
@@ -368,7 +364,7 @@ void run_entry(benchmark::State& state, const Schedule& schedule, Workload workl
                             .c_str());
     return;
   }
-  try {
+  guard_gpu_entry(state, [&] {
     Rig* rig = rig_or_skip(state, workload, n, pinned);
     if (!rig) return;
     const PipelineSpec spec{chunks, schedule.streams, schedule.copies, schedule.compute};
@@ -383,15 +379,7 @@ void run_entry(benchmark::State& state, const Schedule& schedule, Workload workl
     for (auto _ : state) state.SetIterationTime(rig->streams.run(rig->operation, spec));
     report_counters(state, workload, n, schedule, chunks, found->second);
     state.counters["copy_engines"] = device_attribute(cudaDevAttrAsyncEngineCount);
-  } catch (const SkippedEntry& e) {
-    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
-  } catch (const GpuOutOfMemory& e) {
-    caches().rig.reset();
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    caches().rig.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [] { caches().rig.reset(); });
 }
 // --- registration and description -----------------------------------------------------
 std::string entry_name(const Schedule& schedule, const std::string& memory, Workload workload, int n, int chunks) {

@@ -26,6 +26,7 @@
 #include "gemm_openblas_precisions.hpp"
 
 #if GPUBENCH_HAVE_CUDA
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "gemm_cublas_precisions.hpp"
 #include "matmul_wmma.cuh"
@@ -318,7 +319,7 @@ std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Pre
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
                    int n, const std::string& name) {
   static std::unique_ptr<GpuEntryState> current;
-  try {
+  guard_gpu_entry(state, [&] {
     const MatmulShape shape{n, n, n};
     const std::string unsupported = gpu_entry_unsupported_reason(precision, shape);
     if (!unsupported.empty()) {
@@ -357,13 +358,7 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
     }
     const double copied = copies_timed ? static_cast<double>(device.a.bytes() + device.b.bytes() + c.bytes()) : 0.0;
     report_counters(state, precision, shape, current->verdict, copied);
-  } catch (const GpuOutOfMemory& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    current.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA
 

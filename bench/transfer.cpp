@@ -29,6 +29,7 @@
 #include "common/system.hpp"
 
 #if GPUBENCH_HAVE_CUDA
+#include "common/gpu_entry.hpp"
 #include "common/gpu_runtime.hpp"
 #include "sm_copy.cuh"
 #endif
@@ -195,14 +196,10 @@ void run_host_copy_entry(benchmark::State& state, const Configuration& c, std::s
 // --- host memory the GPU copies from and to ------------------------------------------------
 // The driver refused to pin or register host memory (a locked-memory limit, too little memory):
 // a property of the machine and the size, reported as a skip.
-struct PinningRefused : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 void pin_or_skip(cudaError_t status, const char* what, std::size_t bytes) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // not sticky: clear it so the next entry starts clean
-  throw PinningRefused(std::string(what) + " of " + format_bytes(static_cast<double>(bytes)) + " failed: " +
+  throw GpuEntrySkipped(std::string(what) + " of " + format_bytes(static_cast<double>(bytes)) + " failed: " +
                        cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
@@ -410,7 +407,7 @@ void time_registration(benchmark::State& state, std::size_t n) {
 
 void run_gpu_entry(benchmark::State& state, const Configuration& c, std::size_t n, const std::string& name) {
   static std::unique_ptr<GpuTransfer> current;
-  try {
+  guard_gpu_entry(state, [&] {
     if (!host_memory_fits(state, host_bytes_needed(n))) return;
     if (c.engine == Engine::host_register) {
       time_registration(state, n);
@@ -424,19 +421,7 @@ void run_gpu_entry(benchmark::State& state, const Configuration& c, std::size_t 
     }
     state.counters["bytes_transferred"] = bytes_moved(c, n);
     state.counters["n"] = static_cast<double>(n);
-  } catch (const PinningRefused& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
-  } catch (const GpuOutOfMemory& e) {
-    current.reset();
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const std::bad_alloc&) {
-    current.reset();
-    state.SkipWithError("skipped: does not fit: the host could not map the buffers");
-  } catch (const std::exception& e) {
-    current.reset();
-    state.SkipWithError(e.what());
-  }
+  }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA
 

@@ -12,8 +12,8 @@ namespace gpubench {
 
 // cuDNN has no algorithm or kernel for this configuration (the CUDNN_STATUS_NOT_SUPPORTED
 // category): the study reports it as a skip with cuDNN's status message.
-struct CudnnUnsupported : GpuError {
-  using GpuError::GpuError;
+struct CudnnUnsupported : GpuEntrySkipped {
+  using GpuEntrySkipped::GpuEntrySkipped;
 };
 
 // "CUDNN_STATUS_NOT_SUPPORTED_SHAPE", with cuDNN's own explanation of its last error when it

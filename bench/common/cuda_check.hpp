@@ -19,6 +19,12 @@ struct GpuOutOfMemory : GpuError {
   using GpuError::GpuError;
 };
 
+// The configuration cannot run here (no library algorithm for it, host memory the driver will
+// not pin): a property of the machine and the configuration, reported as "skipped: <why>".
+struct GpuEntrySkipped : GpuError {
+  using GpuError::GpuError;
+};
+
 [[noreturn]] void throw_cuda_error(cudaError_t status, const char* expression, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* expression, const char* file, int line);
 
