@@ -12,7 +12,10 @@ def gemm_flop(n):
 
 
 def ok_entries(entries):
-    return [e for e in entries if e.get("status") == "ok" and e.get("n") and (e.get("time_s") or {}).get("median")]
+    """The measured entries the findings can use: a name with every axis (a name outside the
+    pattern is kept in results.json but has none) and a median time."""
+    return [e for e in entries if e.get("status") == "ok" and e.get("n") and (e.get("time_s") or {}).get("median")
+            and all(e.get(axis) for axis in ("impl", "device", "mode", "precision"))]
 
 
 def _median(entry):

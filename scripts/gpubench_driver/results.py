@@ -95,7 +95,11 @@ def validate(document):
         _expect(key in document, key, "missing")
         _expect_type(document[key], types, key)
     _validate_run(document["run"])
+    _validate_machine(document["machine"])
+    _validate_software(document["software"])
     _expect_type(document["gpu"].get("available"), bool, "gpu.available")
+    for name, run in (document["references"] or {}).items():
+        _validate_reference_run(run, f"references.{name}")
     for index, warning in enumerate(document["warnings"]):
         _expect_type(warning, str, f"warnings[{index}]")
     for name, study in document["studies"].items():
@@ -110,6 +114,64 @@ def _validate_run(run):
             f"expected one of {', '.join(RUN_STATUSES)}, got {run.get('status')!r}")
     _expect_type(run.get("command_line"), list, "run.command_line")
     _expect_type(run.get("options"), dict, "run.options")
+    _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": (bool, type(None))}, "run.git")
+    _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
+                                     "differences": (list, type(None))}, "run.like")
+
+
+# The fields of the machine, the software and the references that the report reads: typed here,
+# so a hostile or damaged file is refused with the field's name, never half-rendered.
+_MACHINE = {"cpu": (dict, type(None)), "gpus": (list, type(None)), "memory_total_bytes": _OPTIONAL_NUMBER,
+            "os": _OPTIONAL_STR, "kernel": _OPTIONAL_STR, "transparent_hugepages": _OPTIONAL_STR}
+_CPU = {"model": _OPTIONAL_STR, "sockets": _OPTIONAL_NUMBER, "cores": _OPTIONAL_NUMBER, "threads": _OPTIONAL_NUMBER}
+_GPU_TEXT = ("name", "uuid", "pci.bus_id", "driver_version", "ecc.mode.current")
+_GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm", "power.limit",
+                "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max", "pcie.link.width.current",
+                "temperature.gpu", "numa_node")
+_REFERENCE_RESULT = {"library": _OPTIONAL_STR, "version": _OPTIONAL_STR, "device": _OPTIONAL_STR,
+                     "dtype": _OPTIONAL_STR, "layout": _OPTIONAL_STR, "memory": _OPTIONAL_STR,
+                     "direction": _OPTIONAL_STR, "n": _OPTIONAL_NUMBER, "batch": _OPTIONAL_NUMBER,
+                     "time_s": (dict, type(None)), "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None))}
+
+
+def _expect_fields(record, fields, path):
+    """`record` is null or an object whose named fields (when present) have their types."""
+    _expect_type(record, (dict, type(None)), path)
+    for key, types in fields.items():
+        _expect_type((record or {}).get(key), types, f"{path}.{key}")
+
+
+def _validate_machine(machine):
+    _expect_fields(machine, _MACHINE, "machine")
+    _expect_fields(machine.get("cpu"), _CPU, "machine.cpu")
+    for index, gpu in enumerate(machine.get("gpus") or []):
+        path = f"machine.gpus[{index}]"
+        _expect_fields(gpu, {**{key: _OPTIONAL_STR for key in _GPU_TEXT},
+                             **{key: _OPTIONAL_NUMBER for key in _GPU_NUMBERS}}, path)
+        _expect(gpu is not None, path, "expected an object, got null")
+
+
+def _validate_software(software):
+    _expect_fields(software, {"openblas": (dict, type(None)), "gpubench_env": (dict, type(None))}, "software")
+    _expect_fields(software.get("openblas"), {"version": _OPTIONAL_STR, "core": _OPTIONAL_STR,
+                                              "threads": _OPTIONAL_NUMBER}, "software.openblas")
+    env = software.get("gpubench_env") or {}
+    _expect_fields(env.get("cuda"), {"devices": (list, type(None))}, "software.gpubench_env.cuda")
+    for index, device in enumerate((env.get("cuda") or {}).get("devices") or []):
+        _expect_type(device, dict, f"software.gpubench_env.cuda.devices[{index}]")
+
+
+def _validate_reference_run(run, path):
+    _expect_fields(run, {"note": _OPTIONAL_STR, "python": _OPTIONAL_STR, "results": (list, type(None)),
+                         "notes": (list, type(None))}, path)
+    _expect(run is not None, path, "expected an object, got null")
+    for index, note in enumerate(run.get("notes") or []):
+        _expect_type(note, str, f"{path}.notes[{index}]")
+    for index, result in enumerate(run.get("results") or []):
+        where = f"{path}.results[{index}]"
+        _expect_fields(result, _REFERENCE_RESULT, where)
+        _expect(result is not None, where, "expected an object, got null")
+        _expect_fields(result.get("time_s"), {key: _OPTIONAL_NUMBER for key in TIME_FIELDS}, f"{where}.time_s")
 
 
 def _validate_study(study, path):
@@ -118,14 +180,41 @@ def _validate_study(study, path):
         _expect_type(study.get(key), types, f"{path}.{key}")
     for key, types in DESCRIBED.items():  # absent in files written before the batch studies
         _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
+    for index, impl in enumerate(study["implementations"]):
+        _expect_fields(impl, {"id": str, "device": _OPTIONAL_STR, "modes": (list, type(None)),
+                              "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR},
+                       f"{path}.implementations[{index}]")
+    _expect_type(study.get("precisions"), (list, type(None)), f"{path}.precisions")
+    for index, precision in enumerate(study.get("precisions") or []):
+        _expect_fields(precision, {"id": str}, f"{path}.precisions[{index}]")
+    for key in ("sizes", "batches"):
+        _expect_type(study.get(key), (list, type(None)), f"{path}.{key}")
+        for index, value in enumerate(study.get(key) or []):
+            _expect_type(value, (int, float), f"{path}.{key}[{index}]")
     for index, entry in enumerate(study["entries"]):
         _validate_entry(entry, f"{path}.entries[{index}]")
     if study.get("telemetry") is not None:
         _validate_telemetry(study["telemetry"], f"{path}.telemetry")
 
 
+_SPREAD = {"min": _OPTIONAL_NUMBER, "median": _OPTIONAL_NUMBER, "max": _OPTIONAL_NUMBER}  # NaN is written null
+_TELEMETRY_SUMMARY = {"samples": _OPTIONAL_NUMBER, "max_power_w": _OPTIONAL_NUMBER,
+                      "max_temperature_c": _OPTIONAL_NUMBER, "throttled_fraction": _OPTIONAL_NUMBER,
+                      "throttle_reasons": (list, type(None))}
+_SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
+
+
 def _validate_telemetry(record, path):
     _expect_type(record, dict, path)
+    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": (dict, type(None))},
+                   path)
+    summary = record.get("summary")
+    _expect_fields(summary, {**_TELEMETRY_SUMMARY, **{key: (dict, type(None)) for key in _SPREADS}},
+                   f"{path}.summary")
+    for key in _SPREADS:
+        _expect_fields((summary or {}).get(key), _SPREAD, f"{path}.summary.{key}")
+    for index, reason in enumerate((summary or {}).get("throttle_reasons") or []):
+        _expect_type(reason, str, f"{path}.summary.throttle_reasons[{index}]")
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")

@@ -27,8 +27,8 @@ def machine_line(document):
 
 def _gpu_description(smi, device):
     """nvidia-smi's view and the CUDA runtime's view of one GPU, in a phrase."""
-    facts = [f"{device['multiprocessors']} SMs" if device.get("multiprocessors") else None,
-             f"compute capability {device['compute_capability']}" if device.get("compute_capability") else None,
+    facts = [f"{md(device['multiprocessors'])} SMs" if device.get("multiprocessors") else None,
+             f"compute capability {md(device['compute_capability'])}" if device.get("compute_capability") else None,
              f"{smi['memory.total'] / 1024:.0f} GiB" if smi.get("memory.total") else None,
              f"max SM clock {smi['clocks.max.sm']} MHz" if smi.get("clocks.max.sm") else None,
              f"power limit {smi['power.limit']:.0f} W" if smi.get("power.limit") else None,
@@ -102,7 +102,7 @@ def _best_rates(derived, axes=("impl", "mode"), title="Best rates"):
 
 def _caps(study):
     capped = [impl for impl in study["implementations"] if isinstance(impl, dict) and impl.get("max_size")]
-    lines = [f"- {md(impl.get('id'))}: run up to n={impl['max_size']} ({md(impl.get('cap_reason'))})"
+    lines = [f"- {md(impl.get('id'))}: run up to n={md(impl['max_size'])} ({md(impl.get('cap_reason'))})"
              for impl in capped]
     return _section("Size caps", lines or ["No implementation is capped."])
 
@@ -218,7 +218,7 @@ def _failure_text(entry):
 def _where(points):
     """{(n, batch)} -> 'n = 4096, 8192', or with a batch axis 'n = 64 (batch 512), 256 (batch 8, 512)'."""
     batches = {}
-    for n, batch in sorted(points, key=lambda point: (point[0], point[1] or 0)):
+    for n, batch in sorted(points, key=lambda point: (point[0] or 0, point[1] or 0)):
         batches.setdefault(n, []).append(batch)
     return "n = " + ", ".join(str(n) + (f" (batch {', '.join(map(str, found))})" if found[0] is not None else "")
                               for n, found in batches.items())
@@ -230,8 +230,10 @@ def _grouped_failures(study, title):
     groups = {}
     for entry in study["entries"]:
         if entry["status"] != "ok":
-            group = groups.setdefault((entry["impl"], entry["precision"], _failure_text(entry)), (set(), set()))
-            group[0].add(entry["mode"])
+            # a name outside the pattern has no axes: "n/a" keeps them sortable and readable
+            key = (entry["impl"] or "n/a", entry["precision"] or "n/a", _failure_text(entry))
+            group = groups.setdefault(key, (set(), set()))
+            group[0].add(entry["mode"] or "n/a")
             group[1].add((entry["n"], entry.get("batch")))
     lines = [f"- {md(impl)} {md(precision)} ({md(', '.join(sorted(modes)))}; {_where(points)}): {md(text)}"
              for (impl, precision, text), (modes, points) in sorted(groups.items())]
@@ -330,7 +332,7 @@ def _batch_crossovers(study, spec):
         return _section(title, lines + ["No GPU entries were measured."])
     with_precision = "precision" in _series_axes(study)
     if with_precision:
-        cpu = sorted({e["precision"] for e in study["entries"] if e.get("device") == "cpu"})
+        cpu = sorted({str(e["precision"]) for e in study["entries"] if e.get("device") == "cpu"})
         lines += [f"Each GPU precision against the fastest CPU implementation at the same batch (the CPU runs "
                   f"{md(', '.join(cpu))}).", ""]
     lines += [f"| {md(spec.size_name)} | " + ("precision | " if with_precision else "")
@@ -639,8 +641,12 @@ def _overlap_sections(study, document):
 
 
 # --- telemetry --------------------------------------------------------------------
+def _mhz(value):
+    return "n/a" if value is None else f"{value:.0f}"
+
+
 def _clock(name, spread):
-    return f"{name} {spread['min']:.0f}–{spread['max']:.0f} MHz, median {spread['median']:.0f} MHz"
+    return f"{name} {_mhz(spread['min'])}–{_mhz(spread['max'])} MHz, median {_mhz(spread['median'])} MHz"
 
 
 def _telemetry_text(record):
@@ -660,8 +666,9 @@ def _telemetry_text(record):
         reasons = ", ".join(summary.get("throttle_reasons") or [])
         parts.append(f"throttled in {summary['throttled_fraction']:.0%} of samples"
                      + (f" ({md(reasons)})" if reasons else ""))
-    parts.append(f"{summary['samples']} sample{'' if summary['samples'] == 1 else 's'}, "
-                 f"one every {record.get('interval_s'):g} s")
+    interval = record.get("interval_s")
+    parts.append(f"{summary['samples']:.0f} sample{'' if summary['samples'] == 1 else 's'}"
+                 + ("" if interval is None else f", one every {interval:g} s"))
     return "; ".join(parts) + (f" ({md(record['note'])})" if record.get("note") else "")
 
 

@@ -123,5 +123,46 @@ class ReportTest(unittest.TestCase):
                 self.assertIn("| resident | 92 | 64 .. 96 | cublas |", stream.read())
 
 
+def _paths(node, prefix=()):
+    """Every path into a JSON document (the first two items of each list)."""
+    if prefix:
+        yield prefix
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, prefix + (key,))
+    elif isinstance(node, list):
+        for index, value in enumerate(node[:2]):
+            yield from _paths(value, prefix + (index,))
+
+
+class HostileFileTest(unittest.TestCase):
+    """Every field of a results file replaced by a value of another type or a hostile string:
+    the file is refused with a ResultsError naming the field, or its report is written; nothing
+    else (no TypeError half-way through a page)."""
+
+    def test_every_field_replaced(self):
+        from gpubench_driver import summary
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            original = json.load(stream)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "results.json")
+            for where in _paths(original):
+                for value in ("<script>alert(1)</script>", 7, [], {}, None, True):
+                    document = json.loads(json.dumps(original))
+                    node = document
+                    for key in where[:-1]:
+                        node = node[key]
+                    node[where[-1]] = value
+                    with open(path, "w", encoding="utf-8") as stream:
+                        json.dump(document, stream)
+                    try:
+                        loaded = results.load(path)
+                        report.derive_findings(loaded, 0)
+                        text = summary.render(loaded, [], directory)
+                    except results.ResultsError:
+                        continue
+                    self.assertNotIn("<script>", text, where)
+
+
 if __name__ == "__main__":
     unittest.main()
