@@ -396,11 +396,6 @@ void check_sizes(const StudyOptions& options) {
 }
 
 // --- description ------------------------------------------------------------------------------
-std::string availability(const std::string& unavailable_reason) {
-  return std::string("\"available\": ") + (unavailable_reason.empty() ? "true" : "false") +
-         ", \"reason\": " + (unavailable_reason.empty() ? "null" : json_string(unavailable_reason));
-}
-
 std::string describe_layer(const Layer& layer) {
   const Conv2dShape s = layer.shape(1);
   return "{\"n\": " + std::to_string(layer.n) + ", \"role\": " + json_string(layer.role) +
@@ -429,7 +424,7 @@ std::string describe_implementation(const Implementation& impl) {
 
 #if GPUBENCH_HAVE_CUDNN
 std::string describe_cudnn() {
-  return "{" + availability("") + ", \"version\": " + json_string(cudnn_library_version()) +
+  return "{" + json_availability("") + ", \"version\": " + json_string(cudnn_library_version()) +
          ", \"header_version\": " + json_string(cudnn_header_version()) + "}";
 }
 #else
@@ -437,7 +432,7 @@ std::string describe_cudnn() {
   const std::string reason = GPUBENCH_HAVE_CUDA ? "cuDNN 9 was not found when this build was configured "
                                                   "(cmake/FindCUDNN.cmake; set CUDNN_ROOT to point at one)"
                                                 : "this build has no GPU side (no CUDA compiler was found)";
-  return "{" + availability(reason) + ", \"version\": null, \"header_version\": null}";
+  return "{" + json_availability(reason) + ", \"version\": null, \"header_version\": null}";
 }
 #endif
 

@@ -492,13 +492,6 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
       }
 }
 
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
 std::string describe_tolerance(const StepTolerance& t) {
   return std::string("{\"id\": ") + json_string(t.precision) + ", \"step_rel_fro\": " + json_number(t.step_rel_fro) +
          ", \"step_max_rel\": " + json_number(t.step_max_rel) + ", \"loss_rel\": " + json_number(t.loss_rel) + "}";

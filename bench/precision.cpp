@@ -9,7 +9,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -399,12 +398,6 @@ void register_entries(const StudyOptions& options, bool gpu_usable) {
           if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, n);
     }
   }
-}
-
-std::string json_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.17g", value);  // every digit: 2^-53 must not print as 0
-  return text;
 }
 
 std::string describe_precision(const PrecisionInfo& info) {

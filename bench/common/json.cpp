@@ -1,5 +1,7 @@
 #include "common/json.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace gpubench {
@@ -24,6 +26,18 @@ std::string json_string(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, value);  // shortest round trip
+  return std::string(text, written.ptr);
+}
+
+std::string json_availability(const std::string& unavailable_reason) {
+  return std::string("\"available\": ") + (unavailable_reason.empty() ? "true" : "false") +
+         ", \"reason\": " + (unavailable_reason.empty() ? "null" : json_string(unavailable_reason));
 }
 
 }  // namespace gpubench

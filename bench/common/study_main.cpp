@@ -33,9 +33,7 @@ std::string implementation_fields(const std::string& id, bool on_gpu, const std:
 }
 
 std::string utilization_description() {
-  const std::string reason = utilization_unavailable_reason();
-  return std::string("{\"available\": ") + (reason.empty() ? "true" : "false") +
-         ", \"reason\": " + (reason.empty() ? "null" : json_string(reason)) + "}";
+  return "{" + json_availability(utilization_unavailable_reason()) + "}";
 }
 
 void check_study_options(const StudyOptions& options, const StudyDefinition& study) {
@@ -75,8 +73,7 @@ int study_main(int argc, char** argv, const StudyDefinition& study) {
   const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
   if (options.describe) {
     std::cout << "{\"study\": " << json_string(study.name) << ", " << study.describe()
-              << ", \"gpu\": {\"available\": " << (gpu_reason.empty() ? "true" : "false")
-              << ", \"reason\": " << (gpu_reason.empty() ? "null" : json_string(gpu_reason)) << "}}\n";
+              << ", \"gpu\": {" << json_availability(gpu_reason) << "}}\n";
     return 0;
   }
   if (!gpu_reason.empty() && !options.help) std::cerr << binary << ": GPU entries not run: " << gpu_reason << "\n";
