@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "batched_gemm_cpu.hpp"
-#include "common/gpu_utilization.hpp"
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -235,17 +235,15 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, const st
     run_once();  // warm-up of this mode
     CUDA_CHECK(cudaDeviceSynchronize());
     EventTimer timer;
-    UtilizationSampler& utilization = UtilizationSampler::instance();
-    utilization.start();
+    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
     for (auto _ : state) {
       timer.start();
       run_once();
       state.SetIterationTime(timer.stop_seconds());
     }
-    const UtilizationSummary busy = utilization.stop();
     report_counters(state, shape, s.verdict, copies_timed ? 3.0 * s.a->bytes() : 0.0);
     state.counters["device_bytes"] = s.device_bytes;
-    report_utilization(state, busy);
+    telemetry.report(state);
   }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA

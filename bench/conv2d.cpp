@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_utilization.hpp"
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/precision.hpp"
 #include "common/random.hpp"
@@ -297,14 +297,12 @@ void time_gpu_entry(benchmark::State& state, GpuEntryState& entry, bool copies_t
   run_once();  // warm-up of this mode
   CUDA_CHECK(cudaDeviceSynchronize());
   EventTimer timer;
-  UtilizationSampler& utilization = UtilizationSampler::instance();
-  utilization.start();
+  TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
   for (auto _ : state) {
     timer.start();
     run_once();
     state.SetIterationTime(timer.stop_seconds());
   }
-  const UtilizationSummary busy = utilization.stop();
   report_counters(state, entry.plan->shape(), entry.verdict,
                   copies_timed ? static_cast<double>(entry.input->bytes() + entry.output->bytes()) : 0.0);
   state.counters["device_bytes"] = entry.device_bytes;
@@ -315,7 +313,7 @@ void time_gpu_entry(benchmark::State& state, GpuEntryState& entry, bool copies_t
   state.counters["algorithm"] = static_cast<double>(entry.plan->engine());
   state.counters["tensor_cores"] = entry.plan->tensor_cores() ? 1 : 0;
   state.SetLabel(entry.plan->engine_description());  // counters are numbers; the engine in words
-  report_utilization(state, busy);
+  telemetry.report(state);
 }
 
 void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -232,11 +233,13 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Mode mod
     }
 
     EventTimer timer;
+    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
     for (auto _ : state) {
       timer.start();
       run_once();
       state.SetIterationTime(timer.stop_seconds());
     }
+    telemetry.report(state);
     const double copied = copies_timed ? static_cast<double>(a.bytes() + b.bytes() + c.bytes()) : 0.0;
     report_counters(state, shape, found->second, copied);
   }, [] {});

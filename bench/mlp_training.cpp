@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_utilization.hpp"
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/random.hpp"
 #include "common/study_main.hpp"
@@ -437,17 +437,15 @@ void run_gpu_entry(benchmark::State& state, const std::string& mode, const std::
     step();  // warm-up of this mode; the weights keep training, as in run_cpu_entry
     CUDA_CHECK(cudaDeviceSynchronize());
     EventTimer timer;
-    UtilizationSampler& utilization = UtilizationSampler::instance();
-    utilization.start();
+    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
     for (auto _ : state) {
       timer.start();
       step();
       state.SetIterationTime(timer.stop_seconds());
     }
-    const UtilizationSummary busy = utilization.stop();
     report_counters(state, shape, batch, s.verdict, copies_timed ? s.inputs->bytes() + s.labels->bytes() : 0.0);
     state.counters["device_bytes"] = s.device_bytes;
-    report_utilization(state, busy);
+    telemetry.report(state);
   }, [&] { current.reset(); });
 }
 #endif  // GPUBENCH_HAVE_CUDA

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/pipeline.hpp"
 #include "common/random.hpp"
@@ -376,7 +377,9 @@ void run_entry(benchmark::State& state, const Schedule& schedule, Workload workl
     }
     // compute_only SAXPY goes on updating y in place from one run to the next: its time
     // does not depend on the values, and every other schedule copies y in afresh.
+    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
     for (auto _ : state) state.SetIterationTime(rig->streams.run(rig->operation, spec));
+    telemetry.report(state);
     report_counters(state, workload, n, schedule, chunks, found->second);
     state.counters["copy_engines"] = device_attribute(cudaDevAttrAsyncEngineCount);
   }, [] { caches().rig.reset(); });

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_telemetry.hpp"
 #include "common/json.hpp"
 #include "common/precision.hpp"
 #include "common/precision_codec.hpp"
@@ -350,11 +351,13 @@ void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precisio
     CUDA_CHECK(cudaDeviceSynchronize());
 
     EventTimer timer;
+    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
     for (auto _ : state) {
       timer.start();
       run_once();
       state.SetIterationTime(timer.stop_seconds());
     }
+    telemetry.report(state);
     const double copied = copies_timed ? static_cast<double>(device.a.bytes() + device.b.bytes() + c.bytes()) : 0.0;
     report_counters(state, precision, shape, current->verdict, copied);
   }, [&] { current.reset(); });

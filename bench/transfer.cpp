@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_telemetry.hpp"
 #include "common/host_memory.hpp"
 #include "common/json.hpp"
 #include "common/random.hpp"
@@ -385,6 +386,7 @@ void time_transfer(benchmark::State& state, GpuTransfer& t) {
       return;
     }
   }
+  TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
   for (auto _ : state) {
     auto fresh = fresh_buffer();  // mapped outside the timed region, unmapped after it
     const auto start = Clock::now();
@@ -392,6 +394,7 @@ void time_transfer(benchmark::State& state, GpuTransfer& t) {
     wait_for_streams();
     state.SetIterationTime(seconds_since(start));
   }
+  telemetry.report(state);
 }
 
 void time_registration(benchmark::State& state, std::size_t n) {

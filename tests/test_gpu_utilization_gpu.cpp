@@ -1,10 +1,11 @@
-// The NVML utilization sampler against a GPU kept busy with cuBLAS. Without a usable GPU
+// The NVML utilization sampler and the telemetry recorder against a GPU kept busy with cuBLAS. Without a usable GPU
 // the test reports itself skipped.
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "common/gpu_runtime.hpp"
+#include "common/gpu_telemetry.hpp"
 #include "common/gpu_utilization.hpp"
 #include "common/system.hpp"
 #include "matmul_cublas.hpp"
@@ -48,6 +49,32 @@ TEST_F(GpuUtilizationTest, BusyGpuReadsAsMostlyBusy) {
   EXPECT_GE(busy.samples, 1);
   EXPECT_GT(busy.gpu_percent_mean, 50) << busy.samples << " samples, max " << busy.gpu_percent_max;
   EXPECT_LE(busy.gpu_percent_max, 100);
+}
+
+// The recorder samples every interval, and over a busy window the SM clock is up, power is
+// drawn and the energy counter rises in step with power x time.
+TEST_F(GpuUtilizationTest, TelemetryOfABusyWindow) {
+  TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  ASSERT_EQ(recorder.unavailable_reason(), "");
+  recorder.start();
+  ASSERT_TRUE(recorder.running());
+  keep_gpu_busy(std::chrono::milliseconds(200));
+  const double start_s = recorder.now_s();
+  const double start_energy_j = recorder.energy_j();
+  keep_gpu_busy(std::chrono::milliseconds(1000));
+  recorder.sample_now();
+  const double end_s = recorder.now_s();
+  const TelemetrySummary s = recorder.summary_between(start_s, end_s);
+  EXPECT_GE(s.samples, 8);  // every 100 ms, plus the one taken now
+  EXPECT_GT(s.sm_clock_mhz, 500);
+  EXPECT_GT(s.power_w, 50);
+  EXPECT_GT(s.temperature_c_max, 0);
+  if (!std::isnan(start_energy_j)) {
+    const double energy_j = recorder.energy_j() - start_energy_j;
+    // The counter and the power readings are NVML's own, averaged differently: agree within 2x.
+    EXPECT_GT(energy_j, 0.5 * s.power_w * (end_s - start_s));
+    EXPECT_LT(energy_j, 2.0 * s.power_w * (end_s - start_s));
+  }
 }
 
 }  // namespace

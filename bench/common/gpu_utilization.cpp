@@ -1,6 +1,5 @@
 #include "common/gpu_utilization.hpp"
 
-#include <dlfcn.h>
 #include <time.h>
 
 #include <algorithm>
@@ -10,20 +9,17 @@
 #include <stdexcept>
 #include <thread>
 
-#if GPUBENCH_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "common/nvml.hpp"
 
 namespace gpubench {
 namespace {
 
-// --- NVML's ABI, declared here: nvml.h is not in every CUDA toolkit, nor on CPU-only
-// machines. The values and layouts are nvml.h's, unchanged since NVML introduced them.
-using NvmlReturn = int;  // nvmlReturn_t
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlErrorNotSupported = 3;
-constexpr NvmlReturn kNvmlErrorNotFound = 6;  // GetSamples: no sample newer than the one asked for
-using NvmlDevice = struct nvmlDevice_st*;
+// nvml.hpp's library plus the utilization calls, declared as nvml.h has them.
+using NvmlReturn = nvml::Return;
+using NvmlDevice = nvml::Device;
+constexpr NvmlReturn kNvmlSuccess = nvml::kSuccess;
+constexpr NvmlReturn kNvmlErrorNotSupported = nvml::kErrorNotSupported;
+constexpr NvmlReturn kNvmlErrorNotFound = nvml::kErrorNotFound;  // GetSamples: no sample newer than the one asked for
 struct NvmlUtilization {  // nvmlUtilization_t
   unsigned int gpu;
   unsigned int memory;
@@ -42,27 +38,15 @@ struct NvmlSample {  // nvmlSample_t
 constexpr int kNvmlGpuUtilizationSamples = 1;     // NVML_GPU_UTILIZATION_SAMPLES
 constexpr int kNvmlMemoryUtilizationSamples = 2;  // NVML_MEMORY_UTILIZATION_SAMPLES
 constexpr int kNvmlValueTypeUnsignedInt = 1;      // NVML_VALUE_TYPE_UNSIGNED_INT
-constexpr int kNvmlPciBusIdBufferSize = 32;       // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
 
-using NvmlInitFn = NvmlReturn (*)();
-using NvmlShutdownFn = NvmlReturn (*)();
-using NvmlErrorStringFn = const char* (*)(NvmlReturn);
-using NvmlHandleByPciBusIdFn = NvmlReturn (*)(const char* pci_bus_id, NvmlDevice* device);
 using NvmlGetSamplesFn = NvmlReturn (*)(NvmlDevice device, int sampling_type, unsigned long long last_seen_us,
                                         int* value_type, unsigned int* count, NvmlSample* samples);
 using NvmlGetUtilizationRatesFn = NvmlReturn (*)(NvmlDevice device, NvmlUtilization* utilization);
-
-constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
 
 std::uint64_t clock_us(clockid_t clock) {
   timespec now{};
   if (clock_gettime(clock, &now) != 0) throw std::runtime_error("clock_gettime failed");
   return static_cast<std::uint64_t>(now.tv_sec) * 1000000u + static_cast<std::uint64_t>(now.tv_nsec) / 1000u;
-}
-
-std::string last_dl_error() {
-  const char* error = dlerror();
-  return error ? error : "no error reported";
 }
 
 std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; }
@@ -166,15 +150,12 @@ UtilizationSummary summarize_utilization(const std::vector<UtilizationReading>& 
   return summary;
 }
 
-// The loaded library, the matched device and the open window.
+// NVML's utilization calls for the matched device, and the open window.
 struct UtilizationSampler::Nvml {
-  void* library = nullptr;
-  bool initialised = false;
-  NvmlShutdownFn shutdown = nullptr;
-  NvmlErrorStringFn error_string = nullptr;
+  const nvml::Library& library = nvml::library();
   NvmlGetSamplesFn get_samples = nullptr;
   NvmlGetUtilizationRatesFn get_rates = nullptr;
-  NvmlDevice device = nullptr;
+  NvmlDevice device = library.device;
   bool timestamped_samples = false;  // nvmlDeviceGetSamples works; otherwise the poller is used
   std::string unavailable_reason;
 
@@ -182,73 +163,16 @@ struct UtilizationSampler::Nvml {
   HostTime window_start;
   std::unique_ptr<UtilizationPoller> poller;
 
-  ~Nvml() {
-    poller.reset();
-    if (initialised) shutdown();
-    if (library) dlclose(library);
-  }
+  std::string failure(const char* call, NvmlReturn status) const { return library.failure(call, status); }
 
-  std::string failure(const char* call, NvmlReturn status) const {
-    return std::string(call) + " failed: " + error_string(status) + " (NVML status " + std::to_string(status) + ")";
-  }
-
-  // Why NVML cannot sample the GPU the CUDA runtime uses, or "" when it can.
+  // Why NVML cannot sample the GPU's utilization, or "" when it can.
   std::string open() {
-#if GPUBENCH_HAVE_CUDA
-    std::string reason = load();
-    if (reason.empty()) reason = initialise();
-    if (reason.empty()) reason = find_cuda_device();
-    if (reason.empty()) reason = probe();
-    return reason;
-#else
-    return "NVML not used: this build has no GPU side (no CUDA compiler was found when it was configured)";
-#endif
+    if (!library.unavailable_reason.empty()) return library.unavailable_reason;
+    get_samples = library.function<NvmlGetSamplesFn>("nvmlDeviceGetSamples");
+    get_rates = library.function<NvmlGetUtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
+    if (!get_samples || !get_rates) return "NVML lacks nvmlDeviceGetSamples or nvmlDeviceGetUtilizationRates";
+    return probe();
   }
-
-  std::string load() {
-    library = dlopen(kNvmlLibrary, RTLD_NOW | RTLD_LOCAL);
-    if (!library) return std::string("NVML not loaded: ") + kNvmlLibrary + " not found (" + last_dl_error() + ")";
-    const bool resolved = resolve("nvmlShutdown", &shutdown) && resolve("nvmlErrorString", &error_string) &&
-                          resolve("nvmlDeviceGetSamples", &get_samples) &&
-                          resolve("nvmlDeviceGetUtilizationRates", &get_rates);
-    return resolved ? "" : std::string("NVML in ") + kNvmlLibrary + " lacks a function: " + last_dl_error();
-  }
-
-  template <typename Fn>
-  bool resolve(const char* name, Fn* fn) {
-    *fn = reinterpret_cast<Fn>(dlsym(library, name));
-    return *fn != nullptr;
-  }
-
-  std::string initialise() {
-    NvmlInitFn init = nullptr;
-    if (!resolve("nvmlInit_v2", &init)) return std::string("NVML too old: no nvmlInit_v2 (") + last_dl_error() + ")";
-    const NvmlReturn status = init();
-    if (status != kNvmlSuccess) return failure("nvmlInit_v2", status);
-    initialised = true;
-    return "";
-  }
-
-#if GPUBENCH_HAVE_CUDA
-  // The NVML device with the PCI bus id of the CUDA runtime's current device: NVML and
-  // CUDA number devices differently (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER).
-  std::string find_cuda_device() {
-    int cuda_device = 0;
-    cudaError_t cuda_status = cudaGetDevice(&cuda_device);
-    char pci_bus_id[kNvmlPciBusIdBufferSize] = {};
-    if (cuda_status == cudaSuccess) cuda_status = cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, cuda_device);
-    if (cuda_status != cudaSuccess)
-      return std::string("NVML not used: no CUDA device to match (") + cudaGetErrorString(cuda_status) + ")";
-    NvmlHandleByPciBusIdFn handle_by_pci_bus_id = nullptr;
-    if (!resolve("nvmlDeviceGetHandleByPciBusId_v2", &handle_by_pci_bus_id))
-      return std::string("NVML too old: no nvmlDeviceGetHandleByPciBusId_v2 (") + last_dl_error() + ")";
-    const NvmlReturn status = handle_by_pci_bus_id(pci_bus_id, &device);
-    if (status != kNvmlSuccess)
-      return failure("nvmlDeviceGetHandleByPciBusId_v2", status) + " for CUDA device " + std::to_string(cuda_device) +
-             " at " + pci_bus_id;
-    return "";
-  }
-#endif
 
   // Timestamped samples where the GPU keeps them, else polled rates where NVML reports them.
   std::string probe() {

@@ -3,8 +3,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
+#include "common/gpu_telemetry.hpp"
 #include "common/gpu_utilization.hpp"
 #include "common/json.hpp"
 #include "common/system.hpp"
@@ -20,6 +22,21 @@ std::string joined(const std::vector<std::string>& values) {
   std::string out;
   for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
   return out;
+}
+
+// Why no telemetry is sampled in this run, or "" when it is.
+std::string telemetry_unavailable_reason(const StudyOptions& options, const std::string& gpu_reason) {
+  if (!options.telemetry) return "turned off (--no-telemetry)";
+  if (!gpu_reason.empty()) return "no GPU: " + gpu_reason;
+  return TelemetryRecorder::instance().unavailable_reason();
+}
+
+// The series for the driver; a file that cannot be written is said, the measurements stand.
+void write_telemetry_series(const std::string& path, const std::string& unavailable_reason,
+                            const std::string& binary) {
+  std::ofstream out(path);
+  out << telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason) << "\n";
+  if (!out) std::cerr << binary << ": cannot write the telemetry series to " << path << "\n";
 }
 
 }  // namespace
@@ -71,11 +88,14 @@ int study_main(int argc, char** argv, const StudyDefinition& study) {
   }
   if (options.help) std::cout << study_options_help() << "\n";
   const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
+  const std::string telemetry_reason = telemetry_unavailable_reason(options, gpu_reason);
   if (options.describe) {
     std::cout << "{\"study\": " << json_string(study.name) << ", " << study.describe()
-              << ", \"gpu\": {" << json_availability(gpu_reason) << "}}\n";
+              << ", \"gpu\": {" << json_availability(gpu_reason) << "}, \"telemetry\": {"
+              << json_availability(telemetry_reason) << "}}\n";
     return 0;
   }
+  if (telemetry_reason.empty() && !options.help) TelemetryRecorder::instance().start();
   if (!gpu_reason.empty() && !options.help) std::cerr << binary << ": GPU entries not run: " << gpu_reason << "\n";
   study.register_entries(options, gpu_reason.empty());
 
@@ -87,6 +107,7 @@ int study_main(int argc, char** argv, const StudyDefinition& study) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!options.telemetry_out.empty()) write_telemetry_series(options.telemetry_out, telemetry_reason, binary);
   return 0;
 }
 

@@ -110,6 +110,11 @@ StudyOptions parse_study_options(int* argc, char** argv) {
       options.modes = parse_names(v, "--modes");
     } else if (const char* v = flag_value(arg, "caps")) {
       options.caps = parse_caps(v);
+    } else if (const char* v = flag_value(arg, "telemetry-out")) {
+      if (!*v) throw UsageError("--telemetry-out: no file given");
+      options.telemetry_out = v;
+    } else if (flag == "--no-telemetry") {
+      options.telemetry = false;
     } else if (flag == "--cpu-only") {
       options.cpu_only = true;
     } else if (flag == "--describe") {
@@ -135,6 +140,8 @@ std::string study_options_help() {
          "  --modes=M,M,...     modes to run: host (CPU), resident, transfer_pinned, transfer_pageable\n"
          "  --caps=ID=N,...     change the largest size an implementation runs at (0: no cap)\n"
          "  --cpu-only          run no GPU entries\n"
+         "  --no-telemetry      sample no NVML telemetry (clocks, power, energy, utilization)\n"
+         "  --telemetry-out=F   write the telemetry series sampled while the study ran to F (JSON)\n"
          "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
          "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
 }

@@ -20,6 +20,8 @@ struct StudyOptions {
   std::vector<std::string> modes;         // empty: all
   std::map<std::string, int> caps;        // overrides of size caps; 0 removes a cap
   bool cpu_only = false;
+  bool telemetry = true;                  // --no-telemetry: no NVML sampling at all (to measure its cost)
+  std::string telemetry_out;              // where the sampled series goes at the end; empty: nowhere
   bool describe = false;
   bool help = false;
 };

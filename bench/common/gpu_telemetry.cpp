@@ -1,0 +1,248 @@
+#include "common/gpu_telemetry.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/gpu_utilization.hpp"
+#include "common/json.hpp"
+#include "common/nvml.hpp"
+
+namespace gpubench {
+namespace {
+
+// NVML's calls, declared as nvml.h has them.
+using Device = nvml::Device;
+using Return = nvml::Return;
+struct NvmlUtilization {  // nvmlUtilization_t
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct NvmlMemory {  // nvmlMemory_t
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr int kNvmlClockSm = 1;           // NVML_CLOCK_SM
+constexpr int kNvmlClockMem = 2;          // NVML_CLOCK_MEM
+constexpr int kNvmlTemperatureGpu = 0;    // NVML_TEMPERATURE_GPU
+using ClockInfoFn = Return (*)(Device, int type, unsigned int* mhz);
+using PowerUsageFn = Return (*)(Device, unsigned int* milliwatts);
+using TotalEnergyFn = Return (*)(Device, unsigned long long* millijoules);
+using TemperatureFn = Return (*)(Device, int sensor, unsigned int* celsius);
+using UtilizationRatesFn = Return (*)(Device, NvmlUtilization*);
+using MemoryInfoFn = Return (*)(Device, NvmlMemory*);
+using ReasonsFn = Return (*)(Device, unsigned long long* reasons);
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return kNotRead;
+  const std::size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + middle, values.end());
+  const double upper = values[middle];
+  if (values.size() % 2) return upper;
+  return (upper + *std::max_element(values.begin(), values.begin() + middle)) / 2;
+}
+
+double mean_of(const std::vector<double>& values) {
+  if (values.empty()) return kNotRead;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / values.size();
+}
+
+// The values of one quantity that were read (not NaN).
+template <typename Field>
+std::vector<double> read_values(const std::vector<const TelemetrySample*>& samples, Field field) {
+  std::vector<double> values;
+  for (const TelemetrySample* s : samples)
+    if (!std::isnan(s->*field)) values.push_back(s->*field);
+  return values;
+}
+
+double fraction_with(const std::vector<const TelemetrySample*>& samples, std::uint64_t reasons) {
+  int known = 0, with = 0;
+  for (const TelemetrySample* s : samples) {
+    if (!s->reasons_known) continue;
+    ++known;
+    with += (s->reasons & reasons) != 0;
+  }
+  return known ? static_cast<double>(with) / known : kNotRead;
+}
+
+std::string sample_json(const TelemetrySample& s) {
+  return "{\"t_s\": " + json_number(s.t_s) + ", \"unix_s\": " + json_number(s.unix_s) +
+         ", \"sm_clock_mhz\": " + json_number(s.sm_clock_mhz) + ", \"mem_clock_mhz\": " + json_number(s.mem_clock_mhz) +
+         ", \"power_w\": " + json_number(s.power_w) + ", \"energy_j\": " + json_number(s.energy_j) +
+         ", \"temperature_c\": " + json_number(s.temperature_c) + ", \"gpu_util\": " + json_number(s.gpu_util_percent) +
+         ", \"mem_util\": " + json_number(s.mem_util_percent) +
+         ", \"memory_used_mib\": " + json_number(s.memory_used_mib) +
+         ", \"reasons\": " + (s.reasons_known ? std::to_string(s.reasons) : "null") + "}";
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+TelemetrySummary summarize_telemetry(const std::vector<TelemetrySample>& samples, double start_s, double end_s) {
+  std::vector<const TelemetrySample*> inside;
+  for (const TelemetrySample& s : samples)
+    if (s.t_s >= start_s && s.t_s <= end_s) inside.push_back(&s);
+  TelemetrySummary summary;
+  summary.samples = static_cast<int>(inside.size());
+  summary.sm_clock_mhz = median_of(read_values(inside, &TelemetrySample::sm_clock_mhz));
+  summary.mem_clock_mhz = median_of(read_values(inside, &TelemetrySample::mem_clock_mhz));
+  summary.power_w = mean_of(read_values(inside, &TelemetrySample::power_w));
+  const std::vector<double> temperatures = read_values(inside, &TelemetrySample::temperature_c);
+  if (!temperatures.empty()) summary.temperature_c_max = *std::max_element(temperatures.begin(), temperatures.end());
+  summary.power_limited_fraction = fraction_with(inside, kPowerLimitReasons);
+  summary.thermal_limited_fraction = fraction_with(inside, kThermalLimitReasons);
+  return summary;
+}
+
+std::string telemetry_series_json(const std::vector<TelemetrySample>& samples, const std::string& unavailable_reason) {
+  if (!unavailable_reason.empty())
+    return "{\"source\": \"nvml\", \"unavailable\": " + json_string(unavailable_reason) + "}";
+  return "{\"source\": \"nvml\", \"interval_s\": " + json_number(kTelemetryIntervalS) +
+         ", \"samples\": " + json_list(samples, sample_json) + "}";
+}
+
+// The NVML calls, the sampling thread and the series.
+struct TelemetryRecorder::Impl {
+  const nvml::Library& library = nvml::library();
+  std::string unavailable_reason;
+  ClockInfoFn clock_info = library.function<ClockInfoFn>("nvmlDeviceGetClockInfo");
+  PowerUsageFn power_usage = library.function<PowerUsageFn>("nvmlDeviceGetPowerUsage");
+  TotalEnergyFn total_energy = library.function<TotalEnergyFn>("nvmlDeviceGetTotalEnergyConsumption");
+  TemperatureFn temperature = library.function<TemperatureFn>("nvmlDeviceGetTemperature");
+  UtilizationRatesFn utilization = library.function<UtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
+  MemoryInfoFn memory_info = library.function<MemoryInfoFn>("nvmlDeviceGetMemoryInfo");
+  // Newer drivers name them clock-event reasons; older ones only know throttle reasons.
+  ReasonsFn reasons = library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons")
+                          ? library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons")
+                          : library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksThrottleReasons");
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  mutable std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::vector<TelemetrySample> series;
+  std::thread thread;
+
+  Impl() {
+    unavailable_reason = library.unavailable_reason;
+    if (unavailable_reason.empty() && !clock_info) unavailable_reason = "NVML lacks nvmlDeviceGetClockInfo";
+  }
+
+  double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
+
+  // One unsigned reading, NaN when the call fails (unsupported on this GPU, or not permitted).
+  template <typename Fn, typename... Args>
+  double read(Fn fn, Args... args) const {
+    unsigned int value = 0;
+    return fn && fn(library.device, args..., &value) == nvml::kSuccess ? value : kNotRead;
+  }
+
+  double energy_j() const {
+    unsigned long long millijoules = 0;
+    return total_energy && total_energy(library.device, &millijoules) == nvml::kSuccess ? millijoules * 1e-3
+                                                                                         : kNotRead;
+  }
+
+  TelemetrySample take() const {
+    TelemetrySample s;
+    s.t_s = now_s();
+    s.unix_s = unix_seconds();
+    s.sm_clock_mhz = read(clock_info, kNvmlClockSm);
+    s.mem_clock_mhz = read(clock_info, kNvmlClockMem);
+    s.power_w = read(power_usage) * 1e-3;
+    s.energy_j = energy_j();
+    s.temperature_c = read(temperature, kNvmlTemperatureGpu);
+    NvmlUtilization rates{};
+    if (utilization && utilization(library.device, &rates) == nvml::kSuccess) {
+      s.gpu_util_percent = rates.gpu;
+      s.mem_util_percent = rates.memory;
+    }
+    NvmlMemory memory{};
+    if (memory_info && memory_info(library.device, &memory) == nvml::kSuccess)
+      s.memory_used_mib = memory.used / 1048576.0;
+    unsigned long long mask = 0;
+    s.reasons_known = reasons && reasons(library.device, &mask) == nvml::kSuccess;
+    s.reasons = s.reasons_known ? mask : 0;
+    return s;
+  }
+
+  void keep(const TelemetrySample& sample) {
+    std::lock_guard<std::mutex> lock(mutex);
+    series.push_back(sample);
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      lock.unlock();
+      const TelemetrySample sample = take();  // NVML outside the lock: windows may read meanwhile
+      lock.lock();
+      series.push_back(sample);
+      wake.wait_for(lock, std::chrono::duration<double>(kTelemetryIntervalS), [this] { return stopping; });
+    }
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_one();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+TelemetryRecorder::TelemetryRecorder() : impl_(std::make_unique<Impl>()) {}
+TelemetryRecorder::~TelemetryRecorder() = default;
+
+TelemetryRecorder& TelemetryRecorder::instance() {
+  static TelemetryRecorder recorder;
+  return recorder;
+}
+
+void TelemetryRecorder::start() {
+  if (running() || !impl_->unavailable_reason.empty()) return;
+  impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
+}
+
+bool TelemetryRecorder::running() const { return impl_->thread.joinable(); }
+const std::string& TelemetryRecorder::unavailable_reason() const { return impl_->unavailable_reason; }
+double TelemetryRecorder::now_s() const { return impl_->now_s(); }
+void TelemetryRecorder::sample_now() { impl_->keep(impl_->take()); }
+double TelemetryRecorder::energy_j() const { return impl_->energy_j(); }
+
+std::vector<TelemetrySample> TelemetryRecorder::samples() const {
+  std::vector<TelemetrySample> copy;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    copy = impl_->series;
+  }
+  std::stable_sort(copy.begin(), copy.end(),
+                   [](const TelemetrySample& a, const TelemetrySample& b) { return a.t_s < b.t_s; });
+  return copy;
+}
+
+TelemetrySummary TelemetryRecorder::summary_between(double start_s, double end_s) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return summarize_telemetry(impl_->series, start_s, end_s);
+}
+
+TelemetryWindow::TelemetryWindow() {
+  TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  if (!recorder.running()) return;
+  open_ = true;
+  UtilizationSampler::instance().start();
+  start_energy_j_ = recorder.energy_j();
+  start_s_ = recorder.now_s();
+}
+
+}  // namespace gpubench
