@@ -21,6 +21,13 @@ def _run_parser(subparsers):
                         help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
                              f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
                              f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
+    parser.add_argument("--full", action="store_true",
+                        help="each study's full sweep (its own default sizes and batches, "
+                             f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
+                             "the seven studies then take over 25 minutes on an H100")
+    parser.add_argument("--no-telemetry", action="store_true",
+                        help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
+                             "measure what sampling costs")
     parser.add_argument("--studies", help=f"studies to run: {','.join(opts.STUDIES)} "
                                           f"(default: every study whose binary was built)")
     parser.add_argument("--sizes", help="sizes n for every study, e.g. 64,200,1024: matrix sizes, the MLP's hidden "
@@ -80,10 +87,14 @@ def build_parser():
 
 def resolve_run_options(args):
     """argparse namespace -> RunOptions, every value validated (UsageError otherwise)."""
-    if args.quick:  # the quick sizes are the study's own (opts.for_study)
+    if args.quick and args.full:
+        raise opts.UsageError("--quick and --full: choose one")
+    # The sizes and batches of each are per study (opts.for_study).
+    if args.quick:
         repetitions, min_time, rounds = opts.QUICK_REPETITIONS, opts.QUICK_MIN_TIME, opts.QUICK_REFINE_ROUNDS
     else:
-        repetitions, min_time, rounds = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME, opts.DEFAULT_REFINE_ROUNDS
+        repetitions, min_time = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME
+        rounds = opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS
     return opts.RunOptions(
         studies=opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES) if args.studies is not None else None,
         sizes=opts.parse_positive_list(args.sizes, "--sizes") if args.sizes is not None else None,
@@ -102,13 +113,16 @@ def resolve_run_options(args):
         build=not args.no_build,
         reference=not (args.no_reference or args.cpu_only),
         quick=args.quick,
+        full=args.full,
+        telemetry=not args.no_telemetry,
     )
 
 
 # Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
 _NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False, "repetitions": None,
-              "min_time": None, "refine_rounds": None, "reference": None, "quick": False}
-_ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference"}
+              "min_time": None, "refine_rounds": None, "reference": None, "quick": False,
+              "full": False, "telemetry": None}
+_ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
 
 
 def resolve_like(args, options):

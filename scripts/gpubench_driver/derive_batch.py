@@ -3,6 +3,7 @@ size n: the batch from which the GPU beats the CPU, how throughput grows with th
 stops growing, the device memory per item of the batch, and GPU utilization against the batch; and
 what only some studies have (BatchStudy): a batched call against a loop of calls, the time per
 training epoch, the algorithm the library chose."""
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -103,17 +104,19 @@ def crossovers(entries):
 
 # --- throughput and saturation ---------------------------------------------------------
 def saturation(points, study):
-    """(batch, note): the smallest batch b whose doubling (the next measured batch, when it is 2b)
-    gains less than SATURATION_GAIN in items/s; (None, why) when there is none."""
+    """(batch, note): the smallest measured batch b whose next measured batch gains less than
+    SATURATION_GAIN in items/s per doubling (a step of 2^k counts as k doublings: the gain per
+    doubling is the step's gain to the power 1/k); (None, why) when there is none."""
     key = rate_key(study)
-    doublings = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] == 2 * low["batch"]]
-    for low, high in doublings:
-        if high[key] < (1 + SATURATION_GAIN) * low[key]:
+    steps = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] > low["batch"] and low[key]]
+    for low, high in steps:
+        doublings = math.log2(high["batch"] / low["batch"])
+        if (high[key] / low[key]) ** (1 / doublings) < 1 + SATURATION_GAIN:
             return low["batch"], None
-    if not doublings:
-        return None, "no batch was measured together with its double"
-    return None, (f"{study.unit}/s grew by {SATURATION_GAIN:.0%} or more at every measured doubling "
-                  f"(up to batch {doublings[-1][1]['batch']})")
+    if not steps:
+        return None, "fewer than two batches were measured"
+    return None, (f"{study.unit}/s grew by {SATURATION_GAIN:.0%} or more per doubling at every measured step "
+                  f"(up to batch {steps[-1][1]['batch']})")
 
 
 def _series(entries, point):

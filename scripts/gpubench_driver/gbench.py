@@ -4,7 +4,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gpubench_driver import stats
+from gpubench_driver import stats, telemetry
 
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # Google Benchmark appends these to a name depending on the timing mode.
@@ -177,8 +177,8 @@ def blank_entry(key):
     axes = parse_entry_name(key) or {}
     entry = {"name": key, **{axis: axes.get(axis) for axis in AXES},
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
-             "flop_per_s": None, "fraction_of_best_rate": None}
-    entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS)})
+             "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None}
+    entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
     return entry
 
 
@@ -196,6 +196,7 @@ def _entry(run_name, group):
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
     entry.update({name: _finite(counter_source.get(name)) for name in COUNTERS})
     entry.update(combine_utilization(group["iterations"]))
+    entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
     if entry["device"] != "cpu":
         # Google Benchmark writes its own "threads": 1 under the same key; only the CPU
         # entries set the counter, so elsewhere the value would be misleading.

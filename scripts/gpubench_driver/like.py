@@ -6,7 +6,8 @@ from gpubench_driver import options as opts, results
 # Options taken from the recorded run unless given on the command line; sizes and batches come
 # per study from what each study swept (its defaults may have changed since).
 RECORDED_OPTIONS = ("studies", "impls", "modes", "caps", "cpu_only", "repetitions", "min_time", "refine_rounds",
-                    "reference", "quick")
+                    "reference", "quick", "full", "telemetry")
+BOOLEAN_OPTIONS = ("cpu_only", "reference", "quick", "full", "telemetry")
 # What the report compares: (what it is, path into results.json).
 ENVIRONMENT = (
     ("CPU", ("machine", "cpu", "model")),
@@ -42,7 +43,7 @@ def _positive_ints(values, what):
 
 def _checked(name, value):
     """A recorded option, validated as the command line's would be (the file may be hostile)."""
-    if value is None or name in ("cpu_only", "reference", "quick") and isinstance(value, bool):
+    if value is None or name in BOOLEAN_OPTIONS and isinstance(value, bool):
         return value
     try:
         if name in ("studies", "impls", "modes"):

@@ -18,6 +18,15 @@ QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024
                "overlap": (4096,)}
 QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512), "mlp_training": (1, 16, 256, 512, 1024, 8192),
                  "conv2d": (1, 8, 32, 64, 256), "overlap": (1, 4, 16)}
+# The default suite: every study at the points that answer its questions, the whole run within
+# about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
+# default list, which --describe reports as default_sizes/default_batches.
+SUITE_SIZES = {"matmul": (64, 128, 256, 512, 1024, 2048, 4096, 8192), "precision": (1024, 4096, 8192),
+               "batched_gemm": (32, 128, 512), "mlp_training": (1024,), "conv2d": (7, 14, 56),
+               "transfer": (4 << 10, 256 << 10, 16 << 20, 256 << 20), "overlap": (8192,)}
+SUITE_BATCHES = {"batched_gemm": (1, 16, 256, 4096), "mlp_training": (1, 4, 16, 64, 256, 1024, 4096, 8192),
+                 "conv2d": (1, 4, 16, 64, 256), "overlap": (1, 4, 16)}
+SUITE_REFINE_ROUNDS = 2
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
 QUICK_REFINE_ROUNDS = 1
@@ -53,6 +62,8 @@ class RunOptions:
     build: bool
     reference: bool
     quick: bool
+    full: bool = False       # each study's own default sweep instead of the suite's points
+    telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
@@ -149,7 +160,11 @@ def study_batches(options, name, description):
     recorded = (options.study_sizes or {}).get(name, {}).get("batches")
     if options.batches is None and recorded:
         return recorded
-    return options.batches or (list(QUICK_BATCHES[name]) if options.quick else description.get("default_batches"))
+    if options.batches:
+        return options.batches
+    if options.quick:
+        return list(QUICK_BATCHES[name])
+    return description.get("default_batches") if options.full else list(SUITE_BATCHES[name])
 
 
 def study_sizes(options, name, description):
@@ -159,7 +174,9 @@ def study_sizes(options, name, description):
     if options.sizes is None and recorded:
         return recorded
     if options.sizes is None:
-        return list(QUICK_SIZES[name]) if options.quick else description.get("default_sizes") or []
+        if options.quick:
+            return list(QUICK_SIZES[name])
+        return description.get("default_sizes") or [] if options.full else list(SUITE_SIZES[name])
     layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
     sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
     if not sizes:

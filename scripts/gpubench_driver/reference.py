@@ -4,7 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMPY_SIZES = (4096,)
@@ -148,11 +148,31 @@ def run_library(run):
         return {"python": python, "note": "failed: the reference script printed no results"}
 
 
-def run_references(study, with_gpu):
-    """The reference runs that belong to a study, by their key in results.json 'references'."""
-    return {key: (run_library(run) if with_gpu or not run.gpu
-                  else {"note": "skipped: the GPU part of the study was not run"})
-            for key, run in RUNS.get(study, {}).items()}
+def _narrowed(study, run, sizes, batches):
+    """The convolution reference times every layer x batch it is given: only those the study ran
+    (None when it ran none of them)."""
+    if study != "conv2d" or sizes is None:
+        return run
+    kept_sizes = [n for n in CONV_SIZES if n in sizes]
+    kept_batches = [b for b in CONV_BATCHES if batches is None or b in batches]
+    if not kept_sizes or not kept_batches:
+        return None
+    return replace(run, args=(run.args[0], _csv(kept_sizes), _csv(kept_batches), *run.args[3:]))
+
+
+def run_references(study, with_gpu, sizes=None, batches=None):
+    """The reference runs that belong to a study, by their key in results.json 'references';
+    sizes and batches: what the study swept (None: everything)."""
+    found = {}
+    for key, run in RUNS.get(study, {}).items():
+        run = _narrowed(study, run, sizes, batches)
+        if run is None:
+            found[key] = {"note": "skipped: the study ran none of the reference's layers and batches"}
+        elif with_gpu or not run.gpu:
+            found[key] = run_library(run)
+        else:
+            found[key] = {"note": "skipped: the GPU part of the study was not run"}
+    return found
 
 
 def compare(references, entries, study):
@@ -160,7 +180,11 @@ def compare(references, entries, study):
     rows = []
     for comparison in (c for c in COMPARISONS if c.study == study):
         measured = _reference_medians(references, comparison)
+        swept = {(entry.get("n"), entry.get("batch")) for entry in entries}
         for n, batch in comparison.points:
+            study_s = _study_median(entries, comparison, n, batch)
+            if batch is not None and entries and (n, batch) not in swept and (n, batch) not in measured:
+                continue  # a batch neither side ran: the study swept other batches (the suite's, say)
             rows.append(_compare_one(comparison, n, batch, measured.get((n, batch)),
                                      _study_median(entries, comparison, n, batch)))
     return rows

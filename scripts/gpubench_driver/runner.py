@@ -4,9 +4,10 @@ import os
 import signal
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
-from gpubench_driver import derive, derive_batch, derive_transfer, formatting, gbench
+from gpubench_driver import derive, derive_batch, derive_transfer, formatting, gbench, telemetry
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -121,6 +122,8 @@ class Invocation:
     stderr_tail: str
     notes: list
     interrupted: bool = False
+    telemetry_samples: list = field(default_factory=list)
+    telemetry_note: str = None
 
 
 # Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
@@ -134,34 +137,54 @@ def study_environment():
     return {name: os.environ.get(name, value) for name, value in STUDY_ENVIRONMENT_DEFAULTS.items()}
 
 
+def telemetry_flags(options, series_path):
+    """Where the binary writes its telemetry series, or that it samples none (run --no-telemetry)."""
+    return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
+
+
 def invoke(binary, flags, options, progress):
-    """Run the binary once; return its entries even when it crashed or was interrupted."""
+    """Run the binary once; return its entries (each with its wall time) and its telemetry
+    series, even when it crashed or was interrupted."""
     with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
         json_path = os.path.join(scratch, "out.json")
+        series_path = os.path.join(scratch, "telemetry.json")
         stderr_path = os.path.join(scratch, "stderr.txt")
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
-            child = subprocess.Popen([binary, *flags, *benchmark_flags(options, json_path)],
+            child = subprocess.Popen([binary, *flags, *telemetry_flags(options, series_path),
+                                      *benchmark_flags(options, json_path)],
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
                                      env={**os.environ, **study_environment()})
-            interrupted = _stream(child, options.repetitions, progress)
+            interrupted, wall_s = _stream(child, options.repetitions, progress)
             stderr.seek(0)
             stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
         output = gbench.load_file(json_path)
-    return Invocation(gbench.entries_from_output(output), child.returncode, stderr_tail, output.notes, interrupted)
+        samples, note = telemetry.read_series(series_path) if options.telemetry else ([], None)
+    entries = gbench.entries_from_output(output)
+    for entry in entries:
+        entry["wall_s"] = wall_s.get(entry["name"])
+    return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note)
 
 
 def _stream(child, repetitions, progress):
-    """Print progress from the console lines; on Ctrl-C stop the child and say so."""
+    """Print progress from the console lines; on Ctrl-C stop the child and say so. Returns
+    (interrupted, {entry: wall seconds from the previous entry's end to its own, set-up,
+    verification and every repetition included})."""
+    wall_s = {}
+    last = time.monotonic()
     try:
         for line in child.stdout:
             result = gbench.parse_console_line(line, repetitions)
             if result:
                 progress.report(result)
+                if result.name not in wall_s:
+                    now = time.monotonic()
+                    wall_s[result.name] = round(now - last, 3)
+                    last = now
         child.wait()
-        return False
+        return False, wall_s
     except KeyboardInterrupt:
         _stop(child)
-        return True
+        return True, wall_s
 
 
 def _stop(child):
@@ -197,6 +220,7 @@ class Study:
         self.save = save
         self.progress = progress
         self.planned = []
+        self.series = telemetry.StudySeries(time.time())
 
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
@@ -235,6 +259,11 @@ class Study:
         for entry in invocation.entries:
             entry["phase"] = phase
         self._merge(invocation.entries)
+        if self.options.telemetry:
+            self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
+            self.record["telemetry"] = self.series.record()
+        else:
+            self.record["telemetry"] = {"note": "turned off (run --no-telemetry)"}
         failed = invocation.returncode != 0 and not invocation.interrupted
         if failed:
             self._record_failure(n, invocation, planned, phase)

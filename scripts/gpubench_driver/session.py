@@ -4,8 +4,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, like, options as options_module, reference, report, results, runner,
-                             telemetry)
+from gpubench_driver import build, environment, like, options as options_module, reference, report, results, runner
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,12 +50,6 @@ def capture_environment(document, options, descriptions):
         gpus = [description.get("gpu") or {} for description in descriptions]
         gpu = next((g for g in gpus if g.get("available")), gpus[0])
         document["gpu"] = {"available": bool(gpu.get("available")), "reason": gpu.get("reason")}
-
-
-def study_gpu(document):
-    """PCI bus id of the GPU the studies use (CUDA device 0), for nvidia-smi; None when unknown."""
-    devices = ((document["software"].get("gpubench_env") or {}).get("cuda") or {}).get("devices") or [{}]
-    return devices[0].get("pci_bus_id")
 
 
 def new_run_document(options, argv):
@@ -110,12 +103,13 @@ def describe_studies(options):
 
 
 def run_study(study, document, options):
-    """One study, sampled by nvidia-smi while it runs, then its reference timings."""
-    with telemetry.recorded(study.record, study_gpu(document)):
-        study.run()
+    """One study (its processes sample the GPU's telemetry themselves), then its reference timings."""
+    study.run()
     if options.reference and study.name in reference.RUNS:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
-                                  **reference.run_references(study.name, with_gpu=document["gpu"]["available"])}
+                                  **reference.run_references(study.name, with_gpu=document["gpu"]["available"],
+                                                             sizes=study.options.sizes,
+                                                             batches=study.options.batches)}
 
 
 def measure(plans, options, document, save):

@@ -1,144 +1,85 @@
-"""GPU clocks, power and temperature sampled with nvidia-smi while a study binary runs, so a
-report can say whether the GPU held its clock or was throttled during the measurements."""
-import contextlib
-import shutil
+"""GPU telemetry of a study: the NVML series each study process samples every 100 ms (clocks,
+power, energy counter, temperature, utilization, memory used, clock-event reasons; see
+bench/common/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
+per-entry telemetry counters combined over an entry's repetitions."""
+import json
+import math
 import statistics
-import subprocess
-import threading
-import time
 
-from gpubench_driver import environment
-
-INTERVAL_S = 1.0
-QUERY_TIMEOUT_S = 5
-NOT_AVAILABLE = {"note": "nvidia-smi not available"}
-# nvidia-smi field -> key of a sample.
-FIELDS = {"clocks.sm": "sm_clock_mhz", "clocks.mem": "mem_clock_mhz", "power.draw": "power_w",
-          "temperature.gpu": "temperature_c"}
-# Newer drivers call the throttle reasons 'clocks_event_reasons' (and may drop the old name);
-# older ones only know 'clocks_throttle_reasons'. The first name the driver accepts is used;
-# without either the samples have no reasons.
-REASON_FIELDS = ("clocks_throttle_reasons.active", "clocks_event_reasons.active")
-# Bits of the reasons mask (nvml's clocksThrottleReason / clocksEventReason values).
+# Keys of a sample in results.json (the binaries write the same keys, 'reasons' as a bit mask);
+# FIELDS are the ones the study summary reads.
+FIELDS = {"sm_clock_mhz": "sm_clock_mhz", "mem_clock_mhz": "mem_clock_mhz", "power_w": "power_w",
+          "temperature_c": "temperature_c"}
+EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
+# Bits of the reasons mask (NVML's clocksEventReason / clocksThrottleReason values).
 REASON_BITS = (
     (0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
     (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
     (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"))
 IDLE = "gpu_idle"
+OFF_FLAG = "--no-telemetry"
+OUT_FLAG = "--telemetry-out="
 
 
-class TelemetryError(Exception):
-    """nvidia-smi did not answer a query."""
-
-
-def reason_names(mask_text):
-    """'0x0000000000000004' -> ['sw_power_cap']; None when the mask is not reported."""
-    try:
-        mask = int(mask_text, 16)
-    except ValueError:
+def reason_names(mask):
+    """4 -> ['sw_power_cap']; unknown bits as hex; None when the mask is not reported."""
+    if not isinstance(mask, int) or isinstance(mask, bool) or mask < 0:
         return None
     names = [name for bit, name in REASON_BITS if mask & bit]
     unknown = mask & ~sum(bit for bit, _ in REASON_BITS)
     return names + ([hex(unknown)] if unknown else [])
 
 
-def parse_sample(text, fields):
-    """One line of '--format=csv,noheader,nounits' for `fields` -> a sample without its time."""
-    values = [value.strip() for value in text.strip().splitlines()[0].split(",")] if text.strip() else []
-    if len(values) != len(fields):
-        raise TelemetryError(f"nvidia-smi printed {text.strip()[:200]!r} for {len(fields)} fields")
-    sample = {}
-    for field, value in zip(fields, values):
-        if field in FIELDS:
-            number = environment.smi_value(field, value)
-            sample[FIELDS[field]] = number if isinstance(number, (int, float)) else None
-        else:
-            sample["throttle_reasons"] = reason_names(value)
-    sample.setdefault("throttle_reasons", None)
-    return sample
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
-class NvidiaSmi:
-    """Reads one sample of one GPU (its PCI bus id, or index 0)."""
-
-    def __init__(self, gpu=None):
-        self.gpu = gpu or "0"
-        self.fields = None  # found on the first answered query
-
-    def __call__(self):
-        if self.fields is None:
-            self.fields = self._accepted_fields()
-        return parse_sample(self._query(self.fields), self.fields)
-
-    def _accepted_fields(self):
-        base = tuple(FIELDS)
-        for fields in [base + (reason,) for reason in REASON_FIELDS] + [base]:
-            try:
-                self._query(fields)
-            except TelemetryError:
-                continue
-            return fields
-        raise TelemetryError(f"nvidia-smi answers no query of {', '.join(base)} for GPU {self.gpu}")
-
-    def _query(self, fields):
-        command = ["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits",
-                   "--id=" + self.gpu]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise TelemetryError(f"nvidia-smi: {error}") from None
-        if result.returncode != 0:
-            raise TelemetryError(f"nvidia-smi exited {result.returncode}: "
-                                 f"{(result.stderr or result.stdout).strip()[:200]}")
-        return result.stdout
+def read_series(path):
+    """A study process's series file -> (samples, None), or ([], why there are none)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            document = json.load(stream)
+    except FileNotFoundError:
+        return [], "the study process wrote no telemetry (it did not finish)"
+    except (OSError, ValueError) as error:
+        return [], f"unreadable telemetry series: {error}"
+    if not isinstance(document, dict):
+        return [], "unreadable telemetry series: not a JSON object"
+    if document.get("unavailable") is not None:
+        return [], str(document["unavailable"])
+    samples = document.get("samples")
+    if not isinstance(samples, list):
+        return [], "unreadable telemetry series: no 'samples' list"
+    return [sample for sample in samples if isinstance(sample, dict) and _number(sample.get("unix_s")) is not None], None
 
 
-class Sampler:
-    """Calls `read` every interval_s in a daemon thread from start() to stop(). A failed read is
-    counted, never raised: telemetry must not break a run."""
+class StudySeries:
+    """The series of one study's processes, on one time axis from the study's start."""
 
-    def __init__(self, read, interval_s=INTERVAL_S):
-        self.read = read
-        self.interval_s = interval_s
+    def __init__(self, started_unix_s):
+        self.started = started_unix_s
         self.samples = []
-        self.failures = 0
-        self.last_problem = None
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="gpubench-telemetry", daemon=True)
-        self._started = None
+        self.notes = []
 
-    def start(self):
-        self._started = time.monotonic()
-        self._thread.start()
-        return self
+    def add(self, samples, note):
+        self.samples += [self._sample(raw) for raw in samples]
+        if note and note not in self.notes:
+            self.notes.append(note)
 
-    def stop(self):
-        """Stop sampling (waits at most one query) and return the telemetry record."""
-        self._stopping.set()
-        self._thread.join(timeout=QUERY_TIMEOUT_S + 1)
-        return self.record()
+    def _sample(self, raw):
+        sample = {"t_s": round(raw["unix_s"] - self.started, 3)}
+        sample.update({key: _number(raw.get(key)) for key in (*FIELDS.values(), *EXTRAS)})
+        sample["throttle_reasons"] = reason_names(raw.get("reasons"))
+        return sample
 
-    def record(self):
-        samples = list(self.samples)  # a copy: a thread that outlived join() may still append
-        record = {"interval_s": self.interval_s, "samples": samples, "summary": summarize(samples)}
-        if self.failures:
-            record["note"] = f"{self.failures} nvidia-smi queries failed; the last: {self.last_problem}"
+    def record(self, interval_s=0.1):
+        if not self.samples:
+            return {"source": "nvml", "note": "; ".join(self.notes) or "no samples"}
+        samples = sorted(self.samples, key=lambda sample: sample["t_s"])
+        record = {"source": "nvml", "interval_s": interval_s, "samples": samples, "summary": summarize(samples)}
+        if self.notes:
+            record["note"] = "; ".join(self.notes)
         return record
-
-    def _loop(self):
-        while not self._stopping.is_set():
-            began = time.monotonic()
-            self._take_sample()
-            self._stopping.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
-
-    def _take_sample(self):
-        try:
-            sample = self.read()
-        except Exception as error:  # noqa: BLE001 (whatever goes wrong, the run goes on)
-            self.failures += 1
-            self.last_problem = str(error)
-            return
-        self.samples.append({"t_s": round(time.monotonic() - self._started, 3), **sample})
 
 
 def _spread(values):
@@ -167,16 +108,47 @@ def summarize(samples):
     }
 
 
-@contextlib.contextmanager
-def recorded(study, gpu=None, read=None):
-    """Sample while the block runs; study['telemetry'] gets the record however the block ends
-    (Ctrl-C included). `read` replaces nvidia-smi (tests)."""
-    if read is None and shutil.which("nvidia-smi") is None:
-        study["telemetry"] = dict(NOT_AVAILABLE)
-        yield
-        return
-    sampler = Sampler(read or NvidiaSmi(gpu)).start()
-    try:
-        yield
-    finally:
-        study["telemetry"] = sampler.stop()
+# --- per entry --------------------------------------------------------------------------
+# The counters a GPU entry's binary reports per repetition (its timed loop), and the entry
+# fields made of them over the repetitions.
+SAMPLES = "telemetry_samples"
+ENTRY_FIELDS = ("telemetry_samples", "sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op",
+                "temperature_c_max", "power_limited_fraction", "thermal_limited_fraction", "clock_limited")
+
+
+def combine(runs):
+    """An entry's telemetry from its repetitions' counters (runs: Google Benchmark's per-repetition
+    objects, with 'iterations'): samples summed, clocks the median of the repetitions', power and
+    the limited fractions sample-weighted means, temperature the maximum, energy per operation
+    the energy counter's total rise over the total iterations. All None without telemetry."""
+    combined = dict.fromkeys(ENTRY_FIELDS)
+    counted = [(run, _number(run.get(SAMPLES))) for run in runs]
+    counted = [(run, count) for run, count in counted if count is not None]
+    if not counted:
+        return combined
+    combined[SAMPLES] = sum(count for _, count in counted)
+    read = [(run, count) for run, count in counted if count > 0]
+    for name in ("sm_clock_mhz", "mem_clock_mhz"):
+        values = [v for v in (_number(run.get(name)) for run, _ in read) if v is not None]
+        combined[name] = statistics.median(values) if values else None
+    for name in ("power_w", "power_limited_fraction", "thermal_limited_fraction"):
+        pairs = [(_number(run.get(name)), count) for run, count in read]
+        pairs = [(value, count) for value, count in pairs if value is not None]
+        weight = sum(count for _, count in pairs)
+        combined[name] = sum(value * count for value, count in pairs) / weight if weight else None
+    combined["temperature_c_max"] = max((v for v in (_number(run.get("temperature_c_max")) for run, _ in read)
+                                         if v is not None), default=None)
+    combined["energy_j_per_op"] = _energy_per_op(counted)
+    fractions = [combined[name] for name in ("power_limited_fraction", "thermal_limited_fraction")]
+    if any(value is not None for value in fractions):
+        combined["clock_limited"] = any(value for value in fractions if value is not None)
+    return combined
+
+
+def _energy_per_op(counted):
+    pairs = [(_number(run.get("energy_j")), _number(run.get("iterations"))) for run, _ in counted]
+    pairs = [(energy, iterations) for energy, iterations in pairs if energy is not None and iterations]
+    iterations = sum(iterations for _, iterations in pairs)
+    energy = sum(energy for energy, _ in pairs)
+    # A counter that did not move over the loops (a loop shorter than its update period) says nothing.
+    return energy / iterations if iterations and energy > 0 else None

@@ -139,5 +139,21 @@ class ReferenceScriptTest(unittest.TestCase):
                 self.assertEqual(reference_matmul.main(argv), 2, argv)
 
 
+class NarrowedConvolutionReferenceTest(unittest.TestCase):
+    def test_only_the_layers_and_batches_the_study_ran(self):
+        run = reference.RUNS["conv2d"]["torch_conv2d"]
+        narrowed = reference._narrowed("conv2d", run, [7, 14, 56], [1, 4, 16, 64, 256])
+        self.assertEqual(narrowed.args[:3], ("torch", "56,14,7", "1,256"))
+        self.assertEqual(narrowed.args[3:], run.args[3:])
+        self.assertIs(reference._narrowed("conv2d", run, None, None), run)  # nothing known: everything
+        self.assertIs(reference._narrowed("mlp_training", run, [1024], [1]), run)
+
+    def test_nothing_in_common_runs_nothing(self):
+        run = reference.RUNS["conv2d"]["torch_conv2d"]
+        self.assertIsNone(reference._narrowed("conv2d", run, [7], [2, 8]))
+        self.assertEqual(reference.run_references("conv2d", with_gpu=True, sizes=[7], batches=[2]),
+                         {"torch_conv2d": {"note": "skipped: the study ran none of the reference's layers and batches"}})
+
+
 if __name__ == "__main__":
     unittest.main()

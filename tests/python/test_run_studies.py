@@ -1,5 +1,5 @@
 """The run command over several studies, on stand-in study binaries (a made-up matmul and a
-precision binary that replays the hand-written fixture) and a stand-in nvidia-smi: study
+precision binary that replays the hand-written fixture): study
 selection, per-study sizes and implementations, progress over both, telemetry, outputs."""
 import json
 import os
@@ -52,6 +52,14 @@ FAKE_STUDY = textwrap.dedent('''\
     if "--benchmark_list_tests=true" in args:
         print("\\n".join(dict.fromkeys(run["run_name"] for run in runs)))
         sys.exit(0)
+    series = next((a.split("=", 1)[1] for a in args if a.startswith("--telemetry-out=")), None)
+    if series:  # one NVML sample, as the real binaries write them
+        import time
+        with open(series, "w") as stream:
+            json.dump({{"source": "nvml", "interval_s": 0.1, "samples": [{{
+                "t_s": 0.0, "unix_s": time.time(), "sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "power_w": 650.5,
+                "energy_j": 12.5, "temperature_c": 66, "gpu_util": 100, "mem_util": 50, "memory_used_mib": 1024,
+                "reasons": 4}}]}}, stream)
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
     with open(out, "w") as stream:
         json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
@@ -60,15 +68,6 @@ FAKE_STUDY = textwrap.dedent('''\
             print(run["run_name"] + "  ERROR OCCURRED: '" + run["error_message"] + "'")
         elif run.get("repetition_index", 0) == 0 and run.get("run_type") == "iteration":
             print(run["run_name"] + "  " + str(run["real_time"]) + " " + run["time_unit"] + "  1")
-''')
-
-# Answers the telemetry query (either name of the reasons field) and nothing else.
-FAKE_NVIDIA_SMI = textwrap.dedent('''\
-    #!{python}
-    import sys
-    query = next((a for a in sys.argv if a.startswith("--query-gpu=")), "")
-    if query.startswith("--query-gpu=clocks.sm,"):
-        print("1980, 2619, 650.5, 66" + (", 0x0000000000000004" if "reasons" in query else ""))
 ''')
 
 MATMUL_SIZES = (64, 128, 200, 256, 512, 1024, 4096, 8192)
@@ -97,16 +96,14 @@ def matmul_files(directory):
 
 
 class FakeMachine:
-    """A build directory with stand-in study binaries, and a PATH with a stand-in nvidia-smi."""
+    """A build directory with stand-in study binaries (each writes one telemetry sample)."""
 
     def __init__(self, studies=("matmul", "precision")):
         self.directory = tempfile.TemporaryDirectory()
         root = self.directory.name
         self.build_dir = os.path.join(root, "build")
         os.makedirs(os.path.join(self.build_dir, "bench"))
-        os.makedirs(os.path.join(root, "bin"))
-        write_executable(os.path.join(root, "bin", "nvidia-smi"), FAKE_NVIDIA_SMI.format(python=sys.executable))
-        self.env = dict(os.environ, PATH=os.path.join(root, "bin") + os.pathsep + os.environ["PATH"])
+        self.env = dict(os.environ)
         files = {"matmul": matmul_files(root),
                  "precision": (fixture("precision_describe.json"), fixture("gbench_precision.json")),
                  "batched_gemm": (fixture("batched_gemm_describe.json"), fixture("gbench_batched_gemm.json")),
@@ -187,7 +184,7 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertIn("## Crossover (GPU faster than the best CPU)", self.summary)
         self.assertIn("## Precision: is 16-bit tensor-core math up to 8x faster than FP32?", self.summary)
         self.assertIn("## Precision: speed and accuracy at n = 4096", self.summary)
-        self.assertIn("## GPU clocks during each study (nvidia-smi)", self.summary)
+        self.assertIn("## GPU clocks during each study (NVML)", self.summary)
 
     @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
     def test_plots_of_both_studies(self):

@@ -1,27 +1,14 @@
-"""GPU telemetry: nvidia-smi's CSV (with [N/A] and [Not Supported] fields), the reasons mask,
-the summary, the field-name fallback of newer drivers, and a sampler that always stops."""
+"""GPU telemetry: the reasons mask, the series files the study binaries write (absent, unavailable,
+damaged), joining them over a study's processes, the study summary, the per-entry telemetry over
+an entry's repetitions, and its validation in results.json."""
+import json
 import os
-import stat
-import sys
 import tempfile
-import textwrap
-import threading
-import time
 import unittest
-from unittest import mock
 
 import support
 
-from gpubench_driver import results, telemetry
-
-WITH_REASONS = tuple(telemetry.FIELDS) + ("clocks_event_reasons.active",)
-CANNED = "1980, 2619, 612.47, 61, 0x0000000000000004\n"
-
-
-def fake_read(samples):
-    """A read() that returns canned samples in turn, then the last one again."""
-    queue = list(samples)
-    return lambda: dict(queue.pop(0) if len(queue) > 1 else queue[0])
+from gpubench_driver import gbench, results, telemetry
 
 
 def sample(sm, reasons, power=300.0, temperature=50):
@@ -29,31 +16,73 @@ def sample(sm, reasons, power=300.0, temperature=50):
             "throttle_reasons": reasons}
 
 
-class ParseTest(unittest.TestCase):
-    def test_a_line_with_reasons(self):
-        self.assertEqual(telemetry.parse_sample(CANNED, WITH_REASONS),
-                         {"sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "power_w": 612.47, "temperature_c": 61,
-                          "throttle_reasons": ["sw_power_cap"]})
+def raw(unix_s, sm=1980, reasons=0, energy=1000.0):
+    """A sample as a study binary writes it."""
+    return {"t_s": unix_s - 1000.0, "unix_s": unix_s, "sm_clock_mhz": sm, "mem_clock_mhz": 2619, "power_w": 310.5,
+            "energy_j": energy, "temperature_c": 45, "gpu_util": 100, "mem_util": 40, "memory_used_mib": 1234.5,
+            "reasons": reasons}
 
-    def test_not_available_fields_become_none(self):
-        parsed = telemetry.parse_sample("1410, [N/A], [Not Supported], 40, [N/A]\n", WITH_REASONS)
-        self.assertEqual(parsed, {"sm_clock_mhz": 1410, "mem_clock_mhz": None, "power_w": None, "temperature_c": 40,
-                                  "throttle_reasons": None})
 
-    def test_without_the_reasons_field(self):
-        parsed = telemetry.parse_sample("1980, 2619, 100.0, 40", tuple(telemetry.FIELDS))
-        self.assertIsNone(parsed["throttle_reasons"])
-
-    def test_a_short_line_is_an_error(self):
-        with self.assertRaises(telemetry.TelemetryError):
-            telemetry.parse_sample("No devices were found", WITH_REASONS)
-
+class ReasonsTest(unittest.TestCase):
     def test_reason_names(self):
-        self.assertEqual(telemetry.reason_names("0x0000000000000000"), [])
-        self.assertEqual(telemetry.reason_names("0x0000000000000001"), ["gpu_idle"])
-        self.assertEqual(telemetry.reason_names("0x0000000000000044"), ["sw_power_cap", "hw_thermal_slowdown"])
-        self.assertEqual(telemetry.reason_names("0x0000000000001000"), ["0x1000"])
-        self.assertIsNone(telemetry.reason_names("[N/A]"))
+        self.assertEqual(telemetry.reason_names(0), [])
+        self.assertEqual(telemetry.reason_names(1), ["gpu_idle"])
+        self.assertEqual(telemetry.reason_names(0x44), ["sw_power_cap", "hw_thermal_slowdown"])
+        self.assertEqual(telemetry.reason_names(0x1000), ["0x1000"])
+        for unknown in (None, "0x4", -1, True, 1.5):
+            self.assertIsNone(telemetry.reason_names(unknown))
+
+
+class SeriesFileTest(unittest.TestCase):
+    def read(self, text):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "telemetry.json")
+            if text is not None:
+                with open(path, "w", encoding="utf-8") as stream:
+                    stream.write(text)
+            return telemetry.read_series(path)
+
+    def test_samples(self):
+        samples, note = self.read(json.dumps({"source": "nvml", "interval_s": 0.1,
+                                              "samples": [raw(5.0), "junk", {"no": "time"}]}))
+        self.assertIsNone(note)
+        self.assertEqual(len(samples), 1)
+
+    def test_unavailable_says_why(self):
+        self.assertEqual(self.read('{"source": "nvml", "unavailable": "no GPU: none"}'), ([], "no GPU: none"))
+
+    def test_missing_damaged_and_foreign_files(self):
+        self.assertIn("did not finish", self.read(None)[1])
+        self.assertIn("unreadable", self.read('{"samples": [')[1])
+        self.assertIn("unreadable", self.read("[1, 2]")[1])
+        self.assertIn("no 'samples' list", self.read('{"samples": 3}')[1])
+
+
+class StudySeriesTest(unittest.TestCase):
+    def test_processes_join_on_one_time_axis(self):
+        series = telemetry.StudySeries(started_unix_s=100.0)
+        series.add([raw(101.0), raw(101.1, sm=1755, reasons=4)], None)
+        series.add([raw(100.5, reasons=1)], None)  # an earlier process's file read later
+        record = series.record()
+        self.assertEqual(record["source"], "nvml")
+        self.assertEqual([s["t_s"] for s in record["samples"]], [0.5, 1.0, 1.1])
+        self.assertEqual(record["samples"][2]["throttle_reasons"], ["sw_power_cap"])
+        self.assertEqual(record["samples"][1]["memory_used_mib"], 1234.5)
+        self.assertEqual(record["summary"]["busy_sm_clock_mhz"], {"min": 1755, "median": 1867.5, "max": 1980})
+        self.assertNotIn("note", record)
+
+    def test_no_samples_keeps_the_reasons(self):
+        series = telemetry.StudySeries(0.0)
+        series.add([], "no GPU: none")
+        series.add([], "no GPU: none")
+        self.assertEqual(series.record(), {"source": "nvml", "note": "no GPU: none"})
+
+    def test_a_non_finite_reading_becomes_none(self):
+        series = telemetry.StudySeries(0.0)
+        series.add([{**raw(1.0), "power_w": float("nan"), "energy_j": "x"}], None)
+        joined = series.record()["samples"][0]
+        self.assertIsNone(joined["power_w"])
+        self.assertIsNone(joined["energy_j"])
 
 
 class SummaryTest(unittest.TestCase):
@@ -73,107 +102,63 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual((summary["samples"], summary["sm_clock_mhz"], summary["throttled_fraction"]), (0, None, None))
 
 
-class SamplerTest(unittest.TestCase):
-    def assert_no_sampler_thread(self):
-        self.assertNotIn("gpubench-telemetry", [thread.name for thread in threading.enumerate()])
+def repetition(iterations, samples, sm=1980.0, power=300.0, energy=None, power_limited=0.0, thermal=0.0,
+               temperature=50.0):
+    run = {"iterations": iterations, "telemetry_samples": samples, "sm_clock_mhz": sm, "mem_clock_mhz": 2619.0,
+           "power_w": power, "temperature_c_max": temperature, "power_limited_fraction": power_limited,
+           "thermal_limited_fraction": thermal}
+    if energy is not None:
+        run["energy_j"] = energy
+    return run
 
-    def test_samples_until_stopped_and_no_longer(self):
-        sampler = telemetry.Sampler(fake_read([sample(1980, [])]), interval_s=0.01).start()
-        time.sleep(0.2)
-        record = sampler.stop()
-        self.assert_no_sampler_thread()
-        count = len(record["samples"])
-        self.assertGreater(count, 2)
-        time.sleep(0.05)
-        self.assertEqual(len(sampler.samples), count)
-        self.assertEqual(record["interval_s"], 0.01)
-        times = [s["t_s"] for s in record["samples"]]
-        self.assertEqual(times, sorted(times))
-        self.assertEqual(record["summary"]["samples"], count)
-        self.assertNotIn("note", record)
 
-    def test_failing_reads_are_counted_not_raised(self):
-        def broken():
-            raise OSError("nvidia-smi vanished")
-        sampler = telemetry.Sampler(broken, interval_s=0.01).start()
-        time.sleep(0.05)
-        record = sampler.stop()
-        self.assertEqual(record["samples"], [])
-        self.assertIn("nvidia-smi vanished", record["note"])
+class EntryTelemetryTest(unittest.TestCase):
+    def test_combined_over_the_repetitions(self):
+        combined = telemetry.combine([
+            repetition(100, 1, sm=1980.0, power=400.0, energy=10.0, temperature=50.0),
+            repetition(100, 3, sm=1755.0, power=600.0, energy=30.0, power_limited=1 / 3, temperature=60.0),
+            repetition(200, 0, sm=float("nan"), power=float("nan"), energy=0.0)])  # no sample inside its loop
+        self.assertEqual(combined["telemetry_samples"], 4)
+        self.assertEqual(combined["sm_clock_mhz"], (1980.0 + 1755.0) / 2)
+        self.assertAlmostEqual(combined["power_w"], (400 * 1 + 600 * 3) / 4)
+        self.assertAlmostEqual(combined["power_limited_fraction"], (1 / 3 * 3) / 4)
+        self.assertEqual(combined["thermal_limited_fraction"], 0.0)
+        self.assertEqual(combined["temperature_c_max"], 60.0)
+        self.assertAlmostEqual(combined["energy_j_per_op"], 40.0 / 400)  # every loop's energy over every iteration
+        self.assertIs(combined["clock_limited"], True)
 
-    def test_stop_waits_for_a_slow_read(self):
-        def slow():
-            time.sleep(0.3)
-            return sample(1980, [])
-        sampler = telemetry.Sampler(slow, interval_s=0.01).start()
-        time.sleep(0.05)
-        started = time.monotonic()
-        record = sampler.stop()
-        self.assertLess(time.monotonic() - started, telemetry.QUERY_TIMEOUT_S + 2)
-        self.assert_no_sampler_thread()
-        self.assertEqual(len(record["samples"]), 1)
+    def test_full_clock_is_not_flagged(self):
+        self.assertIs(telemetry.combine([repetition(10, 2)])["clock_limited"], False)
 
-    def test_ctrl_c_still_records_and_stops(self):
-        study = {}
-        with self.assertRaises(KeyboardInterrupt):
-            with telemetry.recorded(study, read=fake_read([sample(1980, [])])):
-                time.sleep(0.05)
-                raise KeyboardInterrupt
-        self.assert_no_sampler_thread()
-        self.assertGreaterEqual(len(study["telemetry"]["samples"]), 1)
+    def test_without_telemetry_everything_is_none(self):
+        self.assertEqual(set(telemetry.combine([{"iterations": 5}]).values()), {None})
+        self.assertEqual(set(telemetry.combine([]).values()), {None})
 
-    def test_without_nvidia_smi(self):
-        study = {}
-        with mock.patch("shutil.which", return_value=None):
-            with telemetry.recorded(study):
-                pass
-        self.assertEqual(study["telemetry"], {"note": "nvidia-smi not available"})
+    def test_an_energy_counter_that_did_not_move_says_nothing(self):
+        self.assertIsNone(telemetry.combine([repetition(10, 1, energy=0.0)])["energy_j_per_op"])
+
+    def test_entries_of_google_benchmark_output_carry_it(self):
+        runs = [{"name": "matmul/cublas/gpu/resident/fp32/n:64/manual_time", "run_name":
+                 "matmul/cublas/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration", "repetitions": 2,
+                 "real_time": 10.0, "time_unit": "us", **repetition(1000, 2, energy=5.0)} for _ in range(2)]
+        entry = gbench.entries_from_output(gbench.GbenchOutput({}, runs))[0]
+        self.assertEqual(entry["telemetry_samples"], 4)
+        self.assertAlmostEqual(entry["energy_j_per_op"], 10.0 / 2000)
+        self.assertIs(entry["clock_limited"], False)
+        self.assertIsNone(entry["wall_s"])  # the runner sets it from the console
 
 
 class ValidationTest(unittest.TestCase):
     def test_samples_are_checked_in_results_json(self):
         document = support.precision_document()
-        samples = [{"t_s": 0.5, **sample(1980, [])}]
-        document["studies"]["precision"]["telemetry"] = {"interval_s": 1.0, "samples": samples,
-                                                         "summary": telemetry.summarize(samples)}
+        series = telemetry.StudySeries(0.0)
+        series.add([raw(0.5)], None)
+        document["studies"]["precision"]["telemetry"] = series.record()
         results.validate(document)
-        samples[0]["power_w"] = "650 W"
+        document["studies"]["precision"]["telemetry"]["samples"][0]["power_w"] = "650 W"
         with self.assertRaises(results.ResultsError) as caught:
             results.validate(document)
         self.assertIn("studies.precision.telemetry.samples[0].power_w", str(caught.exception))
-
-
-# Answers like a driver that knows only the newer name of the reasons field.
-FAKE_NVIDIA_SMI = textwrap.dedent('''\
-    #!{python}
-    import sys
-    query = next(a for a in sys.argv if a.startswith("--query-gpu="))
-    if "clocks_throttle_reasons" in query:
-        print('Field "clocks_throttle_reasons.active" is not a valid field to query.')
-        sys.exit(2)
-    print("1755, 2619, [N/A], 55" + (", 0x0000000000000004" if "clocks_event_reasons" in query else ""))
-''')
-
-
-class NvidiaSmiTest(unittest.TestCase):
-    def test_falls_back_to_the_newer_field_name(self):
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "nvidia-smi")
-            with open(path, "w", encoding="utf-8") as stream:
-                stream.write(FAKE_NVIDIA_SMI.format(python=sys.executable))
-            os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-            with mock.patch.dict(os.environ, {"PATH": directory + os.pathsep + os.environ["PATH"]}):
-                read = telemetry.NvidiaSmi("00000000:00:06.0")
-                first, second = read(), read()
-        self.assertEqual(read.fields[-1], "clocks_event_reasons.active")
-        self.assertEqual(first, {"sm_clock_mhz": 1755, "mem_clock_mhz": 2619, "power_w": None, "temperature_c": 55,
-                                 "throttle_reasons": ["sw_power_cap"]})
-        self.assertEqual(first, second)
-
-    def test_no_answer_at_all_is_an_error(self):
-        with mock.patch.dict(os.environ, {"PATH": tempfile.gettempdir()}):
-            with self.assertRaises(telemetry.TelemetryError):
-                telemetry.NvidiaSmi()()
 
 
 if __name__ == "__main__":
