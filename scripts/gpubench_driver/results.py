@@ -18,6 +18,13 @@ _OPTIONAL_STR = (str, type(None))
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
              "workloads": list, "ideal": str}
+# Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
+# clock_limited, a boolean.
+ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
+                   "power_limited_fraction", "thermal_limited_fraction", "telemetry_samples")
+CLOCK_LIMITED = "clock_limited"
+# Extra keys of a study telemetry record's samples (NVML): numbers or null.
+SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
 
 
 class ResultsError(Exception):
@@ -35,6 +42,7 @@ def new_document(run):
         "warnings": [],
         "studies": {},
         "references": None,
+        "findings": None,  # across the studies, derived by report.derive_findings (derive_run)
     }
 
 
@@ -104,6 +112,7 @@ def validate(document):
         _expect_type(warning, str, f"warnings[{index}]")
     for name, study in document["studies"].items():
         _validate_study(study, f"studies.{name}")
+    _validate_findings(document.get("findings"))
 
 
 def _validate_run(run):
@@ -186,7 +195,11 @@ def _validate_study(study, path):
                        f"{path}.implementations[{index}]")
     _expect_type(study.get("precisions"), (list, type(None)), f"{path}.precisions")
     for index, precision in enumerate(study.get("precisions") or []):
-        _expect_fields(precision, {"id": str}, f"{path}.precisions[{index}]")
+        _expect_fields(precision, {"id": str, "inputs": _OPTIONAL_STR, "accumulate": _OPTIONAL_STR,
+                                   "output": _OPTIONAL_STR}, f"{path}.precisions[{index}]")
+    for index, layer in enumerate(study.get("layers") or []):  # the roofline reads their shapes
+        _expect_fields(layer, {"role": _OPTIONAL_STR, **{key: _OPTIONAL_NUMBER for key in _LAYER_NUMBERS}},
+                       f"{path}.layers[{index}]")
     for key in ("sizes", "batches"):
         _expect_type(study.get(key), (list, type(None)), f"{path}.{key}")
         for index, value in enumerate(study.get(key) or []):
@@ -197,6 +210,8 @@ def _validate_study(study, path):
         _validate_telemetry(study["telemetry"], f"{path}.telemetry")
 
 
+_LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width", "out_height",
+                  "out_width", "flop_per_sample")
 _SPREAD = {"min": _OPTIONAL_NUMBER, "median": _OPTIONAL_NUMBER, "max": _OPTIONAL_NUMBER}  # NaN is written null
 _TELEMETRY_SUMMARY = {"samples": _OPTIONAL_NUMBER, "max_power_w": _OPTIONAL_NUMBER,
                       "max_temperature_c": _OPTIONAL_NUMBER, "throttled_fraction": _OPTIONAL_NUMBER,
@@ -206,8 +221,8 @@ _SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
 
 def _validate_telemetry(record, path):
     _expect_type(record, dict, path)
-    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": (dict, type(None))},
-                   path)
+    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": (dict, type(None)),
+                            "source": _OPTIONAL_STR}, path)
     summary = record.get("summary")
     _expect_fields(summary, {**_TELEMETRY_SUMMARY, **{key: (dict, type(None)) for key in _SPREADS}},
                    f"{path}.summary")
@@ -218,7 +233,7 @@ def _validate_telemetry(record, path):
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")
-        for key in ("t_s", *telemetry.FIELDS.values()):
+        for key in dict.fromkeys(("t_s", *telemetry.FIELDS.values(), *SAMPLE_EXTRAS)):
             _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
         _expect_type(sample.get("throttle_reasons"), (list, type(None)), f"{path}.samples[{index}].throttle_reasons")
 
@@ -230,9 +245,14 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", *gbench.COUNTERS,
-                *gbench.UTILIZATION_COUNTERS):
+    numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",
+               *gbench.COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
+    for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    _expect_type(entry.get(CLOCK_LIMITED), (bool, type(None)), f"{path}.{CLOCK_LIMITED}")
+    for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
+        _expect(entry.get(key) is None or entry[key] > 0, f"{path}.{key}",
+                f"expected a positive number, got {entry.get(key)}")
     time_s = entry.get("time_s")
     if entry["status"] == "ok":
         _expect_type(time_s, dict, f"{path}.time_s")
@@ -243,6 +263,50 @@ def _validate_entry(entry, path):
         _expect_type(time_s.get("samples"), list, f"{path}.time_s.samples")
         for index, sample in enumerate(time_s["samples"]):
             _expect_type(sample, _NUMBER, f"{path}.time_s.samples[{index}]")
+
+
+# The findings across the studies (derive_run), rewritten by every report: typed here for the tools
+# that read them from a file (compare).
+_WHERE = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "batch": _OPTIONAL_NUMBER}
+_FINDING_ROWS = {
+    "roofline.peaks": {**_WHERE, "flop_per_s": _NUMBER},
+    "roofline.points": {**_WHERE, "flop_per_s": _NUMBER, "flop": _NUMBER, "bytes": _NUMBER, "intensity": _NUMBER},
+    "roofline.not_placed": {"study": str, "impl": str, "mode": str, "precision": str, "entries": _NUMBER,
+                            "reason": str},
+    "fraction_of_peak": {**_WHERE, "flop_per_s": _NUMBER, "peak_flop_per_s": _NUMBER, "fraction_of_peak": _NUMBER},
+    "energy": {**_WHERE, "energy_j_per_op": _NUMBER, "flop": _OPTIONAL_NUMBER, "flop_per_joule": _OPTIONAL_NUMBER,
+               "items": _OPTIONAL_NUMBER, "power_w": _OPTIONAL_NUMBER, "sm_clock_mhz": _OPTIONAL_NUMBER},
+    "clock_limited": {**_WHERE, "name": str, "power_limited_fraction": _OPTIONAL_NUMBER,
+                      "thermal_limited_fraction": _OPTIONAL_NUMBER, "sm_clock_mhz": _OPTIONAL_NUMBER,
+                      "telemetry_samples": _OPTIONAL_NUMBER},
+    "telemetry.notes": {"study": str, "note": str},
+}
+_BANDWIDTH = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "median_s": _NUMBER,
+              "copy_bytes_per_s": _NUMBER, "bytes_per_s": _NUMBER, "rule": str}
+
+
+def _validate_findings(findings):
+    _expect_type(findings, (dict, type(None)), "findings")
+    if findings is None:
+        return
+    for key, types in (("roofline", dict), ("fraction_of_peak", list), ("energy", list), ("clock_limited", list),
+                       ("telemetry", dict)):
+        _expect_type(findings.get(key), types, f"findings.{key}")
+    roofline, telemetry_found = findings["roofline"], findings["telemetry"]
+    _expect_fields(roofline, {"bandwidth": (dict, type(None)), "memory_roof_note": _OPTIONAL_STR,
+                              "traffic_models": dict, "peaks": list, "points": list, "not_placed": list},
+                   "findings.roofline")
+    if roofline["bandwidth"] is not None:
+        _expect_fields(roofline["bandwidth"], _BANDWIDTH, "findings.roofline.bandwidth")
+    for name, text in roofline["traffic_models"].items():
+        _expect_type(text, str, f"findings.roofline.traffic_models.{name}")
+    _expect_fields(telemetry_found, {"entries": _NUMBER, "notes": list}, "findings.telemetry")
+    for where, fields in _FINDING_ROWS.items():
+        parent, _, key = where.rpartition(".")
+        rows = (findings[parent] if parent else findings)[key]
+        for index, row in enumerate(rows):
+            _expect_fields(row, fields, f"findings.{where}[{index}]")
+            _expect(row is not None, f"findings.{where}[{index}]", "expected an object, got null")
 
 
 # --- writing and reading --------------------------------------------------------
