@@ -37,6 +37,16 @@ def byte_size(value):
     return f"{value:.0f} B"
 
 
+def joules(value):
+    """0.0123 -> '12.30 mJ'."""
+    if value is None:
+        return "n/a"
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value / 1e-9:.2f} nJ"
+
+
 def ratio(value):
     return "n/a" if value is None else f"{value:.2f}x"
 

@@ -1,8 +1,10 @@
 """PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib."""
 import functools
 import os
+import textwrap
 
 from gpubench_driver import derive, derive_batch, derive_transfer
+from gpubench_driver.formatting import rate
 
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
                       "(install python3-matplotlib, e.g. 'sudo apt-get install python3-matplotlib')")
@@ -16,6 +18,11 @@ def load_pyplot():
     matplotlib.use("Agg")  # files only: no display on a benchmark machine
     import matplotlib.pyplot
     return matplotlib.pyplot
+
+
+def plain(text):
+    """Text from a results file as matplotlib shows it literally ('$' would start mathtext)."""
+    return str(text).replace("$", r"\$")
 
 
 def _series(entries, label):
@@ -35,7 +42,9 @@ LINE_STYLES = ("-", "--", ":", "-.")
 
 def _finish(pyplot, figure, axes, path):
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize="small", ncol=2 if len(axes.get_legend_handles_labels()[0]) > LEGEND_ROWS else 1)
+    handles, labels = axes.get_legend_handles_labels()  # labels hold names from the results file
+    axes.legend(handles, [plain(label) for label in labels], fontsize="small",
+                ncol=2 if len(handles) > LEGEND_ROWS else 1)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     pyplot.close(figure)
@@ -52,7 +61,7 @@ def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square mat
                       linestyle=LINE_STYLES[index // COLOURS % len(LINE_STYLES)])
     if mark:
         mark(axes)
-    axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=plain(title))
     _finish(pyplot, figure, axes, path)
 
 
@@ -117,7 +126,7 @@ def _pareto_plot(pyplot, path, rows):
     # Labels alternate above and below in the order of speedup: neighbours in speed rarely collide.
     for index, point in enumerate(sorted(points, key=lambda p: p["speedup_over_fp32"])):
         impl = "" if point["impl"] == "cublas" else f" {point['impl']}"
-        axes.annotate(f"{point['precision']}{impl} (n={point['n']})",
+        axes.annotate(plain(f"{point['precision']}{impl} (n={point['n']})"),
                       (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
                       xytext=(6, 5 if index % 2 else -12), fontsize="small")
     axes.axhline(1.0, color="black", linewidth=0.8)
@@ -223,6 +232,82 @@ def _overlap_plots(pyplot, study, plot_dir):
         _line_plot(pyplot, paths[-1], f"overlap: {workload}, {memory} host memory, n = {n}", "seconds per run",
                    series, lambda seconds: seconds, xlabel="chunks", mark=mark)
     return paths
+
+
+# --- across the studies: the roofline ---------------------------------------------------
+ROOFLINE_NAME = "roofline.png"
+STUDY_MARKERS = {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D"}
+OTHER_MARKER = "P"
+# One colour per precision; no grey, which the legend's study markers use.
+ROOF_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
+                "tab:cyan", "navy", "gold", "teal")
+
+
+def _roofline_range(roof):
+    """The intensities the chart spans: the points' with room on both sides, and each ridge point
+    (where the memory roof meets a compute roof)."""
+    intensities = [point["intensity"] for point in roof["points"]]
+    bandwidth = (roof.get("bandwidth") or {}).get("bytes_per_s")
+    if bandwidth:
+        intensities += [row["flop_per_s"] / bandwidth for row in roof["peaks"]]
+    if not intensities:
+        return 0.1, 1e4
+    return min(intensities) / 3, max(intensities) * 3
+
+
+def _roofline_plot(pyplot, path, roof):
+    from matplotlib.lines import Line2D
+    figure, axes = pyplot.subplots(figsize=(10, 6.5))
+    colours = {row["precision"]: ROOF_COLOURS[index % len(ROOF_COLOURS)] for index, row in enumerate(roof["peaks"])}
+    low, high = _roofline_range(roof)
+    for index, row in enumerate(roof["peaks"]):
+        axes.plot([low, high], [row["flop_per_s"]] * 2, color=colours[row["precision"]],
+                  linestyle=LINE_STYLES[1 + index // len(ROOF_COLOURS) % (len(LINE_STYLES) - 1)], linewidth=1.2,
+                  label=plain(f"{row['precision']} peak {rate(row['flop_per_s'])}"))
+    bandwidth = roof.get("bandwidth")
+    if bandwidth:
+        top = max(row["flop_per_s"] for row in roof["peaks"]) if roof["peaks"] else bandwidth["bytes_per_s"] * high
+        end = min(high, top / bandwidth["bytes_per_s"])
+        axes.plot([low, end], [bandwidth["bytes_per_s"] * low, bandwidth["bytes_per_s"] * end], color="black",
+                  linewidth=1.5, label=f"memory roof {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s x intensity")
+    studies = list(dict.fromkeys(point["study"] for point in roof["points"]))
+    for study in studies:
+        for precision in dict.fromkeys(p["precision"] for p in roof["points"] if p["study"] == study):
+            mine = [p for p in roof["points"] if (p["study"], p["precision"]) == (study, precision)]
+            axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
+                         marker=STUDY_MARKERS.get(study, OTHER_MARKER), color=colours.get(precision, "grey"),
+                         s=22, alpha=0.75, zorder=3)
+    handles, labels = axes.get_legend_handles_labels()
+    handles += [Line2D([], [], marker=STUDY_MARKERS.get(study, OTHER_MARKER), color="grey", linestyle="none")
+                for study in studies]
+    labels += [plain(f"points: {study}") for study in studies]
+    memory = "\n".join(textwrap.wrap(f"memory roof: {BANDWIDTH_CAPTION}" if bandwidth
+                                    else plain(f"no memory roof: {roof.get('memory_roof_note')}"), 95))
+    axes.set(xscale="log", yscale="log", xlim=(low, high),
+             xlabel="arithmetic intensity (FLOP per byte of device memory traffic, compulsory-traffic model)",
+             ylabel="FLOP/s (int8: operations/s)",
+             title="Roofline: GPU entries in resident mode against the measured peaks\n" + memory)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(handles, labels, fontsize="small", loc="lower right",
+                ncol=2 if len(handles) > LEGEND_ROWS else 1)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
+
+
+BANDWIDTH_CAPTION = "2 x the best device-to-device copy rate (a copy of B bytes reads B and writes B)"
+
+
+def write_roofline(roof, out_dir):
+    """plots/roofline.png from findings["roofline"]; None without matplotlib or without any peak."""
+    pyplot = load_pyplot()
+    if pyplot is None or not roof.get("peaks"):
+        return None
+    plot_dir = os.path.join(out_dir, "plots")
+    os.makedirs(plot_dir, exist_ok=True)
+    path = os.path.join(plot_dir, ROOFLINE_NAME)
+    _roofline_plot(pyplot, path, roof)
+    return path
 
 
 PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots, "transfer": _transfer_plots,

@@ -1,8 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_transfer, html_report, plots,
-                             reference, results, summary)
+from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_run, derive_transfer,
+                             html_report, plots, reference, results, summary)
 
 
 def _derived(name, study, refine_rounds, document):
@@ -23,6 +23,8 @@ def derive_findings(document, refine_rounds):
         if document.get("references") is not None and name in reference.RUNS:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)
+    # Across the studies (peaks, roofline, energy, clock-limited entries): after each study's own findings.
+    document["findings"] = derive_run.derive(document["studies"])
 
 
 def write_outputs(document, out_dir):
@@ -31,6 +33,8 @@ def write_outputs(document, out_dir):
     plot_paths = plots.write_plots(document["studies"], out_dir)
     if plot_paths is None:
         print(plots.MISSING_MATPLOTLIB, flush=True)
+    elif (document.get("findings") or {}).get("roofline"):
+        plot_paths += [path for path in [plots.write_roofline(document["findings"]["roofline"], out_dir)] if path]
     markdown = summary.render(document, plot_paths, out_dir)
     summary_path = os.path.join(out_dir, "summary.md")
     with open(summary_path, "w", encoding="utf-8") as stream:

@@ -2,8 +2,8 @@
 import functools
 import os
 
-from gpubench_driver import derive, derive_batch, derive_transfer, gbench, reference
-from gpubench_driver.formatting import byte_size, md, rate, ratio, scientific, seconds
+from gpubench_driver import derive, derive_batch, derive_run, derive_transfer, gbench, plots, reference
+from gpubench_driver.formatting import byte_size, joules, md, rate, ratio, scientific, seconds
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)
 PRECISION_TABLE_SIZE = 4096  # and the largest size measured
@@ -678,6 +678,204 @@ def _telemetry(studies):
     return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
 
 
+# --- across the studies: fraction of the peak, roofline, energy, clock-limited entries -----------
+ENERGY_GEMM_STUDIES = ("matmul", "precision")  # one timed call is one GEMM
+# Studies whose FLOP count is that of a reference algorithm, not of what ran: their rate can exceed
+# what the multiply units did.
+NOMINAL_FLOP = {"conv2d": "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
+                          "FFT algorithms, which do fewer operations, so its rate (and a peak it sets) can exceed what "
+                          "the multiply units did"}
+ENERGY_ROWS = 40  # more rows than this: each series at its largest size only
+CLOCK_LIMITED_LINES = 25
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _entry_where(row, with_study=False):
+    """'cublas resident n=4096 (batch 64)' of a findings row."""
+    text = (f"{md(row['study'])}: " if with_study else "") + f"{md(row['impl'])} {md(row['mode'])} n={md(row['n'])}"
+    return text + (f" (batch {md(row['batch'])})" if row.get("batch") is not None else "")
+
+
+def _fraction_of_peak(findings):
+    rows = findings["fraction_of_peak"]
+    if not rows:
+        return []
+    peaks = {row["precision"]: row for row in findings["roofline"]["peaks"]}
+    lines = ["| study | precision | its best entry | rate | fraction of the peak | the peak: where |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        peak = peaks[row["precision"]]
+        lines.append(f"| {md(row['study'])} | {md(row['precision'])} | {_entry_where(row)} | "
+                     f"{rate(row['flop_per_s'])} | "
+                     f"{_percent(row['fraction_of_peak'])} | {rate(peak['flop_per_s'])}: {_entry_where(peak, True)} |")
+    lines += ["", "The measured peak of a precision: the highest FLOP/s (int8: operations/s) of any GPU entry of that "
+                  "precision in this run, any study and mode. Every GPU entry's rate over it is `fraction_of_peak` in "
+                  "results.json; this table shows each study's best entry per precision."]
+    if any(row["study"] in NOMINAL_FLOP for row in peaks.values()):
+        lines += ["", *[f"A {md(study)} peak: {md(why)}." for study, why in NOMINAL_FLOP.items()
+                        if any(row["study"] == study for row in peaks.values())]]
+    return _section("Across the studies: fraction of the measured peak", lines)
+
+
+def _ridge(roof, row):
+    bandwidth = (roof.get("bandwidth") or {}).get("bytes_per_s")
+    return f", ridge at {row['flop_per_s'] / bandwidth:.1f} FLOP/B" if bandwidth else ""
+
+
+def _roofline_points(roof):
+    """Per study and precision: its points, their intensities, the best rate and its share of the roof there."""
+    lines = ["| study | precision | points | intensity (FLOP/B) | best rate | at intensity | of the roof there |",
+             "|---|---|---|---|---|---|---|"]
+    groups = {}
+    for point in roof["points"]:
+        groups.setdefault((point["study"], point["precision"]), []).append(point)
+    for (study, precision), points in groups.items():
+        best = max(points, key=lambda point: point["flop_per_s"])
+        ceiling = derive_run.attainable(roof, precision, best["intensity"])
+        intensities = [point["intensity"] for point in points]
+        lines.append(f"| {md(study)} | {md(precision)} | {len(points)} | "
+                     f"{min(intensities):.3g} .. {max(intensities):.3g} "
+                     f"| {rate(best['flop_per_s'])} ({_entry_where(best)}) | {best['intensity']:.3g} | "
+                     f"{_percent(best['flop_per_s'] / ceiling if ceiling else None)} |")
+    return lines
+
+
+def _roofline(findings, plot_paths):
+    roof = findings["roofline"]
+    if not roof["peaks"]:
+        return []
+    bandwidth = roof.get("bandwidth")
+    if bandwidth:
+        lines = [f"- Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s of device memory traffic, twice the "
+                 f"{bandwidth['copy_bytes_per_s'] / 1e9:.0f} GB/s that the transfer study's fastest device-to-device "
+                 f"copy ({md(bandwidth['impl'])}, {byte_size(bandwidth['n'])} per copy) moved: a copy of B bytes "
+                 f"reads B and writes B bytes of device memory."]
+    else:
+        lines = [f"- No memory roof: {md(roof.get('memory_roof_note'))}; only the compute roofs are drawn."]
+    lines.append("- Compute roofs, the measured peak of each precision: " + "; ".join(
+        f"{md(row['precision'])} {rate(row['flop_per_s'])}{_ridge(roof, row)}" for row in roof["peaks"]) + ".")
+    lines += [f"- Device memory bytes per call, {md(study)}: {md(text)}." for study, text in
+              roof["traffic_models"].items()]
+    lines.append("- Only GPU entries in resident mode are placed: the transfer modes time PCIe copies, not device "
+                 "memory. The model counts compulsory traffic, each operand read once and the result written once "
+                 "per call: re-reads between tiles make the real traffic larger, operands that stay in the L2 cache "
+                 "from one timed call to the next (small sizes) make it smaller, so a small size's point can sit "
+                 "beyond the memory roof.")
+    if roof["points"]:
+        lines += ["", *_roofline_points(roof), "",
+                  "Of the roof there: the best rate over min(peak, bandwidth x intensity) at its intensity "
+                  "(over the peak alone when no memory roof was measured)."]
+    if roof["not_placed"]:
+        groups = {}  # one line per study, mode and reason, not per series
+        for row in roof["not_placed"]:
+            group = groups.setdefault((row["study"], row["mode"], row["reason"]), [0, []])
+            group[0] += row["entries"]
+            group[1].append(f"{row['impl']} {row['precision']}")
+        lines += ["", "Not placed:", "", "| study | mode | entries | implementations and precisions | why |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {md(study)} | {md(mode)} | {count:.0f} | {md(', '.join(series))} | {md(why)} |"
+                  for (study, mode, why), (count, series) in groups.items()]
+    chart = next((path for path in plot_paths or [] if os.path.basename(path) == plots.ROOFLINE_NAME), None)
+    lines += ["", f"Chart: `plots/{plots.ROOFLINE_NAME}` (log-log; colour: precision, marker: study)." if chart
+              else "No chart: matplotlib is not installed for this Python."]
+    return _section("Across the studies: roofline (GPU, resident)", lines)
+
+
+def _no_telemetry(findings):
+    found = findings["telemetry"]
+    lines = ["No per-entry telemetry in this file: no entry has clocks, power or energy measured during its timed "
+             "loop (a file written before per-entry telemetry, or a run without NVML)."]
+    lines += [f"- {md(row['study'])}: {md(row['note'])}" for row in found["notes"]]
+    return _section("Per-entry telemetry", lines)
+
+
+def _megahertz(value):
+    return "n/a" if value is None else f"{value:.0f} MHz"
+
+
+def _watts(value):
+    return "n/a" if value is None else f"{value:.0f} W"
+
+
+def _gflop_per_joule(row):
+    return "n/a" if row["flop_per_joule"] is None else f"{row['flop_per_joule'] / 1e9:.1f}"
+
+
+def _energy_gemm(rows):
+    rows = [row for row in rows if row["study"] in ENERGY_GEMM_STUDIES]
+    if not rows:
+        return []
+    series = {}
+    for row in sorted(rows, key=lambda row: (row["study"], row["precision"], row["impl"], row["mode"], row["n"])):
+        series.setdefault((row["study"], row["precision"], row["impl"], row["mode"]), []).append(row)
+    every = len(rows) <= ENERGY_ROWS
+    shown = [row for found in series.values() for row in (found if every else found[-1:])]
+    lines = ["| study | precision | impl | mode | n | energy per GEMM | GFLOP per joule | mean power | "
+             "median SM clock |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {md(row['study'])} | {md(row['precision'])} | {md(row['impl'])} | {md(row['mode'])} | "
+              f"{md(row['n'])} | {joules(row['energy_j_per_op'])} | {_gflop_per_joule(row)} | "
+              f"{_watts(row['power_w'])} | {_megahertz(row['sm_clock_mhz'])} |" for row in shown]
+    lines += ["", ("Every size measured with an energy reading. " if every else
+                   "Each series at its largest size with an energy reading (every size: `findings.energy` in "
+                   "results.json). ")
+              + "Energy per GEMM: NVML's total-energy counter over the timed loop, per timed call; board energy, so "
+                "idle and memory power are included. GFLOP per joule: the GEMM's FLOP (int8: operations) over it. "
+                "Transfer modes include the copies in and out."]
+    return _section("Across the studies: energy per GEMM (NVML)", lines)
+
+
+def _energy_calls(rows):
+    """The other studies: per series, the energy of one call at its largest size and batch."""
+    largest = {}
+    for row in rows:
+        if row["study"] not in ENERGY_GEMM_STUDIES:
+            key = (row["study"], row["impl"], row["mode"], row["precision"])
+            if key not in largest or (row["n"], row["batch"] or 0) > (largest[key]["n"], largest[key]["batch"] or 0):
+                largest[key] = row
+    if not largest:
+        return []
+    lines = ["| study | impl | mode | precision | n | batch | energy per call | per item of the batch | "
+             "GFLOP per joule | mean power |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {md(row['study'])} | {md(row['impl'])} | {md(row['mode'])} | {md(row['precision'])} | "
+              f"{md(row['n'])} | {md(row['batch'])} | {joules(row['energy_j_per_op'])} | "
+              f"{joules(row['energy_j_per_op'] / row['items']) if row['items'] else 'n/a'} | {_gflop_per_joule(row)} | "
+              f"{_watts(row['power_w'])} |" for row in largest.values()]
+    lines += ["", "One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
+                  "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
+                  "largest n and batch. Every entry's energy: `energy_j_per_op` in results.json."]
+    return _section("Across the studies: energy per call (NVML)", lines)
+
+
+def _clock_limited(findings):
+    rows = findings["clock_limited"]
+    title = "Across the studies: entries measured with clocks held down"
+    if not rows:
+        return _section(title, [f"No entry was measured while a power cap or a thermal slowdown held the clocks down "
+                                f"({findings['telemetry']['entries']} entries with per-entry telemetry)."])
+    lines = [f"- {md(row['name'])}: power cap in {_percent(row['power_limited_fraction'])} and thermal slowdown in "
+             f"{_percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
+             f"{_megahertz(row['sm_clock_mhz'])}" for row in rows[:CLOCK_LIMITED_LINES]]
+    if len(rows) > CLOCK_LIMITED_LINES:
+        lines.append(f"- and {len(rows) - CLOCK_LIMITED_LINES} more (`clock_limited` in results.json)")
+    lines += ["", f"{len(rows)} of {findings['telemetry']['entries']} entries with per-entry telemetry were measured "
+                  "while NVML reported a power cap or thermal slowdown as a clock-event reason in some of the timed "
+                  "loop's samples: their times are those of a held-down clock, not of the GPU's sustained clock."]
+    return _section(title, lines)
+
+
+def _across_studies(document, plot_paths):
+    findings = document.get("findings")
+    if not findings or not any(derive.gpu_entries(study["entries"]) for study in document["studies"].values()):
+        return []  # no GPU entry measured: nothing to say across the studies (the warnings say why)
+    lines = _fraction_of_peak(findings) + _roofline(findings, plot_paths)
+    if not findings["telemetry"]["entries"]:
+        return lines + _no_telemetry(findings)
+    return lines + _energy_gemm(findings["energy"]) + _energy_calls(findings["energy"]) + _clock_limited(findings)
+
+
 STUDY_SECTIONS = {"matmul": _matmul_sections, "precision": _precision_sections, "transfer": _transfer_sections,
                   "overlap": _overlap_sections,
                   **{name: functools.partial(_batch_sections, name) for name in derive_batch.STUDIES}}
@@ -701,5 +899,5 @@ def render(document, plot_paths, out_dir):
     for name, study in document["studies"].items():
         if name in STUDY_SECTIONS:
             lines += STUDY_SECTIONS[name](study, document)
-    lines += _telemetry(document["studies"]) + _plots(plot_paths, out_dir)
+    lines += _across_studies(document, plot_paths) + _telemetry(document["studies"]) + _plots(plot_paths, out_dir)
     return "\n".join(lines)

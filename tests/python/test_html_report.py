@@ -19,9 +19,10 @@ CHROMIUM = os.environ.get("GPUBENCH_CHROMIUM") or "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 60
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_IMPL = "cu|blas<img src=x onerror=alert(2)>"
-PLOT_NAMES = ("matmul_time.png", "matmul_rate.png", "matmul_speedup.png")
+PLOT_NAMES = ("matmul_time.png", "matmul_rate.png", "matmul_speedup.png", "roofline.png")
 HEADINGS = ("Crossover (GPU faster than the best CPU)", "Speedups at n = 200, 1024, 4096, 8192 (where measured)",
-            "Best rates", "Size caps", "Reference libraries", "Plots")
+            "Best rates", "Size caps", "Reference libraries", "Across the studies: fraction of the measured peak",
+            "Across the studies: roofline (GPU, resident)", "Per-entry telemetry", "Plots")
 
 
 def fixture_document():
@@ -165,8 +166,13 @@ class PageTest(unittest.TestCase):
         self.assertIn("<td>cu|blas&lt;img src=x onerror=alert(2)&gt;</td>", page)
         self.assertIn("**not bold** `not code` \\ back_slash_ [x](javascript:alert(3)) &lt;/ul&gt;", page)
         self.assertIn("&lt;iframe src=x&gt;&lt;/iframe&gt; &amp; | done", page)
-        for row in re.findall(r"<tr>.*?</tr>", page):  # the '|' split no table row
-            self.assertLessEqual(row.count("<td>") + row.count("<th>"), 5, row)
+        with open(os.path.join(self.out, "summary.md"), encoding="utf-8") as stream:
+            markdown = stream.read()
+        tables = re.findall(r"(?m)((?:^\|.*\n)+)", markdown)
+        self.assertGreater(len(tables), 3)
+        for table in tables:  # the '|' split no table row
+            widths = {len(html_report.split_row(line)) for line in table.splitlines()}
+            self.assertEqual(len(widths), 1, table)
 
     def test_damaged_and_foreign_files_are_refused_before_any_page(self):
         with open(fixture("results_v1.json"), encoding="utf-8") as stream:

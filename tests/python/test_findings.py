@@ -1,0 +1,498 @@
+"""Findings across the studies (derive_run): the measured peak and each entry's fraction of it, the
+device-memory traffic model, the bandwidth from the transfer study's device-to-device copies, the
+roofline, energy per GEMM and the clock-limited entries; their sections in the summary, the chart,
+and files without (or with damaged) per-entry telemetry."""
+import copy
+import json
+import os
+import tempfile
+import unittest
+
+import support  # noqa: F401  (import path)
+from support import fixture, load_fixture
+
+from gpubench_driver import derive_run, gbench, plots, report, results, stats, summary
+
+HOSTILE = "<script>alert(1)</script>"
+GIB = 1 << 30
+
+
+def entry(study, impl, device, mode, precision, n, median_s, batch=None, flop=None, **fields):
+    """An ok entry as the driver writes it; flop defaults to a GEMM's (times the batch)."""
+    name = f"{study}/{impl}/{device}/{mode}/{precision}/n:{n}" + (f"/batch:{batch}" if batch else "")
+    made = gbench.blank_entry(name)
+    made.update(repetitions=1, iterations=1, time_s=stats.summarize([median_s]))
+    if study == "transfer":
+        made["bytes_transferred"] = float(n)
+    else:
+        made["flop"] = flop if flop is not None else 2.0 * n ** 3 * (batch or 1)
+        made["flop_per_s"] = made["flop"] / median_s
+    made.update(fields)
+    return made
+
+
+def document(studies):
+    """A results document of the given {study: (description, entries)}."""
+    made = results.new_document({"id": "findings", "started": "2026-11-23T00:00:00+00:00", "finished": None,
+                                 "status": "complete", "command_line": [], "options": {}})
+    made["gpu"] = {"available": True, "reason": None}
+    for name, (description, entries) in studies.items():
+        made["studies"][name] = results.new_study(description, sorted({e["n"] for e in entries}))
+        made["studies"][name]["entries"] = entries
+    return made
+
+
+def precision_description():
+    return load_fixture("precision_describe.json")
+
+
+def matmul_entries():
+    return [entry("matmul", "openblas", "cpu", "host", "fp32", 4096, 0.125),
+            entry("matmul", "cublas", "gpu", "resident", "fp32", 4096, 2.75e-3),
+            entry("matmul", "cublas", "gpu", "transfer_pinned", "fp32", 4096, 4.0e-3),
+            entry("matmul", "tiled_kernel", "gpu", "resident", "fp32", 4096, 11.0e-3)]
+
+
+def precision_entries():
+    return [entry("precision", "cublas", "gpu", "resident", "fp32", 4096, 5.5e-3),
+            entry("precision", "cublas", "gpu", "resident", "fp16", 4096, 0.5e-3),
+            entry("precision", "wmma_kernel", "gpu", "resident", "fp16", 4096, 1.0e-3),
+            entry("precision", "cublas", "gpu", "resident", "int8", 4096, 0.25e-3),
+            entry("precision", "cublas", "gpu", "transfer_pinned", "fp16", 4096, 2.0e-3)]
+
+
+def transfer_entries():
+    return [entry("transfer", "copy_engine", "gpu", "device", "d2d", 1 << 20, (1 << 20) / 1.6e12),  # fastest, small
+            entry("transfer", "copy_engine", "gpu", "device", "d2d", GIB, GIB / 1.4e12),
+            entry("transfer", "sm_copy", "gpu", "device", "d2d", GIB, GIB / 1.45e12),
+            entry("transfer", "copy_engine", "gpu", "pinned", "h2d", GIB, GIB / 50e9)]
+
+
+def run_document(with_transfer=True):
+    studies = {"matmul": ({"precision": "fp32", "implementations": []}, matmul_entries()),
+               "precision": (precision_description(), precision_entries())}
+    if with_transfer:
+        studies["transfer"] = ({"implementations": []}, transfer_entries())
+    made = document(studies)
+    report.derive_findings(made, 0)
+    return made
+
+
+def named(made, name):
+    return next(e for study in made["studies"].values() for e in study["entries"] if e["name"] == name)
+
+
+class TrafficModelTest(unittest.TestCase):
+    def test_gemm_bytes_from_the_described_element_sizes(self):
+        study = results.new_study(precision_description(), [4096])
+        n = 4096
+        cases = {"fp32": 2 * n * n * 4 + n * n * 4, "tf32": 2 * n * n * 4 + n * n * 4,
+                 "fp16": 2 * n * n * 2 + n * n * 4,  # the fixture describes FP16 in, FP32 out
+                 "fp16_acc16": 2 * n * n * 2 + n * n * 2, "fp8_e4m3": 2 * n * n * 1 + n * n * 4,
+                 "int8": 2 * n * n * 1 + n * n * 4}
+        for precision, expected in cases.items():
+            with self.subTest(precision=precision):
+                made = entry("precision", "cublas", "gpu", "resident", precision, n, 1e-3)
+                self.assertEqual(derive_run.gemm_bytes(study, made), (expected, None))
+
+    def test_undescribed_precisions_use_the_default_table_or_are_not_placed(self):
+        study = results.new_study({"precision": "fp32"}, [1024])
+        made = entry("matmul", "cublas", "gpu", "resident", "fp32", 1024, 1e-3)
+        self.assertEqual(derive_run.gemm_bytes(study, made), (12 * 1024 * 1024, None))
+        made["precision"] = "fp8_e5m2"
+        traffic, why = derive_run.gemm_bytes(study, made)
+        self.assertIsNone(traffic)
+        self.assertIn("does not describe the element types of fp8_e5m2", why)
+
+    def test_unknown_type_name_is_not_guessed(self):
+        study = results.new_study({"precisions": [{"id": "fp4", "inputs": "FP4 E2M1", "output": "FP32"}]}, [64])
+        traffic, why = derive_run.gemm_bytes(study, entry("precision", "cublas", "gpu", "resident", "fp4", 64, 1e-3))
+        self.assertIsNone(traffic)
+        self.assertIn("unknown element size", why)
+
+    def test_batched_gemm_multiplies_by_the_batch(self):
+        study = results.new_study({}, [64])
+        made = entry("batched_gemm", "cublas_strided", "gpu", "resident", "fp32", 64, 1e-4, batch=512)
+        self.assertEqual(derive_run.gemm_bytes(study, made), (512 * 12 * 64 * 64, None))
+
+    def test_conv_bytes_from_the_layers(self):
+        study = results.new_study(load_fixture("conv2d_describe.json"), [56, 7])
+        layer = next(layer for layer in study["layers"] if layer["n"] == 56)
+        image = layer["in_channels"] * layer["height"] * layer["width"]
+        output = layer["out_channels"] * layer["out_height"] * layer["out_width"]
+        weights = layer["out_channels"] * layer["in_channels"] * layer["kernel"] ** 2
+        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp16", 56, 1e-4, batch=32)
+        self.assertEqual(derive_run.conv_bytes(study, made), (32 * (image * 2 + output * 2) + weights * 2, None))
+        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp32", 56, 1e-4, batch=32)
+        self.assertEqual(derive_run.conv_bytes(study, made), (32 * (image + output) * 4 + weights * 4, None))
+        layer["out_width"] = None
+        self.assertEqual(derive_run.conv_bytes(study, made), (None, "the layer n = 56 gives no out_width"))
+        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp32", 9, 1e-4, batch=1)
+        self.assertEqual(derive_run.conv_bytes(study, made), (None, "the study's layers do not describe n = 9"))
+
+    def test_type_names(self):
+        for name, expected in (("FP32 (TF32 in the multiply)", 4), ("FP8 E4M3, per-tensor scale", 1),
+                               ("INT32 (scaled back on the host)", 4), ("bf16", 2), (HOSTILE, None), (None, None)):
+            with self.subTest(name=name):
+                self.assertEqual(derive_run.type_bytes(name), expected)
+
+
+class PeakTest(unittest.TestCase):
+    def setUp(self):
+        self.document = run_document()
+        self.findings = self.document["findings"]
+
+    def test_peak_of_each_precision_over_every_study(self):
+        peaks = {row["precision"]: row for row in self.findings["roofline"]["peaks"]}
+        self.assertEqual(set(peaks), {"fp32", "fp16", "int8"})  # transfer's directions are no precision
+        self.assertEqual((peaks["fp32"]["study"], peaks["fp32"]["impl"]), ("matmul", "cublas"))
+        self.assertAlmostEqual(peaks["fp32"]["flop_per_s"], 2 * 4096 ** 3 / 2.75e-3)
+        self.assertAlmostEqual(peaks["fp16"]["flop_per_s"], 2 * 4096 ** 3 / 0.5e-3)
+
+    def test_fraction_of_peak_on_each_gpu_entry(self):
+        cases = {"precision/cublas/gpu/resident/fp32/n:4096": 2.75 / 5.5,
+                 "matmul/tiled_kernel/gpu/resident/fp32/n:4096": 2.75 / 11.0,
+                 "matmul/cublas/gpu/transfer_pinned/fp32/n:4096": 2.75 / 4.0,
+                 "precision/wmma_kernel/gpu/resident/fp16/n:4096": 0.5,
+                 "precision/cublas/gpu/resident/int8/n:4096": 1.0}
+        for name, expected in cases.items():
+            self.assertAlmostEqual(named(self.document, name)["fraction_of_peak"], expected, msg=name)
+        self.assertIsNone(named(self.document, "matmul/openblas/cpu/host/fp32/n:4096")["fraction_of_peak"])
+        self.assertIsNone(named(self.document, f"transfer/copy_engine/gpu/device/d2d/n:{GIB}")["fraction_of_peak"])
+        # the per-study fraction of the best rate is left as it was
+        self.assertAlmostEqual(named(self.document, "precision/cublas/gpu/resident/fp32/n:4096")[
+            "fraction_of_best_rate"], 0.25 / 5.5)
+
+    def test_table_rows_are_each_studys_best_per_precision(self):
+        rows = [(row["study"], row["precision"], row["impl"], round(row["fraction_of_peak"], 3))
+                for row in self.findings["fraction_of_peak"]]
+        self.assertEqual(rows, [("matmul", "fp32", "cublas", 1.0), ("precision", "int8", "cublas", 1.0),
+                                ("precision", "fp16", "cublas", 1.0), ("precision", "fp32", "cublas", 0.5)])
+        text = summary.render(self.document, [], tempfile.gettempdir())
+        self.assertIn("| precision | fp32 | cublas resident n=4096 | 24.99 TFLOP/s | 50.0% | 49.98 TFLOP/s: matmul: "
+                      "cublas resident n=4096 |", text)
+
+
+class BandwidthTest(unittest.TestCase):
+    def test_best_d2d_copy_at_the_largest_size_counted_twice(self):
+        found = run_document()["findings"]["roofline"]["bandwidth"]
+        self.assertEqual((found["impl"], found["n"]), ("sm_copy", GIB))  # not the faster 1 MiB copy
+        self.assertAlmostEqual(found["copy_bytes_per_s"], 1.45e12)
+        self.assertAlmostEqual(found["bytes_per_s"], 2.9e12)
+
+    def test_no_d2d_entry(self):
+        studies = {"transfer": {"entries": [e for e in transfer_entries() if e["precision"] != "d2d"]}}
+        self.assertEqual(derive_run.device_bandwidth(studies),
+                         (None, "the transfer study measured no device-to-device (d2d) copy"))
+
+    def test_failed_d2d_copies_do_not_count(self):
+        copies = transfer_entries()
+        for made in copies:
+            if made["n"] == GIB:
+                made.update(status="error", message="cudaErrorMemoryAllocation")
+        found, _ = derive_run.device_bandwidth({"transfer": {"entries": copies}})
+        self.assertEqual(found["n"], 1 << 20)
+
+
+class RooflineTest(unittest.TestCase):
+    def test_points_are_resident_gpu_entries_with_their_intensity(self):
+        roof = run_document()["findings"]["roofline"]
+        points = {(p["study"], p["impl"], p["precision"]): p for p in roof["points"]}
+        self.assertEqual(set(points), {("matmul", "cublas", "fp32"), ("matmul", "tiled_kernel", "fp32"),
+                                       ("precision", "cublas", "fp32"), ("precision", "cublas", "fp16"),
+                                       ("precision", "wmma_kernel", "fp16"), ("precision", "cublas", "int8")})
+        n = 4096
+        self.assertAlmostEqual(points[("matmul", "cublas", "fp32")]["intensity"], 2 * n ** 3 / (12 * n * n))
+        self.assertAlmostEqual(points[("precision", "cublas", "int8")]["intensity"], 2 * n ** 3 / (6 * n * n))
+        not_placed = {(row["study"], row["mode"]): row for row in roof["not_placed"]}
+        self.assertEqual(set(not_placed), {("matmul", "transfer_pinned"), ("precision", "transfer_pinned")})
+        self.assertIn("times host-device copies", not_placed[("matmul", "transfer_pinned")]["reason"])
+
+    def test_studies_without_a_model_are_listed_not_guessed(self):
+        made = document({"mlp_training": ({}, [entry("mlp_training", "cublas_kernels", "gpu", "resident", "fp32",
+                                                     1024, 1e-3, batch=256, flop=1e9)])})
+        report.derive_findings(made, 0)
+        roof = made["findings"]["roofline"]
+        self.assertEqual(roof["points"], [])
+        self.assertIn("no traffic model for a training step", roof["not_placed"][0]["reason"])
+
+    def test_without_a_transfer_study_only_the_compute_roofs(self):
+        made = run_document(with_transfer=False)
+        roof = made["findings"]["roofline"]
+        self.assertIsNone(roof["bandwidth"])
+        self.assertIn("the run has no transfer study", roof["memory_roof_note"])
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("- No memory roof: the run has no transfer study", text)
+        self.assertIn("only the compute roofs are drawn", text)
+        self.assertNotIn("ridge at", text)
+
+    def test_with_the_memory_roof(self):
+        made = run_document()
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("- Memory roof: 2900 GB/s of device memory traffic, twice the 1450 GB/s", text)
+        self.assertIn("a copy of B bytes reads B and writes B bytes of device memory", text)
+        fp32_peak = 2 * 4096 ** 3 / 2.75e-3
+        self.assertIn(f"fp32 49.98 TFLOP/s, ridge at {fp32_peak / 2.9e12:.1f} FLOP/B", text)
+        roof = made["findings"]["roofline"]
+        self.assertAlmostEqual(derive_run.attainable(roof, "fp32", 1.0), 2.9e12)
+        self.assertAlmostEqual(derive_run.attainable(roof, "fp32", 1e6), fp32_peak)
+
+    def test_recorded_in_the_results_file(self):
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "results.json")
+            results.write(run_document(), path)
+            loaded = results.load(path)
+        self.assertEqual(len(loaded["findings"]["roofline"]["points"]), 6)
+        self.assertAlmostEqual(loaded["findings"]["roofline"]["bandwidth"]["bytes_per_s"], 2.9e12)
+
+    @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+    def test_chart_is_a_png_in_the_report(self):
+        for with_transfer in (True, False):
+            with self.subTest(with_transfer=with_transfer), tempfile.TemporaryDirectory() as out:
+                made = run_document(with_transfer)
+                made["studies"]["precision"]["entries"][0]["precision"] = "$\\frac{x}$"  # no mathtext
+                report.derive_findings(made, 0)
+                summary_path = report.write_outputs(made, out)
+                with open(os.path.join(out, "plots", "roofline.png"), "rb") as stream:
+                    self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
+                with open(summary_path, encoding="utf-8") as stream:
+                    self.assertIn("Chart: `plots/roofline.png`", stream.read())
+                with open(os.path.join(out, "summary.html"), encoding="utf-8") as stream:
+                    self.assertIn('alt="plots/roofline.png"', stream.read())
+
+
+def with_telemetry(made):
+    """Per-entry telemetry on the GPU entries: energy, power, clocks; two entries clock-limited."""
+    for study in made["studies"].values():
+        for made_entry in study["entries"]:
+            if made_entry["device"] == "gpu":
+                made_entry.update(energy_j_per_op=made_entry["time_s"]["median"] * 500.0, power_w=500.0,
+                                  sm_clock_mhz=1980.0, mem_clock_mhz=2619.0, temperature_c_max=60.0,
+                                  power_limited_fraction=0.0, thermal_limited_fraction=0.0, telemetry_samples=12,
+                                  clock_limited=False)
+    named(made, "precision/cublas/gpu/resident/fp16/n:4096").update(
+        clock_limited=True, power_limited_fraction=0.75, sm_clock_mhz=1755.0)
+    named(made, "matmul/tiled_kernel/gpu/resident/fp32/n:4096").update(
+        clock_limited=True, thermal_limited_fraction=0.25)
+    report.derive_findings(made, 0)
+    return made
+
+
+class EnergyTest(unittest.TestCase):
+    def test_energy_per_gemm_and_gflop_per_joule(self):
+        made = with_telemetry(run_document())
+        rows = {(r["study"], r["impl"], r["mode"], r["precision"]): r for r in made["findings"]["energy"]}
+        fp16 = rows[("precision", "cublas", "resident", "fp16")]
+        self.assertAlmostEqual(fp16["energy_j_per_op"], 0.25)  # 0.5 ms at 500 W
+        self.assertAlmostEqual(fp16["flop_per_joule"], 2 * 4096 ** 3 / 0.25)
+        copy_row = rows[("transfer", "copy_engine", "device", "d2d")]
+        self.assertIsNone(copy_row["flop_per_joule"])
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("## Across the studies: energy per GEMM (NVML)", text)
+        self.assertIn(f"| precision | fp16 | cublas | resident | 4096 | 250.00 mJ | {2 * 4096 ** 3 / 0.25 / 1e9:.1f} | "
+                      "500 W | 1755 MHz |", text)
+        self.assertIn("| matmul | fp32 | cublas | transfer\\_pinned | 4096 | 2.00 J |", text)
+        self.assertIn("## Across the studies: energy per call (NVML)", text)
+        self.assertIn(f"| transfer | copy\\_engine | device | d2d | {GIB} | n/a | ", text)
+
+    def test_a_large_table_keeps_the_largest_size_of_each_series(self):
+        made = run_document()
+        made["studies"]["precision"]["entries"] += [entry("precision", "cublas", "gpu", "resident", "fp16", n, 1e-3)
+                                                    for n in range(100, 100 + 40)]
+        text = summary.render(with_telemetry(made), [], tempfile.gettempdir())
+        self.assertIn("Each series at its largest size with an energy reading", text)
+        self.assertNotIn("| precision | fp16 | cublas | resident | 100 |", text)
+        self.assertIn("| precision | fp16 | cublas | resident | 4096 |", text)
+
+
+class ClockLimitedTest(unittest.TestCase):
+    def test_flagged_entries_are_listed(self):
+        made = with_telemetry(run_document())
+        names = [row["name"] for row in made["findings"]["clock_limited"]]
+        self.assertEqual(names, ["matmul/tiled_kernel/gpu/resident/fp32/n:4096",
+                                 "precision/cublas/gpu/resident/fp16/n:4096"])
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("- precision/cublas/gpu/resident/fp16/n:4096: power cap in 75.0% and thermal slowdown in 0.0% "
+                      "of its samples, median SM clock 1755 MHz", text)
+        self.assertIn("2 of 12 entries with per-entry telemetry", text)
+
+    def test_a_sentence_when_none_was(self):
+        made = with_telemetry(run_document())
+        for study in made["studies"].values():
+            for made_entry in study["entries"]:
+                if made_entry.get("clock_limited"):
+                    made_entry["clock_limited"] = False
+        report.derive_findings(made, 0)
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("No entry was measured while a power cap or a thermal slowdown held the clocks down "
+                      "(12 entries with per-entry telemetry).", text)
+
+    def test_many_flagged_entries_are_cut_short(self):
+        made = run_document()
+        made["studies"]["precision"]["entries"] += [
+            entry("precision", "cublas", "gpu", "resident", "fp16", n, 1e-3, clock_limited=True)
+            for n in range(100, 130)]
+        report.derive_findings(made, 0)
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("- and 5 more (`clock_limited` in results.json)", text)
+
+
+class OldFilesTest(unittest.TestCase):
+    def test_results_v1_renders_without_per_entry_telemetry(self):
+        with tempfile.TemporaryDirectory() as out:
+            with open(report.regenerate(fixture("results_v1.json"), out), encoding="utf-8") as stream:
+                text = stream.read()
+        self.assertIn("## Per-entry telemetry\n\nNo per-entry telemetry in this file", text)
+        self.assertIn("## Across the studies: roofline (GPU, resident)", text)
+        self.assertNotIn("energy per GEMM", text)
+
+    def test_a_cpu_only_run_has_no_sections_across_the_studies(self):
+        made = document({"matmul": ({"precision": "fp32"}, [entry("matmul", "openblas", "cpu", "host", "fp32",
+                                                                  4096, 0.125)])})
+        report.derive_findings(made, 0)
+        self.assertEqual(made["findings"]["roofline"]["peaks"], [])
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertNotIn("Across the studies", text)
+        self.assertNotIn("Per-entry telemetry", text)
+
+    def test_the_telemetry_records_note_says_why(self):
+        made = run_document()
+        made["studies"]["matmul"]["telemetry"] = {"note": f"NVML not available {HOSTILE}"}
+        report.derive_findings(made, 0)
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertIn("- matmul: NVML not available \\<script\\>alert(1)\\</script\\>", text)
+
+    def test_absent_and_null_fields_are_the_same(self):
+        made = run_document()
+        absent = copy.deepcopy(made)
+        for study in absent["studies"].values():
+            for made_entry in study["entries"]:
+                for key in (*results.ENTRY_TELEMETRY, results.CLOCK_LIMITED, "fraction_of_peak"):
+                    made_entry.pop(key, None)
+        report.derive_findings(absent, 0)
+        self.assertEqual(absent["findings"], made["findings"])
+
+
+class HostileTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.directory.name, "results.json")
+
+    def tearDown(self):
+        self.directory.cleanup()
+
+    def refused(self, made, field):
+        with open(self.path, "w", encoding="utf-8") as stream:
+            json.dump(made, stream)
+        with self.assertRaises(results.ResultsError) as caught:
+            results.load(self.path)
+        self.assertIn(field, str(caught.exception))
+
+    def test_damaged_telemetry_fields_are_refused_by_name(self):
+        for key, value in (("energy_j_per_op", HOSTILE), ("power_w", [1]), ("sm_clock_mhz", True),
+                           ("power_limited_fraction", {}), ("clock_limited", 1), ("clock_limited", "yes"),
+                           ("fraction_of_peak", "1")):
+            with self.subTest(key=key, value=value):
+                made = with_telemetry(run_document())
+                made["studies"]["matmul"]["entries"][1][key] = value
+                self.refused(made, f"studies.matmul.entries[1].{key}")
+
+    def test_damaged_samples_layers_precisions_and_findings_are_refused_by_name(self):
+        changes = (
+            (lambda d: d["studies"]["matmul"].update(telemetry={"interval_s": 0.1, "source": 3, "samples": []}),
+             "studies.matmul.telemetry.source"),
+            (lambda d: d["studies"]["matmul"].update(telemetry={"samples": [{"t_s": 0, "energy_j": HOSTILE}]}),
+             "studies.matmul.telemetry.samples[0].energy_j"),
+            (lambda d: d["studies"]["precision"]["precisions"][0].update(output=4), "precisions[0].output"),
+            (lambda d: d["studies"]["precision"].update(layers=[{"n": 7, "in_channels": HOSTILE}]),
+             "studies.precision.layers[0].in_channels"),
+            (lambda d: d.update(findings=[]), "findings"),
+            (lambda d: d["findings"]["roofline"]["points"][0].update(intensity=HOSTILE),
+             "findings.roofline.points[0].intensity"),
+            (lambda d: d["findings"]["roofline"]["bandwidth"].update(bytes_per_s=None),
+             "findings.roofline.bandwidth.bytes_per_s"),
+            (lambda d: d["findings"]["roofline"].update(peaks=None), "findings.roofline.peaks"),
+            (lambda d: d["findings"]["energy"].append(None), "findings.energy[12]"),
+        )
+        for change, field in changes:
+            with self.subTest(field=field):
+                made = with_telemetry(run_document())
+                change(made)
+                self.refused(made, field)
+
+    def test_nan_in_memory_is_missing_and_written_as_null(self):
+        made = run_document()
+        fp16 = named(made, "precision/cublas/gpu/resident/fp16/n:4096")
+        fp16.update(energy_j_per_op=float("nan"), power_w=float("inf"), sm_clock_mhz=float("nan"))
+        report.derive_findings(made, 0)
+        self.assertEqual(made["findings"]["energy"], [])
+        self.assertEqual(made["findings"]["telemetry"]["entries"], 0)
+        results.write(made, self.path)
+        loaded = results.load(self.path)
+        self.assertIsNone(named(loaded, "precision/cublas/gpu/resident/fp16/n:4096")["energy_j_per_op"])
+
+    def test_nan_literal_is_refused(self):
+        made = with_telemetry(run_document())
+        made["studies"]["matmul"]["entries"][1]["power_w"] = "NaN here"
+        with open(self.path, "w", encoding="utf-8") as stream:
+            stream.write(json.dumps(made).replace('"NaN here"', "NaN"))
+        with self.assertRaises(results.ResultsError):
+            results.load(self.path)
+
+    def test_hostile_names_stay_text(self):
+        made = run_document()
+        for made_entry in made["studies"]["precision"]["entries"]:
+            made_entry.update(impl=HOSTILE, name=f"precision/{HOSTILE}|x/gpu", energy_j_per_op=0.1, clock_limited=True)
+        made["studies"]["precision"]["precisions"][3]["output"] = HOSTILE  # fp16's
+        report.derive_findings(made, 0)
+        text = summary.render(made, [], tempfile.gettempdir())
+        self.assertNotIn("<script>", text)
+        self.assertIn("\\<script\\>alert(1)\\</script\\>\\|x/gpu", text)
+        self.assertIn("unknown element size of fp16's types", text)
+
+    def test_every_new_field_replaced(self):
+        """The fuzz of test_results.HostileFileTest over the fields this module reads and writes: each
+        refused with a ResultsError or rendered without markup from the file."""
+        original = with_telemetry(run_document())
+        original["studies"]["matmul"]["telemetry"] = {
+            "interval_s": 0.1, "source": "nvml", "summary": None,
+            "samples": [{"t_s": 0.0, "energy_j": 1.0, "gpu_util": 90, "mem_util": 10, "memory_used_mib": 900}]}
+        original = json.loads(json.dumps(results.without_non_finite(original)))
+        targets = [("findings",), ("studies", "matmul", "telemetry"), ("studies", "precision", "precisions", 2)]
+        targets += [("studies", "matmul", "entries", 1, key) for key in (*results.ENTRY_TELEMETRY,
+                                                                          results.CLOCK_LIMITED, "fraction_of_peak")]
+        targets += [("studies", "transfer", "entries", 1, key) for key in ("bytes_transferred", "precision", "n")]
+        paths = []
+        for target in targets:
+            node = original
+            for key in target:
+                node = node[key]
+            paths += [target] + [target + rest for rest in _paths(node)]
+        for where in paths:
+            for value in (HOSTILE, 7, -1, [], {}, None, True):
+                made = copy.deepcopy(original)
+                node = made
+                for key in where[:-1]:
+                    node = node[key]
+                node[where[-1]] = value
+                with open(self.path, "w", encoding="utf-8") as stream:
+                    json.dump(made, stream)
+                try:
+                    loaded = results.load(self.path)
+                    report.derive_findings(loaded, 0)
+                    text = summary.render(loaded, [], self.directory.name)
+                except results.ResultsError:
+                    continue
+                self.assertNotIn("<script>", text, where)
+
+
+def _paths(node, prefix=()):
+    """Every path below a JSON node (the first two items of each list)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node[:2]) if isinstance(node, list) else ()
+    for key, value in items:
+        yield prefix + (key,)
+        yield from _paths(value, prefix + (key,))
+
+
+if __name__ == "__main__":
+    unittest.main()
