@@ -175,11 +175,6 @@ struct TelemetryRecorder::Impl {
     return s;
   }
 
-  void keep(const TelemetrySample& sample) {
-    std::lock_guard<std::mutex> lock(mutex);
-    series.push_back(sample);
-  }
-
   void loop() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
@@ -217,7 +212,6 @@ void TelemetryRecorder::start() {
 bool TelemetryRecorder::running() const { return impl_->thread.joinable(); }
 const std::string& TelemetryRecorder::unavailable_reason() const { return impl_->unavailable_reason; }
 double TelemetryRecorder::now_s() const { return impl_->now_s(); }
-void TelemetryRecorder::sample_now() { impl_->keep(impl_->take()); }
 double TelemetryRecorder::energy_j() const { return impl_->energy_j(); }
 
 std::vector<TelemetrySample> TelemetryRecorder::samples() const {

@@ -70,8 +70,6 @@ class TelemetryRecorder {
   // Empty when NVML can be sampled; otherwise why not.
   const std::string& unavailable_reason() const;
   double now_s() const;  // on the samples' clock
-  // Takes one sample now and keeps it in the series.
-  void sample_now();
   std::vector<TelemetrySample> samples() const;  // in time order
   TelemetrySummary summary_between(double start_s, double end_s) const;
   // NVML's energy counter now, in joules; NaN when this GPU does not count energy.

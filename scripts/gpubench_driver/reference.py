@@ -40,11 +40,15 @@ PROBES = {
 @dataclass(frozen=True)
 class Run:
     """One reference run: a script in scripts/ and its arguments, under an interpreter that has
-    `library` (a key of PROBES); a `gpu` run only when the study's GPU part ran."""
+    `library` (a key of PROBES); a `gpu` run only when the study's GPU part ran. sizes_at and
+    batches_at: which argument lists the sizes and batches it times, so that it times only those
+    the study ran."""
     library: str
     script: str
     args: tuple
     gpu: bool
+    sizes_at: int = None
+    batches_at: int = None
 
 
 def _csv(values):
@@ -53,15 +57,18 @@ def _csv(values):
 
 # The reference runs after each study: key in results.json 'references' -> what runs.
 RUNS = {
-    "matmul": {"numpy": Run("numpy", "reference_matmul.py", ("numpy", _csv(NUMPY_SIZES)), gpu=False),
-               "torch": Run("torch", "reference_matmul.py", ("torch", _csv(TORCH_SIZES), "float32"), gpu=True)},
+    "matmul": {"numpy": Run("numpy", "reference_matmul.py", ("numpy", _csv(NUMPY_SIZES)), gpu=False, sizes_at=1),
+               "torch": Run("torch", "reference_matmul.py", ("torch", _csv(TORCH_SIZES), "float32"), gpu=True,
+                            sizes_at=1)},
     "precision": {"torch_precision": Run("torch", "reference_matmul.py", (
-        "torch", _csv(TORCH_SIZES), _csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True)},
+        "torch", _csv(TORCH_SIZES), _csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True, sizes_at=1)},
     "conv2d": {"torch_conv2d": Run("torch", "reference_conv2d.py", (
-        "torch", _csv(CONV_SIZES), _csv(CONV_BATCHES), _csv(CONV_DTYPES.values()), _csv(CONV_LAYOUTS)), gpu=True)},
+        "torch", _csv(CONV_SIZES), _csv(CONV_BATCHES), _csv(CONV_DTYPES.values()), _csv(CONV_LAYOUTS)), gpu=True,
+        sizes_at=1, batches_at=2)},
     "mlp_training": {"torch_mlp": Run("torch", "reference_mlp.py", (
-        "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True)},
-    "transfer": {"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)), gpu=True)},
+        "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
+    "transfer": {"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)), gpu=True,
+                                       sizes_at=1)},
 }
 CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) for the same layer, dtype, layout "
                "and batch: a time ratio of at most 1.05")
@@ -148,16 +155,18 @@ def run_library(run):
         return {"python": python, "note": "failed: the reference script printed no results"}
 
 
-def _narrowed(study, run, sizes, batches):
-    """The convolution reference times every layer x batch it is given: only those the study ran
-    (None when it ran none of them)."""
-    if study != "conv2d" or sizes is None:
-        return run
-    kept_sizes = [n for n in CONV_SIZES if n in sizes]
-    kept_batches = [b for b in CONV_BATCHES if batches is None or b in batches]
-    if not kept_sizes or not kept_batches:
-        return None
-    return replace(run, args=(run.args[0], _csv(kept_sizes), _csv(kept_batches), *run.args[3:]))
+def _narrowed(run, sizes, batches):
+    """The run at only the sizes and batches the study ran (None: all it has); None when the
+    study ran none of them."""
+    args = list(run.args)
+    for position, swept in ((run.sizes_at, sizes), (run.batches_at, batches)):
+        if position is None or swept is None:
+            continue
+        kept = [value for value in args[position].split(",") if int(value) in swept]
+        if not kept:
+            return None
+        args[position] = ",".join(kept)
+    return replace(run, args=tuple(args))
 
 
 def run_references(study, with_gpu, sizes=None, batches=None):
@@ -165,9 +174,9 @@ def run_references(study, with_gpu, sizes=None, batches=None):
     sizes and batches: what the study swept (None: everything)."""
     found = {}
     for key, run in RUNS.get(study, {}).items():
-        run = _narrowed(study, run, sizes, batches)
+        run = _narrowed(run, sizes, batches)
         if run is None:
-            found[key] = {"note": "skipped: the study ran none of the reference's layers and batches"}
+            found[key] = {"note": "skipped: the study ran none of the reference's sizes or batches"}
         elif with_gpu or not run.gpu:
             found[key] = run_library(run)
         else:

@@ -139,21 +139,25 @@ class ReferenceScriptTest(unittest.TestCase):
                 self.assertEqual(reference_matmul.main(argv), 2, argv)
 
 
-class NarrowedConvolutionReferenceTest(unittest.TestCase):
+class NarrowedReferenceTest(unittest.TestCase):
     def test_only_the_layers_and_batches_the_study_ran(self):
         run = reference.RUNS["conv2d"]["torch_conv2d"]
-        narrowed = reference._narrowed("conv2d", run, [7, 14, 56], [1, 4, 16, 64, 256])
+        narrowed = reference._narrowed(run, [7, 14, 56], [1, 4, 16, 64, 256])
         self.assertEqual(narrowed.args[:3], ("torch", "56,14,7", "1,256"))
         self.assertEqual(narrowed.args[3:], run.args[3:])
-        self.assertIs(reference._narrowed("conv2d", run, None, None), run)  # nothing known: everything
-        self.assertIs(reference._narrowed("mlp_training", run, [1024], [1]), run)
+        self.assertEqual(reference._narrowed(run, None, None), run)  # nothing known: everything
+
+    def test_sizes_and_batches_of_the_other_studies(self):
+        self.assertEqual(reference._narrowed(reference.RUNS["precision"]["torch_precision"], [1024, 4096], None).args[1],
+                         "4096")
+        self.assertEqual(reference._narrowed(reference.RUNS["mlp_training"]["torch_mlp"], [1024], [1, 256, 8192]).args[1],
+                         "256,8192")
 
     def test_nothing_in_common_runs_nothing(self):
         run = reference.RUNS["conv2d"]["torch_conv2d"]
-        self.assertIsNone(reference._narrowed("conv2d", run, [7], [2, 8]))
+        self.assertIsNone(reference._narrowed(run, [7], [2, 8]))
         self.assertEqual(reference.run_references("conv2d", with_gpu=True, sizes=[7], batches=[2]),
-                         {"torch_conv2d": {"note": "skipped: the study ran none of the reference's layers and batches"}})
-
+                         {"torch_conv2d": {"note": "skipped: the study ran none of the reference's sizes or batches"}})
 
 if __name__ == "__main__":
     unittest.main()
