@@ -382,8 +382,9 @@ def _throughput(study, spec):
              f"saturation batch |", "|" + "---|" * (len(axes) + 5)]
     lines += [f"| {row['n']} | {_axis_cells(row, axes)} | {rate(row[best], f'{spec.unit}/s', ' ')} | "
               f"{rate(row['best_flop_per_s'])} | {row['best_batch']} | {_saturation_cell(row)} |" for row in rows]
-    lines += ["", "Saturation batch: the smallest batch b whose doubling (the next measured batch, when it is 2b) "
-                  f"gains less than {derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s."]
+    lines += ["", "Saturation batch: the smallest batch b from which the next measured batch gains less than "
+                  f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k "
+                  "doublings)."]
     return _section(f"{spec.title}: throughput and saturation", lines if rows else ["No entry was measured."])
 
 
@@ -675,7 +676,7 @@ def _telemetry_text(record):
 def _telemetry(studies):
     lines = [f"- {md(name)}: {_telemetry_text(study['telemetry'])}"
              for name, study in studies.items() if study.get("telemetry")]
-    return _section("GPU clocks during each study (nvidia-smi)", lines) if lines else []
+    return _section("GPU clocks during each study (NVML)", lines) if lines else []
 
 
 # --- across the studies: fraction of the peak, roofline, energy, clock-limited entries -----------
