@@ -21,11 +21,11 @@ QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512), "mlp_training": (1, 16, 256, 5
 # The default suite: every study at the points that answer its questions, the whole run within
 # about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
 # default list, which --describe reports as default_sizes/default_batches.
-SUITE_SIZES = {"matmul": (64, 256, 1024, 4096), "precision": (1024, 4096), "batched_gemm": (32, 128, 256),
+SUITE_SIZES = {"matmul": (64, 256, 1024, 4096), "precision": (1024, 4096), "batched_gemm": (32, 256),
                "mlp_training": (1024,), "conv2d": (7, 14, 56), "transfer": (4 << 10, 1 << 20, 256 << 20),
                "overlap": (8192,)}
-SUITE_BATCHES = {"batched_gemm": (1, 16, 256, 4096), "mlp_training": (1, 4, 16, 64, 256, 1024, 4096, 8192),
-                 "conv2d": (1, 16, 256), "overlap": (1, 4, 16)}
+SUITE_BATCHES = {"batched_gemm": (1, 16, 256, 4096), "mlp_training": (1, 8, 64, 256, 1024, 8192),
+                 "conv2d": (1, 16, 256), "overlap": (1, 8)}
 SUITE_REFINE_ROUNDS = 2
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
