@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from gpubench_driver import options as opts, results, session, significance
+from gpubench_driver import html_report, options as opts, results, session, significance
 from gpubench_driver.formatting import md, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -281,7 +281,8 @@ def default_out_dir():
 
 
 def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=None):
-    """Load, match, write compare.md in out_dir; returns its path."""
+    """Load, match, write compare.md and the same page as compare.html in out_dir; returns the
+    Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
     text = render(sources, table)
@@ -290,4 +291,5 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     path = os.path.join(out_dir, "compare.md")
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(text + "\n")
+    html_report.write(text, [], out_dir, name="compare.html")
     return path

@@ -269,9 +269,9 @@ def render(markdown, plot_paths, out_dir):
             f"</body>\n</html>\n")
 
 
-def write(markdown, plot_paths, out_dir):
-    """summary.html in out_dir; returns its path."""
-    path = os.path.join(out_dir, HTML_NAME)
+def write(markdown, plot_paths, out_dir, name=HTML_NAME):
+    """The page as `name` (summary.html) in out_dir; returns its path."""
+    path = os.path.join(out_dir, name)
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(render(markdown, plot_paths, out_dir))
     return path

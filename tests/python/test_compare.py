@@ -143,6 +143,12 @@ class CompareFilesTest(unittest.TestCase):
         self.assertIn(r"\[a\](javascript:x)", report)
         self.assertIn(r"b\|c", report)
         self.assertIn(r"study x\|\<b\>: only in #2", report)
+        with open(self.path("out/compare.html"), encoding="utf-8") as stream:  # the same page in HTML
+            page = stream.read()
+        self.assertNotIn("<script>", page)
+        self.assertNotIn("<b>", page)
+        self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;", page)
+        self.assertIn("<table>", page)
 
     def test_different_studies_and_versions_compare_on_what_they_share(self):
         mlp = "mlp_training/cublas_kernels/gpu/resident/fp32/n:1024/batch:256"
