@@ -1,7 +1,8 @@
 """Findings across the studies of one run, computed from every study's entries at report time:
 
 - each GPU entry's FLOP rate as a fraction of the measured peak of its precision (the highest rate of
-  any GPU entry of that precision in the run);
+  any GPU entry of that precision in the run whose FLOP count is what ran: a study of NOMINAL_FLOP
+  sets a peak only for a precision no other study measured);
 - the roofline: achieved FLOP/s against arithmetic intensity (FLOP per byte of device memory traffic,
   from a compulsory-traffic model per study) under one roof per precision at its measured peak and
   one slanted roof at the device memory bandwidth the transfer study's device-to-device copies
@@ -20,6 +21,11 @@ from gpubench_driver.results import CLOCK_LIMITED, ENTRY_TELEMETRY
 NOT_A_FORMAT = {"transfer": "its precision axis is the copy's direction",
                 "overlap": "its precision axis is the workload, and its pipelines time host-device copies"}
 RESIDENT = "resident"  # the only mode whose timed region holds no host-device copy
+# Studies whose FLOP count is that of a reference algorithm, not of what ran: their rate can exceed
+# what the multiply units did, so it exceeds a peak rather than setting it.
+NOMINAL_FLOP = {"conv2d": "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
+                          "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply units "
+                          "did, and its fraction of the peak 100%"}
 
 # Bytes of one element of a type as the studies' --describe names it ("FP32 (TF32 in the multiply)":
 # FP32, "FP8 E4M3, per-tensor scale": FP8), from its first word.
@@ -60,12 +66,19 @@ def _rated_gpu_entries(studies):
 
 # --- the measured peak ------------------------------------------------------------------
 def peak_rates(studies):
-    """Per precision, the GPU entry with the highest FLOP/s anywhere in the run: its rate and where."""
+    """Per precision, the GPU entry with the highest FLOP/s in the run, its rate and where; taken from
+    the studies that count the FLOP that ran, from a NOMINAL_FLOP study only when no other has it."""
     peaks = {}
     for name, entry in _rated_gpu_entries(studies):
-        if entry["precision"] not in peaks or entry["flop_per_s"] > peaks[entry["precision"]]["flop_per_s"]:
-            peaks[entry["precision"]] = {**_where(name, entry), "flop_per_s": entry["flop_per_s"]}
+        candidate = {**_where(name, entry), "flop_per_s": entry["flop_per_s"]}
+        current = peaks.get(entry["precision"])
+        if current is None or _peak_rank(candidate) > _peak_rank(current):
+            peaks[entry["precision"]] = candidate
     return sorted(peaks.values(), key=lambda row: -row["flop_per_s"])
+
+
+def _peak_rank(row):
+    return row["study"] not in NOMINAL_FLOP, row["flop_per_s"]
 
 
 def set_fraction_of_peak(studies, peaks):

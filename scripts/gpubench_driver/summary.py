@@ -681,11 +681,6 @@ def _telemetry(studies):
 
 # --- across the studies: fraction of the peak, roofline, energy, clock-limited entries -----------
 ENERGY_GEMM_STUDIES = ("matmul", "precision")  # one timed call is one GEMM
-# Studies whose FLOP count is that of a reference algorithm, not of what ran: their rate can exceed
-# what the multiply units did.
-NOMINAL_FLOP = {"conv2d": "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
-                          "FFT algorithms, which do fewer operations, so its rate (and a peak it sets) can exceed what "
-                          "the multiply units did"}
 ENERGY_ROWS = 40  # more rows than this: each series at its largest size only
 CLOCK_LIMITED_LINES = 25
 
@@ -713,11 +708,12 @@ def _fraction_of_peak(findings):
                      f"{rate(row['flop_per_s'])} | "
                      f"{_percent(row['fraction_of_peak'])} | {rate(peak['flop_per_s'])}: {_entry_where(peak, True)} |")
     lines += ["", "The measured peak of a precision: the highest FLOP/s (int8: operations/s) of any GPU entry of that "
-                  "precision in this run, any study and mode. Every GPU entry's rate over it is `fraction_of_peak` in "
-                  "results.json; this table shows each study's best entry per precision."]
-    if any(row["study"] in NOMINAL_FLOP for row in peaks.values()):
-        lines += ["", *[f"A {md(study)} peak: {md(why)}." for study, why in NOMINAL_FLOP.items()
-                        if any(row["study"] == study for row in peaks.values())]]
+                  "precision in this run, any mode, among the studies that count the FLOP that ran (a "
+                  + ", ".join(md(study) for study in derive_run.NOMINAL_FLOP) + " entry sets it only for a precision "
+                  "no other study measured). Every GPU entry's rate over it is `fraction_of_peak` in results.json; this "
+                  "table shows each study's best entry per precision."]
+    nominal = {row["study"] for row in rows if row["study"] in derive_run.NOMINAL_FLOP}
+    lines += [f"- {md(study)}: {md(derive_run.NOMINAL_FLOP[study])}." for study in sorted(nominal)]
     return _section("Across the studies: fraction of the measured peak", lines)
 
 

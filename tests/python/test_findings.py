@@ -173,6 +173,23 @@ class PeakTest(unittest.TestCase):
                       "cublas resident n=4096 |", text)
 
 
+class NominalFlopPeakTest(unittest.TestCase):
+    """A convolution counts the direct algorithm's FLOP: it exceeds a GEMM-set peak rather than setting it."""
+
+    def test_a_convolution_does_not_set_a_peak_a_gemm_measured(self):
+        conv = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp32", 56, 1e-3, batch=256, flop=1e11)  # 100 TFLOP/s
+        conv16 = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp16", 56, 1e-3, batch=256, flop=3e11)
+        made = document({"matmul": ({"implementations": []}, matmul_entries()),
+                         "conv2d": ({"implementations": []}, [conv, conv16])})
+        peaks = {row["precision"]: row for row in derive_run.peak_rates(made["studies"])}
+        self.assertEqual(peaks["fp32"]["study"], "matmul")  # 50 TFLOP/s, below the convolution's nominal 100
+        self.assertEqual(peaks["fp16"]["study"], "conv2d")  # no GEMM measured FP16: the convolution sets it
+        derive_run.set_fraction_of_peak(made["studies"], list(peaks.values()))
+        self.assertAlmostEqual(conv["fraction_of_peak"], 1e14 / (2 * 4096 ** 3 / 2.75e-3))  # above 1, and said why
+        text = summary.render({**made, "findings": derive_run.derive(made["studies"])}, [], "/tmp")
+        self.assertIn("cuDNN may choose Winograd", text)
+
+
 class BandwidthTest(unittest.TestCase):
     def test_best_d2d_copy_at_the_largest_size_counted_twice(self):
         found = run_document()["findings"]["roofline"]["bandwidth"]
