@@ -713,7 +713,8 @@ def _fraction_of_peak(findings):
                   "no other study measured). Every GPU entry's rate over it is `fraction_of_peak` in results.json; this "
                   "table shows each study's best entry per precision."]
     nominal = {row["study"] for row in rows if row["study"] in derive_run.NOMINAL_FLOP}
-    lines += [f"- {md(study)}: {md(derive_run.NOMINAL_FLOP[study])}." for study in sorted(nominal)]
+    lines += [""] * bool(nominal) + [f"- {md(study)}: {md(derive_run.NOMINAL_FLOP[study])}."
+                                     for study in sorted(nominal)]
     return _section("Across the studies: fraction of the measured peak", lines)
 
 
