@@ -258,8 +258,11 @@ def energy_rows(studies):
             if entry["device"] != "gpu" or energy is None:
                 continue
             flop = positive(entry.get("flop")) if name not in NOT_A_FORMAT else None
+            median_s = positive((entry.get("time_s") or {}).get("median"))
             rows.append({**_where(name, entry), "energy_j_per_op": energy, "flop": flop,
                          "flop_per_joule": flop / energy if flop else None, "items": positive(entry.get("batch")),
+                         # What the call drew: NVML's power reading averages over about a second and lags a loop.
+                         "call_power_w": energy / median_s if median_s else None,
                          "power_w": number(entry.get("power_w")), "sm_clock_mhz": number(entry.get("sm_clock_mhz"))})
     return rows
 

@@ -811,16 +811,18 @@ def _energy_gemm(rows):
         series.setdefault((row["study"], row["precision"], row["impl"], row["mode"]), []).append(row)
     every = len(rows) <= ENERGY_ROWS
     shown = [row for found in series.values() for row in (found if every else found[-1:])]
-    lines = ["| study | precision | impl | mode | n | energy per GEMM | GFLOP per joule | mean power | "
+    lines = ["| study | precision | impl | mode | n | energy per GEMM | GFLOP per joule | energy / time | "
              "median SM clock |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {md(row['study'])} | {md(row['precision'])} | {md(row['impl'])} | {md(row['mode'])} | "
               f"{md(row['n'])} | {joules(row['energy_j_per_op'])} | {_gflop_per_joule(row)} | "
-              f"{_watts(row['power_w'])} | {_megahertz(row['sm_clock_mhz'])} |" for row in shown]
+              f"{_watts(row.get('call_power_w'))} | {_megahertz(row['sm_clock_mhz'])} |" for row in shown]
     lines += ["", ("Every size measured with an energy reading. " if every else
                    "Each series at its largest size with an energy reading (every size: `findings.energy` in "
                    "results.json). ")
               + "Energy per GEMM: NVML's total-energy counter over the timed loop, per timed call; board energy, so "
                 "idle and memory power are included. GFLOP per joule: the GEMM's FLOP (int8: operations) over it. "
+                "Energy / time: that energy over the median time of one call, the power the call drew (NVML's own "
+                "power reading, `power_w` in results.json, averages over about a second and lags a short loop). "
                 "Transfer modes include the copies in and out."]
     return _section("Across the studies: energy per GEMM (NVML)", lines)
 
@@ -836,14 +838,14 @@ def _energy_calls(rows):
     if not largest:
         return []
     lines = ["| study | impl | mode | precision | n | batch | energy per call | per item of the batch | "
-             "GFLOP per joule | mean power |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "GFLOP per joule | energy / time |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {md(row['study'])} | {md(row['impl'])} | {md(row['mode'])} | {md(row['precision'])} | "
               f"{md(row['n'])} | {md(row['batch'])} | {joules(row['energy_j_per_op'])} | "
               f"{joules(row['energy_j_per_op'] / row['items']) if row['items'] else 'n/a'} | {_gflop_per_joule(row)} | "
-              f"{_watts(row['power_w'])} |" for row in largest.values()]
+              f"{_watts(row.get('call_power_w'))} |" for row in largest.values()]
     lines += ["", "One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
                   "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
-                  "largest n and batch. Every entry's energy: `energy_j_per_op` in results.json."]
+                  "largest n and batch; energy / time as above. Every entry's energy: `energy_j_per_op` in results.json."]
     return _section("Across the studies: energy per call (NVML)", lines)
 
 

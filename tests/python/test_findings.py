@@ -283,7 +283,7 @@ def with_telemetry(made):
     for study in made["studies"].values():
         for made_entry in study["entries"]:
             if made_entry["device"] == "gpu":
-                made_entry.update(energy_j_per_op=made_entry["time_s"]["median"] * 500.0, power_w=500.0,
+                made_entry.update(energy_j_per_op=made_entry["time_s"]["median"] * 500.0, power_w=300.0,
                                   sm_clock_mhz=1980.0, mem_clock_mhz=2619.0, temperature_c_max=60.0,
                                   power_limited_fraction=0.0, thermal_limited_fraction=0.0, telemetry_samples=12,
                                   clock_limited=False)
@@ -307,7 +307,8 @@ class EnergyTest(unittest.TestCase):
         text = summary.render(made, [], tempfile.gettempdir())
         self.assertIn("## Across the studies: energy per GEMM (NVML)", text)
         self.assertIn(f"| precision | fp16 | cublas | resident | 4096 | 250.00 mJ | {2 * 4096 ** 3 / 0.25 / 1e9:.1f} | "
-                      "500 W | 1755 MHz |", text)
+                      "500 W | 1755 MHz |", text)  # energy over time, not the 300 W power reading
+        self.assertAlmostEqual(fp16["call_power_w"], 500.0)
         self.assertIn("| matmul | fp32 | cublas | transfer\\_pinned | 4096 | 2.00 J |", text)
         self.assertIn("## Across the studies: energy per call (NVML)", text)
         self.assertIn(f"| transfer | copy\\_engine | device | d2d | {GIB} | n/a | ", text)
