@@ -16,10 +16,6 @@ namespace {
 // NVML's calls, declared as nvml.h has them.
 using Device = nvml::Device;
 using Return = nvml::Return;
-struct NvmlUtilization {  // nvmlUtilization_t
-  unsigned int gpu;
-  unsigned int memory;
-};
 struct NvmlMemory {  // nvmlMemory_t
   unsigned long long total;
   unsigned long long free;
@@ -32,7 +28,6 @@ using ClockInfoFn = Return (*)(Device, int type, unsigned int* mhz);
 using PowerUsageFn = Return (*)(Device, unsigned int* milliwatts);
 using TotalEnergyFn = Return (*)(Device, unsigned long long* millijoules);
 using TemperatureFn = Return (*)(Device, int sensor, unsigned int* celsius);
-using UtilizationRatesFn = Return (*)(Device, NvmlUtilization*);
 using MemoryInfoFn = Return (*)(Device, NvmlMemory*);
 using ReasonsFn = Return (*)(Device, unsigned long long* reasons);
 
@@ -118,12 +113,9 @@ struct TelemetryRecorder::Impl {
   PowerUsageFn power_usage = library.function<PowerUsageFn>("nvmlDeviceGetPowerUsage");
   TotalEnergyFn total_energy = library.function<TotalEnergyFn>("nvmlDeviceGetTotalEnergyConsumption");
   TemperatureFn temperature = library.function<TemperatureFn>("nvmlDeviceGetTemperature");
-  UtilizationRatesFn utilization = library.function<UtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
+  nvml::UtilizationRatesFn utilization = library.function<nvml::UtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
   MemoryInfoFn memory_info = library.function<MemoryInfoFn>("nvmlDeviceGetMemoryInfo");
-  // Newer drivers name them clock-event reasons; older ones only know throttle reasons.
-  ReasonsFn reasons = library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons")
-                          ? library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons")
-                          : library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksThrottleReasons");
+  ReasonsFn reasons = library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons");
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   mutable std::mutex mutex;
@@ -133,6 +125,8 @@ struct TelemetryRecorder::Impl {
   std::thread thread;
 
   Impl() {
+    // Newer drivers name them clock-event reasons; older ones only know throttle reasons.
+    if (!reasons) reasons = library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksThrottleReasons");
     unavailable_reason = library.unavailable_reason;
     if (unavailable_reason.empty() && !clock_info) unavailable_reason = "NVML lacks nvmlDeviceGetClockInfo";
   }
@@ -161,7 +155,7 @@ struct TelemetryRecorder::Impl {
     s.power_w = read(power_usage) * 1e-3;
     s.energy_j = energy_j();
     s.temperature_c = read(temperature, kNvmlTemperatureGpu);
-    NvmlUtilization rates{};
+    nvml::Utilization rates{};
     if (utilization && utilization(library.device, &rates) == nvml::kSuccess) {
       s.gpu_util_percent = rates.gpu;
       s.mem_util_percent = rates.memory;
@@ -215,14 +209,8 @@ double TelemetryRecorder::now_s() const { return impl_->now_s(); }
 double TelemetryRecorder::energy_j() const { return impl_->energy_j(); }
 
 std::vector<TelemetrySample> TelemetryRecorder::samples() const {
-  std::vector<TelemetrySample> copy;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    copy = impl_->series;
-  }
-  std::stable_sort(copy.begin(), copy.end(),
-                   [](const TelemetrySample& a, const TelemetrySample& b) { return a.t_s < b.t_s; });
-  return copy;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->series;  // only the sampling thread appends: already in time order
 }
 
 TelemetrySummary TelemetryRecorder::summary_between(double start_s, double end_s) const {

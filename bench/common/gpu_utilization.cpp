@@ -20,10 +20,6 @@ using NvmlDevice = nvml::Device;
 constexpr NvmlReturn kNvmlSuccess = nvml::kSuccess;
 constexpr NvmlReturn kNvmlErrorNotSupported = nvml::kErrorNotSupported;
 constexpr NvmlReturn kNvmlErrorNotFound = nvml::kErrorNotFound;  // GetSamples: no sample newer than the one asked for
-struct NvmlUtilization {  // nvmlUtilization_t
-  unsigned int gpu;
-  unsigned int memory;
-};
 union NvmlValue {  // nvmlValue_t
   double d;
   unsigned int ui;
@@ -41,7 +37,8 @@ constexpr int kNvmlValueTypeUnsignedInt = 1;      // NVML_VALUE_TYPE_UNSIGNED_IN
 
 using NvmlGetSamplesFn = NvmlReturn (*)(NvmlDevice device, int sampling_type, unsigned long long last_seen_us,
                                         int* value_type, unsigned int* count, NvmlSample* samples);
-using NvmlGetUtilizationRatesFn = NvmlReturn (*)(NvmlDevice device, NvmlUtilization* utilization);
+using NvmlGetUtilizationRatesFn = nvml::UtilizationRatesFn;
+using NvmlUtilization = nvml::Utilization;
 
 std::uint64_t clock_us(clockid_t clock) {
   timespec now{};

@@ -14,6 +14,11 @@ constexpr Return kSuccess = 0;
 constexpr Return kErrorNotSupported = 3;
 constexpr Return kErrorNotFound = 6;
 using Device = struct nvmlDevice_st*;
+struct Utilization {  // nvmlUtilization_t
+  unsigned int gpu;
+  unsigned int memory;
+};
+using UtilizationRatesFn = Return (*)(Device device, Utilization* utilization);  // nvmlDeviceGetUtilizationRates
 
 struct Library {
   void* handle = nullptr;

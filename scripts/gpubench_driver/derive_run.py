@@ -11,10 +11,10 @@
 - the entries measured while a power cap or a thermal slowdown held the clocks down.
 
 The result is document["findings"]; report.derive_findings rewrites it on every report."""
-import math
 import re
 
 from gpubench_driver.derive import ok_entries
+from gpubench_driver.stats import finite as number
 from gpubench_driver.results import CLOCK_LIMITED, ENTRY_TELEMETRY
 
 # Studies whose 'precision' axis is no number format: their entries have no peak and no roofline point.
@@ -35,13 +35,6 @@ _TYPE_WORD = re.compile(r"\s*([A-Za-z]+[0-9]+)")
 # are FP32 studies without a 'precisions' record).
 DEFAULT_ELEMENT_BYTES = {"fp64": (8, 8), "fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 2), "bf16": (2, 2),
                          "int8": (1, 4)}
-
-
-def number(value):
-    """A finite number (a bool is none), else None: fields may be absent, null, or NaN in memory."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return value
 
 
 def positive(value):

@@ -1,6 +1,5 @@
 """Reading Google Benchmark's JSON output (1.7 and 1.8 styles) and console lines."""
 import json
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -132,10 +131,6 @@ def _decode_value_after(text, key, decoder):
         return None
 
 
-def _finite(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
-
-
 def _failure(run):
     """(status, message) of a failed run object, None when it ran."""
     if run.get("error_occurred"):
@@ -147,7 +142,7 @@ def _failure(run):
 
 
 def _seconds(run):
-    value = _finite(run.get("real_time"))
+    value = stats.finite(run.get("real_time"))
     unit = SECONDS_PER_UNIT.get(run.get("time_unit", "ns"))
     return None if value is None or unit is None else value * unit
 
@@ -192,9 +187,9 @@ def _entry(run_name, group):
         return entry
     samples = [s for s in map(_seconds, group["iterations"]) if s is not None]
     counter_source = group["aggregates"].get("median") or (group["iterations"] or [{}])[0]
-    entry["iterations"] = _finite((group["iterations"] or [{}])[0].get("iterations"))
+    entry["iterations"] = stats.finite((group["iterations"] or [{}])[0].get("iterations"))
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
-    entry.update({name: _finite(counter_source.get(name)) for name in COUNTERS})
+    entry.update({name: stats.finite(counter_source.get(name)) for name in COUNTERS})
     entry.update(combine_utilization(group["iterations"]))
     entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
     if entry["device"] != "cpu":
@@ -211,33 +206,14 @@ def _entry(run_name, group):
 
 def combine_utilization(runs):
     """The utilization counters over every repetition: the readings in all, the reading-weighted
-    means, the largest maximum. All None when no repetition reported readings (no NVML, a CPU
-    entry, or only aggregates in the output); the means and maximum None when no reading fell
-    inside any repetition's timed loop (or its value was NaN)."""
-    counted = [(run, _finite(run.get(UTILIZATION_SAMPLES))) for run in runs]
-    combined = dict.fromkeys(UTILIZATION_COUNTERS)
-    if all(count is None for _, count in counted):
-        return combined
-    combined[UTILIZATION_SAMPLES] = sum(count or 0 for _, count in counted)
-    read = [(run, count) for run, count in counted if count]  # the repetitions with readings
-    for name in UTILIZATION_MEANS:
-        pairs = _with_readings(read, name)
-        weight = sum(count for _, count in pairs)
-        combined[name] = sum(value * count for value, count in pairs) / weight if weight else None
-    for name in UTILIZATION_MAXIMA:
-        combined[name] = max((value for value, _ in _with_readings(read, name)), default=None)
-    return combined
-
-
-def _with_readings(read, name):
-    """(value, readings) of each repetition with readings whose counter `name` is a finite number."""
-    pairs = [(_finite(run.get(name)), count) for run, count in read]
-    return [(value, count) for value, count in pairs if value is not None]
+    means, the largest maximum; None where no reading fell inside any repetition's timed loop."""
+    return stats.combine_repetitions(runs, UTILIZATION_SAMPLES, weighted=UTILIZATION_MEANS,
+                                     maxima=UTILIZATION_MAXIMA)
 
 
 def _repetitions(group):
     runs = group["iterations"] or list(group["aggregates"].values())
-    return _finite(runs[0].get("repetitions")) if runs else None
+    return stats.finite(runs[0].get("repetitions")) if runs else None
 
 
 def _time_from_aggregates(aggregates):

@@ -3,8 +3,9 @@ power, energy counter, temperature, utilization, memory used, clock-event reason
 bench/common/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
 per-entry telemetry counters combined over an entry's repetitions."""
 import json
-import math
 import statistics
+
+from gpubench_driver import stats
 
 # Keys of a sample in results.json (the binaries write the same keys, 'reasons' as a bit mask);
 # FIELDS are the ones the study summary reads.
@@ -30,10 +31,6 @@ def reason_names(mask):
     return names + ([hex(unknown)] if unknown else [])
 
 
-def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
-
-
 def read_series(path):
     """A study process's series file -> (samples, None), or ([], why there are none)."""
     try:
@@ -50,7 +47,7 @@ def read_series(path):
     samples = document.get("samples")
     if not isinstance(samples, list):
         return [], "unreadable telemetry series: no 'samples' list"
-    return [sample for sample in samples if isinstance(sample, dict) and _number(sample.get("unix_s")) is not None], None
+    return [sample for sample in samples if isinstance(sample, dict) and stats.finite(sample.get("unix_s")) is not None], None
 
 
 class StudySeries:
@@ -68,7 +65,7 @@ class StudySeries:
 
     def _sample(self, raw):
         sample = {"t_s": round(raw["unix_s"] - self.started, 3)}
-        sample.update({key: _number(raw.get(key)) for key in (*FIELDS.values(), *EXTRAS)})
+        sample.update({key: stats.finite(raw.get(key)) for key in (*FIELDS.values(), *EXTRAS)})
         sample["throttle_reasons"] = reason_names(raw.get("reasons"))
         return sample
 
@@ -121,32 +118,22 @@ def combine(runs):
     objects, with 'iterations'): samples summed, clocks the median of the repetitions', power and
     the limited fractions sample-weighted means, temperature the maximum, energy per operation
     the energy counter's total rise over the total iterations. All None without telemetry."""
-    combined = dict.fromkeys(ENTRY_FIELDS)
-    counted = [(run, _number(run.get(SAMPLES))) for run in runs]
-    counted = [(run, count) for run, count in counted if count is not None]
-    if not counted:
+    combined = stats.combine_repetitions(runs, SAMPLES, medians=("sm_clock_mhz", "mem_clock_mhz"),
+                                         weighted=("power_w", "power_limited_fraction", "thermal_limited_fraction"),
+                                         maxima=("temperature_c_max",))
+    combined.update(energy_j_per_op=None, clock_limited=None)
+    if combined[SAMPLES] is None:
         return combined
-    combined[SAMPLES] = sum(count for _, count in counted)
-    read = [(run, count) for run, count in counted if count > 0]
-    for name in ("sm_clock_mhz", "mem_clock_mhz"):
-        values = [v for v in (_number(run.get(name)) for run, _ in read) if v is not None]
-        combined[name] = statistics.median(values) if values else None
-    for name in ("power_w", "power_limited_fraction", "thermal_limited_fraction"):
-        pairs = [(_number(run.get(name)), count) for run, count in read]
-        pairs = [(value, count) for value, count in pairs if value is not None]
-        weight = sum(count for _, count in pairs)
-        combined[name] = sum(value * count for value, count in pairs) / weight if weight else None
-    combined["temperature_c_max"] = max((v for v in (_number(run.get("temperature_c_max")) for run, _ in read)
-                                         if v is not None), default=None)
-    combined["energy_j_per_op"] = _energy_per_op(counted)
+    combined["energy_j_per_op"] = _energy_per_op(runs)
     fractions = [combined[name] for name in ("power_limited_fraction", "thermal_limited_fraction")]
     if any(value is not None for value in fractions):
         combined["clock_limited"] = any(value for value in fractions if value is not None)
     return combined
 
 
-def _energy_per_op(counted):
-    pairs = [(_number(run.get("energy_j")), _number(run.get("iterations"))) for run, _ in counted]
+def _energy_per_op(runs):
+    pairs = [(stats.finite(run.get("energy_j")), stats.finite(run.get("iterations"))) for run in runs
+             if stats.finite(run.get(SAMPLES)) is not None]
     pairs = [(energy, iterations) for energy, iterations in pairs if energy is not None and iterations]
     iterations = sum(iterations for _, iterations in pairs)
     energy = sum(energy for energy, _ in pairs)
