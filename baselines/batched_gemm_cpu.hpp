@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // One OpenBLAS SGEMM after another: all cores work inside each product, which for small

@@ -237,8 +237,6 @@ struct ErrorSums {
 
 }  // namespace
 
-const char* layout_name(TensorLayout layout) { return layout == TensorLayout::nchw ? "nchw" : "nhwc"; }
-
 void conv2d_im2col_openblas(const float* input, const float* filter, float* output, Conv2dShape shape,
                             TensorLayout layout) {
   if (layout == TensorLayout::nchw) {

@@ -6,49 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/verify.hpp"
+#include "core/operations.hpp"
+#include "core/verify.hpp"
 
 namespace gpubench {
-
-// N images of C x H x W convolved with K filters of C x R x R (R = S = kernel), giving
-// N x K x P x Q. Padding is zeros on every side.
-struct Conv2dShape {
-  int batch;         // N
-  int in_channels;   // C
-  int out_channels;  // K
-  int height;        // H
-  int width;         // W
-  int kernel;        // R = S
-  int stride = 1;
-  int padding = 0;
-
-  int out_height() const { return (height + 2 * padding - kernel) / stride + 1; }  // P
-  int out_width() const { return (width + 2 * padding - kernel) / stride + 1; }    // Q
-  // The usual count, 2*N*K*P*Q*C*R*S: filter taps that fall on padding count too.
-  double flop() const {
-    return 2.0 * batch * out_channels * out_height() * out_width() * in_channels * kernel * kernel;
-  }
-  // Length of the dot product behind each output element: C * R * S.
-  int accumulation_length() const { return in_channels * kernel * kernel; }
-  std::size_t input_elements() const {
-    return static_cast<std::size_t>(batch) * in_channels * height * width;
-  }
-  std::size_t filter_elements() const {
-    return static_cast<std::size_t>(out_channels) * in_channels * kernel * kernel;
-  }
-  std::size_t output_elements() const {
-    return static_cast<std::size_t>(batch) * out_channels * out_height() * out_width();
-  }
-};
-
-// Input and output are NCHW or NHWC; the filter follows: KCRS for nchw, KRSC for nhwc.
-enum class TensorLayout { nchw, nhwc };
-
-const char* layout_name(TensorLayout layout);
-
-// Host pointers for CPU implementations, device pointers for GPU ones.
-using Conv2dFn = void (*)(const float* input, const float* filter, float* output, Conv2dShape shape,
-                          TensorLayout layout);
 
 // im2col (OpenMP threads) then OpenBLAS SGEMM (all of its threads), columns built for at
 // most 64 MiB of images at a time: the honest CPU baseline. Time it with

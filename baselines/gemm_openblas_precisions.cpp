@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/precision_codec.hpp"
+#include "core/precision_codec.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "common/precision.hpp"
+#include "core/precision.hpp"
 
 namespace gpubench {
 // OpenBLAS DGEMM (fp64), SGEMM (fp32) and SBGEMM (bf16 inputs, FP32 accumulate, output

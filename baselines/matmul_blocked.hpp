@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // Cache-blocked loop spread over all cores with OpenMP: what careful plain C++ reaches

@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // OpenBLAS SGEMM on all the threads OpenBLAS was started with: the honest CPU baseline.

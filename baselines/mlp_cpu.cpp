@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/random.hpp"
+#include "core/random.hpp"
 
 namespace gpubench {
 namespace {
@@ -111,24 +111,6 @@ void check_arguments(MlpShape shape, const int* labels, int batch) {
 }
 
 }  // namespace
-
-MlpLayout mlp_layout(MlpShape s) {
-  MlpLayout layout;
-  std::size_t offset = 0;
-  const auto place = [&offset](std::size_t size) {
-    const MlpTensor tensor{offset, size};
-    offset += size;
-    return tensor;
-  };
-  layout.w1 = place(elements(s.hidden, s.inputs));
-  layout.b1 = place(s.hidden);
-  layout.w2 = place(elements(s.hidden, s.hidden));
-  layout.b2 = place(s.hidden);
-  layout.w3 = place(elements(s.outputs, s.hidden));
-  layout.b3 = place(s.outputs);
-  layout.parameters = offset;
-  return layout;
-}
 
 std::vector<float> mlp_initial_parameters(MlpShape s, std::uint64_t seed) {
   const MlpLayout layout = mlp_layout(s);

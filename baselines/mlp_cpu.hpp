@@ -8,30 +8,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/operations.hpp"
+
 namespace gpubench {
-
-// inputs -> hidden (ReLU) -> hidden (ReLU) -> outputs (logits), softmax cross-entropy.
-// The defaults are MNIST's shape.
-struct MlpShape {
-  int inputs = 784;
-  int hidden = 1024;
-  int outputs = 10;
-};
-
-// Where one tensor lies in the flat parameter vector, in elements.
-struct MlpTensor {
-  std::size_t offset = 0;
-  std::size_t size = 0;
-};
-
-// W1 (hidden x inputs), b1 (hidden), W2 (hidden x hidden), b2, W3 (outputs x hidden), b3,
-// contiguous in that order; gradients use the same layout.
-struct MlpLayout {
-  MlpTensor w1, b1, w2, b2, w3, b3;
-  std::size_t parameters = 0;  // total length of the flat vector
-};
-
-MlpLayout mlp_layout(MlpShape shape);
 
 // Weights He-style uniform in +-sqrt(6 / fan_in) (keeps the activations' scale through the
 // ReLU layers), biases uniform in +-0.01; every tensor from its own stream of `seed`.

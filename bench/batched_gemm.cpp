@@ -18,18 +18,18 @@
 #include <vector>
 
 #include "batched_gemm_cpu.hpp"
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/verify.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/verify.hpp"
 
 #if GPUBENCH_HAVE_CUDA
 #include "batched_gemm_cublas.hpp"
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #endif
 
 namespace gpubench {

@@ -16,18 +16,18 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/precision.hpp"
-#include "common/random.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/verify.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/precision.hpp"
+#include "core/random.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/verify.hpp"
 #include "conv2d_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDNN
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "conv2d_cudnn.hpp"
 #include "cudnn_check.hpp"
 #endif

@@ -18,20 +18,20 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/verify.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/verify.hpp"
 #include "matmul_blocked.hpp"
 #include "matmul_naive.hpp"
 #include "matmul_openblas.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "matmul_cublas.hpp"
 #include "matmul_naive.cuh"
 #include "matmul_tiled.cuh"

@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/random.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
 #include "mlp_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "cublas_handle.hpp"
 #include "mlp_cuda.cuh"
 #endif

@@ -23,19 +23,19 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/pipeline.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/system.hpp"
-#include "common/verify.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/pipeline.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/system.hpp"
+#include "core/verify.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "overlap_pipeline.hpp"
 #endif
 

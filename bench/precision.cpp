@@ -14,20 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/json.hpp"
-#include "common/precision.hpp"
-#include "common/precision_codec.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/verify.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/json.hpp"
+#include "core/precision.hpp"
+#include "core/precision_codec.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/verify.hpp"
 #include "gemm_openblas_precisions.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "gemm_cublas_precisions.hpp"
 #include "matmul_wmma.cuh"
 #endif

@@ -21,17 +21,17 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/host_memory.hpp"
-#include "common/json.hpp"
-#include "common/random.hpp"
-#include "common/study_main.hpp"
-#include "common/study_options.hpp"
-#include "common/system.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "core/host_memory.hpp"
+#include "core/json.hpp"
+#include "core/random.hpp"
+#include "harness/study_main.hpp"
+#include "harness/study_options.hpp"
+#include "core/system.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "common/gpu_entry.hpp"
-#include "common/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
+#include "core/gpu_runtime.hpp"
 #include "sm_copy.cuh"
 #endif
 

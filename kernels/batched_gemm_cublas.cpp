@@ -4,7 +4,7 @@
 #include <memory>
 #include <tuple>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cublas_handle.hpp"
 
 namespace gpubench {

@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // Three ways to run a batch of small products through cuBLAS (device pointers, results on

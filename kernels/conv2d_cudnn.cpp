@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/gpu_runtime.hpp"
-#include "common/precision_codec.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/precision_codec.hpp"
+#include "core/system.hpp"
 #include "cudnn_check.hpp"
 
 namespace gpubench {
@@ -549,7 +549,7 @@ struct CudnnConv2dPlan::Resources {
   std::optional<Descriptor> pack;
   TensorPointers packed{nullptr, nullptr, nullptr};
 
-  // Filters follow the data layout (KCRS for NCHW, KRSC for NHWC), as in conv2d_cpu.hpp.
+  // Filters follow the data layout (KCRS for NCHW, KRSC for NHWC), as core/operations.hpp says.
   Resources(const Conv2dShape& s, TensorLayout layout, Precision precision, const TensorPointers& tensors)
       : input(make_tensor(kInputId, input_dims(s), layout, storage_type(precision))),
         filter(make_tensor(kFilterId, filter_dims(s), layout, storage_type(precision))),

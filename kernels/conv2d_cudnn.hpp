@@ -1,5 +1,5 @@
 // 2-D forward convolution through cuDNN's graph (backend) API, in FP32, TF32 and FP16, NCHW or
-// NHWC: the shape and layouts of baselines/conv2d_cpu.hpp, so verify_conv2d checks it like the
+// NHWC: the shape and layouts of core/operations.hpp, so verify_conv2d checks it like the
 // CPU baseline.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/precision.hpp"
-#include "conv2d_cpu.hpp"
+#include "core/precision.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 

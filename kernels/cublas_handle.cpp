@@ -1,6 +1,6 @@
 #include "cublas_handle.hpp"
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 namespace {

@@ -6,7 +6,7 @@
 
 #include GPUBENCH_CUDNN_HEADER  // cudnn.h or cudnn_v9.h, whichever cmake/FindCUDNN.cmake found
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cublas_handle.hpp"
 
 namespace gpubench {

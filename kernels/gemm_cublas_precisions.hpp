@@ -1,5 +1,5 @@
 #pragma once
-#include "common/precision.hpp"
+#include "core/precision.hpp"
 
 namespace gpubench {
 // cuBLAS GEMM in every GPU precision of the study: cublasGemmEx for FP32, TF32, FP16 (FP32

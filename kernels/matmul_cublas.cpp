@@ -1,6 +1,6 @@
 #include "matmul_cublas.hpp"
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cublas_handle.hpp"
 
 namespace gpubench {

@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // cuBLAS SGEMM in its default math mode (true FP32, no TF32), on a handle created once

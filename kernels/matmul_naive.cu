@@ -1,6 +1,6 @@
 #include "matmul_naive.cuh"
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/gpu_runtime.hpp"
+#include "core/gpu_runtime.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 // Shared-memory tiling with register blocking: each block stages a tile of A and of B in

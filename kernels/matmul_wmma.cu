@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 namespace {

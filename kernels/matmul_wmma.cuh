@@ -1,5 +1,5 @@
 #pragma once
-#include "common/precision.hpp"
+#include "core/precision.hpp"
 
 namespace gpubench {
 // Our tensor-core GEMM: FP16 A (m x k) and B (k x n), row-major, FP32 accumulate, FP16

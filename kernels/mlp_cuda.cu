@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cublas_handle.hpp"
 
 namespace gpubench {

@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <memory>
 
-#include "common/gpu_runtime.hpp"
-#include "mlp_cpu.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "cublas_handle.hpp"
 #include "matmul_cublas.hpp"
 #include "saxpy.cuh"

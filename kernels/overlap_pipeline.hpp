@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/gpu_runtime.hpp"
-#include "common/pipeline.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/pipeline.hpp"
 
 namespace gpubench {
 

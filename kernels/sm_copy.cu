@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "common/gpu_runtime.hpp"
+#include "core/gpu_runtime.hpp"
 
 namespace gpubench {
 namespace {

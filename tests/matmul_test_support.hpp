@@ -3,9 +3,9 @@
 
 #include <vector>
 
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/verify.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "core/verify.hpp"
 
 namespace gpubench::testing {
 

@@ -7,9 +7,9 @@
 #include <cblas.h>
 
 #include "batched_gemm_cpu.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/verify.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "core/verify.hpp"
 #include "matmul_openblas.hpp"
 
 namespace gpubench {

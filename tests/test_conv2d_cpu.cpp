@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "relative_difference.hpp"
-#include "common/random.hpp"
+#include "core/random.hpp"
 #include "conv2d_cpu.hpp"
 
 namespace gpubench {

@@ -5,11 +5,11 @@
 #include <limits>
 
 #include "batched_gemm_cublas.hpp"
-#include "common/gpu_runtime.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/system.hpp"
-#include "common/verify.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "core/system.hpp"
+#include "core/verify.hpp"
 
 namespace gpubench {
 namespace {

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "relative_difference.hpp"
-#include "common/gpu_runtime.hpp"
-#include "common/precision.hpp"
-#include "common/precision_codec.hpp"
-#include "common/random.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/precision.hpp"
+#include "core/precision_codec.hpp"
+#include "core/random.hpp"
+#include "core/system.hpp"
 #include "conv2d_cpu.hpp"
 #include "conv2d_cudnn.hpp"
 #include "cudnn_check.hpp"

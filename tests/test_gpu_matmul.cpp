@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "common/gpu_runtime.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/system.hpp"
 #include "matmul_cublas.hpp"
 #include "matmul_naive.cuh"
 #include "matmul_test_support.hpp"

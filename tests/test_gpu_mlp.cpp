@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_runtime.hpp"
-#include "common/random.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/random.hpp"
+#include "core/system.hpp"
 #include "mlp_cpu.hpp"
 #include "mlp_cuda.cuh"
 

@@ -12,11 +12,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/gpu_runtime.hpp"
-#include "common/random.hpp"
-#include "common/reference.hpp"
-#include "common/system.hpp"
-#include "common/verify.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "core/system.hpp"
+#include "core/verify.hpp"
 #include "cublas_handle.hpp"
 #include "overlap_pipeline.hpp"
 

@@ -2,11 +2,11 @@
 // uniform and normal inputs. Without a usable GPU every test reports itself skipped.
 #include <gtest/gtest.h>
 
-#include "common/gpu_runtime.hpp"
-#include "common/precision.hpp"
-#include "common/precision_codec.hpp"
-#include "common/random.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/precision.hpp"
+#include "core/precision_codec.hpp"
+#include "core/random.hpp"
+#include "core/system.hpp"
 #include "gemm_cublas_precisions.hpp"
 #include "matmul_test_support.hpp"
 #include "matmul_wmma.cuh"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gpu_telemetry.hpp"
+#include "harness/gpu_telemetry.hpp"
 
 namespace gpubench {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "common/gpu_runtime.hpp"
-#include "common/host_memory.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "core/host_memory.hpp"
+#include "core/system.hpp"
 #include "sm_copy.cuh"
 
 namespace gpubench {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/gpu_utilization.hpp"
+#include "harness/gpu_utilization.hpp"
 
 namespace gpubench {
 namespace {

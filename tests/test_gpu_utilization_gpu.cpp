@@ -4,10 +4,10 @@
 
 #include <chrono>
 
-#include "common/gpu_runtime.hpp"
-#include "common/gpu_telemetry.hpp"
-#include "common/gpu_utilization.hpp"
-#include "common/system.hpp"
+#include "core/gpu_runtime.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "harness/gpu_utilization.hpp"
+#include "core/system.hpp"
 #include "matmul_cublas.hpp"
 
 namespace gpubench {

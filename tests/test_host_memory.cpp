@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/host_memory.hpp"
+#include "core/host_memory.hpp"
 
 namespace gpubench {
 namespace {

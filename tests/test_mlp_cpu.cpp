@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/random.hpp"
+#include "core/random.hpp"
 #include "mlp_cpu.hpp"
 
 namespace gpubench {

@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "common/pipeline.hpp"
+#include "core/pipeline.hpp"
 
 namespace gpubench {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/precision.hpp"
-#include "common/precision_codec.hpp"
+#include "core/precision.hpp"
+#include "core/precision_codec.hpp"
 #include "matmul_test_support.hpp"
 
 namespace gpubench {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "common/study_options.hpp"
+#include "harness/study_options.hpp"
 
 namespace gpubench {
 namespace {

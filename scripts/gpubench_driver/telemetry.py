@@ -1,6 +1,6 @@
 """GPU telemetry of a study: the NVML series each study process samples every 100 ms (clocks,
 power, energy counter, temperature, utilization, memory used, clock-event reasons; see
-bench/common/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
+bench/harness/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
 per-entry telemetry counters combined over an entry's repetitions."""
 import json
 import statistics

@@ -1,4 +1,4 @@
-#include "common/random.hpp"
+#include "core/random.hpp"
 
 #include <random>
 

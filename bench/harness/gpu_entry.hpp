@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 

@@ -1,4 +1,4 @@
-#include "common/gpu_utilization.hpp"
+#include "harness/gpu_utilization.hpp"
 
 #include <time.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "common/nvml.hpp"
+#include "harness/nvml.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/pipeline.hpp"
+#include "core/pipeline.hpp"
 
 #include <algorithm>
 #include <stdexcept>

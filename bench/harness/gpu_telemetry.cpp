@@ -1,4 +1,4 @@
-#include "common/gpu_telemetry.hpp"
+#include "harness/gpu_telemetry.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,9 +6,9 @@
 #include <mutex>
 #include <thread>
 
-#include "common/gpu_utilization.hpp"
-#include "common/json.hpp"
-#include "common/nvml.hpp"
+#include "harness/gpu_utilization.hpp"
+#include "core/json.hpp"
+#include "harness/nvml.hpp"
 
 namespace gpubench {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/host_memory.hpp"
+#include "core/host_memory.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "common/precision.hpp"
+#include "core/precision.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "common/system.hpp"
+#include "core/system.hpp"
 
 #include <cstdio>
 #include <fstream>

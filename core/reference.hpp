@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/operations.hpp"
+#include "core/operations.hpp"
 
 namespace gpubench {
 

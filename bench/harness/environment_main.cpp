@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "common/json.hpp"
-#include "common/system.hpp"
+#include "core/json.hpp"
+#include "core/system.hpp"
 
 #if GPUBENCH_HAVE_CUDA
 #include <cublas_v2.h>

@@ -1,4 +1,4 @@
-#include "common/reference.hpp"
+#include "core/reference.hpp"
 
 #include <cblas.h>
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "common/reference.hpp"
+#include "core/reference.hpp"
 
 namespace gpubench {
 

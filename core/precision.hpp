@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/operations.hpp"
-#include "common/verify.hpp"
+#include "core/operations.hpp"
+#include "core/verify.hpp"
 
 namespace gpubench {
 

@@ -1,4 +1,4 @@
-#include "common/json.hpp"
+#include "core/json.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 namespace {

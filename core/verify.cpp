@@ -1,4 +1,4 @@
-#include "common/verify.hpp"
+#include "core/verify.hpp"
 
 #include <cmath>
 #include <cstdio>

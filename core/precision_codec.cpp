@@ -1,4 +1,4 @@
-#include "common/precision_codec.hpp"
+#include "core/precision_codec.hpp"
 
 #include <algorithm>
 #include <cmath>

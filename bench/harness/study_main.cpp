@@ -1,4 +1,4 @@
-#include "common/study_main.hpp"
+#include "harness/study_main.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -6,10 +6,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/gpu_utilization.hpp"
-#include "common/json.hpp"
-#include "common/system.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "harness/gpu_utilization.hpp"
+#include "core/json.hpp"
+#include "core/system.hpp"
 
 namespace gpubench {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/study_options.hpp"
+#include "harness/study_options.hpp"
 
 namespace gpubench {
 

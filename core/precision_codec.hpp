@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/operations.hpp"
-#include "common/precision.hpp"
+#include "core/operations.hpp"
+#include "core/precision.hpp"
 
 namespace gpubench {
 

@@ -1,4 +1,4 @@
-#include "common/study_options.hpp"
+#include "harness/study_options.hpp"
 
 #include <algorithm>
 #include <cerrno>

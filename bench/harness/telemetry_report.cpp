@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "common/gpu_telemetry.hpp"
-#include "common/gpu_utilization.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "harness/gpu_utilization.hpp"
 
 namespace gpubench {
 namespace {

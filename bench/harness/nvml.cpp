@@ -1,4 +1,4 @@
-#include "common/nvml.hpp"
+#include "harness/nvml.hpp"
 
 #include <dlfcn.h>
 

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "common/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace gpubench {
 

@@ -1,6 +1,6 @@
-#include "common/gpu_runtime.hpp"
+#include "core/gpu_runtime.hpp"
 
-#include "common/system.hpp"
+#include "core/system.hpp"
 
 namespace gpubench {
 
