@@ -12,6 +12,7 @@
 #include "core/system.hpp"
 
 namespace gpubench {
+inline namespace legacy {  // TRANSITION: removed once every study runs on harness/study.hpp
 namespace {
 
 bool contains(const std::vector<std::string>& values, const std::string& value) {
@@ -111,4 +112,5 @@ int study_main(int argc, char** argv, const StudyDefinition& study) {
   return 0;
 }
 
+}  // namespace legacy
 }  // namespace gpubench

@@ -11,6 +11,7 @@
 #include "harness/study_options.hpp"
 
 namespace gpubench {
+inline namespace legacy {  // TRANSITION: removed once every study runs on harness/study.hpp
 
 struct StudyDefinition {
   std::string name;                    // the study; its binary is gpubench_<name>
@@ -40,4 +41,5 @@ bool host_memory_fits(benchmark::State& state, double bytes_needed);
 
 int study_main(int argc, char** argv, const StudyDefinition& study);
 
+}  // namespace legacy
 }  // namespace gpubench

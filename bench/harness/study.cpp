@@ -1,0 +1,370 @@
+#include "harness/study.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <new>
+
+#include "core/json.hpp"
+#include "core/system.hpp"
+#include "harness/gpu_telemetry.hpp"
+#include "harness/gpu_utilization.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
+#include "core/gpu_runtime.hpp"
+#endif
+
+namespace gpubench {
+
+const char* device_name(Device device) { return device == Device::gpu ? "gpu" : "cpu"; }
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::host: return "host";
+    case Mode::resident: return "resident";
+    case Mode::transfer_pinned: return "transfer_pinned";
+    case Mode::transfer_pageable: return "transfer_pageable";
+  }
+  return "?";
+}
+
+std::vector<std::string> mode_names(const std::vector<Mode>& modes) {
+  std::vector<std::string> names;
+  for (Mode mode : modes) names.push_back(mode_name(mode));
+  return names;
+}
+
+bool copies_timed(const std::string& mode) {
+  return mode == mode_name(Mode::transfer_pinned) || mode == mode_name(Mode::transfer_pageable);
+}
+bool copies_from_pinned(const std::string& mode) { return mode == mode_name(Mode::transfer_pinned); }
+
+int one_thread() { return 1; }
+int openmp_threads() { return omp_get_max_threads(); }
+int openblas_threads() { return openblas_get_num_threads(); }
+
+// --- a prepared entry ---------------------------------------------------------------------
+namespace {
+
+using HostClock = std::chrono::steady_clock;
+
+void wait_for_device() {
+#if GPUBENCH_HAVE_CUDA
+  CUDA_CHECK(cudaDeviceSynchronize());
+#endif
+}
+
+}  // namespace
+
+std::string PreparedEntry::warm_up() {
+  run_once();
+  wait_for_device();
+  return "";
+}
+
+double PreparedEntry::timed_call(Clock clock) {
+#if GPUBENCH_HAVE_CUDA
+  if (clock == Clock::device_events) {
+    static EventTimer timer;  // one pair of events for the process, created on first use
+    timer.start();
+    run_once();
+    return timer.stop_seconds();
+  }
+#endif
+  const auto start = HostClock::now();
+  run_once();
+  benchmark::ClobberMemory();
+  if (clock != Clock::wall) wait_for_device();
+  return std::chrono::duration<double>(HostClock::now() - start).count();
+}
+
+void PreparedEntry::add_memory_traffic(double bytes_read, double bytes_written) {
+  counters["memory_read_bytes"] = bytes_read;
+  counters["memory_written_bytes"] = bytes_written;
+}
+
+void PreparedEntry::add_link_traffic(double host_to_device, double device_to_host) {
+  counters["h2d_bytes"] = host_to_device;
+  counters["d2h_bytes"] = device_to_host;
+  counters["bytes_transferred"] = host_to_device + device_to_host;
+}
+
+void PreparedEntry::set_verdict(const Verification& verdict) {
+  counters["rel_fro_error"] = verdict.rel_fro_error;
+  counters["max_rel_error"] = verdict.max_rel_error;
+  if (!verdict.passed()) wrong_result = verdict.describe();
+}
+
+void require_host_memory(double bytes_needed) {
+  const double available = static_cast<double>(host_memory_available_bytes());
+  if (available <= 0 || bytes_needed <= available) return;
+  throw EntrySkipped("needs about " + format_bytes(bytes_needed) + " of host memory, " + format_bytes(available) +
+                     " available");
+}
+
+// --- selection and registration -------------------------------------------------------------
+namespace {
+
+bool contains(const std::vector<std::string>& values, const std::string& value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> combinations_of(const Implementation& impl) {
+  if (!impl.combinations.empty()) return impl.combinations;
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const std::string& precision : impl.precisions)
+    for (const std::string& mode : impl.modes) all.emplace_back(mode, precision);  // modes innermost
+  return all;
+}
+
+std::string entry_name(const StudyDefinition& study, const Entry& e) {
+  return study.name + "/" + e.impl->id + "/" + device_name(e.impl->device) + "/" + e.mode + "/" + e.precision +
+         "/n:" + std::to_string(e.n) + (e.batch > 0 ? "/batch:" + std::to_string(e.batch) : "");
+}
+
+}  // namespace
+
+std::vector<Entry> selected_entries(const StudyOptions& options, const StudyDefinition& study, bool gpu_usable) {
+  const bool batch_axis = !study.default_batches.empty();
+  const std::vector<int>& sizes = options.sizes.empty() ? study.default_sizes : options.sizes;
+  const std::vector<int> batches =
+      !batch_axis ? std::vector<int>{0} : options.batches.empty() ? study.default_batches : options.batches;
+  std::vector<Entry> entries;
+  for (int n : sizes)
+    for (int batch : batches)
+      for (const Implementation* row : study.implementations) {
+        const Implementation& impl = *row;
+        const int cap = size_cap(options, impl.id, impl.max_size);
+        if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+        if (impl.on_gpu() && (!gpu_usable || options.cpu_only)) continue;
+        for (const auto& [mode, precision] : combinations_of(impl)) {
+          if (!is_selected(options.modes, mode)) continue;
+          Entry entry{&impl, mode, precision, n, batch, ""};
+          entry.name = entry_name(study, entry);
+          entries.push_back(entry);
+        }
+      }
+  return entries;
+}
+
+void check_study_options(const StudyOptions& options, const StudyDefinition& study) {
+  if (study.default_batches.empty() && !options.batches.empty())
+    throw UsageError("--batches: this study has no batch axis");
+  std::vector<std::string> ids;
+  for (const Implementation* impl : study.implementations) ids.push_back(impl->id);
+  for (const std::string& id : options.impls)
+    if (!contains(ids, id)) throw UsageError("--impls: no implementation '" + id + "' in this build (see --describe)");
+  for (const auto& [id, cap] : options.caps)
+    if (!contains(ids, id)) throw UsageError("--caps: no implementation '" + id + "' in this build (see --describe)");
+  for (const std::string& mode : options.modes)
+    if (!contains(study.modes, mode))
+      throw UsageError("--modes: this study has modes " + joined(study.modes) + ", not '" + mode + "'");
+  if (study.check_options) study.check_options(options);
+}
+
+// --- running one entry ---------------------------------------------------------------------
+namespace {
+
+// The entry set up last, kept across Google Benchmark's repeated calls of it (repetitions and
+// the rounds that size the iteration count): large entries move gigabytes to set up.
+struct EntryCache {
+  std::string name;
+  std::unique_ptr<PreparedEntry> prepared;
+};
+
+EntryCache& entry_cache() {
+  static EntryCache cache;
+  return cache;
+}
+
+void forget_entry() {
+  entry_cache().prepared.reset();
+  entry_cache().name.clear();
+}
+
+// Runs `body`. What the machine cannot do is a skip ("skipped: ..."; out of device or host
+// memory: "skipped: does not fit: ..."), anything else an error with its message; the kept entry
+// is dropped first, and the CUDA error a failed allocation leaves as the thread's last error is
+// cleared, so the next entry's launch checks do not report it again.
+template <typename Body>
+void guard_entry(benchmark::State& state, Body&& body) {
+  try {
+    body();
+#if GPUBENCH_HAVE_CUDA
+  } catch (const GpuOutOfMemory& e) {
+    forget_entry();
+    static_cast<void>(cudaGetLastError());
+    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
+  } catch (const GpuEntrySkipped& e) {
+    forget_entry();
+    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+#endif
+  } catch (const std::bad_alloc&) {
+    forget_entry();
+    state.SkipWithError("skipped: does not fit: host memory could not be allocated");
+  } catch (const EntrySkipped& e) {
+    forget_entry();
+    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+  } catch (const std::exception& e) {
+    forget_entry();
+    state.SkipWithError(e.what());
+  }
+}
+
+void timed_loop(benchmark::State& state, PreparedEntry& entry, Clock clock) {
+  if (clock == Clock::wall) {
+    for (auto _ : state) {
+      entry.run_once();
+      benchmark::ClobberMemory();
+    }
+    return;
+  }
+  for (auto _ : state) state.SetIterationTime(entry.timed_call(clock));
+}
+
+void run_entry(benchmark::State& state, const StudyDefinition& study, const Entry& entry) {
+  guard_entry(state, [&] {
+    EntryCache& cache = entry_cache();
+    if (!cache.prepared || cache.name != entry.name) {
+      forget_entry();  // the previous entry's memory goes first
+      cache.prepared = study.prepare(entry);
+      cache.name = entry.name;
+    }
+    PreparedEntry& prepared = *cache.prepared;
+    std::string wrong = prepared.wrong_result;
+    if (wrong.empty() && entry.impl->on_gpu()) wrong = prepared.warm_up();
+    if (!wrong.empty()) {
+      state.SkipWithError(("wrong result: " + wrong).c_str());
+      return;
+    }
+    if (entry.impl->on_gpu()) {
+      TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
+      timed_loop(state, prepared, study.gpu_clock);
+      telemetry.report(state);
+    } else {
+      timed_loop(state, prepared, study.cpu_clock);
+    }
+    for (const auto& [counter, value] : prepared.counters) state.counters[counter] = value;
+    state.counters["n"] = entry.n;
+    if (entry.batch > 0) state.counters["batch"] = entry.batch;
+    if (entry.impl->threads) state.counters["threads"] = entry.impl->threads();
+  });
+}
+
+void register_entries(const StudyDefinition& study, const std::vector<Entry>& entries) {
+  for (const Entry& entry : entries) {
+    benchmark::internal::Benchmark* registered =
+        benchmark::RegisterBenchmark(entry.name.c_str(), [&study, entry](benchmark::State& state) {
+          run_entry(state, study, entry);
+        });
+    const Clock clock = entry.impl->on_gpu() ? study.gpu_clock : study.cpu_clock;
+    if (clock == Clock::wall) {
+      registered->UseRealTime();  // multithreaded: the wall clock, not this thread's CPU time
+    } else {
+      registered->UseManualTime();
+    }
+    registered->Unit(benchmark::kMicrosecond);
+  }
+}
+
+// --- --describe ------------------------------------------------------------------------------
+std::string axis_names_json(const AxisNames& axes, bool batch_axis) {
+  return "{\"impl\": " + json_string(axes.impl) + ", \"mode\": " + json_string(axes.mode) +
+         ", \"precision\": " + json_string(axes.precision) + ", \"n\": " + json_string(axes.n) +
+         ", \"batch\": " + (batch_axis ? json_string(axes.batch) : "null") + "}";
+}
+
+std::string describe(const StudyDefinition& study, const std::string& gpu_reason,
+                     const std::string& telemetry_reason) {
+  const auto number = [](int v) { return std::to_string(v); };
+  const auto implementation = [&study](const Implementation* impl) {
+    const std::string extra = study.describe_implementation ? study.describe_implementation(*impl) : "";
+    return "{" + implementation_fields(*impl) + (extra.empty() ? "" : ", " + extra) + "}";
+  };
+  const bool batch_axis = !study.default_batches.empty();
+  std::string out = "{\"study\": " + json_string(study.name) +
+                    ", \"default_sizes\": " + json_list(study.default_sizes, number);
+  if (batch_axis) out += ", \"default_batches\": " + json_list(study.default_batches, number);
+  out += ", \"axis_names\": " + axis_names_json(study.axes, batch_axis);
+  out += ", \"implementations\": " + json_list(study.implementations, implementation);
+  const std::string own = study.describe ? study.describe() : "";
+  if (!own.empty()) out += ", " + own;
+  return out + ", \"gpu\": {" + json_availability(gpu_reason) + "}, \"telemetry\": {" +
+         json_availability(telemetry_reason) + "}}";
+}
+
+// Why no telemetry is sampled in this run, or "" when it is.
+std::string telemetry_unavailable_reason(const StudyOptions& options, const std::string& gpu_reason) {
+  if (!options.telemetry) return "turned off (--no-telemetry)";
+  if (!gpu_reason.empty()) return "no GPU: " + gpu_reason;
+  return TelemetryRecorder::instance().unavailable_reason();
+}
+
+// The series for the driver; a file that cannot be written is said, the measurements stand.
+void write_telemetry_series(const std::string& path, const std::string& unavailable_reason,
+                            const std::string& binary) {
+  std::ofstream out(path);
+  out << telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason) << "\n";
+  if (!out) std::cerr << binary << ": cannot write the telemetry series to " << path << "\n";
+}
+
+}  // namespace
+
+std::string implementation_fields(const Implementation& impl) {
+  return "\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(device_name(impl.device)) +
+         ", \"modes\": " + json_list(impl.modes, json_string) +
+         ", \"precisions\": " + json_list(impl.precisions, json_string) +
+         ", \"max_size\": " + (impl.max_size > 0 ? std::to_string(impl.max_size) : "null") +
+         ", \"cap_reason\": " + (impl.cap_reason.empty() ? "null" : json_string(impl.cap_reason));
+}
+
+std::string utilization_description() { return "{" + json_availability(utilization_unavailable_reason()) + "}"; }
+
+int run_study(int argc, char** argv, const StudyDefinition& study) {
+  const std::string binary = "gpubench_" + study.name;
+  StudyOptions options;
+  try {
+    options = parse_study_options(&argc, argv);
+    check_study_options(options, study);
+  } catch (const UsageError& e) {
+    std::cerr << binary << ": " << e.what() << "\n";
+    return 2;
+  }
+  if (options.help) std::cout << study_options_help() << "\n";
+  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
+  const std::string telemetry_reason = telemetry_unavailable_reason(options, gpu_reason);
+  if (options.describe) {
+    std::cout << describe(study, gpu_reason, telemetry_reason) << "\n";
+    return 0;
+  }
+  if (telemetry_reason.empty() && !options.help) TelemetryRecorder::instance().start();
+  if (!gpu_reason.empty() && !options.help) std::cerr << binary << ": GPU entries not run: " << gpu_reason << "\n";
+  register_entries(study, selected_entries(options, study, gpu_reason.empty()));
+
+  if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
+    argv[argc++] = const_cast<char*>("--help");
+    argv[argc] = nullptr;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  forget_entry();  // device memory goes before the CUDA runtime tears down
+  if (!options.telemetry_out.empty()) write_telemetry_series(options.telemetry_out, telemetry_reason, binary);
+  return 0;
+}
+
+}  // namespace gpubench
