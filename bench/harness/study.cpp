@@ -149,6 +149,7 @@ std::vector<Entry> selected_entries(const StudyOptions& options, const StudyDefi
         const Implementation& impl = *row;
         const int cap = size_cap(options, impl.id, impl.max_size);
         if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
+        if (impl.runs_at && !impl.runs_at(n)) continue;
         if (impl.on_gpu() && (!gpu_usable || options.cpu_only)) continue;
         for (const auto& [mode, precision] : combinations_of(impl)) {
           if (!is_selected(options.modes, mode)) continue;

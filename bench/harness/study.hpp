@@ -50,6 +50,9 @@ struct Implementation {
   int (*threads)() = nullptr;           // CPU threads it uses (the "threads" counter); GPU rows: none
   // (mode, precision) pairs it runs in, when not every mode with every precision.
   std::vector<std::pair<std::string, std::string>> combinations;
+  // Whether it has an entry at size n (a kernel that needs a multiple of its word size), besides
+  // the cap; nullptr: every size.
+  bool (*runs_at)(int n) = nullptr;
 
   bool on_gpu() const { return device == Device::gpu; }
 };
