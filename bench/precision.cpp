@@ -5,72 +5,71 @@
 // rounding of the inputs into the format. Modes: host (CPU), resident and transfer_pinned
 // (GPU; the copies move the encoded operands, so narrower formats copy fewer bytes).
 // Entries: precision/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>; docs/interface.md.
-#include <benchmark/benchmark.h>
-#include <cblas.h>
-
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "harness/gpu_telemetry.hpp"
 #include "core/json.hpp"
 #include "core/precision.hpp"
 #include "core/precision_codec.hpp"
 #include "core/random.hpp"
 #include "core/reference.hpp"
-#include "harness/study_main.hpp"
-#include "harness/study_options.hpp"
 #include "core/verify.hpp"
-#include "gemm_openblas_precisions.hpp"
+#include "harness/study.hpp"
+#include "matmul_openblas_precisions.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "harness/gpu_entry.hpp"
 #include "core/gpu_runtime.hpp"
-#include "gemm_cublas_precisions.hpp"
+#include "matmul_cublas_precisions.hpp"
 #include "matmul_wmma.cuh"
 #endif
 
 namespace gpubench {
 namespace {
 
-struct Implementation {
-  const char* id;
-  bool on_gpu;
-  std::vector<Precision> precisions;
+struct PrecisionImplementation : Implementation {
   PrecisionGemmFn run;
-  int max_size;            // 0: no cap
-  const char* cap_reason;
 };
 
-const std::vector<Implementation>& implementations() {
-  static const std::vector<Implementation> all = {
-      {"openblas", false, {Precision::fp64, Precision::fp32, Precision::bf16}, gemm_openblas_precision, 4096,
-       "a CPU GEMM at 8192 takes one to several seconds per call and precision is the GPU's question here; "
-       "the matmul study measures OpenBLAS to 8192"},
+std::vector<std::string> names_of(const std::vector<Precision>& precisions) {
+  std::vector<std::string> names;
+  for (Precision precision : precisions) names.push_back(precision_info(precision).name);
+  return names;
+}
+
+Precision precision_named(const std::string& name) {
+  for (const PrecisionInfo& info : all_precisions())
+    if (name == info.name) return info.id;
+  throw std::logic_error("unknown precision " + name);
+}
+
+std::vector<PrecisionImplementation> implementations() {
+  const std::vector<std::string> cpu = {mode_name(Mode::host)};
+  const std::vector<std::string> gpu = mode_names({Mode::resident, Mode::transfer_pinned});
+  return {
+      {{"openblas", Device::cpu, cpu, names_of({Precision::fp64, Precision::fp32, Precision::bf16}), 4096,
+        "a CPU GEMM at 8192 takes one to several seconds per call and precision is the GPU's question here; "
+        "the matmul study measures OpenBLAS to 8192",
+        openblas_threads},
+       gemm_openblas_precision},
 #if GPUBENCH_HAVE_CUDA
-      {"cublas",
-       true,
-       {Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16_acc16, Precision::bf16,
-        Precision::fp8_e4m3, Precision::int8},
-       gemm_cublas_precision,
-       0,
-       nullptr},
-      {"wmma_kernel", true, {Precision::fp16}, gemm_wmma_precision, 0, nullptr},
+      {{"cublas", Device::gpu, gpu,
+        names_of({Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16_acc16, Precision::bf16,
+                  Precision::fp8_e4m3, Precision::int8})},
+       gemm_cublas_precision},
+      {{"wmma_kernel", Device::gpu, gpu, names_of({Precision::fp16})}, gemm_wmma_precision},
 #endif
   };
+}
+
+const std::vector<PrecisionImplementation>& table() {
+  static const std::vector<PrecisionImplementation> all = implementations();
   return all;
-}
-
-std::vector<std::string> modes_of(const Implementation& impl) {
-  if (!impl.on_gpu) return {"host"};
-  return {"resident", "transfer_pinned"};
-}
-
-const std::vector<int>& default_sizes() {
-  static const std::vector<int> sizes = {256, 512, 1024, 2048, 4096, 8192, 16384};
-  return sizes;
 }
 
 // --- inputs and references, shared by every entry of one size ---------------------
@@ -84,7 +83,6 @@ struct Operands {
 struct PrecisionProblem {
   MatmulShape shape;
   Operands uniform, normal;
-  const Operands& of(Distribution d) const { return d == Distribution::uniform ? uniform : normal; }
 };
 
 Operands make_operands(MatmulShape shape, Distribution distribution) {
@@ -103,18 +101,16 @@ Operands make_operands(MatmulShape shape, Distribution distribution) {
 // reference's upcast B while it is computed.
 double host_bytes_needed(int n) { return 72.0 * n * n; }
 
-const PrecisionProblem* problem_or_skip(benchmark::State& state, int n) {
-  static std::unique_ptr<PrecisionProblem> current;
-  if (!host_memory_fits(state, host_bytes_needed(n))) return nullptr;
-  if (!current || current->shape.n != n) {
-    current.reset();
-    auto problem = std::make_unique<PrecisionProblem>();
-    problem->shape = {n, n, n};
-    problem->uniform = make_operands(problem->shape, Distribution::uniform);
-    problem->normal = make_operands(problem->shape, Distribution::normal);
-    current = std::move(problem);
-  }
-  return current.get();
+const PrecisionProblem& problem_for(int n) {
+  static ProblemCache<int, PrecisionProblem> cache;
+  require_host_memory(host_bytes_needed(n));
+  return cache.get(n, [n] {
+    PrecisionProblem problem;
+    problem.shape = {n, n, n};
+    problem.uniform = make_operands(problem.shape, Distribution::uniform);
+    problem.normal = make_operands(problem.shape, Distribution::normal);
+    return problem;
+  });
 }
 
 // Both distributions' operands in one precision's format, kept while consecutive entries
@@ -124,20 +120,16 @@ struct EncodedProblem {
 };
 
 const EncodedProblem& encoded_for(const PrecisionProblem& problem, Precision precision) {
-  static std::unique_ptr<EncodedProblem> current;
-  static std::pair<int, Precision> key{0, Precision::fp32};
-  if (!current || key != std::make_pair(problem.shape.n, precision)) {
-    current.reset();
-    auto encoded = std::make_unique<EncodedProblem>();
-    encoded->uniform = encode_operands(precision, problem.uniform.a, problem.uniform.b, problem.shape);
-    encoded->normal = encode_operands(precision, problem.normal.a, problem.normal.b, problem.shape);
-    current = std::move(encoded);
-    key = {problem.shape.n, precision};
-  }
-  return *current;
+  static ProblemCache<std::pair<int, Precision>, EncodedProblem> cache;
+  return cache.get({problem.shape.n, precision}, [&problem, precision] {
+    EncodedProblem encoded;
+    encoded.uniform = encode_operands(precision, problem.uniform.a, problem.uniform.b, problem.shape);
+    encoded.normal = encode_operands(precision, problem.normal.a, problem.normal.b, problem.shape);
+    return encoded;
+  });
 }
 
-// --- verification ------------------------------------------------------------------
+// --- verification and counters -----------------------------------------------------
 struct Verdict {
   Verification uniform, normal;
   bool passed() const { return uniform.passed() && normal.passed(); }
@@ -145,11 +137,6 @@ struct Verdict {
     return "uniform inputs: " + uniform.describe() + "; normal inputs: " + normal.describe();
   }
 };
-
-std::map<std::string, Verdict>& verdicts() {
-  static std::map<std::string, Verdict> by_entry;
-  return by_entry;
-}
 
 // The DGEMM reference cannot judge DGEMM itself: an FP64 output is checked against rows
 // summed in long double instead (kept per operand set, as the CPU caps FP64 at 4096).
@@ -174,16 +161,20 @@ Verification check_output(Precision precision, const void* c, const EncodedOpera
   return verify_matmul(values.data(), reference_for(precision, operands), precision_tolerance(precision, shape.k));
 }
 
-void report_counters(benchmark::State& state, Precision precision, const MatmulShape& shape, const Verdict& verdict,
-                     double bytes_transferred) {
-  state.counters["flop"] = shape.flop();
-  state.counters["bytes_transferred"] = bytes_transferred;
-  state.counters["rel_fro_error"] = verdict.uniform.rel_fro_error;
-  state.counters["max_rel_error"] = verdict.uniform.max_rel_error;
-  state.counters["rel_fro_error_normal"] = verdict.normal.rel_fro_error;
-  state.counters["max_rel_error_normal"] = verdict.normal.max_rel_error;
-  state.counters["tolerance"] = precision_tolerance(precision, shape.k).rel_fro;
-  state.counters["n"] = shape.n;
+// The errors on both distributions, the tolerance, and the compulsory memory traffic: A and B
+// read once in the input format, C written once in the output format (int8: 1-byte inputs,
+// a 4-byte INT32 output).
+void report(PreparedEntry& entry, Precision precision, const MatmulShape& shape, const Verdict& verdict) {
+  entry.counters["flop"] = shape.flop();
+  entry.counters["rel_fro_error"] = verdict.uniform.rel_fro_error;
+  entry.counters["max_rel_error"] = verdict.uniform.max_rel_error;
+  entry.counters["rel_fro_error_normal"] = verdict.normal.rel_fro_error;
+  entry.counters["max_rel_error_normal"] = verdict.normal.max_rel_error;
+  entry.counters["tolerance"] = precision_tolerance(precision, shape.k).rel_fro;
+  if (!verdict.passed()) entry.wrong_result = verdict.describe();
+  const PrecisionInfo& info = precision_info(precision);
+  entry.add_memory_traffic(static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()),
+                           static_cast<double>(info.output_bytes) * shape.c_elements());
 }
 
 std::vector<std::uint8_t> output_buffer(Precision precision, const MatmulShape& shape) {
@@ -191,41 +182,37 @@ std::vector<std::uint8_t> output_buffer(Precision precision, const MatmulShape& 
 }
 
 // --- CPU entries -----------------------------------------------------------------------
-void run_cpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, int n,
-                   const std::string& name) {
-  const std::string unsupported = openblas_precision_unsupported_reason(precision);
-  if (!unsupported.empty()) {
-    state.SkipWithError(("skipped: " + unsupported).c_str());
-    return;
-  }
-  const PrecisionProblem* problem = problem_or_skip(state, n);
-  if (!problem) return;
-  const MatmulShape shape = problem->shape;
-  const EncodedProblem& encoded = encoded_for(*problem, precision);
-  const EncodedOperands& uniform = encoded.uniform;
-  std::vector<std::uint8_t> c = output_buffer(precision, shape);
-  auto found = verdicts().find(name);
-  if (found == verdicts().end()) {
+// Entries hold the cached encoded operands by reference: the skeleton drops an entry before it
+// prepares the next, the only time the cache changes.
+class CpuPrecisionGemm : public PreparedEntry {
+ public:
+  CpuPrecisionGemm(const PrecisionImplementation& impl, Precision precision, const PrecisionProblem& problem)
+      : impl_(impl), precision_(precision), shape_(problem.shape), encoded_(encoded_for(problem, precision)),
+        c_(output_buffer(precision, shape_)) {
     Verdict verdict;
-    impl.run(precision, uniform.a.data(), uniform.b.data(), c.data(), shape, uniform.dequant);
-    verdict.uniform = check_output(precision, c.data(), uniform, problem->uniform);
-    const EncodedOperands& normal = encoded.normal;
-    impl.run(precision, normal.a.data(), normal.b.data(), c.data(), shape, normal.dequant);
-    verdict.normal = check_output(precision, c.data(), normal, problem->normal);
-    found = verdicts().emplace(name, verdict).first;
+    verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);
+    verdict.normal = run_and_check(encoded_.normal, problem.normal);
+    report(*this, precision_, shape_, verdict);
+    add_link_traffic(0, 0);
   }
-  if (!found->second.passed()) {
-    state.SkipWithError(("wrong result: " + found->second.describe()).c_str());
-    return;
+
+  void run_once() override { run_on(encoded_.uniform); }
+
+ private:
+  void run_on(const EncodedOperands& operands) {
+    impl_.run(precision_, operands.a.data(), operands.b.data(), c_.data(), shape_, operands.dequant);
   }
-  for (auto _ : state) {
-    impl.run(precision, uniform.a.data(), uniform.b.data(), c.data(), shape, uniform.dequant);
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
+  Verification run_and_check(const EncodedOperands& encoded, const Operands& operands) {
+    run_on(encoded);
+    return check_output(precision_, c_.data(), encoded, operands);
   }
-  report_counters(state, precision, shape, found->second, 0.0);
-  state.counters["threads"] = openblas_get_num_threads();
-}
+
+  const PrecisionImplementation& impl_;
+  Precision precision_;
+  MatmulShape shape_;
+  const EncodedProblem& encoded_;
+  std::vector<std::uint8_t> c_;
+};
 
 #if GPUBENCH_HAVE_CUDA
 // --- GPU entries -----------------------------------------------------------------------
@@ -256,6 +243,12 @@ double device_operand_bytes(Precision precision, const MatmulShape& shape) {
          static_cast<double>(info.output_bytes) * shape.c_elements();
 }
 
+// The encoded operands, once the device buffers for them are known to fit.
+const EncodedProblem& encoded_fitting_device(const PrecisionProblem& problem, Precision precision) {
+  require_device_memory(device_operand_bytes(precision, problem.shape));
+  return encoded_for(problem, precision);
+}
+
 // Device copies of one distribution's encoded operands and its dequantization factors.
 struct DeviceOperands {
   DeviceBuffer<std::uint8_t> a, b;
@@ -271,142 +264,92 @@ struct DeviceOperands {
   }
 };
 
-Verification run_and_check_on_gpu(const Implementation& impl, Precision precision, const EncodedOperands& encoded,
-                                  const Operands& operands, DeviceOperands& device, DeviceBuffer<std::uint8_t>& c) {
-  const MatmulShape shape = operands.reference.shape;
-  device.upload(encoded);
-  CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));  // NaN in every float format: unwritten elements fail
-  impl.run(precision, device.a.get(), device.b.get(), c.get(), shape, device.dequant.get());
-  std::vector<std::uint8_t> host_c(c.bytes());
-  CUDA_CHECK(cudaMemcpy(host_c.data(), c.get(), c.bytes(), cudaMemcpyDeviceToHost));
-  return check_output(precision, host_c.data(), encoded, operands);
-}
-
-// Device buffers, pinned host copies and the verdict of one entry. Google Benchmark calls
-// an entry's function once per repetition (and more while it sizes the iteration count);
-// at 16384 allocating, pinning and uploading gigabytes each time would take longer than
-// the measurement, so the last entry's state is kept until the next entry starts.
-struct GpuEntryState {
-  std::string name;
-  std::unique_ptr<DeviceOperands> device;
-  std::unique_ptr<DeviceBuffer<std::uint8_t>> c;
-  std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_a, pinned_b, pinned_c;
-  Verdict verdict;
-};
-
-std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Precision precision, bool copies_timed,
-                                                 const PrecisionProblem& problem, const std::string& name) {
-  const MatmulShape shape = problem.shape;
-  require_device_memory(device_operand_bytes(precision, shape));
-  const EncodedProblem& encoded = encoded_for(problem, precision);
-  auto state = std::make_unique<GpuEntryState>();
-  state->name = name;
-  state->device = std::make_unique<DeviceOperands>(encoded.uniform);
-  state->c = std::make_unique<DeviceBuffer<std::uint8_t>>(shape.c_elements() * precision_info(precision).output_bytes);
-  state->verdict.normal = run_and_check_on_gpu(impl, precision, encoded.normal, problem.normal, *state->device, *state->c);
-  state->verdict.uniform = run_and_check_on_gpu(impl, precision, encoded.uniform, problem.uniform, *state->device,
-                                                *state->c);  // leaves the uniform operands on the device
-  if (copies_timed) {
-    state->pinned_a = std::make_unique<PinnedBuffer<std::uint8_t>>(encoded.uniform.a.size());
-    state->pinned_b = std::make_unique<PinnedBuffer<std::uint8_t>>(encoded.uniform.b.size());
-    state->pinned_c = std::make_unique<PinnedBuffer<std::uint8_t>>(state->c->bytes());
-    std::copy(encoded.uniform.a.begin(), encoded.uniform.a.end(), state->pinned_a->get());
-    std::copy(encoded.uniform.b.begin(), encoded.uniform.b.end(), state->pinned_b->get());
+// Both distributions checked (the uniform one last, so its operands stay on the device), then
+// for transfer_pinned pinned copies of the uniform operands, which every timed call copies in
+// with C copied out.
+class GpuPrecisionGemm : public PreparedEntry {
+ public:
+  GpuPrecisionGemm(const PrecisionImplementation& impl, Precision precision, const std::string& mode,
+                   const PrecisionProblem& problem)
+      : impl_(impl), precision_(precision), shape_(problem.shape), copies_(copies_timed(mode)),
+        encoded_(encoded_fitting_device(problem, precision)), device_(encoded_.uniform),
+        c_(shape_.c_elements() * precision_info(precision).output_bytes) {
+    Verdict verdict;
+    verdict.normal = run_and_check(encoded_.normal, problem.normal);
+    verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);
+    report(*this, precision_, shape_, verdict);
+    if (copies_) {
+      pin_uniform_operands();
+      add_link_traffic(static_cast<double>(device_.a.bytes() + device_.b.bytes()), static_cast<double>(c_.bytes()));
+    } else {
+      add_link_traffic(0, 0);
+    }
   }
-  return state;
-}
 
-void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
-                   int n, const std::string& name) {
-  static std::unique_ptr<GpuEntryState> current;
-  guard_gpu_entry(state, [&] {
-    const MatmulShape shape{n, n, n};
-    const std::string unsupported = gpu_entry_unsupported_reason(precision, shape);
-    if (!unsupported.empty()) {
-      state.SkipWithError(("skipped: " + unsupported).c_str());
-      return;
+  void run_once() override {
+    if (copies_) {
+      CUDA_CHECK(cudaMemcpyAsync(device_.a.get(), pinned_a_->get(), device_.a.bytes(), cudaMemcpyHostToDevice, 0));
+      CUDA_CHECK(cudaMemcpyAsync(device_.b.get(), pinned_b_->get(), device_.b.bytes(), cudaMemcpyHostToDevice, 0));
     }
-    const PrecisionProblem* problem = problem_or_skip(state, n);
-    if (!problem) return;
-    const bool copies_timed = mode == "transfer_pinned";
-    if (!current || current->name != name) {
-      current.reset();  // free the previous entry's device and pinned memory first
-      current = prepare_gpu_entry(impl, precision, copies_timed, *problem, name);
-    }
-    if (!current->verdict.passed()) {
-      state.SkipWithError(("wrong result: " + current->verdict.describe()).c_str());
-      return;
-    }
-    DeviceOperands& device = *current->device;
-    DeviceBuffer<std::uint8_t>& c = *current->c;
-    const auto run_once = [&] {
-      if (copies_timed) {
-        CUDA_CHECK(cudaMemcpyAsync(device.a.get(), current->pinned_a->get(), device.a.bytes(), cudaMemcpyHostToDevice, 0));
-        CUDA_CHECK(cudaMemcpyAsync(device.b.get(), current->pinned_b->get(), device.b.bytes(), cudaMemcpyHostToDevice, 0));
-      }
-      impl.run(precision, device.a.get(), device.b.get(), c.get(), shape, device.dequant.get());
-      if (copies_timed) CUDA_CHECK(cudaMemcpyAsync(current->pinned_c->get(), c.get(), c.bytes(), cudaMemcpyDeviceToHost, 0));
-    };
-    run_once();  // warm-up of this mode
-    CUDA_CHECK(cudaDeviceSynchronize());
+    impl_.run(precision_, device_.a.get(), device_.b.get(), c_.get(), shape_, device_.dequant.get());
+    if (copies_) CUDA_CHECK(cudaMemcpyAsync(pinned_c_->get(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost, 0));
+  }
 
-    EventTimer timer;
-    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
-    for (auto _ : state) {
-      timer.start();
-      run_once();
-      state.SetIterationTime(timer.stop_seconds());
-    }
-    telemetry.report(state);
-    const double copied = copies_timed ? static_cast<double>(device.a.bytes() + device.b.bytes() + c.bytes()) : 0.0;
-    report_counters(state, precision, shape, current->verdict, copied);
-  }, [&] { current.reset(); });
-}
+ private:
+  // One call on `encoded` uploaded over the device operands and a NaN-poisoned C (all-ones
+  // bytes are NaN in every float format: unwritten elements fail), checked.
+  Verification run_and_check(const EncodedOperands& encoded, const Operands& operands) {
+    device_.upload(encoded);
+    CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));
+    impl_.run(precision_, device_.a.get(), device_.b.get(), c_.get(), shape_, device_.dequant.get());
+    std::vector<std::uint8_t> host_c(c_.bytes());
+    CUDA_CHECK(cudaMemcpy(host_c.data(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
+    return check_output(precision_, host_c.data(), encoded, operands);
+  }
+
+  void pin_uniform_operands() {
+    const EncodedOperands& uniform = encoded_.uniform;
+    pinned_a_ = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.a.size());
+    pinned_b_ = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.b.size());
+    pinned_c_ = std::make_unique<PinnedBuffer<std::uint8_t>>(c_.bytes());
+    std::copy(uniform.a.begin(), uniform.a.end(), pinned_a_->get());
+    std::copy(uniform.b.begin(), uniform.b.end(), pinned_b_->get());
+  }
+
+  const PrecisionImplementation& impl_;
+  Precision precision_;
+  MatmulShape shape_;
+  bool copies_;
+  const EncodedProblem& encoded_;
+  DeviceOperands device_;
+  DeviceBuffer<std::uint8_t> c_;
+  std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_a_, pinned_b_, pinned_c_;
+};
 #endif  // GPUBENCH_HAVE_CUDA
 
-// --- registration and description ----------------------------------------------------
-std::string entry_name(const Implementation& impl, const std::string& mode, Precision precision, int n) {
-  return std::string("precision/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode + "/" +
-         precision_info(precision).name + "/n:" + std::to_string(n);
-}
-
-void register_entry(const Implementation& impl, const std::string& mode, Precision precision, int n) {
-  const std::string name = entry_name(impl, mode, precision, n);
-  benchmark::internal::Benchmark* entry = nullptr;
-  if (impl.on_gpu) {
+// What the device or library cannot run is skipped before the inputs are built.
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<PrecisionImplementation>(entry);
+  const Precision precision = precision_named(entry.precision);
 #if GPUBENCH_HAVE_CUDA
-    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, mode, precision, n, name](benchmark::State& state) {
-      run_gpu_entry(state, impl, precision, mode, n, name);
-    });
-    entry->UseManualTime();
+  if (impl.on_gpu()) {
+    const std::string unsupported = gpu_entry_unsupported_reason(precision, MatmulShape{entry.n, entry.n, entry.n});
+    if (!unsupported.empty()) throw EntrySkipped(unsupported);
+    return std::make_unique<GpuPrecisionGemm>(impl, precision, entry.mode, problem_for(entry.n));
+  }
 #endif
-  } else {
-    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, precision, n, name](benchmark::State& state) {
-      run_cpu_entry(state, impl, precision, n, name);
-    });
-    entry->UseRealTime();  // multithreaded: the wall clock
-  }
-  entry->Unit(benchmark::kMicrosecond);
+  const std::string unsupported = openblas_precision_unsupported_reason(precision);
+  if (!unsupported.empty()) throw EntrySkipped(unsupported);
+  return std::make_unique<CpuPrecisionGemm>(impl, precision, problem_for(entry.n));
 }
 
-void register_entries(const StudyOptions& options, bool gpu_usable) {
-  for (int n : options.sizes.empty() ? default_sizes() : options.sizes) {
-    for (const Implementation& impl : implementations()) {
-      const int cap = size_cap(options, impl.id, impl.max_size);
-      if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
-      if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
-      // Modes innermost: consecutive entries share one precision's encoded operands.
-      for (Precision precision : impl.precisions)
-        for (const std::string& mode : modes_of(impl))
-          if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, n);
-    }
-  }
-}
-
+// --- description ---------------------------------------------------------------------
 std::string describe_precision(const PrecisionInfo& info) {
   const std::string note = cpu_precision_note(info.id);
   return "{\"id\": " + json_string(info.name) + ", \"inputs\": " + json_string(info.inputs) +
          ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
+         ", \"input_bytes\": " + std::to_string(info.input_bytes) +
+         ", \"output_bytes\": " + std::to_string(info.output_bytes) +
          ", \"tensor_cores\": " + (info.tensor_cores ? "true" : "false") +
          ", \"unit_roundoff_inputs\": " + json_number(info.input_roundoff) +
          ", \"unit_roundoff_accumulate\": " + json_number(info.accumulate_roundoff) +
@@ -415,29 +358,18 @@ std::string describe_precision(const PrecisionInfo& info) {
          ", \"cpu_note\": " + (note.empty() ? "null" : json_string(note)) + "}";
 }
 
-std::string describe_implementation(const Implementation& impl) {
-  return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), impl.max_size, impl.cap_reason) +
-         ", \"precisions\": " +
-         json_list(impl.precisions, [](Precision p) { return json_string(precision_info(p).name); }) + "}";
-}
-
-std::string describe_study() {
-  return "\"default_sizes\": " + json_list(default_sizes(), [](int n) { return std::to_string(n); }) +
-         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
-         ", \"precisions\": " + json_list(all_precisions(), describe_precision);
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "precision";
+  study.implementations = rows(table());
+  study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
+  study.default_sizes = {256, 512, 1024, 2048, 4096, 8192, 16384};
+  study.prepare = prepare;
+  study.describe = [] { return "\"precisions\": " + json_list(all_precisions(), describe_precision); };
+  return study;
 }
 
 }  // namespace
 }  // namespace gpubench
 
-int main(int argc, char** argv) {
-  using namespace gpubench;
-  StudyDefinition study;
-  study.name = "precision";
-  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
-  study.modes = {"host", "resident", "transfer_pinned"};
-  study.batch_axis = false;
-  study.describe = describe_study;
-  study.register_entries = register_entries;
-  return study_main(argc, argv, study);
-}
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }

@@ -7,7 +7,7 @@
 #include "core/precision_codec.hpp"
 #include "core/random.hpp"
 #include "core/system.hpp"
-#include "gemm_cublas_precisions.hpp"
+#include "matmul_cublas_precisions.hpp"
 #include "matmul_test_support.hpp"
 #include "matmul_wmma.cuh"
 

@@ -1,4 +1,4 @@
-#include "gemm_openblas_precisions.hpp"
+#include "matmul_openblas_precisions.hpp"
 
 #include <cblas.h>
 #include <dlfcn.h>

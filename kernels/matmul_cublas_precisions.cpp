@@ -1,4 +1,4 @@
-#include "gemm_cublas_precisions.hpp"
+#include "matmul_cublas_precisions.hpp"
 
 #include <cublasLt.h>
 #include <cuda_fp16.h>
