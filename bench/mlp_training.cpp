@@ -7,25 +7,23 @@
 //        already on the device) and transfer_pinned (the batch's inputs and labels copied in from pinned
 //        memory inside the timed region, as a training loop that streams its data does).
 // Entries: mlp_training/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>/batch:<b>; docs/interface.md.
-#include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "harness/gpu_telemetry.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
-#include "harness/study_main.hpp"
-#include "harness/study_options.hpp"
+#include "harness/study.hpp"
 #include "mlp_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "harness/gpu_entry.hpp"
 #include "core/gpu_runtime.hpp"
 #include "cublas_handle.hpp"
 #include "mlp_cuda.cuh"
@@ -38,20 +36,29 @@ namespace {
 constexpr float kLearningRate = 0.1f;
 constexpr int kEpochSamples = 60000;  // MNIST's training set: the driver's time per epoch
 
-struct Implementation {
-  const char* id;
-  bool on_gpu;
-  std::vector<std::string> modes;
-  std::vector<std::string> precisions;
+// A row runs the step of its device; the other device's function is null.
+struct MlpImplementation : Implementation {
+  decltype(&mlp_train_step_cpu) cpu_step = nullptr;
+#if GPUBENCH_HAVE_CUDA
+  decltype(&mlp_train_step_gpu) gpu_step = nullptr;
+#endif
 };
 
-const std::vector<Implementation>& implementations() {
-  static const std::vector<Implementation> all = {
-    {"openblas_loops", false, {"host"}, {"fp32"}},
+std::vector<MlpImplementation> implementations() {
+  // No size caps: memory limits the batch.
+  return {
+      {{"openblas_loops", Device::cpu, mode_names({Mode::host}), {"fp32"}, 0, "", openblas_threads},
+       mlp_train_step_cpu},
 #if GPUBENCH_HAVE_CUDA
-    {"cublas_kernels", true, {"resident", "transfer_pinned"}, {"fp32", "bf16_mixed"}},
+      {{"cublas_kernels", Device::gpu, mode_names({Mode::resident, Mode::transfer_pinned}), {"fp32", "bf16_mixed"}},
+       nullptr,
+       mlp_train_step_gpu},
 #endif
   };
+}
+
+const std::vector<MlpImplementation>& table() {
+  static const std::vector<MlpImplementation> all = implementations();
   return all;
 }
 
@@ -78,17 +85,9 @@ const StepTolerance& tolerance_of(const std::string& precision) {
                        [&](const StepTolerance& t) { return precision == t.precision; });
 }
 
-const std::vector<int>& default_sizes() {
-  static const std::vector<int> sizes = {1024};
-  return sizes;
-}
-
-const std::vector<int>& default_batches() {
-  static const std::vector<int> batches = [] {
-    std::vector<int> b;
-    for (int batch = 1; batch <= 8192; batch *= 2) b.push_back(batch);
-    return b;
-  }();
+std::vector<int> default_batches() {
+  std::vector<int> batches;
+  for (int batch = 1; batch <= 8192; batch *= 2) batches.push_back(batch);
   return batches;
 }
 
@@ -118,8 +117,8 @@ struct MlpProblem {
   std::vector<float> parameters;  // initial weights
   std::vector<float> inputs;      // batch x inputs, uniform in [0, 1) like pixels
   std::vector<int> labels;
-  // References, computed when an entry first needs them.
-  std::unique_ptr<StepResult> fp64_step, cpu_step;
+  // References, computed when an entry first needs them (mutable: the cache hands the problem out const).
+  mutable std::unique_ptr<StepResult> fp64_step, cpu_step;
 };
 
 // Host bytes an entry needs at most: the batch (FP32 inputs, labels), about a dozen parameter vectors and
@@ -134,23 +133,24 @@ double host_bytes_needed(MlpShape s, int batch, bool fp64_reference, bool pinned
   return batch * per_row + 64.0 * static_cast<double>(mlp_layout(s).parameters);
 }
 
-MlpProblem* problem_or_skip(benchmark::State& state, MlpShape shape, int batch, double host_bytes) {
-  static std::unique_ptr<MlpProblem> current;
-  if (!host_memory_fits(state, host_bytes)) return nullptr;
-  if (current && current->shape.hidden == shape.hidden && current->batch == batch) return current.get();
-  current.reset();
-  auto problem = std::make_unique<MlpProblem>();
-  problem->shape = shape;
-  problem->batch = batch;
+MlpProblem make_problem(MlpShape shape, int batch) {
+  MlpProblem problem;
+  problem.shape = shape;
+  problem.batch = batch;
   const std::uint64_t configuration = static_cast<std::uint64_t>(shape.hidden) << 32 | batch;
-  problem->parameters = mlp_initial_parameters(shape, configuration_seed(configuration, 0));
-  problem->inputs =
-      random_uniform(static_cast<std::size_t>(batch) * shape.inputs, configuration_seed(configuration, 1));
-  for (float& v : problem->inputs) v = 0.5f * (v + 1.0f);
+  problem.parameters = mlp_initial_parameters(shape, configuration_seed(configuration, 0));
+  problem.inputs = random_uniform(static_cast<std::size_t>(batch) * shape.inputs, configuration_seed(configuration, 1));
+  for (float& v : problem.inputs) v = 0.5f * (v + 1.0f);
   for (float u : random_uniform(batch, configuration_seed(configuration, 2)))
-    problem->labels.push_back(std::min(static_cast<int>(0.5f * (u + 1.0f) * shape.outputs), shape.outputs - 1));
-  current = std::move(problem);
-  return current.get();
+    problem.labels.push_back(std::min(static_cast<int>(0.5f * (u + 1.0f) * shape.outputs), shape.outputs - 1));
+  return problem;
+}
+
+// Throws EntrySkipped when the host lacks `host_bytes`, checked even when the problem is already built.
+const MlpProblem& problem_for(MlpShape shape, int batch, double host_bytes) {
+  static ProblemCache<std::pair<int, int>, MlpProblem> cache;
+  require_host_memory(host_bytes);
+  return cache.get({shape.hidden, batch}, [&] { return make_problem(shape, batch); });
 }
 
 // --- the FP64 reference step: OpenBLAS DGEMM on upcast copies and loops, written from the definition ----
@@ -230,12 +230,12 @@ StepResult cpu_fp32_step(const MlpProblem& problem) {
   return {{parameters.begin(), parameters.end()}, loss};
 }
 
-const StepResult& fp64_reference(MlpProblem& problem) {
+const StepResult& fp64_reference(const MlpProblem& problem) {
   if (!problem.fp64_step) problem.fp64_step = std::make_unique<StepResult>(fp64_step(problem));
   return *problem.fp64_step;
 }
 
-const StepResult& cpu_reference(MlpProblem& problem) {
+const StepResult& cpu_reference(const MlpProblem& problem) {
   if (!problem.cpu_step) problem.cpu_step = std::make_unique<StepResult>(cpu_fp32_step(problem));
   return *problem.cpu_step;
 }
@@ -308,221 +308,166 @@ StepVerdict verify_step(const MlpProblem& problem, const std::vector<float>& aft
   return verdict;
 }
 
-void report_counters(benchmark::State& state, MlpShape s, int batch, const StepVerdict& verdict,
-                     double bytes_transferred) {
-  state.counters["flop"] = step_flop(s, batch);
-  state.counters["samples"] = batch;
-  state.counters["bytes_transferred"] = bytes_transferred;
-  state.counters["rel_fro_error"] = verdict.rel_fro_error;
-  state.counters["max_rel_error"] = verdict.max_rel_error;
-  state.counters["loss_rel_error"] = verdict.loss_error;
-  state.counters["n"] = s.hidden;
-  state.counters["batch"] = batch;
+// --- what an entry reports ------------------------------------------------------------------------------
+void report_step(PreparedEntry& entry, const MlpProblem& problem, const StepVerdict& verdict) {
+  entry.counters["flop"] = step_flop(problem.shape, problem.batch);
+  entry.counters["samples"] = problem.batch;
+  entry.counters["rel_fro_error"] = verdict.rel_fro_error;
+  entry.counters["max_rel_error"] = verdict.max_rel_error;
+  entry.counters["loss_rel_error"] = verdict.loss_error;
+  if (!verdict.passed()) entry.wrong_result = verdict.describe();
+  // A lower bound: the FP32 parameters read and written once, the batch's inputs and labels read once.
+  // Activations, gradients and BF16 copies are left out: their traffic depends on fusion and caching.
+  const double parameter_bytes = sizeof(float) * static_cast<double>(mlp_layout(problem.shape).parameters);
+  const double batch_bytes = problem.batch * (sizeof(float) * static_cast<double>(problem.shape.inputs) + sizeof(int));
+  entry.add_memory_traffic(parameter_bytes + batch_bytes, parameter_bytes);
 }
 
 // Every timed step starts from the weights the previous one left (the entry keeps training on its batch):
 // resetting them would put a copy in the timed region or stop the clock every step, and a step's cost does
 // not depend on the weights' values.
-void run_cpu_entry(benchmark::State& state, MlpShape shape, int batch) {
-  MlpProblem* problem = problem_or_skip(
-      state, shape, batch, host_bytes_needed(shape, batch, /*fp64_reference=*/true, /*pinned_copy=*/false));
-  if (!problem) return;
-  std::vector<float> parameters = problem->parameters;
-  MlpWorkspace workspace;
-  const auto step = [&] {
-    return mlp_train_step_cpu(shape, parameters.data(), problem->inputs.data(), problem->labels.data(), batch,
-                              kLearningRate, workspace);
-  };
-  const float loss = step();  // warm-up (OpenBLAS's threads, the workspace), checked
-  const StepVerdict verdict = verify_step(*problem, parameters, loss, fp64_reference(*problem), tolerance_of("fp32"));
-  if (!verdict.passed()) {
-    state.SkipWithError(("wrong result: " + verdict.describe()).c_str());
-    return;
+class CpuStep : public PreparedEntry {
+ public:
+  CpuStep(const MlpImplementation& impl, const std::string& precision, const MlpProblem& problem)
+      : impl_(impl), problem_(problem), parameters_(problem.parameters) {
+    run_once();  // the first step (OpenBLAS's threads, the workspace), checked
+    report_step(*this, problem, verify_step(problem, parameters_, loss_, fp64_reference(problem),
+                                            tolerance_of(precision)));
+    add_link_traffic(0, 0);
   }
-  for (auto _ : state) {
-    float timed_loss = step();
-    benchmark::DoNotOptimize(timed_loss);
-    benchmark::ClobberMemory();
+  void run_once() override {
+    loss_ = impl_.cpu_step(problem_.shape, parameters_.data(), problem_.inputs.data(), problem_.labels.data(),
+                           problem_.batch, kLearningRate, workspace_);
   }
-  report_counters(state, shape, batch, verdict, 0.0);
-  state.counters["threads"] = openblas_get_num_threads();
-}
+
+ private:
+  const MlpImplementation& impl_;
+  const MlpProblem& problem_;
+  std::vector<float> parameters_;
+  MlpWorkspace workspace_;
+  float loss_ = 0;
+};
 
 #if GPUBENCH_HAVE_CUDA
 MlpPrecision gpu_precision(const std::string& precision) {
   return precision == "fp32" ? MlpPrecision::fp32 : MlpPrecision::bf16_mixed;
 }
 
-// Buffers, workspace, pinned copies and the verdict of one entry, kept across Google Benchmark's repeated
-// calls of it.
-struct GpuEntryState {
-  std::string name;
-  std::unique_ptr<DeviceBuffer<float>> parameters, inputs;
-  std::unique_ptr<DeviceBuffer<int>> labels;
-  std::unique_ptr<PinnedBuffer<float>> pinned_inputs;
-  std::unique_ptr<PinnedBuffer<int>> pinned_labels;
-  MlpGpuWorkspace workspace;
-  double device_bytes = 0;  // measured: free device memory before minus after allocating everything above
-  StepVerdict verdict;
-};
+// Creates the cuBLAS handle (with its workspace) first, so that device_bytes holds the entry's memory only,
+// then checks that the entry fits; returns the free device memory it saw.
+double free_device_bytes_before(MlpShape shape, int batch, MlpPrecision precision) {
+  cublas_handle();
+  const std::size_t count = mlp_layout(shape).parameters;
+  const double batch_bytes = static_cast<double>(batch) * (sizeof(float) * shape.inputs + sizeof(int));
+  return require_device_memory(sizeof(float) * count + batch_bytes +
+                               MlpGpuWorkspace::bytes_needed(shape, batch, precision));
+}
 
 template <typename T>
 void upload(const std::vector<T>& host, const DeviceBuffer<T>& device) {
   CUDA_CHECK(cudaMemcpy(device.get(), host.data(), device.bytes(), cudaMemcpyHostToDevice));
 }
 
-// Null when the entry was marked skipped for want of host memory. The device is checked first: its limit
-// is what a sweep of large batches looks for, and the host memory the reference needs comes second.
-std::unique_ptr<GpuEntryState> prepare_gpu_entry(benchmark::State& state, MlpShape shape, int batch,
-                                                 const std::string& precision, bool copies_timed,
-                                                 const std::string& name) {
-  const std::size_t count = mlp_layout(shape).parameters;
-  const double batch_bytes = static_cast<double>(batch) * (sizeof(float) * shape.inputs + sizeof(int));
-  cublas_handle();  // created (with its workspace) first, so that device_bytes holds this entry's memory only
-  const double free_before = require_device_memory(
-      sizeof(float) * count + batch_bytes + MlpGpuWorkspace::bytes_needed(shape, batch, gpu_precision(precision)));
-  MlpProblem* problem = problem_or_skip(
-      state, shape, batch, host_bytes_needed(shape, batch, /*fp64_reference=*/false, /*pinned_copy=*/copies_timed));
-  if (!problem) return nullptr;
-  auto entry = std::make_unique<GpuEntryState>();
-  entry->name = name;
-  entry->parameters = std::make_unique<DeviceBuffer<float>>(count);
-  entry->inputs = std::make_unique<DeviceBuffer<float>>(problem->inputs.size());
-  entry->labels = std::make_unique<DeviceBuffer<int>>(problem->labels.size());
-  entry->workspace.reserve(shape, batch, gpu_precision(precision));
-  entry->device_bytes = free_before - static_cast<double>(device_free_bytes());
-  upload(problem->parameters, *entry->parameters);
-  upload(problem->inputs, *entry->inputs);
-  upload(problem->labels, *entry->labels);
-  mlp_train_step_gpu(shape, entry->parameters->get(), entry->inputs->get(), entry->labels->get(), batch, kLearningRate,
-                     entry->workspace, gpu_precision(precision));
-  std::vector<float> after(count);
-  CUDA_CHECK(cudaMemcpy(after.data(), entry->parameters->get(), entry->parameters->bytes(), cudaMemcpyDeviceToHost));
-  entry->verdict =
-      verify_step(*problem, after, entry->workspace.loss(), cpu_reference(*problem), tolerance_of(precision));
-  if (copies_timed) {
-    entry->pinned_inputs = std::make_unique<PinnedBuffer<float>>(problem->inputs.size());
-    entry->pinned_labels = std::make_unique<PinnedBuffer<int>>(problem->labels.size());
-    std::copy(problem->inputs.begin(), problem->inputs.end(), entry->pinned_inputs->get());
-    std::copy(problem->labels.begin(), problem->labels.end(), entry->pinned_labels->get());
+// The weights keep training across steps, as on the CPU. The device is checked before the host: its limit is
+// what a sweep of large batches looks for, and the host memory the reference needs comes second.
+class GpuStep : public PreparedEntry {
+ public:
+  GpuStep(const MlpImplementation& impl, const Entry& entry)
+      : impl_(impl), shape_(shape_of(entry.n)), batch_(entry.batch), precision_(gpu_precision(entry.precision)),
+        copies_(copies_timed(entry.mode)), free_before_(free_device_bytes_before(shape_, batch_, precision_)),
+        problem_(problem_for(shape_, batch_, host_bytes_needed(shape_, batch_, /*fp64_reference=*/false, copies_))),
+        parameters_(mlp_layout(shape_).parameters), inputs_(problem_.inputs.size()), labels_(problem_.labels.size()) {
+    workspace_.reserve(shape_, batch_, precision_);
+    // Measured: free device memory before minus after allocating the weights, the batch and the workspace.
+    counters["device_bytes"] = free_before_ - static_cast<double>(device_free_bytes());
+    upload(problem_.parameters, parameters_);
+    upload(problem_.inputs, inputs_);
+    upload(problem_.labels, labels_);
+    step();  // the first step, on the uploaded batch, checked against the CPU step
+    std::vector<float> after(problem_.parameters.size());
+    CUDA_CHECK(cudaMemcpy(after.data(), parameters_.get(), parameters_.bytes(), cudaMemcpyDeviceToHost));
+    report_step(*this, problem_, verify_step(problem_, after, workspace_.loss(), cpu_reference(problem_),
+                                             tolerance_of(entry.precision)));
+    if (copies_) {
+      pinned_inputs_ = std::make_unique<PinnedBuffer<float>>(problem_.inputs.size());
+      pinned_labels_ = std::make_unique<PinnedBuffer<int>>(problem_.labels.size());
+      std::copy(problem_.inputs.begin(), problem_.inputs.end(), pinned_inputs_->get());
+      std::copy(problem_.labels.begin(), problem_.labels.end(), pinned_labels_->get());
+      add_link_traffic(static_cast<double>(inputs_.bytes() + labels_.bytes()), 0);  // nothing comes back
+    } else {
+      add_link_traffic(0, 0);
+    }
   }
-  return entry;
-}
 
-void run_gpu_entry(benchmark::State& state, const std::string& mode, const std::string& precision, MlpShape shape,
-                   int batch, const std::string& name) {
-  static std::unique_ptr<GpuEntryState> current;
-  guard_gpu_entry(state, [&] {
-    const bool copies_timed = mode == "transfer_pinned";
-    if (!current || current->name != name) {
-      current.reset();
-      current = prepare_gpu_entry(state, shape, batch, precision, copies_timed, name);
-      if (!current) return;
+  void run_once() override {
+    if (copies_) {
+      CUDA_CHECK(cudaMemcpyAsync(inputs_.get(), pinned_inputs_->get(), inputs_.bytes(), cudaMemcpyHostToDevice, 0));
+      CUDA_CHECK(cudaMemcpyAsync(labels_.get(), pinned_labels_->get(), labels_.bytes(), cudaMemcpyHostToDevice, 0));
     }
-    if (!current->verdict.passed()) {
-      state.SkipWithError(("wrong result: " + current->verdict.describe()).c_str());
-      return;
-    }
-    GpuEntryState& s = *current;
-    const auto step = [&] {
-      if (copies_timed) {
-        CUDA_CHECK(
-            cudaMemcpyAsync(s.inputs->get(), s.pinned_inputs->get(), s.inputs->bytes(), cudaMemcpyHostToDevice, 0));
-        CUDA_CHECK(
-            cudaMemcpyAsync(s.labels->get(), s.pinned_labels->get(), s.labels->bytes(), cudaMemcpyHostToDevice, 0));
-      }
-      mlp_train_step_gpu(shape, s.parameters->get(), s.inputs->get(), s.labels->get(), batch, kLearningRate,
-                         s.workspace, gpu_precision(precision));
-    };
-    step();  // warm-up of this mode; the weights keep training, as in run_cpu_entry
-    CUDA_CHECK(cudaDeviceSynchronize());
-    EventTimer timer;
-    TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
-    for (auto _ : state) {
-      timer.start();
-      step();
-      state.SetIterationTime(timer.stop_seconds());
-    }
-    report_counters(state, shape, batch, s.verdict, copies_timed ? s.inputs->bytes() + s.labels->bytes() : 0.0);
-    state.counters["device_bytes"] = s.device_bytes;
-    telemetry.report(state);
-  }, [&] { current.reset(); });
-}
+    step();
+  }
+
+ private:
+  void step() {
+    impl_.gpu_step(shape_, parameters_.get(), inputs_.get(), labels_.get(), batch_, kLearningRate, workspace_,
+                   precision_);
+  }
+
+  const MlpImplementation& impl_;
+  MlpShape shape_;
+  int batch_;
+  MlpPrecision precision_;
+  bool copies_;
+  double free_before_;
+  const MlpProblem& problem_;
+  DeviceBuffer<float> parameters_, inputs_;
+  DeviceBuffer<int> labels_;
+  MlpGpuWorkspace workspace_;
+  std::unique_ptr<PinnedBuffer<float>> pinned_inputs_;
+  std::unique_ptr<PinnedBuffer<int>> pinned_labels_;
+};
 #endif  // GPUBENCH_HAVE_CUDA
 
-// --- registration and description -----------------------------------------------------------------------
-std::string entry_name(const Implementation& impl, const std::string& mode, const std::string& precision, MlpShape s,
-                       int batch) {
-  return std::string("mlp_training/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode + "/" + precision +
-         "/n:" + std::to_string(s.hidden) + "/batch:" + std::to_string(batch);
-}
-
-void register_entry(const Implementation& impl, const std::string& mode, const std::string& precision, MlpShape shape,
-                    int batch) {
-  const std::string name = entry_name(impl, mode, precision, shape, batch);
-  benchmark::internal::Benchmark* entry = nullptr;
-  if (impl.on_gpu) {
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<MlpImplementation>(entry);
 #if GPUBENCH_HAVE_CUDA
-    entry = benchmark::RegisterBenchmark(name.c_str(), [mode, precision, shape, batch, name](benchmark::State& state) {
-      run_gpu_entry(state, mode, precision, shape, batch, name);
-    });
-    entry->UseManualTime();
+  if (impl.on_gpu()) return std::make_unique<GpuStep>(impl, entry);
 #endif
-  } else {
-    entry = benchmark::RegisterBenchmark(
-        name.c_str(), [shape, batch](benchmark::State& state) { run_cpu_entry(state, shape, batch); });
-    entry->UseRealTime();
-  }
-  entry->Unit(benchmark::kMicrosecond);
+  const MlpShape shape = shape_of(entry.n);
+  const MlpProblem& problem =
+      problem_for(shape, entry.batch, host_bytes_needed(shape, entry.batch, /*fp64_reference=*/true, /*pinned_copy=*/false));
+  return std::make_unique<CpuStep>(impl, entry.precision, problem);
 }
 
-void register_entries(const StudyOptions& options, bool gpu_usable) {
-  for (int n : options.sizes.empty() ? default_sizes() : options.sizes)
-    for (int batch : options.batches.empty() ? default_batches() : options.batches)
-      for (const Implementation& impl : implementations()) {
-        const int cap = size_cap(options, impl.id, 0);  // no default caps: memory limits the batch
-        if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
-        if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
-        // Modes innermost: consecutive entries share one precision.
-        for (const std::string& precision : impl.precisions)
-          for (const std::string& mode : impl.modes)
-            if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, shape_of(n), batch);
-      }
-}
-
+// --- description -------------------------------------------------------------------------------------------
 std::string describe_tolerance(const StepTolerance& t) {
   return std::string("{\"id\": ") + json_string(t.precision) + ", \"step_rel_fro\": " + json_number(t.step_rel_fro) +
          ", \"step_max_rel\": " + json_number(t.step_max_rel) + ", \"loss_rel\": " + json_number(t.loss_rel) + "}";
 }
 
-std::string describe_implementation(const Implementation& impl) {
-  return "{" + implementation_fields(impl.id, impl.on_gpu, impl.modes, 0, nullptr) +
-         ", \"precisions\": " + json_list(impl.precisions, json_string) + "}";
-}
-
 std::string describe_study() {
   const auto number = [](int v) { return std::to_string(v); };
   const MlpShape shape;
-  return "\"default_sizes\": " + json_list(default_sizes(), number) +
-         ", \"default_batches\": " + json_list(default_batches(), number) + ", \"inputs\": " + number(shape.inputs) +
-         ", \"outputs\": " + number(shape.outputs) + ", \"learning_rate\": " + json_number(kLearningRate) +
-         ", \"epoch_samples\": " + number(kEpochSamples) +
+  return "\"inputs\": " + number(shape.inputs) + ", \"outputs\": " + number(shape.outputs) +
+         ", \"learning_rate\": " + json_number(kLearningRate) + ", \"epoch_samples\": " + number(kEpochSamples) +
          ", \"precisions\": " + json_list(tolerances(), describe_tolerance) +
-         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
          ", \"utilization\": " + utilization_description();
+}
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "mlp_training";
+  study.implementations = rows(table());
+  study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
+  study.default_sizes = {1024};  // the MNIST MLP
+  study.default_batches = default_batches();
+  study.axes.n = "hidden";  // n is the width of both hidden layers
+  study.prepare = prepare;
+  study.describe = describe_study;
+  return study;
 }
 
 }  // namespace
 }  // namespace gpubench
 
-int main(int argc, char** argv) {
-  using namespace gpubench;
-  StudyDefinition study;
-  study.name = "mlp_training";
-  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
-  study.modes = {"host", "resident", "transfer_pinned"};
-  study.batch_axis = true;
-  study.describe = describe_study;
-  study.register_entries = register_entries;
-  return study_main(argc, argv, study);
-}
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }
