@@ -153,11 +153,11 @@ std::vector<Entry> selected_entries(const StudyOptions& options, const StudyDefi
         if (impl.on_gpu() && (!gpu_usable || options.cpu_only)) continue;
         for (const auto& [mode, precision] : combinations_of(impl)) {
           if (!is_selected(options.modes, mode)) continue;
-          Entry entry{&impl, mode, precision, n, batch, ""};
-          entry.name = entry_name(study, entry);
-          entries.push_back(entry);
+          entries.push_back(Entry{&impl, mode, precision, n, batch, ""});
         }
       }
+  if (study.arrange) entries = study.arrange(std::move(entries));
+  for (Entry& entry : entries) entry.name = entry_name(study, entry);
   return entries;
 }
 
@@ -259,6 +259,7 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
       timed_loop(state, prepared, study.cpu_clock);
     }
     for (const auto& [counter, value] : prepared.counters) state.counters[counter] = value;
+    if (!prepared.label.empty()) state.SetLabel(prepared.label);
     state.counters["n"] = entry.n;
     if (entry.batch > 0) state.counters["batch"] = entry.batch;
     if (entry.impl->threads) state.counters["threads"] = entry.impl->threads();

@@ -110,6 +110,7 @@ class PreparedEntry {
 
   std::string wrong_result;  // non-empty: the first call's answer was wrong, and why
   std::map<std::string, double> counters;
+  std::string label;  // optional: Google Benchmark's label for the entry, what counters cannot say in numbers
 
   // Compulsory traffic of one call, as nvbench's add_global_memory_reads/writes: the counters
   // memory_read_bytes and memory_written_bytes (the memory the implementation computes in: device memory on the GPU, host memory on the CPU), and h2d_bytes, d2h_bytes and
@@ -145,6 +146,10 @@ struct StudyDefinition {
   std::function<std::string()> describe;
   // Optional: the study's own checks of the options (e.g. sizes it has no entries for).
   std::function<void(const StudyOptions& options)> check_options;
+  // Optional: the selected entries (sizes x batches x implementations x combinations, in that
+  // order) as the study runs them, when its axes are not a cross product: entries dropped,
+  // their batch changed, reordered. The skeleton names them afterwards.
+  std::function<std::vector<Entry>(std::vector<Entry> selected)> arrange;
   // Optional: per --describe implementation object, the study's own fields.
   std::function<std::string(const Implementation& impl)> describe_implementation;
 };
