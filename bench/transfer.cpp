@@ -21,16 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "harness/gpu_telemetry.hpp"
 #include "core/host_memory.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
-#include "harness/study_main.hpp"
-#include "harness/study_options.hpp"
 #include "core/system.hpp"
+#include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "harness/gpu_entry.hpp"
 #include "core/gpu_runtime.hpp"
 #include "sm_copy.cuh"
 #endif
@@ -97,13 +94,33 @@ const Named& direction_info(Direction d) {
   return all[static_cast<int>(d)];
 }
 
+std::vector<Engine> all_engines() {
+  return {Engine::copy_engine, Engine::sm_copy, Engine::memcpy_1thread, Engine::memcpy_all_threads,
+          Engine::host_register};
+}
+
+std::vector<Memory> all_memories() {
+  std::vector<Memory> memories;
+  for (int m = 0; m <= static_cast<int>(Memory::device); ++m) memories.push_back(static_cast<Memory>(m));
+  return memories;
+}
+
+std::vector<Direction> all_directions() {
+  std::vector<Direction> directions;
+  for (int d = 0; d <= static_cast<int>(Direction::register_memory); ++d)
+    directions.push_back(static_cast<Direction>(d));
+  return directions;
+}
+
+bool on_gpu(Engine e) { return e != Engine::memcpy_1thread && e != Engine::memcpy_all_threads; }
+
 struct Configuration {
   Engine engine;
   Memory memory;
   Direction direction;
-  bool on_gpu() const { return engine != Engine::memcpy_1thread && engine != Engine::memcpy_all_threads; }
 };
 
+// Every configuration, in entry order; they are no cross product of the axes.
 const std::vector<Configuration>& configurations() {
   using E = Engine;
   using M = Memory;
@@ -128,28 +145,94 @@ const std::vector<Configuration>& configurations() {
   return all;
 }
 
-const std::vector<int>& default_sizes() {  // 4 KiB to 1 GiB in steps of 4
-  static const std::vector<int> sizes = [] {
-    std::vector<int> s;
-    for (long bytes = 4L << 10; bytes <= 1L << 30; bytes *= 4) s.push_back(static_cast<int>(bytes));
-    return s;
+// The configuration an entry names (its mode slot the memory kind, its precision slot the direction).
+Configuration configuration_of(Engine engine, const std::string& memory, const std::string& direction) {
+  for (const Configuration& c : configurations())
+    if (c.engine == engine && memory_info(c.memory).id == memory && direction_info(c.direction).id == direction)
+      return c;
+  throw std::logic_error("transfer: no configuration " + memory + "/" + direction);
+}
+
+bool sized_for_16_byte_words(int n) { return n % 16 == 0; }  // what the zero-copy kernel moves
+
+// --- the implementation table ------------------------------------------------------------
+struct TransferImplementation : Implementation {
+  Engine engine = Engine::copy_engine;
+};
+
+void add_once(std::vector<std::string>& values, const std::string& value) {
+  if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+}
+
+// An engine's row: its memory kinds and directions, and the pairs of them it runs, in entry order.
+TransferImplementation implementation(Engine engine) {
+  TransferImplementation row;
+  row.id = engine_info(engine).id;
+  row.device = on_gpu(engine) ? Device::gpu : Device::cpu;
+  row.engine = engine;
+  if (engine == Engine::memcpy_1thread) row.threads = one_thread;
+  if (engine == Engine::memcpy_all_threads) row.threads = openmp_threads;
+  if (engine == Engine::sm_copy) row.runs_at = sized_for_16_byte_words;
+  for (const Configuration& c : configurations()) {
+    if (c.engine != engine) continue;
+    add_once(row.modes, memory_info(c.memory).id);
+    add_once(row.precisions, direction_info(c.direction).id);
+    row.combinations.emplace_back(memory_info(c.memory).id, direction_info(c.direction).id);
+  }
+  return row;
+}
+
+const std::vector<TransferImplementation>& table() {
+  static const std::vector<TransferImplementation> all = [] {
+    std::vector<TransferImplementation> rows;
+    for (Engine engine : all_engines()) rows.push_back(implementation(engine));
+    return rows;
   }();
+  return all;
+}
+
+std::vector<int> default_sizes() {  // 4 KiB to 1 GiB in steps of 4
+  std::vector<int> sizes;
+  for (long bytes = 4L << 10; bytes <= 1L << 30; bytes *= 4) sizes.push_back(static_cast<int>(bytes));
   return sizes;
 }
 
-std::string entry_name(const Configuration& c, int bytes) {
-  return std::string("transfer/") + engine_info(c.engine).id + (c.on_gpu() ? "/gpu/" : "/cpu/") +
-         memory_info(c.memory).id + "/" + direction_info(c.direction).id + "/n:" + std::to_string(bytes);
+// Traffic of one call. Memory: what the copy reads and writes in device memory (host memory for
+// host copies). The link: what crosses it each way. A copy that does not cross the link (d2d,
+// h2h) still reports its size as bytes_transferred: the driver's bandwidths of those copies (the
+// device memory roof, host memory bandwidth) are bytes_transferred over time.
+void report_traffic(PreparedEntry& entry, Direction direction, std::size_t bytes) {
+  const double n = static_cast<double>(bytes);
+  switch (direction) {
+    case Direction::h2d:
+      entry.add_memory_traffic(0, n);
+      entry.add_link_traffic(n, 0);
+      return;
+    case Direction::d2h:
+      entry.add_memory_traffic(n, 0);
+      entry.add_link_traffic(0, n);
+      return;
+    case Direction::bidirectional:
+      entry.add_memory_traffic(n, n);
+      entry.add_link_traffic(n, n);
+      return;
+    case Direction::d2d:
+    case Direction::h2h:
+      entry.add_memory_traffic(n, n);
+      entry.add_link_traffic(0, 0);
+      entry.counters["bytes_transferred"] = n;
+      return;
+    case Direction::register_memory:  // pinning moves no data
+      entry.add_memory_traffic(0, 0);
+      entry.add_link_traffic(0, 0);
+      return;
+  }
 }
 
-// Bytes that cross the link (or are copied) per call.
-double bytes_moved(const Configuration& c, std::size_t bytes) {
-  if (c.direction == Direction::register_memory) return 0.0;
-  return static_cast<double>(bytes) * (c.direction == Direction::bidirectional ? 2 : 1);
+using HostClock = std::chrono::steady_clock;
+double seconds_since(HostClock::time_point start) {
+  return std::chrono::duration<double>(HostClock::now() - start).count();
 }
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // --- host memory copies (every machine) ------------------------------------------------
 void parallel_memcpy(std::uint8_t* destination, const std::uint8_t* source, std::size_t bytes) {
@@ -162,36 +245,40 @@ void parallel_memcpy(std::uint8_t* destination, const std::uint8_t* source, std:
   }
 }
 
-void run_host_copy_entry(benchmark::State& state, const Configuration& c, std::size_t bytes) {
-  if (!host_memory_fits(state, 2.0 * bytes)) return;
-  MappedHostBuffer source(bytes), destination(bytes);
-  const std::uint64_t seed = configuration_seed(bytes, 0);
-  fill_random_bytes(source.get(), bytes, seed);
-  fill_random_bytes(destination.get(), bytes, seed + 1);  // differs: a copy that did nothing fails
-  const bool all_threads = c.engine == Engine::memcpy_all_threads;
-  const auto copy = [&] {
-    if (all_threads) {
-      parallel_memcpy(destination.get(), source.get(), bytes);
+class HostCopy : public PreparedEntry {
+ public:
+  HostCopy(Engine engine, std::size_t bytes)
+      : all_threads_(engine == Engine::memcpy_all_threads), bytes_(bytes), source_(bytes), destination_(bytes) {
+    const std::uint64_t seed = configuration_seed(bytes, 0);
+    fill_random_bytes(source_.get(), bytes, seed);
+    fill_random_bytes(destination_.get(), bytes, seed + 1);  // differs: a copy that did nothing fails
+    run_once();  // the first call, checked
+    const std::size_t wrong = first_difference(destination_.get(), source_.get(), bytes);
+    if (wrong != bytes) wrong_result = "byte " + std::to_string(wrong) + " differs after the copy";
+    report_traffic(*this, Direction::h2h, bytes);
+  }
+
+  void run_once() override {
+    if (all_threads_) {
+      parallel_memcpy(destination_.get(), source_.get(), bytes_);
     } else {
-      std::memcpy(destination.get(), source.get(), bytes);
+      std::memcpy(destination_.get(), source_.get(), bytes_);
     }
-  };
-  copy();  // warm-up, checked
-  const std::size_t wrong = first_difference(destination.get(), source.get(), bytes);
-  if (wrong != bytes) {
-    state.SkipWithError(("wrong result: byte " + std::to_string(wrong) + " differs after the copy").c_str());
-    return;
   }
-  for (auto _ : state) {
-    const auto start = Clock::now();
-    copy();
+
+  // The host clock around the copy alone: there is no device work to wait for.
+  double timed_call(Clock) override {
+    const auto start = HostClock::now();
+    run_once();
     benchmark::ClobberMemory();
-    state.SetIterationTime(seconds_since(start));
+    return seconds_since(start);
   }
-  state.counters["bytes_transferred"] = bytes_moved(c, bytes);
-  state.counters["n"] = static_cast<double>(bytes);
-  state.counters["threads"] = all_threads ? omp_get_max_threads() : 1;
-}
+
+ private:
+  bool all_threads_;
+  std::size_t bytes_;
+  MappedHostBuffer source_, destination_;
+};
 
 #if GPUBENCH_HAVE_CUDA
 // --- host memory the GPU copies from and to ------------------------------------------------
@@ -201,7 +288,7 @@ void pin_or_skip(cudaError_t status, const char* what, std::size_t bytes) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // not sticky: clear it so the next entry starts clean
   throw GpuEntrySkipped(std::string(what) + " of " + format_bytes(static_cast<double>(bytes)) + " failed: " +
-                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+                        cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
 // One kind of host buffer: mmap'd (pageable kinds, registered) or cudaHostAlloc'd.
@@ -265,224 +352,196 @@ cudaStream_t stream(int index) {  // two streams, so both directions can run at 
   return streams[index];
 }
 
-// Everything one GPU entry copies between, kept across Google Benchmark's repeated calls.
-struct GpuTransfer {
-  std::string name;
-  Configuration c{};
-  std::size_t bytes = 0;
-  std::vector<std::uint8_t> expected_on_device, expected_on_host;  // what each side must hold after a copy
-  std::unique_ptr<HostAllocation> host_source, host_destination;
-  std::unique_ptr<DeviceBuffer<std::uint8_t>> device_source, device_destination;
-  double huge_page_bytes = -1;
-};
-
-bool moves_to_device(Direction d) { return d == Direction::h2d || d == Direction::bidirectional; }
-bool moves_to_host(Direction d) { return d == Direction::d2h || d == Direction::bidirectional; }
-
-void enqueue(const GpuTransfer& t, HostAllocation* fresh) {
-  const Configuration& c = t.c;
-  const std::size_t n = t.bytes;
-  if (c.direction == Direction::d2d) {
-    CUDA_CHECK(cudaMemcpyAsync(t.device_destination->get(), t.device_source->get(), n, cudaMemcpyDeviceToDevice,
-                               stream(0)));
-    return;
-  }
-  const bool first_touch = c.memory == Memory::pageable_first_touch;
-  if (moves_to_device(c.direction)) {
-    HostAllocation& from = first_touch ? *fresh : *t.host_source;
-    if (c.engine == Engine::sm_copy) {
-      sm_copy(t.device_destination->get(), from.device_view(), n, stream(0));
-    } else {
-      CUDA_CHECK(cudaMemcpyAsync(t.device_destination->get(), from.data(), n, cudaMemcpyHostToDevice, stream(0)));
-    }
-  }
-  if (moves_to_host(c.direction)) {
-    HostAllocation& to = first_touch ? *fresh : *t.host_destination;
-    if (c.engine == Engine::sm_copy) {
-      sm_copy(to.device_view(), t.device_source->get(), n, stream(1));
-    } else {
-      CUDA_CHECK(cudaMemcpyAsync(to.data(), t.device_source->get(), n, cudaMemcpyDeviceToHost, stream(1)));
-    }
-  }
-}
-
 void wait_for_streams() {
   CUDA_CHECK(cudaStreamSynchronize(stream(0)));
   CUDA_CHECK(cudaStreamSynchronize(stream(1)));
 }
 
-// Empty when both sides hold what the copy should have left there; otherwise what differs.
-std::string check(const GpuTransfer& t, const HostAllocation* fresh) {
-  const std::size_t n = t.bytes;
-  if (!t.expected_on_device.empty()) {
-    std::vector<std::uint8_t> on_device(n);
-    CUDA_CHECK(cudaMemcpy(on_device.data(), t.device_destination->get(), n, cudaMemcpyDeviceToHost));
-    const std::size_t wrong = first_difference(on_device.data(), t.expected_on_device.data(), n);
-    if (wrong != n) return "device byte " + std::to_string(wrong) + " differs after the copy";
-  }
-  if (!t.expected_on_host.empty()) {
-    const HostAllocation& to = fresh ? *fresh : *t.host_destination;
-    const std::size_t wrong = first_difference(to.data(), t.expected_on_host.data(), n);
-    if (wrong != n) return "host byte " + std::to_string(wrong) + " differs after the copy";
-  }
-  return "";
-}
-
-// Buffers with distinct random contents on each side, so a copy that moved nothing, or moved
-// the wrong bytes, fails the check. A never-written source is zeros by definition.
-std::unique_ptr<GpuTransfer> prepare_transfer(const Configuration& c, std::size_t n, const std::string& name) {
-  auto t = std::make_unique<GpuTransfer>();
-  t->name = name;
-  t->c = c;
-  t->bytes = n;
-  const std::uint64_t seed = configuration_seed(n, 100 + static_cast<int>(c.memory));
-  const bool first_touch = c.memory == Memory::pageable_first_touch;
-  const bool host_involved = c.direction != Direction::d2d;
-  require_device_memory(2.0 * n);
-  std::vector<std::uint8_t> device_fill(n);
-  if (moves_to_device(c.direction) || c.direction == Direction::d2d) {
-    t->device_destination = std::make_unique<DeviceBuffer<std::uint8_t>>(n);
-    fill_random_bytes(device_fill.data(), n, seed + 1);
-    CUDA_CHECK(cudaMemcpy(t->device_destination->get(), device_fill.data(), n, cudaMemcpyHostToDevice));
-  }
-  if (moves_to_host(c.direction) || c.direction == Direction::d2d) {
-    t->device_source = std::make_unique<DeviceBuffer<std::uint8_t>>(n);
-    fill_random_bytes(device_fill.data(), n, seed + 2);
-    CUDA_CHECK(cudaMemcpy(t->device_source->get(), device_fill.data(), n, cudaMemcpyHostToDevice));
-    if (c.direction == Direction::d2d) t->expected_on_device = device_fill;
-    if (moves_to_host(c.direction)) t->expected_on_host = std::move(device_fill);
-  }
-  if (host_involved && moves_to_device(c.direction)) {
-    if (!first_touch) t->host_source = host_buffer(c.memory, n, seed + 3);
-    t->expected_on_device.assign(n, 0);  // what a never-written source holds
-    if (t->host_source && c.memory != Memory::pageable_zero_page)
-      std::copy(t->host_source->data(), t->host_source->data() + n, t->expected_on_device.begin());
-  }
-  if (moves_to_host(c.direction) && !first_touch) t->host_destination = host_buffer(c.memory, n, seed + 4);
-  const HostAllocation* thp = t->host_source ? t->host_source.get() : t->host_destination.get();
-  if (c.memory == Memory::pageable_thp && thp) {
-    if (!thp->huge_page_advice().empty()) throw GpuError(thp->huge_page_advice());
-    t->huge_page_bytes = huge_page_bytes(thp->data(), n);
-  }
-  return t;
-}
+bool moves_to_device(Direction d) { return d == Direction::h2d || d == Direction::bidirectional; }
+bool moves_to_host(Direction d) { return d == Direction::d2h || d == Direction::bidirectional; }
 
 // Host bytes at peak: a source and a destination, the expected contents of both sides, the
 // device's fill and the check's download.
 double host_bytes_needed(std::size_t n) { return 5.0 * n; }
 
-void time_transfer(benchmark::State& state, GpuTransfer& t) {
-  const bool first_touch = t.c.memory == Memory::pageable_first_touch;
-  const auto fresh_buffer = [&] {
-    return first_touch ? std::make_unique<HostAllocation>(Memory::pageable_first_touch, t.bytes) : nullptr;
-  };
-  {
-    auto fresh = fresh_buffer();
-    enqueue(t, fresh.get());  // warm-up, checked
-    wait_for_streams();
-    const std::string wrong = check(t, fresh.get());
-    if (!wrong.empty()) {
-      state.SkipWithError(("wrong result: " + wrong).c_str());
+// A copy by the copy engines or the zero-copy kernel. Buffers with distinct random contents on
+// each side, so a copy that moved nothing, or moved the wrong bytes, fails the check; a
+// never-written source is zeros by definition. First-touch memory is a fresh mapping for every
+// call, made and unmade outside the timed region. No call is made here: the warm-up before each
+// timed loop is the checked call.
+class GpuCopy : public PreparedEntry {
+ public:
+  GpuCopy(const Configuration& c, std::size_t n) : c_(c), bytes_(n) {
+    const std::uint64_t seed = configuration_seed(n, 100 + static_cast<int>(c.memory));
+    require_device_memory(2.0 * n);
+    std::vector<std::uint8_t> device_fill(n);
+    if (moves_to_device(c.direction) || c.direction == Direction::d2d) {
+      device_destination_ = std::make_unique<DeviceBuffer<std::uint8_t>>(n);
+      fill_random_bytes(device_fill.data(), n, seed + 1);
+      CUDA_CHECK(cudaMemcpy(device_destination_->get(), device_fill.data(), n, cudaMemcpyHostToDevice));
+    }
+    if (moves_to_host(c.direction) || c.direction == Direction::d2d) {
+      device_source_ = std::make_unique<DeviceBuffer<std::uint8_t>>(n);
+      fill_random_bytes(device_fill.data(), n, seed + 2);
+      CUDA_CHECK(cudaMemcpy(device_source_->get(), device_fill.data(), n, cudaMemcpyHostToDevice));
+      if (c.direction == Direction::d2d) expected_on_device_ = device_fill;
+      if (moves_to_host(c.direction)) expected_on_host_ = std::move(device_fill);
+    }
+    if (moves_to_device(c.direction)) {
+      if (!first_touch()) host_source_ = host_buffer(c.memory, n, seed + 3);
+      expected_on_device_.assign(n, 0);  // what a never-written source holds
+      if (host_source_ && c.memory != Memory::pageable_zero_page)
+        std::copy(host_source_->data(), host_source_->data() + n, expected_on_device_.begin());
+    }
+    if (moves_to_host(c.direction) && !first_touch()) host_destination_ = host_buffer(c.memory, n, seed + 4);
+    report_huge_pages();
+    report_traffic(*this, c.direction, n);
+  }
+
+  void run_once() override {
+    const std::size_t n = bytes_;
+    if (c_.direction == Direction::d2d) {
+      CUDA_CHECK(cudaMemcpyAsync(device_destination_->get(), device_source_->get(), n, cudaMemcpyDeviceToDevice,
+                                 stream(0)));
       return;
     }
-  }
-  TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
-  for (auto _ : state) {
-    auto fresh = fresh_buffer();  // mapped outside the timed region, unmapped after it
-    const auto start = Clock::now();
-    enqueue(t, fresh.get());
-    wait_for_streams();
-    state.SetIterationTime(seconds_since(start));
-  }
-  telemetry.report(state);
-}
-
-void time_registration(benchmark::State& state, std::size_t n) {
-  MappedHostBuffer buffer(n);
-  fill_random_bytes(buffer.get(), n, configuration_seed(n, 200));
-  for (auto _ : state) {
-    const auto start = Clock::now();
-    pin_or_skip(cudaHostRegister(buffer.get(), n, cudaHostRegisterMapped), "cudaHostRegister", n);
-    state.SetIterationTime(seconds_since(start));
-    CUDA_CHECK(cudaHostUnregister(buffer.get()));
-  }
-}
-
-void run_gpu_entry(benchmark::State& state, const Configuration& c, std::size_t n, const std::string& name) {
-  static std::unique_ptr<GpuTransfer> current;
-  guard_gpu_entry(state, [&] {
-    if (!host_memory_fits(state, host_bytes_needed(n))) return;
-    if (c.engine == Engine::host_register) {
-      time_registration(state, n);
-    } else {
-      if (!current || current->name != name) {
-        current.reset();  // the previous entry's memory goes first
-        current = prepare_transfer(c, n, name);
+    if (moves_to_device(c_.direction)) {
+      HostAllocation& from = first_touch() ? *fresh_ : *host_source_;
+      if (c_.engine == Engine::sm_copy) {
+        sm_copy(device_destination_->get(), from.device_view(), n, stream(0));
+      } else {
+        CUDA_CHECK(cudaMemcpyAsync(device_destination_->get(), from.data(), n, cudaMemcpyHostToDevice, stream(0)));
       }
-      time_transfer(state, *current);
-      if (current->huge_page_bytes >= 0) state.counters["huge_page_bytes"] = current->huge_page_bytes;
     }
-    state.counters["bytes_transferred"] = bytes_moved(c, n);
-    state.counters["n"] = static_cast<double>(n);
-  }, [&] { current.reset(); });
+    if (moves_to_host(c_.direction)) {
+      HostAllocation& to = first_touch() ? *fresh_ : *host_destination_;
+      if (c_.engine == Engine::sm_copy) {
+        sm_copy(to.device_view(), device_source_->get(), n, stream(1));
+      } else {
+        CUDA_CHECK(cudaMemcpyAsync(to.data(), device_source_->get(), n, cudaMemcpyDeviceToHost, stream(1)));
+      }
+    }
+  }
+
+  // Every warm-up is checked byte for byte.
+  std::string warm_up() override {
+    fresh_ = fresh_buffer();
+    run_once();
+    wait_for_streams();
+    const std::string wrong = check();
+    fresh_.reset();
+    return wrong;
+  }
+
+  // The host clock from the call to both streams' completion; a fresh mapping is made before
+  // and unmapped after it.
+  double timed_call(Clock) override {
+    fresh_ = fresh_buffer();
+    const auto start = HostClock::now();
+    run_once();
+    wait_for_streams();
+    const double seconds = seconds_since(start);
+    fresh_.reset();
+    return seconds;
+  }
+
+ private:
+  bool first_touch() const { return c_.memory == Memory::pageable_first_touch; }
+
+  std::unique_ptr<HostAllocation> fresh_buffer() const {
+    return first_touch() ? std::make_unique<HostAllocation>(Memory::pageable_first_touch, bytes_) : nullptr;
+  }
+
+  // huge_page_bytes: how much of the huge-page-advised buffer huge pages back.
+  void report_huge_pages() {
+    const HostAllocation* thp = host_source_ ? host_source_.get() : host_destination_.get();
+    if (c_.memory != Memory::pageable_thp || !thp) return;
+    if (!thp->huge_page_advice().empty()) throw GpuError(thp->huge_page_advice());
+    const double backed = huge_page_bytes(thp->data(), bytes_);
+    if (backed >= 0) counters["huge_page_bytes"] = backed;
+  }
+
+  // Empty when both sides hold what the copy should have left there; otherwise what differs.
+  std::string check() const {
+    const std::size_t n = bytes_;
+    if (!expected_on_device_.empty()) {
+      std::vector<std::uint8_t> on_device(n);
+      CUDA_CHECK(cudaMemcpy(on_device.data(), device_destination_->get(), n, cudaMemcpyDeviceToHost));
+      const std::size_t wrong = first_difference(on_device.data(), expected_on_device_.data(), n);
+      if (wrong != n) return "device byte " + std::to_string(wrong) + " differs after the copy";
+    }
+    if (!expected_on_host_.empty()) {
+      const HostAllocation& to = fresh_ ? *fresh_ : *host_destination_;
+      const std::size_t wrong = first_difference(to.data(), expected_on_host_.data(), n);
+      if (wrong != n) return "host byte " + std::to_string(wrong) + " differs after the copy";
+    }
+    return "";
+  }
+
+  Configuration c_;
+  std::size_t bytes_;
+  std::vector<std::uint8_t> expected_on_device_, expected_on_host_;  // what each side must hold after a copy
+  std::unique_ptr<HostAllocation> host_source_, host_destination_, fresh_;
+  std::unique_ptr<DeviceBuffer<std::uint8_t>> device_source_, device_destination_;
+};
+
+// cudaHostRegister of written memory, timed alone: each registration is undone after its time
+// is taken. No untimed call comes first: there is nothing to check, and every registration is
+// one that is measured.
+class HostRegistration : public PreparedEntry {
+ public:
+  explicit HostRegistration(std::size_t n) : buffer_(n) {
+    fill_random_bytes(buffer_.get(), n, configuration_seed(n, 200));
+    report_traffic(*this, Direction::register_memory, n);
+  }
+
+  void run_once() override {
+    pin_or_skip(cudaHostRegister(buffer_.get(), buffer_.bytes(), cudaHostRegisterMapped), "cudaHostRegister",
+                buffer_.bytes());
+  }
+
+  std::string warm_up() override { return ""; }
+
+  double timed_call(Clock) override {
+    const auto start = HostClock::now();
+    run_once();
+    const double seconds = seconds_since(start);
+    CUDA_CHECK(cudaHostUnregister(buffer_.get()));
+    return seconds;
+  }
+
+ private:
+  MappedHostBuffer buffer_;
+};
+
+std::unique_ptr<PreparedEntry> prepare_gpu(const Configuration& c, std::size_t n) {
+  require_host_memory(host_bytes_needed(n));
+  if (c.engine == Engine::host_register) return std::make_unique<HostRegistration>(n);
+  return std::make_unique<GpuCopy>(c, n);
 }
 #endif  // GPUBENCH_HAVE_CUDA
 
-// --- registration and description ----------------------------------------------------
-void register_entry(const Configuration& c, int n) {
-  const std::string name = entry_name(c, n);
-  benchmark::internal::Benchmark* entry = nullptr;
-  if (c.on_gpu()) {
-#if GPUBENCH_HAVE_CUDA
-    entry = benchmark::RegisterBenchmark(name.c_str(), [c, n, name](benchmark::State& state) {
-      run_gpu_entry(state, c, static_cast<std::size_t>(n), name);
-    });
-#endif
-  } else {
-    entry = benchmark::RegisterBenchmark(name.c_str(), [c, n](benchmark::State& state) {
-      run_host_copy_entry(state, c, static_cast<std::size_t>(n));
-    });
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<TransferImplementation>(entry);
+  const Configuration c = configuration_of(impl.engine, entry.mode, entry.precision);
+  const auto n = static_cast<std::size_t>(entry.n);
+  if (!impl.on_gpu()) {
+    require_host_memory(2.0 * n);  // a source and a destination
+    return std::make_unique<HostCopy>(c.engine, n);
   }
-  entry->UseManualTime()->Unit(benchmark::kMicrosecond);
+#if GPUBENCH_HAVE_CUDA
+  return prepare_gpu(c, n);
+#else
+  throw EntrySkipped("built without CUDA");  // not reached: no GPU entry is selected in such a build
+#endif
 }
 
-bool sized_for_16_byte_words(int n) { return n % 16 == 0; }
-
-void register_entries(const StudyOptions& options, bool gpu_usable) {
-  for (int n : options.sizes.empty() ? default_sizes() : options.sizes)
-    for (const Configuration& c : configurations()) {
-      if (!is_selected(options.impls, engine_info(c.engine).id) || !is_selected(options.modes, memory_info(c.memory).id))
-        continue;
-      if (c.on_gpu() && (!gpu_usable || options.cpu_only)) continue;
-      if (c.engine == Engine::sm_copy && !sized_for_16_byte_words(n)) continue;  // the kernel moves 16-byte words
-      register_entry(c, n);
-    }
-}
-
-std::vector<Engine> all_engines() {
-  return {Engine::copy_engine, Engine::sm_copy, Engine::memcpy_1thread, Engine::memcpy_all_threads,
-          Engine::host_register};
-}
-
-std::string describe_engine(Engine e) {
-  std::vector<std::string> memories;
-  for (const Configuration& c : configurations())
-    if (c.engine == e && std::find(memories.begin(), memories.end(), memory_info(c.memory).id) == memories.end())
-      memories.push_back(memory_info(c.memory).id);
-  const Configuration any{e, Memory::pageable, Direction::h2h};
-  return "{" + implementation_fields(engine_info(e).id, any.on_gpu(), memories, 0, nullptr) +
-         ", \"description\": " + json_string(engine_info(e).description) + "}";
-}
-
+// --- description -------------------------------------------------------------------------
 std::string describe_named(const Named& named) {
   return "{\"id\": " + json_string(named.id) + ", \"description\": " + json_string(named.description) + "}";
 }
 
 std::string describe_study() {
-  std::vector<Memory> memories;
-  for (int m = 0; m <= static_cast<int>(Memory::device); ++m) memories.push_back(static_cast<Memory>(m));
-  std::vector<Direction> directions;
-  for (int d = 0; d <= static_cast<int>(Direction::register_memory); ++d) directions.push_back(static_cast<Direction>(d));
   const auto configuration = [](const Configuration& c) {
     return "{\"impl\": " + json_string(engine_info(c.engine).id) + ", \"mode\": " + json_string(memory_info(c.memory).id) +
            ", \"direction\": " + json_string(direction_info(c.direction).id) + "}";
@@ -492,25 +551,34 @@ std::string describe_study() {
          ", \"timed_region\": " +
          json_string("host clock from the call to its completion (stream synchronize); allocation, filling and "
                      "checking excluded") +
-         ", \"default_sizes\": " + json_list(default_sizes(), [](int n) { return std::to_string(n); }) +
-         ", \"implementations\": " + json_list(all_engines(), describe_engine) +
-         ", \"memory_kinds\": " + json_list(memories, [](Memory m) { return describe_named(memory_info(m)); }) +
-         ", \"directions\": " + json_list(directions, [](Direction d) { return describe_named(direction_info(d)); }) +
+         ", \"memory_kinds\": " + json_list(all_memories(), [](Memory m) { return describe_named(memory_info(m)); }) +
+         ", \"directions\": " +
+         json_list(all_directions(), [](Direction d) { return describe_named(direction_info(d)); }) +
          ", \"configurations\": " + json_list(configurations(), configuration) +
          ", \"transparent_hugepage\": " + json_string(transparent_hugepage_setting());
+}
+
+std::string describe_engine(const Implementation& impl) {
+  const Engine engine = static_cast<const TransferImplementation&>(impl).engine;
+  return "\"description\": " + json_string(engine_info(engine).description);
+}
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "transfer";
+  study.implementations = rows(table());
+  for (Memory m : all_memories()) study.modes.push_back(memory_info(m).id);
+  study.default_sizes = default_sizes();
+  study.axes = {"engine", "host_memory", "direction", "bytes"};
+  study.cpu_clock = Clock::host_to_completion;
+  study.gpu_clock = Clock::host_to_completion;
+  study.prepare = prepare;
+  study.describe = describe_study;
+  study.describe_implementation = describe_engine;
+  return study;
 }
 
 }  // namespace
 }  // namespace gpubench
 
-int main(int argc, char** argv) {
-  using namespace gpubench;
-  StudyDefinition study;
-  study.name = "transfer";
-  for (Engine e : all_engines()) study.impl_ids.push_back(engine_info(e).id);
-  for (int m = 0; m <= static_cast<int>(Memory::device); ++m) study.modes.push_back(memory_info(static_cast<Memory>(m)).id);
-  study.batch_axis = false;
-  study.describe = describe_study;
-  study.register_entries = register_entries;
-  return study_main(argc, argv, study);
-}
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }

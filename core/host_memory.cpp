@@ -1,7 +1,6 @@
 #include "core/host_memory.hpp"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,12 +9,9 @@
 #include <new>
 #include <sstream>
 #include <stdexcept>
-#include <vector>
 
 namespace gpubench {
 namespace {
-
-std::size_t page_bytes() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
 
 std::uint64_t split_mix(std::uint64_t& state) {  // SplitMix64: fast, and every word differs
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -77,24 +73,6 @@ std::size_t first_difference(const std::uint8_t* a, const std::uint8_t* b, std::
       }
   }
   return first;
-}
-
-bool all_zero(const std::uint8_t* data, std::size_t bytes) {
-  unsigned bits = 0;  // OR of every byte: no early exit, so the loop vectorizes
-#pragma omp parallel for schedule(static) reduction(| : bits)
-  for (std::size_t i = 0; i < bytes; ++i) bits |= data[i];
-  return bits == 0;
-}
-
-double resident_fraction(const void* data, std::size_t bytes) {
-  const std::size_t page = page_bytes();
-  const auto address = reinterpret_cast<std::uintptr_t>(data);
-  const std::uintptr_t begin = address / page * page;
-  const std::size_t pages = (address + bytes - begin + page - 1) / page;
-  std::vector<unsigned char> residency(pages);
-  if (mincore(reinterpret_cast<void*>(begin), pages * page, residency.data()) != 0) return -1;
-  const auto resident = std::count_if(residency.begin(), residency.end(), [](unsigned char r) { return r & 1; });
-  return static_cast<double>(resident) / static_cast<double>(pages);
 }
 
 double huge_page_bytes(const void* data, std::size_t bytes) {

@@ -1,7 +1,8 @@
 // Host memory of the kinds the transfer study copies from and to, as far as plain Linux
 // provides them (pinned, registered and write-combined memory come from CUDA, in the
 // study). Portable, so the CPU tests check what each kind really is: which pages are
-// mapped, whether huge pages back them, what the system's THP setting is.
+// mapped (with tests/host_memory_probes), whether huge pages back them, what the system's
+// THP setting is.
 #pragma once
 
 #include <cstddef>
@@ -43,12 +44,6 @@ void fill_random_bytes(std::uint8_t* data, std::size_t bytes, std::uint64_t seed
 
 // Index of the first byte where a and b differ, or `bytes` when none does.
 std::size_t first_difference(const std::uint8_t* a, const std::uint8_t* b, std::size_t bytes);
-
-// Whether every byte is 0 (what a never-written mapping reads as).
-bool all_zero(const std::uint8_t* data, std::size_t bytes);
-
-// Fraction of the range's pages that are resident (mincore); -1 when it cannot be told.
-double resident_fraction(const void* data, std::size_t bytes);
 
 // Bytes of the range backed by transparent huge pages (AnonHugePages of the mappings that
 // overlap it in /proc/self/smaps); -1 when it cannot be told.

@@ -8,6 +8,7 @@
 #include "core/gpu_runtime.hpp"
 #include "core/host_memory.hpp"
 #include "core/system.hpp"
+#include "host_memory_probes.hpp"
 #include "sm_copy.cuh"
 
 namespace gpubench {

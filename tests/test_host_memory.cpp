@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/host_memory.hpp"
+#include "host_memory_probes.hpp"
 
 namespace gpubench {
 namespace {
