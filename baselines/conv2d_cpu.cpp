@@ -36,11 +36,10 @@ struct Conv2dIndexing {
         output(strides_of(layout, s.out_channels, s.out_height(), s.out_width())) {}
 };
 
-// One output element (image n, filter k, position p, q) summed in Acc.
-template <typename Acc>
-Acc output_element(const float* input, const float* filter, const Conv2dShape& s, const Conv2dIndexing& ix,
-                   int n, int k, int p, int q) {
-  Acc sum = 0;
+// One output element (image n, filter k, position p, q) summed in FP64: verification's reference.
+double output_element_fp64(const float* input, const float* filter, const Conv2dShape& s, const Conv2dIndexing& ix,
+                           int n, int k, int p, int q) {
+  double sum = 0;
   for (int r = 0; r < s.kernel; ++r) {
     const int h = p * s.stride - s.padding + r;
     if (h < 0 || h >= s.height) continue;
@@ -48,7 +47,7 @@ Acc output_element(const float* input, const float* filter, const Conv2dShape& s
       const int w = q * s.stride - s.padding + t;
       if (w < 0 || w >= s.width) continue;
       for (int c = 0; c < s.in_channels; ++c) {
-        sum += static_cast<Acc>(input[ix.input.at(n, c, h, w)]) * static_cast<Acc>(filter[ix.filter.at(k, c, r, t)]);
+        sum += static_cast<double>(input[ix.input.at(n, c, h, w)]) * filter[ix.filter.at(k, c, r, t)];
       }
     }
   }
@@ -246,16 +245,6 @@ void conv2d_im2col_openblas(const float* input, const float* filter, float* outp
   }
 }
 
-void conv2d_direct_loop(const float* input, const float* filter, float* output, Conv2dShape s,
-                        TensorLayout layout) {
-  const Conv2dIndexing ix(s, layout);
-  for (int n = 0; n < s.batch; ++n)
-    for (int k = 0; k < s.out_channels; ++k)
-      for (int p = 0; p < s.out_height(); ++p)
-        for (int q = 0; q < s.out_width(); ++q)
-          output[ix.output.at(n, k, p, q)] = output_element<float>(input, filter, s, ix, n, k, p, q);
-}
-
 Verification verify_conv2d(const float* output, const float* input, const float* filter, Conv2dShape s,
                            TensorLayout layout, std::uint64_t seed, std::size_t samples) {
   Verification result;
@@ -274,7 +263,7 @@ Verification verify_conv2d(const float* output, const float* input, const float*
     const OutputPosition at = output_position(s, check_all ? i : pick(engine));
     const double value = output[ix.output.at(at.n, at.k, at.p, at.q)];
     if (!std::isfinite(value)) continue;  // already counted
-    sums.add(value, output_element<double>(input, filter, s, ix, at.n, at.k, at.p, at.q));
+    sums.add(value, output_element_fp64(input, filter, s, ix, at.n, at.k, at.p, at.q));
   }
   sums.finish(result);
   return result;

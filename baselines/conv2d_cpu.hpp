@@ -17,11 +17,6 @@ namespace gpubench {
 void conv2d_im2col_openblas(const float* input, const float* filter, float* output, Conv2dShape shape,
                             TensorLayout layout);
 
-// The plain seven-deep loop, one thread, FP32 sums: the reference every other
-// implementation is tested against, not a contender.
-void conv2d_direct_loop(const float* input, const float* filter, float* output, Conv2dShape shape,
-                        TensorLayout layout);
-
 // Output elements checked against FP64 sums when the output is larger than this.
 inline constexpr std::size_t kConv2dVerifiedSamples = 16384;
 

@@ -7,29 +7,27 @@
 //        NCHW and NHWC; resident, and transfer_pinned (input in, output out, timed; filter resident).
 // Entries: conv2d/<impl>/<cpu|gpu>/<mode>/<precision>/n:<n>/batch:<b>, n the layer's input
 // height and width; docs/interface.md.
-#include <benchmark/benchmark.h>
-#include <cblas.h>
-
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
-#include "harness/gpu_telemetry.hpp"
+#include "conv2d_cpu.hpp"
 #include "core/json.hpp"
 #include "core/precision.hpp"
+#include "core/precision_codec.hpp"
 #include "core/random.hpp"
-#include "harness/study_main.hpp"
-#include "harness/study_options.hpp"
 #include "core/verify.hpp"
-#include "conv2d_cpu.hpp"
+#include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDNN
-#include "harness/gpu_entry.hpp"
-#include "core/gpu_runtime.hpp"
 #include "conv2d_cudnn.hpp"
-#include "cudnn_check.hpp"
+#include "core/gpu_runtime.hpp"
+#include "cudnn_backend.hpp"
 #endif
 
 namespace gpubench {
@@ -72,42 +70,25 @@ std::vector<int> default_sizes() {
   return sizes;
 }
 
-const std::vector<int>& default_batches() {
-  static const std::vector<int> batches = [] {
-    std::vector<int> b;
-    for (int batch = 1; batch <= 256; batch *= 2) b.push_back(batch);
-    return b;
-  }();
+std::vector<int> default_batches() {
+  std::vector<int> batches;
+  for (int batch = 1; batch <= 256; batch *= 2) batches.push_back(batch);
   return batches;
 }
 
-// --- implementations ------------------------------------------------------------------------
-// The layout is part of the id: the precision slot of an entry name holds the precision.
-struct Implementation {
-  const char* id;
-  TensorLayout layout;
-  bool on_gpu;
-};
-
-const std::vector<Implementation>& implementations() {
-  static const std::vector<Implementation> all = {
-      {"im2col_openblas_nchw", TensorLayout::nchw, false},
-      {"im2col_openblas_nhwc", TensorLayout::nhwc, false},
-#if GPUBENCH_HAVE_CUDNN
-      {"cudnn_nchw", TensorLayout::nchw, true},
-      {"cudnn_nhwc", TensorLayout::nhwc, true},
-#endif
-  };
-  return all;
+// Sizes name layers: an n without a layer is a usage error naming the valid ones.
+void check_sizes(const StudyOptions& options) {
+  for (int n : options.sizes) {
+    if (layer_of(n)) continue;
+    std::string valid;
+    for (int size : default_sizes()) valid += (valid.empty() ? "" : ", ") + std::to_string(size);
+    throw UsageError("--sizes: no layer with n=" + std::to_string(n) + " (the layers have n = " + valid + ")");
+  }
 }
 
-std::vector<std::string> modes_of(const Implementation& impl) {
-  if (!impl.on_gpu) return {"host"};
-  return {"resident", "transfer_pinned"};
-}
-
+// --- precisions -------------------------------------------------------------------------------
 // The precisions cuDNN runs here, with the engines each takes (kernels/conv2d_cudnn.hpp);
-// their formats are common/precision.hpp's (FP16 writes FP16). The CPU runs fp32 only.
+// their formats are core/precision.hpp's (FP16 writes FP16). The CPU runs fp32 only.
 struct PrecisionUse {
   Precision id;
   const char* cudnn_math;
@@ -122,11 +103,39 @@ const std::vector<PrecisionUse>& precision_uses() {
   return all;
 }
 
-std::vector<Precision> precisions_of(const Implementation& impl) {
-  if (!impl.on_gpu) return {Precision::fp32};
-  std::vector<Precision> ids;
-  for (const PrecisionUse& use : precision_uses()) ids.push_back(use.id);
-  return ids;
+std::string precision_name(Precision precision) { return precision_info(precision).name; }
+
+// --- implementations ----------------------------------------------------------------------------
+// The layout is part of the id: the precision slot of an entry name holds the precision.
+struct ConvImplementation : Implementation {
+  TensorLayout layout = TensorLayout::nchw;
+  Conv2dFn run = nullptr;  // CPU rows; the GPU rows run the CudnnConv2dPlan of their configuration
+};
+
+std::vector<ConvImplementation> implementations() {
+  const std::vector<std::string> cpu = {mode_name(Mode::host)};
+  const std::vector<std::string> fp32 = {precision_name(Precision::fp32)};
+  std::vector<ConvImplementation> all = {
+      {{"im2col_openblas_nchw", Device::cpu, cpu, fp32, 0, "", openblas_threads},
+       TensorLayout::nchw,
+       conv2d_im2col_openblas},
+      {{"im2col_openblas_nhwc", Device::cpu, cpu, fp32, 0, "", openblas_threads},
+       TensorLayout::nhwc,
+       conv2d_im2col_openblas},
+  };
+#if GPUBENCH_HAVE_CUDNN
+  const std::vector<std::string> gpu = mode_names({Mode::resident, Mode::transfer_pinned});
+  std::vector<std::string> cudnn_precisions;
+  for (const PrecisionUse& use : precision_uses()) cudnn_precisions.push_back(precision_name(use.id));
+  all.push_back({{"cudnn_nchw", Device::gpu, gpu, cudnn_precisions}, TensorLayout::nchw});
+  all.push_back({{"cudnn_nhwc", Device::gpu, gpu, cudnn_precisions}, TensorLayout::nhwc});
+#endif
+  return all;
+}
+
+const std::vector<ConvImplementation>& table() {
+  static const std::vector<ConvImplementation> all = implementations();
+  return all;
 }
 
 // --- inputs and verification, shared by every entry of one (n, batch) ---------------------------
@@ -146,22 +155,20 @@ double host_bytes_needed(const Conv2dShape& s) {
   return 4.0 * (3.0 * s.input_elements() + 2.0 * s.filter_elements() + 3.0 * s.output_elements());
 }
 
-const ConvProblem* problem_or_skip(benchmark::State& state, Conv2dShape shape) {
-  static std::unique_ptr<ConvProblem> current;
-  if (!host_memory_fits(state, host_bytes_needed(shape))) return nullptr;
-  if (!current || current->shape.height != shape.height || current->shape.batch != shape.batch) {
-    current.reset();
-    auto problem = std::make_unique<ConvProblem>();
-    problem->shape = shape;
-    problem->input = random_uniform(shape.input_elements(), configuration_seed(configuration_of(shape), 0));
-    problem->filter = random_uniform(shape.filter_elements(), configuration_seed(configuration_of(shape), 1));
-    current = std::move(problem);
-  }
-  return current.get();
+const ConvProblem& problem_for(const Conv2dShape& shape) {
+  static ProblemCache<std::pair<int, int>, ConvProblem> cache;
+  require_host_memory(host_bytes_needed(shape));
+  return cache.get({shape.height, shape.batch}, [&shape] {
+    ConvProblem problem;
+    problem.shape = shape;
+    problem.input = random_uniform(shape.input_elements(), configuration_seed(configuration_of(shape), 0));
+    problem.filter = random_uniform(shape.filter_elements(), configuration_seed(configuration_of(shape), 1));
+    return problem;
+  });
 }
 
 // The output (as FP32 values, in `layout`) against FP64 sums of the same FP32 inputs, within
-// the precision's bound 4 u_in + 2 u_out + 16 u_acc sqrt(k) (common/precision.hpp); for fp32
+// the precision's bound 4 u_in + 2 u_out + 16 u_acc sqrt(k) (core/precision.hpp); for fp32
 // that is verify_conv2d's own 16 u sqrt(k) plus 2 u. TF32 and FP16 round every input element
 // to 11 significant bits before multiplying (relative 2^-11; up to 2^-10 where TF32
 // truncates), so each product is off by up to twice that, with random signs: about 0.8 u_in
@@ -176,71 +183,56 @@ Verification verify_output(const std::vector<float>& output, const ConvProblem& 
   return v;
 }
 
-void report_counters(benchmark::State& state, const Conv2dShape& s, const Verification& verdict,
-                     double bytes_transferred) {
-  state.counters["flop"] = s.flop();
-  state.counters["samples"] = s.batch;
-  state.counters["bytes_transferred"] = bytes_transferred;
-  state.counters["rel_fro_error"] = verdict.rel_fro_error;
-  state.counters["max_rel_error"] = verdict.max_rel_error;
-  state.counters["tolerance"] = verdict.tolerance.max_rel;
-  state.counters["n"] = s.height;
-  state.counters["batch"] = s.batch;
+// What every entry reports: the work, the verdict, and the compulsory memory traffic of one
+// call: every image of the batch read and its output written once, the filter read once, in
+// the element size the implementation stores (conv2d_element_bytes).
+void report(PreparedEntry& entry, const Conv2dShape& s, const Verification& verdict, double element_bytes) {
+  entry.counters["flop"] = s.flop();
+  entry.counters["samples"] = s.batch;
+  entry.counters["tolerance"] = verdict.tolerance.max_rel;
+  entry.set_verdict(verdict);
+  entry.add_memory_traffic(element_bytes * (s.input_elements() + s.filter_elements()),
+                           element_bytes * s.output_elements());
 }
 
 // --- CPU entries ----------------------------------------------------------------------------
-// The output and verdict of one entry, kept across Google Benchmark's repeated calls of it:
-// at batch 256 verifying again would cost more than a repetition.
-struct CpuEntryState {
-  std::string name;
-  std::vector<float> output;
-  Verification verdict;
+class CpuConv : public PreparedEntry {
+ public:
+  CpuConv(const ConvImplementation& impl, const ConvProblem& problem)
+      : impl_(impl), problem_(problem),
+        output_(problem.shape.output_elements(), std::numeric_limits<float>::quiet_NaN()) {
+    // The first call, on an output poisoned with NaN (an element never written fails
+    // verification), is also the warm-up (thread pools, column buffer).
+    run_once();
+    report(*this, problem.shape, verify_output(output_, problem, impl.layout, Precision::fp32),
+           static_cast<double>(sizeof(float)));
+    add_link_traffic(0, 0);
+  }
+  void run_once() override {
+    impl_.run(problem_.input.data(), problem_.filter.data(), output_.data(), problem_.shape, impl_.layout);
+  }
+
+ private:
+  const ConvImplementation& impl_;
+  const ConvProblem& problem_;
+  std::vector<float> output_;
 };
-
-std::unique_ptr<CpuEntryState> prepare_cpu_entry(const Implementation& impl, const ConvProblem& problem,
-                                                 const std::string& name) {
-  auto entry = std::make_unique<CpuEntryState>();
-  entry->name = name;
-  // Poisoned with NaN: an element never written fails verification.
-  entry->output.assign(problem.shape.output_elements(), std::numeric_limits<float>::quiet_NaN());
-  conv2d_im2col_openblas(problem.input.data(), problem.filter.data(), entry->output.data(), problem.shape,
-                         impl.layout);  // also the warm-up (thread pools, column buffer)
-  entry->verdict = verify_output(entry->output, problem, impl.layout, Precision::fp32);
-  return entry;
-}
-
-void run_cpu_entry(benchmark::State& state, const Implementation& impl, Conv2dShape shape, const std::string& name) {
-  static std::unique_ptr<CpuEntryState> current;
-  const ConvProblem* problem = problem_or_skip(state, shape);
-  if (!problem) return;
-  if (!current || current->name != name) {
-    current.reset();
-    current = prepare_cpu_entry(impl, *problem, name);
-  }
-  if (!current->verdict.passed()) {
-    state.SkipWithError(("wrong result: " + current->verdict.describe()).c_str());
-    return;
-  }
-  float* output = current->output.data();
-  for (auto _ : state) {
-    conv2d_im2col_openblas(problem->input.data(), problem->filter.data(), output, shape, impl.layout);
-    benchmark::DoNotOptimize(output);
-    benchmark::ClobberMemory();
-  }
-  report_counters(state, shape, current->verdict, 0.0);
-  state.counters["threads"] = openblas_get_num_threads();
-}
 
 #if GPUBENCH_HAVE_CUDNN
 // --- GPU entries ------------------------------------------------------------------------------
-// Buffers, plan and verdict of one configuration (implementation, precision, n, batch), kept
-// across Google Benchmark's repeated calls and shared by its two modes, which run one after
-// the other: the engine search and the verification then run once per configuration.
-struct GpuEntryState {
-  std::string configuration;
+// An entry's precision slot back as a Precision (the slot holds one of precision_uses').
+Precision precision_named(const std::string& name) {
+  for (const PrecisionUse& use : precision_uses())
+    if (precision_name(use.id) == name) return use.id;
+  throw std::invalid_argument("conv2d: no precision '" + name + "'");
+}
+
+// Buffers, plan and verdict of one configuration (implementation, precision, n, batch), shared
+// by its two modes, which run one after the other: the engine search and the verification
+// then run once per configuration, and both modes time the same engine.
+struct GpuConfiguration {
   std::unique_ptr<DeviceBuffer<std::uint8_t>> input, filter, output;  // in the precision's storage format
   std::unique_ptr<CudnnConv2dPlan> plan;
-  std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_input, pinned_output;  // made for transfer_pinned
   double device_bytes = 0;  // measured: free device memory before minus after allocating
   Verification verdict;
 };
@@ -254,143 +246,93 @@ std::unique_ptr<DeviceBuffer<std::uint8_t>> upload(const std::vector<std::uint8_
 // Inputs converted to the precision on the host (FP16: rounded to nearest even), the
 // engine chosen on them, then one run into an output poisoned with NaN (all-ones bits
 // are NaN in FP32 and FP16 alike), read back and verified.
-std::unique_ptr<GpuEntryState> prepare_gpu_entry(const Implementation& impl, Precision precision,
-                                                 const ConvProblem& problem, const std::string& configuration) {
+GpuConfiguration configure(const ConvImplementation& impl, Precision precision, const ConvProblem& problem) {
   const Conv2dShape s = problem.shape;
   const double element = static_cast<double>(conv2d_element_bytes(precision));
   const double free_before =
       require_device_memory(element * (s.input_elements() + s.filter_elements() + s.output_elements()));
-  auto entry = std::make_unique<GpuEntryState>();
-  entry->configuration = configuration;
-  entry->input = upload(encode_conv2d_tensor(problem.input, precision));
-  entry->filter = upload(encode_conv2d_tensor(problem.filter, precision));
-  entry->output = std::make_unique<DeviceBuffer<std::uint8_t>>(static_cast<std::size_t>(element) * s.output_elements());
-  entry->plan = std::make_unique<CudnnConv2dPlan>(s, impl.layout, precision, entry->input->get(),
-                                                  entry->filter->get(), entry->output->get());
-  entry->device_bytes = free_before - static_cast<double>(device_free_bytes());  // includes the workspace
-  CUDA_CHECK(cudaMemset(entry->output->get(), 0xFF, entry->output->bytes()));
-  entry->plan->run(entry->input->get(), entry->filter->get(), entry->output->get());
-  std::vector<std::uint8_t> output(entry->output->bytes());
-  CUDA_CHECK(cudaMemcpy(output.data(), entry->output->get(), output.size(), cudaMemcpyDeviceToHost));
-  entry->verdict = verify_output(decode_conv2d_tensor(output, precision), problem, impl.layout, precision);
-  return entry;
+  GpuConfiguration c;
+  c.input = upload(encode_conv2d_tensor(problem.input, precision));
+  c.filter = upload(encode_conv2d_tensor(problem.filter, precision));
+  c.output = std::make_unique<DeviceBuffer<std::uint8_t>>(static_cast<std::size_t>(element) * s.output_elements());
+  c.plan = std::make_unique<CudnnConv2dPlan>(s, impl.layout, precision, c.input->get(), c.filter->get(),
+                                             c.output->get());
+  c.device_bytes = free_before - static_cast<double>(device_free_bytes());  // includes the workspace
+  CUDA_CHECK(cudaMemset(c.output->get(), 0xFF, c.output->bytes()));
+  c.plan->run(c.input->get(), c.filter->get(), c.output->get());
+  std::vector<std::uint8_t> output(c.output->bytes());
+  CUDA_CHECK(cudaMemcpy(output.data(), c.output->get(), output.size(), cudaMemcpyDeviceToHost));
+  c.verdict = verify_output(decode_conv2d_tensor(output, precision), problem, impl.layout, precision);
+  return c;
 }
 
-// Pinned host copies for transfer_pinned: the input already converted (copied back from the
-// device, so both modes time the same bytes) and room for the output.
-void add_pinned_copies(GpuEntryState& entry) {
-  entry.pinned_input = std::make_unique<PinnedBuffer<std::uint8_t>>(entry.input->bytes());
-  entry.pinned_output = std::make_unique<PinnedBuffer<std::uint8_t>>(entry.output->bytes());
-  CUDA_CHECK(cudaMemcpy(entry.pinned_input->get(), entry.input->get(), entry.input->bytes(), cudaMemcpyDeviceToHost));
+// The configuration kept until the next one is asked for (the previous one's device memory
+// goes first).
+const GpuConfiguration& configuration_for(const ConvImplementation& impl, Precision precision,
+                                          const ConvProblem& problem) {
+  static ProblemCache<std::tuple<std::string, Precision, int, int>, GpuConfiguration> cache;
+  const Conv2dShape& s = problem.shape;
+  return cache.get({impl.id, precision, s.height, s.batch}, [&] { return configure(impl, precision, problem); });
 }
 
-void time_gpu_entry(benchmark::State& state, GpuEntryState& entry, bool copies_timed) {
-  const auto run_once = [&] {
-    if (copies_timed)
-      CUDA_CHECK(cudaMemcpyAsync(entry.input->get(), entry.pinned_input->get(), entry.input->bytes(),
-                                 cudaMemcpyHostToDevice, 0));
-    entry.plan->run(entry.input->get(), entry.filter->get(), entry.output->get());
-    if (copies_timed)
-      CUDA_CHECK(cudaMemcpyAsync(entry.pinned_output->get(), entry.output->get(), entry.output->bytes(),
-                                 cudaMemcpyDeviceToHost, 0));
-  };
-  run_once();  // warm-up of this mode
-  CUDA_CHECK(cudaDeviceSynchronize());
-  EventTimer timer;
-  TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
-  for (auto _ : state) {
-    timer.start();
-    run_once();
-    state.SetIterationTime(timer.stop_seconds());
-  }
-  report_counters(state, entry.plan->shape(), entry.verdict,
-                  copies_timed ? static_cast<double>(entry.input->bytes() + entry.output->bytes()) : 0.0);
-  state.counters["device_bytes"] = entry.device_bytes;
-  state.counters["workspace_bytes"] = static_cast<double>(entry.plan->workspace_bytes());
-  // The engine's global index twice: `engine` is its name here, `algorithm` the counter the
-  // driver reads for the library's choice (scripts/gpubench_driver/gbench.py).
-  state.counters["engine"] = static_cast<double>(entry.plan->engine());
-  state.counters["algorithm"] = static_cast<double>(entry.plan->engine());
-  state.counters["tensor_cores"] = entry.plan->tensor_cores() ? 1 : 0;
-  state.SetLabel(entry.plan->engine_description());  // counters are numbers; the engine in words
-  telemetry.report(state);
-}
-
-void run_gpu_entry(benchmark::State& state, const Implementation& impl, Precision precision, const std::string& mode,
-                   Conv2dShape shape, const std::string& configuration) {
-  static std::unique_ptr<GpuEntryState> current;
-  guard_gpu_entry(state, [&] {
-    const ConvProblem* problem = problem_or_skip(state, shape);
-    if (!problem) return;
-    if (!current || current->configuration != configuration) {
-      current.reset();
-      current = prepare_gpu_entry(impl, precision, *problem, configuration);
-    }
-    if (!current->verdict.passed()) {
-      state.SkipWithError(
-          ("wrong result: " + current->verdict.describe() + " (cuDNN " + current->plan->engine_description() + ")")
-              .c_str());
+// resident: the configuration's buffers as they are. transfer_pinned: the input copied in
+// and the output out in every call, from pinned copies this entry makes.
+class GpuConv : public PreparedEntry {
+ public:
+  GpuConv(const GpuConfiguration& configuration, const std::string& mode, Precision precision)
+      : c_(configuration), copies_(copies_timed(mode)) {
+    report(*this, c_.plan->shape(), c_.verdict, static_cast<double>(conv2d_element_bytes(precision)));
+    if (!wrong_result.empty()) {
+      wrong_result += " (cuDNN " + c_.plan->engine_description() + ")";
       return;
     }
-    const bool copies_timed = mode == "transfer_pinned";
-    if (copies_timed && !current->pinned_input) add_pinned_copies(*current);
-    time_gpu_entry(state, *current, copies_timed);
-  }, [&] { current.reset(); });
-}
+    if (copies_) make_pinned_copies();
+    add_link_traffic(copies_ ? static_cast<double>(c_.input->bytes()) : 0.0,
+                     copies_ ? static_cast<double>(c_.output->bytes()) : 0.0);
+    counters["device_bytes"] = c_.device_bytes;
+    counters["workspace_bytes"] = static_cast<double>(c_.plan->workspace_bytes());
+    // The engine's global index twice: `engine` is its name here, `algorithm` the counter the
+    // driver reads for the library's choice (scripts/gpubench_driver/gbench.py).
+    counters["engine"] = static_cast<double>(c_.plan->engine());
+    counters["algorithm"] = static_cast<double>(c_.plan->engine());
+    counters["tensor_cores"] = c_.plan->tensor_cores() ? 1 : 0;
+    label = c_.plan->engine_description();  // counters are numbers; the engine in words
+  }
+
+  void run_once() override {
+    if (copies_)
+      CUDA_CHECK(cudaMemcpyAsync(c_.input->get(), pinned_input_->get(), c_.input->bytes(), cudaMemcpyHostToDevice, 0));
+    c_.plan->run(c_.input->get(), c_.filter->get(), c_.output->get());
+    if (copies_)
+      CUDA_CHECK(
+          cudaMemcpyAsync(pinned_output_->get(), c_.output->get(), c_.output->bytes(), cudaMemcpyDeviceToHost, 0));
+  }
+
+ private:
+  // The input already converted (copied back from the device, so both modes time the same
+  // bytes) and room for the output.
+  void make_pinned_copies() {
+    pinned_input_ = std::make_unique<PinnedBuffer<std::uint8_t>>(c_.input->bytes());
+    pinned_output_ = std::make_unique<PinnedBuffer<std::uint8_t>>(c_.output->bytes());
+    CUDA_CHECK(cudaMemcpy(pinned_input_->get(), c_.input->get(), c_.input->bytes(), cudaMemcpyDeviceToHost));
+  }
+
+  const GpuConfiguration& c_;
+  bool copies_;
+  std::unique_ptr<PinnedBuffer<std::uint8_t>> pinned_input_, pinned_output_;
+};
 #endif  // GPUBENCH_HAVE_CUDNN
 
-// --- registration ----------------------------------------------------------------------------
-std::string entry_name(const Implementation& impl, const std::string& mode, Precision precision, Conv2dShape s) {
-  return std::string("conv2d/") + impl.id + (impl.on_gpu ? "/gpu/" : "/cpu/") + mode + "/" +
-         precision_info(precision).name + "/n:" + std::to_string(s.height) + "/batch:" + std::to_string(s.batch);
-}
-
-void register_entry(const Implementation& impl, const std::string& mode, Precision precision, Conv2dShape shape) {
-  const std::string name = entry_name(impl, mode, precision, shape);
-  benchmark::internal::Benchmark* entry = nullptr;
-  if (impl.on_gpu) {
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<ConvImplementation>(entry);
+  const ConvProblem& problem = problem_for(layer_of(entry.n)->shape(entry.batch));
 #if GPUBENCH_HAVE_CUDNN
-    const std::string configuration = entry_name(impl, "", precision, shape);  // the name without its mode
-    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, precision, mode, shape,
-                                                        configuration](benchmark::State& state) {
-      run_gpu_entry(state, impl, precision, mode, shape, configuration);
-    });
-    entry->UseManualTime();
+  if (impl.on_gpu()) {
+    const Precision precision = precision_named(entry.precision);
+    return std::make_unique<GpuConv>(configuration_for(impl, precision, problem), entry.mode, precision);
+  }
 #endif
-  } else {
-    entry = benchmark::RegisterBenchmark(name.c_str(), [&impl, shape, name](benchmark::State& state) {
-      run_cpu_entry(state, impl, shape, name);
-    });
-    entry->UseRealTime();
-  }
-  entry->Unit(benchmark::kMicrosecond);
-}
-
-// For each configuration its modes are registered one after the other, so they share its state.
-void register_entries(const StudyOptions& options, bool gpu_usable) {
-  for (int n : options.sizes.empty() ? default_sizes() : options.sizes)
-    for (int batch : options.batches.empty() ? default_batches() : options.batches)
-      for (const Implementation& impl : implementations()) {
-        const int cap = size_cap(options, impl.id, 0);  // no default caps
-        if (!is_selected(options.impls, impl.id) || (cap > 0 && n > cap)) continue;
-        if (impl.on_gpu && (!gpu_usable || options.cpu_only)) continue;
-        for (Precision precision : precisions_of(impl))
-          for (const std::string& mode : modes_of(impl))
-            if (is_selected(options.modes, mode)) register_entry(impl, mode, precision, layer_of(n)->shape(batch));
-      }
-}
-
-// study_main checks the flags every study shares; which sizes exist is this study's own
-// rule, so --sizes is checked first, on a copy of argv (parsing removes the flags it reads).
-// Any usage error is reported as study_main reports one. Returns the exit status, 0 to go on.
-// Sizes name layers: an n without a layer is a usage error naming the valid ones.
-void check_sizes(const StudyOptions& options) {
-  for (int n : options.sizes) {
-    if (layer_of(n)) continue;
-    std::string valid;
-    for (int size : default_sizes()) valid += (valid.empty() ? "" : ", ") + std::to_string(size);
-    throw UsageError("--sizes: no layer with n=" + std::to_string(n) + " (the layers have n = " + valid + ")");
-  }
+  return std::make_unique<CpuConv>(impl, problem);
 }
 
 // --- description ------------------------------------------------------------------------------
@@ -411,13 +353,6 @@ std::string describe_precision(const PrecisionUse& use) {
          ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
          ", \"cudnn_math\": " + json_string(use.cudnn_math) + ", \"tolerance\": " + json_string(tolerance_rule()) +
          "}";
-}
-
-std::string describe_implementation(const Implementation& impl) {
-  const auto precision_name = [](Precision p) { return json_string(precision_info(p).name); };
-  return "{" + implementation_fields(impl.id, impl.on_gpu, modes_of(impl), 0, nullptr) +
-         ", \"layout\": " + json_string(layout_name(impl.layout)) +
-         ", \"precisions\": " + json_list(precisions_of(impl), precision_name) + "}";
 }
 
 #if GPUBENCH_HAVE_CUDNN
@@ -443,30 +378,32 @@ constexpr const char* kEngineNotes =
     "entry's label describes the engine: its numerical notes, its knob choices (kN=V, N a cudnnBackendKnobType_t "
     "value) and how many engine configurations were timed.";
 
-// Whether the GPU entries' utilization counters can be sampled (NVML), and why not.
+// The layers, the precisions, cuDNN, and whether the GPU entries' utilization counters can be
+// sampled (NVML).
 std::string describe_study() {
-  const auto number = [](int v) { return std::to_string(v); };
-  return "\"default_sizes\": " + json_list(default_sizes(), number) +
-         ", \"default_batches\": " + json_list(default_batches(), number) +
-         ", \"layers\": " + json_list(layers(), describe_layer) +
-         ", \"precisions\": " + json_list(precision_uses(), describe_precision) +
-         ", \"implementations\": " + json_list(implementations(), describe_implementation) +
-         ", \"cudnn\": " + describe_cudnn() + ", \"engine_notes\": " + json_string(kEngineNotes) +
-         ", \"utilization\": " + utilization_description();
+  return "\"layers\": " + json_list(layers(), describe_layer) +
+         ", \"precisions\": " + json_list(precision_uses(), describe_precision) + ", \"cudnn\": " + describe_cudnn() +
+         ", \"engine_notes\": " + json_string(kEngineNotes) + ", \"utilization\": " + utilization_description();
+}
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "conv2d";
+  study.implementations = rows(table());
+  study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
+  study.default_sizes = default_sizes();
+  study.default_batches = default_batches();
+  study.axes.n = "layer (its input height = width; see layers)";
+  study.prepare = prepare;
+  study.check_options = check_sizes;
+  study.describe = describe_study;
+  study.describe_implementation = [](const Implementation& impl) {
+    return "\"layout\": " + json_string(layout_name(static_cast<const ConvImplementation&>(impl).layout));
+  };
+  return study;
 }
 
 }  // namespace
 }  // namespace gpubench
 
-int main(int argc, char** argv) {
-  using namespace gpubench;
-  StudyDefinition study;
-  study.name = "conv2d";
-  for (const Implementation& impl : implementations()) study.impl_ids.push_back(impl.id);
-  study.modes = {"host", "resident", "transfer_pinned"};
-  study.batch_axis = true;
-  study.describe = describe_study;
-  study.register_entries = register_entries;
-  study.check_options = check_sizes;
-  return study_main(argc, argv, study);
-}
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }

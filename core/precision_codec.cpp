@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace gpubench {
 namespace {
@@ -195,6 +196,46 @@ std::vector<double> decode_output(Precision precision, const void* c, std::size_
     }
   }
   return out;
+}
+
+// --- the convolution study's tensors ---------------------------------------------------------
+void require_conv2d_precision(Precision precision) {
+  if (precision != Precision::fp32 && precision != Precision::tf32 && precision != Precision::fp16)
+    throw std::invalid_argument(std::string("cuDNN convolution has no precision ") + precision_info(precision).name +
+                                " here (fp32, tf32, fp16)");
+}
+
+std::size_t conv2d_element_bytes(Precision precision) {
+  require_conv2d_precision(precision);
+  return precision == Precision::fp16 ? 2 : 4;
+}
+
+std::vector<std::uint8_t> encode_conv2d_tensor(const std::vector<float>& values, Precision precision) {
+  std::vector<std::uint8_t> bytes(values.size() * conv2d_element_bytes(precision));
+  if (precision != Precision::fp16) {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  std::vector<std::uint16_t> half(values.size());
+  const long count = static_cast<long>(values.size());
+#pragma omp parallel for schedule(static)  // tensors of up to 50M elements, converted in software
+  for (long i = 0; i < count; ++i) half[i] = float_to_half_bits(values[i]);
+  std::memcpy(bytes.data(), half.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, Precision precision) {
+  std::vector<float> values(bytes.size() / conv2d_element_bytes(precision));
+  if (precision != Precision::fp16) {
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  }
+  std::vector<std::uint16_t> half(values.size());
+  std::memcpy(half.data(), bytes.data(), bytes.size());
+  const long count = static_cast<long>(values.size());
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < count; ++i) values[i] = half_bits_to_float(half[i]);
+  return values;
 }
 
 }  // namespace gpubench

@@ -36,4 +36,15 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
 std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
                                   const EncodedOperands& operands);
 
+// --- the convolution study's tensors ---------------------------------------------------------
+// Input, filter and output are FP32 for Precision::fp32 and tf32 and FP16 for fp16 (FP32
+// accumulation in all three: kernels/conv2d_cudnn); other precisions are refused with
+// std::invalid_argument. The CPU side stays FP32: a caller converts on the host with these.
+void require_conv2d_precision(Precision precision);
+std::size_t conv2d_element_bytes(Precision precision);
+// FP32 values in the precision's storage format (FP16: rounded to nearest even).
+std::vector<std::uint8_t> encode_conv2d_tensor(const std::vector<float>& values, Precision precision);
+// A tensor in the precision's storage format as FP32 values (exact: FP16 widens losslessly).
+std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, Precision precision);
+
 }  // namespace gpubench

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -12,59 +11,15 @@
 #include "core/gpu_runtime.hpp"
 #include "core/precision_codec.hpp"
 #include "core/system.hpp"
-#include "cudnn_check.hpp"
+#include "cudnn_backend.hpp"
 
 namespace gpubench {
 namespace {
 
-// --- precisions -------------------------------------------------------------------------
-void require_conv2d_precision(Precision precision) {
-  if (precision != Precision::fp32 && precision != Precision::tf32 && precision != Precision::fp16)
-    throw std::invalid_argument(std::string("cuDNN convolution has no precision ") + precision_info(precision).name +
-                                " here (fp32, tf32, fp16)");
-}
-
+// The tensors' data type: the storage format of core/precision_codec.hpp's conv2d codec.
 cudnnDataType_t storage_type(Precision precision) {
   return precision == Precision::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
-
-// --- cuDNN objects ------------------------------------------------------------------------
-// One handle for every plan, created on first use (outside any timed region: plans are
-// built before timing) and kept; it enqueues on the legacy default stream, as the study's
-// CUDA-event timer records.
-cudnnHandle_t cudnn_handle() {
-  static const cudnnHandle_t handle = [] {
-    cudnnHandle_t h = nullptr;
-    CUDNN_CHECK(cudnnCreate(&h));
-    return h;
-  }();
-  return handle;
-}
-
-// Owns one backend descriptor; movable, so candidates can be kept in a vector. Destruction
-// cannot report a failure (it runs while unwinding too), so its status is not checked, as
-// cudaFree's is not in DeviceBuffer.
-class Descriptor {
- public:
-  explicit Descriptor(cudnnBackendDescriptorType_t type) { CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &handle_)); }
-  ~Descriptor() {
-    if (handle_) cudnnBackendDestroyDescriptor(handle_);
-  }
-  Descriptor(Descriptor&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  Descriptor& operator=(Descriptor&& other) noexcept {
-    std::swap(handle_, other.handle_);
-    return *this;
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-
-  cudnnBackendDescriptor_t get() const { return handle_; }
-  // The value of an attribute of type CUDNN_TYPE_BACKEND_DESCRIPTOR: an array of handles.
-  const cudnnBackendDescriptor_t* as_array() const { return &handle_; }
-
- private:
-  cudnnBackendDescriptor_t handle_ = nullptr;
-};
 
 // --- the operation graph ----------------------------------------------------------------------
 // The variant pack names each tensor by the unique id its descriptor was given.
@@ -83,170 +38,59 @@ Dims strides_of(const Dims& dims, TensorLayout layout) {
   return {h * w * c, 1, w * c, c};
 }
 
-Descriptor make_tensor(std::int64_t id, const Dims& dims, TensorLayout layout, cudnnDataType_t type) {
-  Descriptor tensor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+CudnnDescriptor make_tensor(std::int64_t id, const Dims& dims, TensorLayout layout, cudnnDataType_t type) {
+  CudnnDescriptor tensor(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   const Dims strides = strides_of(dims, layout);
-  CUDNN_CHECK(cudnnBackendSetAttribute(tensor.get(), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
-  CUDNN_CHECK(cudnnBackendSetAttribute(tensor.get(), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(tensor.get(), CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(tensor.get(), CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id));
-  CUDNN_CHECK(
-      cudnnBackendSetAttribute(tensor.get(), CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kTensorAlignment));
-  CUDNN_CHECK(cudnnBackendFinalize(tensor.get()));
+  tensor.set_value(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, type);
+  tensor.set_values(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+  tensor.set_values(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+  tensor.set_value(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, id);
+  tensor.set_value(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, kTensorAlignment);
+  tensor.finalize();
   return tensor;
 }
 
 // Cross-correlation (the filter is not flipped, as conv2d_cpu computes it), symmetric zero
 // padding, dilation 1, accumulating in FP32 for FP16 data too.
-Descriptor make_convolution(const Conv2dShape& s) {
-  Descriptor convolution(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+CudnnDescriptor make_convolution(const Conv2dShape& s) {
+  CudnnDescriptor convolution(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const std::int64_t spatial_dims = 2;
   const std::array<std::int64_t, 2> padding{s.padding, s.padding}, stride{s.stride, s.stride}, dilation{1, 1};
-  const cudnnBackendDescriptor_t c = convolution.get();
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial_dims));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation.data()));
-  CUDNN_CHECK(cudnnBackendFinalize(c));
+  convolution.set_value(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  convolution.set_value(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);
+  convolution.set_value(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, spatial_dims);
+  convolution.set_values(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding.data());
+  convolution.set_values(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding.data());
+  convolution.set_values(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride.data());
+  convolution.set_values(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation.data());
+  convolution.finalize();
   return convolution;
 }
 
 // Y = 1 * conv(X, W) + 0 * Y: beta 0, the output is written, never read. The scaling factors
 // are float for FP32 and FP16 data alike (cuDNN takes double only with FP64 compute).
-Descriptor make_forward_operation(const Descriptor& x, const Descriptor& w, const Descriptor& y,
-                                  const Descriptor& convolution) {
-  Descriptor operation(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+CudnnDescriptor make_forward_operation(const CudnnDescriptor& x, const CudnnDescriptor& w, const CudnnDescriptor& y,
+                                       const CudnnDescriptor& convolution) {
+  CudnnDescriptor operation(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   const float alpha = 1.0f, beta = 0.0f;
-  const cudnnBackendDescriptor_t o = operation.get();
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       x.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       w.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       y.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, convolution.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-  CUDNN_CHECK(cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
-  CUDNN_CHECK(cudnnBackendFinalize(o));
+  operation.set_descriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+  operation.set_descriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+  operation.set_descriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+  operation.set_descriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, convolution);
+  operation.set_value(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha);
+  operation.set_value(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta);
+  operation.finalize();
   return operation;
 }
 
 // The graph of the one operation. The handle attribute is deprecated in newer cuDNN 9 releases
 // (in favour of a device-properties descriptor those add) but is what every cuDNN 9 takes.
-Descriptor make_graph(const Descriptor& operation) {
-  Descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  const cudnnHandle_t handle = cudnn_handle();
-  CUDNN_CHECK(cudnnBackendSetAttribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       operation.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(graph.get(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
-  CUDNN_CHECK(cudnnBackendFinalize(graph.get()));
+CudnnDescriptor make_graph(const CudnnDescriptor& operation) {
+  CudnnDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set_descriptor(CUDNN_ATTR_OPERATIONGRAPH_OPS, operation);
+  graph.set_value(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, cudnn_handle());
+  graph.finalize();
   return graph;
-}
-
-// --- reading descriptors back -----------------------------------------------------------------
-// The descriptors an attribute of type CUDNN_TYPE_BACKEND_DESCRIPTOR holds, up to `capacity`:
-// cuDNN copies them into descriptors of `type` the caller has created, and reports how many
-// the attribute has.
-std::vector<Descriptor> read_descriptors(cudnnBackendDescriptor_t owner, cudnnBackendAttributeName_t attribute,
-                                         cudnnBackendDescriptorType_t type, std::int64_t capacity) {
-  std::vector<Descriptor> descriptors;
-  std::vector<cudnnBackendDescriptor_t> handles;
-  for (std::int64_t i = 0; i < capacity; ++i) {
-    descriptors.emplace_back(type);
-    handles.push_back(descriptors.back().get());
-  }
-  if (capacity == 0) return descriptors;
-  std::int64_t count = 0;
-  CUDNN_CHECK(
-      cudnnBackendGetAttribute(owner, attribute, CUDNN_TYPE_BACKEND_DESCRIPTOR, capacity, &count, handles.data()));
-  descriptors.erase(descriptors.begin() + std::clamp<std::int64_t>(count, 0, capacity), descriptors.end());
-  return descriptors;
-}
-
-// An engine configuration's engine, what it says of itself, and the configuration's knobs.
-struct EngineInfo {
-  std::int64_t index = -1;  // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
-  std::vector<cudnnBackendNumericalNote_t> notes;
-  std::string knobs;  // knob_text's
-
-  bool has(cudnnBackendNumericalNote_t note) const {
-    return std::find(notes.begin(), notes.end(), note) != notes.end();
-  }
-  bool same_configuration(const EngineInfo& other) const { return index == other.index && knobs == other.knobs; }
-};
-
-// An engine has each note at most once, so the header's count of note kinds is room for all
-// of them; a newer library with more kinds reports its count, of which only these are read.
-std::vector<cudnnBackendNumericalNote_t> numerical_notes(cudnnBackendDescriptor_t engine) {
-  std::array<cudnnBackendNumericalNote_t, CUDNN_NUMERICAL_NOTE_TYPE_COUNT> notes{};
-  std::int64_t count = 0;
-  CUDNN_CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                       static_cast<std::int64_t>(notes.size()), &count, notes.data()));
-  return {notes.begin(), notes.begin() + std::clamp<std::int64_t>(count, 0, notes.size())};
-}
-
-// " k2=3 k15=1": the configuration's knob choices, by cudnnBackendKnobType_t value. A
-// configuration chooses each knob at most once, so the header's count of knob kinds is room.
-std::string knob_text(const Descriptor& config) {
-  std::string text;
-  for (const Descriptor& choice : read_descriptors(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                                   CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS)) {
-    cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
-    std::int64_t value = 0, count = 0;
-    CUDNN_CHECK(cudnnBackendGetAttribute(choice.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
-                                         &count, &type));
-    CUDNN_CHECK(
-        cudnnBackendGetAttribute(choice.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &count, &value));
-    text += " k" + std::to_string(static_cast<int>(type)) + "=" + std::to_string(value);
-  }
-  return text;
-}
-
-// The engine a configuration holds, what it says of itself, and the configuration's knobs.
-EngineInfo engine_info(const Descriptor& config) {
-  const std::vector<Descriptor> engines =
-      read_descriptors(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1);
-  if (engines.empty()) throw GpuError("cuDNN returned an engine configuration without an engine");
-  EngineInfo info;
-  std::int64_t count = 0;
-  CUDNN_CHECK(cudnnBackendGetAttribute(engines[0].get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                       &info.index));
-  info.notes = numerical_notes(engines[0].get());
-  info.knobs = knob_text(config);
-  return info;
-}
-
-const char* note_name(cudnnBackendNumericalNote_t note) {
-  switch (note) {
-    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
-      return "tensor cores";
-    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
-      return "down-converts inputs";
-    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION:
-      return "reduced-precision reduction";
-    case CUDNN_NUMERICAL_NOTE_FFT:
-      return "FFT";
-    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
-      return "nondeterministic";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD:
-      return "Winograd";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
-      return "Winograd 4x4";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
-      return "Winograd 6x6";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
-      return "Winograd 13x13";
-    case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP:
-      return "strict NaN propagation";
-    default:
-      return "a note this header does not name";
-  }
 }
 
 // --- the precision's rule ---------------------------------------------------------------------
@@ -313,8 +157,6 @@ class Rejections {
   bool fault_ = false;
 };
 
-std::string engine_name(std::int64_t index) { return "engine " + std::to_string(index); }
-
 // --- candidates -----------------------------------------------------------------------------------
 // How many engine configurations are timed at most: torch's default (cudnn.benchmark_limit =
 // 10). With 16, the GPU tests on the H100 met engine 71 faulting (misaligned address) on a
@@ -328,8 +170,8 @@ constexpr double kWorkspaceHeadroomBytes = 256.0 * 1024 * 1024;
 
 // One engine configuration that can run the graph, with its finalized execution plan.
 struct Candidate {
-  Descriptor config;
-  Descriptor plan;
+  CudnnDescriptor config;
+  CudnnDescriptor plan;
   EngineInfo engine;
   std::size_t workspace_bytes = 0;
   double seconds = 0;  // the median of its timed runs, once measured
@@ -365,76 +207,62 @@ void require_aligned(const void* address) {
 
 // What one execution reads and writes: the tensors' addresses, by the unique ids of their
 // descriptors, and the workspace.
-Descriptor make_variant_pack(const TensorPointers& p, void* workspace) {
+CudnnDescriptor make_variant_pack(const TensorPointers& p, void* workspace) {
   require_aligned(p.input);
   require_aligned(p.filter);
   require_aligned(p.output);
-  Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  CudnnDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   const std::array<std::int64_t, 3> ids{kInputId, kFilterId, kOutputId};
   // cuDNN takes every data pointer as void*; it only reads the input and the filter.
   const std::array<void*, 3> pointers{const_cast<void*>(p.input), const_cast<void*>(p.filter), p.output};
-  CUDNN_CHECK(
-      cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids.data()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
-                                       pointers.data()));
-  CUDNN_CHECK(
-      cudnnBackendSetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  CUDNN_CHECK(cudnnBackendFinalize(pack.get()));
+  pack.set_values(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids.data());
+  pack.set_values(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
+  pack.set_value(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, workspace);
+  pack.finalize();
   return pack;
 }
 
 // The engine configurations cuDNN's heuristics propose for the graph in `mode`, best predicted
 // first; none when the mode cannot handle the graph (its status is kept among the rejections).
-std::vector<Descriptor> heuristic_configs(const Descriptor& graph, cudnnBackendHeurMode_t mode, const char* mode_name,
-                                          Rejections& rejections) {
-  Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  CUDNN_CHECK(cudnnBackendSetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, graph.as_array()));
-  CUDNN_CHECK(cudnnBackendSetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-  const cudnnStatus_t status = cudnnBackendFinalize(heuristics.get());
+std::vector<CudnnDescriptor> heuristic_configs(const CudnnDescriptor& graph, cudnnBackendHeurMode_t mode,
+                                               const char* mode_name, Rejections& rejections) {
+  CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heuristics.set_descriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+  heuristics.set_value(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  const cudnnStatus_t status = heuristics.try_finalize();
   if (status != CUDNN_STATUS_SUCCESS) {
     rejections.fail(std::string("heuristics ") + mode_name, status);
     return {};
   }
-  std::int64_t count = 0;  // asked first: cuDNN fills descriptors the caller has created
-  CUDNN_CHECK(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                       0, &count, nullptr));
-  return read_descriptors(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count);
+  // Counted first: cuDNN fills descriptors the caller has created.
+  const std::int64_t count = descriptor_count(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS);
+  return read_descriptors(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count);
 }
 
 // Finalizing the plan is where cuDNN says whether the engine configuration supports this
 // graph on this device, so its status is the caller's to judge.
-cudnnStatus_t finalize_plan(const Descriptor& plan, const Descriptor& config) {
-  const cudnnHandle_t handle = cudnn_handle();
-  CUDNN_CHECK(cudnnBackendSetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
-  CUDNN_CHECK(cudnnBackendSetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, config.as_array()));
-  return cudnnBackendFinalize(plan.get());
-}
-
-std::size_t plan_workspace_bytes(const Descriptor& plan) {
-  std::int64_t bytes = 0, count = 0;
-  CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                       &count, &bytes));
-  return static_cast<std::size_t>(bytes);
+cudnnStatus_t finalize_plan(CudnnDescriptor& plan, const CudnnDescriptor& config) {
+  plan.set_value(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, cudnn_handle());
+  plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  return plan.try_finalize();
 }
 
 // A candidate from one engine configuration, unless the precision refuses its engine, its
 // plan does not finalize, or its workspace is over `available_bytes`.
-std::optional<Candidate> make_candidate(Descriptor config, EngineInfo engine, Precision precision,
+std::optional<Candidate> make_candidate(CudnnDescriptor config, EngineInfo engine, Precision precision,
                                         double available_bytes, Rejections& rejections) {
   const std::string who = engine_name(engine.index);
   if (const char* why = refusal(precision, engine)) {
     rejections.refuse(who, why);
     return std::nullopt;
   }
-  Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
   const cudnnStatus_t status = finalize_plan(plan, config);
   if (status != CUDNN_STATUS_SUCCESS) {
     rejections.fail(who, status);
     return std::nullopt;
   }
-  const std::size_t workspace = plan_workspace_bytes(plan);
+  const auto workspace = static_cast<std::size_t>(get_int64(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE));
   if (static_cast<double>(workspace) > available_bytes) {
     rejections.does_not_fit(who, workspace, available_bytes);
     return std::nullopt;
@@ -449,9 +277,9 @@ bool has_configuration(const std::vector<Candidate>& candidates, const EngineInf
 
 // Adds candidates from `configs`, in their order, until there are kMaxCandidates; a
 // configuration already among them (proposed twice) is not taken twice.
-void add_candidates(std::vector<Candidate>& candidates, std::vector<Descriptor> configs, Precision precision,
+void add_candidates(std::vector<Candidate>& candidates, std::vector<CudnnDescriptor> configs, Precision precision,
                     double available_bytes, Rejections& rejections) {
-  for (Descriptor& config : configs) {
+  for (CudnnDescriptor& config : configs) {
     if (candidates.size() == kMaxCandidates) return;
     EngineInfo engine = engine_info(config);
     if (has_configuration(candidates, engine)) continue;
@@ -466,7 +294,7 @@ void add_candidates(std::vector<Candidate>& candidates, std::vector<Descriptor> 
 // False, with the status among the rejections, when its first run fails.
 bool measure(Candidate& candidate, const TensorPointers& tensors, Rejections& rejections) {
   const auto workspace = device_bytes_or_none(candidate.workspace_bytes);
-  const Descriptor pack = make_variant_pack(tensors, data_or_null(workspace));
+  const CudnnDescriptor pack = make_variant_pack(tensors, data_or_null(workspace));
   const cudnnStatus_t status = cudnnBackendExecute(cudnn_handle(), candidate.plan.get(), pack.get());
   // A fault in an engine's kernel is sticky (the process's CUDA context is lost), also when the
   // run reports a failure status: name the engine before anything else runs.
@@ -507,7 +335,7 @@ std::string describe(const Candidate& chosen, std::size_t measured) {
 // engines with their default knobs, which torch does not try, are not tried either: with them the
 // GPU tests on the H100 met a misaligned-address fault on small odd shapes, and such a fault
 // poisons the process's CUDA context. Throws as Rejections::throw_none_usable says when none can run.
-Candidate choose(const Descriptor& graph, Precision precision, const TensorPointers& tensors,
+Candidate choose(const CudnnDescriptor& graph, Precision precision, const TensorPointers& tensors,
                  std::string& description) {
   Rejections rejections;
   const double available = std::max(static_cast<double>(device_free_bytes()) - kWorkspaceHeadroomBytes, 0.0);
@@ -528,10 +356,6 @@ Candidate choose(const Descriptor& graph, Precision precision, const TensorPoint
   return std::move(candidates[*fastest]);
 }
 
-std::string version_text(std::size_t major, std::size_t minor, std::size_t patch) {
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
 Dims input_dims(const Conv2dShape& s) { return {s.batch, s.in_channels, s.height, s.width}; }
 Dims filter_dims(const Conv2dShape& s) { return {s.out_channels, s.in_channels, s.kernel, s.kernel}; }
 Dims output_dims(const Conv2dShape& s) { return {s.batch, s.out_channels, s.out_height(), s.out_width()}; }
@@ -540,13 +364,13 @@ Dims output_dims(const Conv2dShape& s) { return {s.batch, s.out_channels, s.out_
 
 // The chosen plan with the descriptors it was built from, its workspace and run()'s variant pack.
 struct CudnnConv2dPlan::Resources {
-  Descriptor input, filter, output, convolution, operation, graph;
+  CudnnDescriptor input, filter, output, convolution, operation, graph;
   std::string description;
   Candidate chosen;
   std::unique_ptr<DeviceBuffer<std::uint8_t>> workspace;  // none when the plan needs none
   // run()'s variant pack, made again only when run() is given other addresses: making one
   // per call would put host work between the timer's start event and the convolution.
-  std::optional<Descriptor> pack;
+  std::optional<CudnnDescriptor> pack;
   TensorPointers packed{nullptr, nullptr, nullptr};
 
   // Filters follow the data layout (KCRS for NCHW, KRSC for NHWC), as core/operations.hpp says.
@@ -587,47 +411,5 @@ void CudnnConv2dPlan::run(const void* input, const void* filter, void* output) c
   }
   CUDNN_CHECK(cudnnBackendExecute(cudnn_handle(), r.chosen.plan.get(), r.pack->get()));
 }
-
-// --- storage formats ----------------------------------------------------------------------
-std::size_t conv2d_element_bytes(Precision precision) {
-  require_conv2d_precision(precision);
-  return precision == Precision::fp16 ? 2 : 4;
-}
-
-std::vector<std::uint8_t> encode_conv2d_tensor(const std::vector<float>& values, Precision precision) {
-  std::vector<std::uint8_t> bytes(values.size() * conv2d_element_bytes(precision));
-  if (precision != Precision::fp16) {
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-  }
-  std::vector<std::uint16_t> half(values.size());
-  const long count = static_cast<long>(values.size());
-#pragma omp parallel for schedule(static)  // tensors of up to 50M elements, converted in software
-  for (long i = 0; i < count; ++i) half[i] = float_to_half_bits(values[i]);
-  std::memcpy(bytes.data(), half.data(), bytes.size());
-  return bytes;
-}
-
-std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, Precision precision) {
-  std::vector<float> values(bytes.size() / conv2d_element_bytes(precision));
-  if (precision != Precision::fp16) {
-    std::memcpy(values.data(), bytes.data(), bytes.size());
-    return values;
-  }
-  std::vector<std::uint16_t> half(values.size());
-  std::memcpy(half.data(), bytes.data(), bytes.size());
-  const long count = static_cast<long>(values.size());
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < count; ++i) values[i] = half_bits_to_float(half[i]);
-  return values;
-}
-
-// --- versions and names ------------------------------------------------------------------------
-std::string cudnn_library_version() {
-  const std::size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
-  return version_text(v / 10000, v / 100 % 100, v % 100);
-}
-
-std::string cudnn_header_version() { return version_text(CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL); }
 
 }  // namespace gpubench

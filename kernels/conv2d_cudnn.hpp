@@ -1,28 +1,19 @@
 // 2-D forward convolution through cuDNN's graph (backend) API, in FP32, TF32 and FP16, NCHW or
 // NHWC: the shape and layouts of core/operations.hpp, so verify_conv2d checks it like the
-// CPU baseline.
+// CPU baseline. Its tensors are in the storage format of core/precision_codec.hpp's conv2d
+// codec (FP32, or FP16 for fp16), which a caller converts to and from on the host; the
+// backend API's plumbing is kernels/cudnn_backend.hpp.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "core/precision.hpp"
 #include "core/operations.hpp"
+#include "core/precision.hpp"
 
 namespace gpubench {
-
-// --- the storage format the GPU side takes -----------------------------------------------
-// Input, filter and output are FP32 for Precision::fp32 and tf32 and FP16 for fp16 (FP32
-// accumulation in all three); other precisions are refused with std::invalid_argument. The
-// CPU side stays FP32: a caller converts on the host with these two.
-std::size_t conv2d_element_bytes(Precision precision);
-// FP32 values in the precision's storage format (FP16: rounded to nearest even).
-std::vector<std::uint8_t> encode_conv2d_tensor(const std::vector<float>& values, Precision precision);
-// A tensor in the precision's storage format as FP32 values (exact: FP16 widens losslessly).
-std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, Precision precision);
 
 // --- one convolution configuration, ready to run ----------------------------------------------
 // Holds cuDNN's operation graph of the convolution (input X, filter W, output Y, FP32
@@ -42,8 +33,9 @@ std::vector<float> decode_conv2d_tensor(const std::vector<std::uint8_t>& bytes, 
 class CudnnConv2dPlan {
  public:
   // Device pointers, 16-byte aligned (cudaMalloc's are); `output` is overwritten while the
-  // engines are tried. Throws CudnnUnsupported (kernels/cudnn_check.hpp) when no engine can run
-  // the configuration, GpuOutOfMemory when none that can fits, GpuError on any other failure.
+  // engines are tried. Throws std::invalid_argument for a precision other than fp32, tf32 and
+  // fp16, CudnnUnsupported (kernels/cudnn_check.hpp) when no engine can run the configuration,
+  // GpuOutOfMemory when none that can fits, GpuError on any other failure.
   CudnnConv2dPlan(Conv2dShape shape, TensorLayout layout, Precision precision, const void* input,
                   const void* filter, void* output);
   ~CudnnConv2dPlan();
@@ -74,9 +66,5 @@ class CudnnConv2dPlan {
   Precision precision_;
   std::unique_ptr<Resources> resources_;
 };
-
-// "9.1.0": the library loaded at run time, and the header this was compiled against.
-std::string cudnn_library_version();
-std::string cudnn_header_version();
 
 }  // namespace gpubench

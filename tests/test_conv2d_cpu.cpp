@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <limits>
 #include <ostream>
+#include <stdexcept>
 #include <vector>
 
+#include "conv2d_direct_loop.hpp"
 #include "relative_difference.hpp"
+#include "core/precision_codec.hpp"
 #include "core/random.hpp"
 #include "conv2d_cpu.hpp"
 
@@ -60,6 +63,7 @@ std::vector<Conv2dShape> test_shapes() {
           {3, 7, 5, 12, 15, 3, 2, 0}};
 }
 
+using testing::conv2d_direct_loop;
 using testing::max_relative_difference;
 
 // (outer, channel, row, column) in NCHW order <-> NHWC order; KCRS <-> KRSC alike.
@@ -265,6 +269,28 @@ TEST_P(ConvVerifyTest, SamplesALargeOutputAndStillCatchesAShift) {
 
 INSTANTIATE_TEST_SUITE_P(Conv, ConvVerifyTest, ::testing::ValuesIn(kLayouts),
                          [](const auto& info) { return std::string(layout_name(info.param)); });
+
+// --- the storage format of the GPU side (core/precision_codec) ------------------------------
+TEST(Conv2dStorage, Fp32AndTf32KeepTheValuesFp16RoundsThemToNearest) {
+  const std::vector<float> values = random_uniform(1000, 5);
+  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::fp32), Precision::fp32), values);
+  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::tf32), Precision::tf32), values);
+  const std::vector<std::uint8_t> half = encode_conv2d_tensor(values, Precision::fp16);
+  ASSERT_EQ(half.size(), 2 * values.size());
+  const std::vector<float> back = decode_conv2d_tensor(half, Precision::fp16);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(back[i], half_bits_to_float(float_to_half_bits(values[i]))) << i;
+    EXPECT_LE(std::fabs(back[i] - values[i]), std::ldexp(std::fabs(values[i]), -11) + 3e-8) << i;  // 2^-11 relative
+  }
+}
+
+TEST(Conv2dStorage, RefusesPrecisionsItDoesNotRun) {
+  EXPECT_EQ(conv2d_element_bytes(Precision::fp32), 4u);
+  EXPECT_EQ(conv2d_element_bytes(Precision::tf32), 4u);
+  EXPECT_EQ(conv2d_element_bytes(Precision::fp16), 2u);
+  EXPECT_THROW(conv2d_element_bytes(Precision::bf16), std::invalid_argument);
+  EXPECT_THROW(encode_conv2d_tensor({1.0f}, Precision::int8), std::invalid_argument);
+}
 
 }  // namespace
 }  // namespace gpubench

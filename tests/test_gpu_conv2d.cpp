@@ -1,8 +1,9 @@
 // cuDNN's forward convolution (graph API, measured engine choice) against the FP64 sums of
 // verify_conv2d and the CPU direct loop, on small random shapes, both layouts and every
 // precision; planted faults must fail, and fp32 must not take a tensor-core engine. The
-// GPU tests report themselves skipped without a usable GPU; the storage-format and status
-// tests need only the cuDNN library and run everywhere it is built.
+// GPU tests report themselves skipped without a usable GPU; the status test needs only the
+// cuDNN library and runs everywhere it is built (the storage format's tests are CPU tests,
+// in test_conv2d_cpu.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "conv2d_direct_loop.hpp"
 #include "relative_difference.hpp"
 #include "core/gpu_runtime.hpp"
 #include "core/precision.hpp"
@@ -42,27 +44,6 @@ TEST(CudnnStatus, NotSupportedIsASkipAllocationFailureDoesNotFitOthersAreErrors)
     EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(CUDNN_CHECK(CUDNN_STATUS_SUCCESS));
-}
-
-TEST(CudnnStorage, Fp32AndTf32KeepTheValuesFp16RoundsThemToNearest) {
-  const std::vector<float> values = random_uniform(1000, 5);
-  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::fp32), Precision::fp32), values);
-  EXPECT_EQ(decode_conv2d_tensor(encode_conv2d_tensor(values, Precision::tf32), Precision::tf32), values);
-  const std::vector<std::uint8_t> half = encode_conv2d_tensor(values, Precision::fp16);
-  ASSERT_EQ(half.size(), 2 * values.size());
-  const std::vector<float> back = decode_conv2d_tensor(half, Precision::fp16);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    EXPECT_EQ(back[i], half_bits_to_float(float_to_half_bits(values[i]))) << i;
-    EXPECT_LE(std::fabs(back[i] - values[i]), std::ldexp(std::fabs(values[i]), -11) + 3e-8) << i;  // 2^-11 relative
-  }
-}
-
-TEST(CudnnStorage, RefusesPrecisionsItDoesNotRun) {
-  EXPECT_EQ(conv2d_element_bytes(Precision::fp32), 4u);
-  EXPECT_EQ(conv2d_element_bytes(Precision::tf32), 4u);
-  EXPECT_EQ(conv2d_element_bytes(Precision::fp16), 2u);
-  EXPECT_THROW(conv2d_element_bytes(Precision::bf16), std::invalid_argument);
-  EXPECT_THROW(encode_conv2d_tensor({1.0f}, Precision::int8), std::invalid_argument);
 }
 
 // --- on the GPU -------------------------------------------------------------------------------
@@ -120,6 +101,7 @@ std::string describe(const Conv2dShape& s, TensorLayout layout, Precision precis
          precision_info(precision).name;
 }
 
+using testing::conv2d_direct_loop;
 using testing::max_relative_difference;
 
 // 1x1, 3x3, 5x5 and the ResNet stem's 7x7 stride 2; strides 1 and 2; padding 0 to 3;
