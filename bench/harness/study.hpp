@@ -90,6 +90,7 @@ const Row& row_of(const Entry& entry) {
 // How a study's entries are timed.
 enum class Clock {
   wall,               // Google Benchmark's wall clock around the loop (CPU work on many threads)
+  host,               // the host clock around each call (CPU work with untimed steps between calls)
   device_events,      // CUDA events around each call on the default stream
   host_to_completion  // the host clock around each call, until its work has completed
 };
@@ -104,7 +105,7 @@ class PreparedEntry {
   // The call before each timed loop; returns why its answer is wrong, or "" (by default it runs
   // run_once and waits for it).
   virtual std::string warm_up();
-  // Seconds of one timed call on `clock` (never Clock::wall). Entries with untimed work around
+  // Seconds of one timed call on `clock` (never Clock::wall; host_to_completion waits for the device). Entries with untimed work around
   // each call (a fresh mapping, an unregistration) or that time themselves override it.
   virtual double timed_call(Clock clock);
 
