@@ -93,7 +93,7 @@ class TelemetryWindow {
   TelemetryWindow();
   // Counters: telemetry_samples, sm_clock_mhz, mem_clock_mhz, power_w, temperature_c_max,
   // power_limited_fraction, thermal_limited_fraction, energy_j (the counter's rise over the loop),
-  // and the utilization counters of gpu_utilization.hpp. Defined in gpubench_study_main.
+  // and the utilization counters of gpu_utilization.hpp. Defined in gpubench_study.
   void report(benchmark::State& state);
 
  private:

@@ -49,7 +49,7 @@ std::string utilization_unavailable_reason();
 
 // Adds the counters gpu_util_mean, gpu_util_max, mem_util_mean, gpu_util_samples when available;
 // nothing when not (the driver then says utilization was not sampled and why, from --describe).
-// Defined in gpubench_study_main, which links Google Benchmark.
+// Defined in gpubench_study, which links Google Benchmark.
 void report_utilization(benchmark::State& state, const UtilizationSummary& summary);
 
 // --- the summarising logic, pure so the CPU tests can check it -------------------------
