@@ -393,7 +393,7 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = default_sizes();
   study.default_batches = default_batches();
-  study.axes.n = "layer (its input height = width; see layers)";
+  study.axes.n = "layer";  // n names a layer by its input height and width (see "layers")
   study.prepare = prepare;
   study.check_options = check_sizes;
   study.describe = describe_study;

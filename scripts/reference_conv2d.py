@@ -9,7 +9,7 @@ N names a layer by its input height and width, as the study's size axis does (7,
 DTYPE: float32 (TF32 off), tf32 (FP32 tensors, TF32 allowed), float16. LAYOUT: nchw (contiguous
 tensors) or nhwc (torch.channels_last for input and filter; the output follows). Inputs are
 uniform in [-1, 1) on the device, timed as the study times a GPU entry (CUDA events,
-reference_matmul.cuda_event_samples). Without torch or a CUDA device there are no results, a
+reference_timing.cuda_event_samples). Without torch or a CUDA device there are no results, a
 note says why, and the exit status is 0; a configuration torch cannot run (too little memory)
 becomes a note and the others still run.
 """
@@ -17,7 +17,7 @@ import json
 import statistics
 import sys
 
-from reference_matmul import cuda_event_samples, spread
+from reference_timing import cuda_event_samples, spread
 
 # bench/conv2d.cpp's layers: n -> (in_channels, out_channels, kernel, padding), stride 1.
 LAYERS = {7: (512, 2048, 1, 0), 14: (256, 256, 3, 1), 28: (128, 128, 3, 1), 56: (64, 64, 3, 1)}

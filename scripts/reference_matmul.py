@@ -12,17 +12,11 @@ import statistics
 import sys
 import time
 
-TIMED_RUNS = 20   # numpy: calls timed one by one after WARMUP_RUNS
+from reference_timing import cuda_event_samples, spread
+
+TIMED_RUNS = 20   # numpy: calls timed one by one after WARMUP_RUNS (torch: reference_timing)
 WARMUP_RUNS = 3
-REPETITIONS = 5   # torch: as the study's default --repetitions and --min-time
-MIN_TIME_S = 0.05
 FP8_E4M3_MAX = 448.0  # largest finite float8_e4m3fn
-
-
-def spread(samples):
-    ordered = sorted(samples)
-    return {"median": statistics.median(ordered), "min": ordered[0], "max": ordered[-1],
-            "stddev": statistics.stdev(ordered) if len(ordered) > 1 else 0.0, "samples": samples}
 
 
 def numpy_blas(np):
@@ -59,46 +53,6 @@ def time_numpy(n):
     return {"library": "numpy", "version": np.__version__, "blas": numpy_blas(np),
             "blas_threads": numpy_threads(), "n": n, "dtype": "float32",
             "timer": "time.perf_counter", "time_s": spread(samples), "flop_per_s": 2.0 * n ** 3 / statistics.median(samples)}
-
-
-def repeated_samples(timed_call):
-    """Seconds per call, measured as the study measures its entries (Google Benchmark manual
-    time): a repetition runs timed calls for at least MIN_TIME_S and reports their mean;
-    REPETITIONS of them after a warm-up of the same length. Timing bursts of a few calls instead
-    would catch the GPU before its power limit pulls the clock down, and compare a burst with a
-    sustained rate."""
-    def repetition():
-        times = [timed_call()]
-        while sum(times) < MIN_TIME_S:
-            times.append(timed_call())
-        return statistics.fmean(times)
-
-    repetition()  # warm-up: kernels chosen and loaded, clocks settled under load
-    return [repetition() for _ in range(REPETITIONS)]
-
-
-def cuda_event_samples(torch, operation):
-    """repeated_samples of operation() between two CUDA events, waited for: the GPU's time, as
-    the study's GPU entries time it."""
-    def timed_call():
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        operation()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0
-    return repeated_samples(timed_call)
-
-
-def host_clock_samples(torch, operation):
-    """repeated_samples of operation() on the host clock, from the call until the device is
-    synchronized: what the caller waits, as the transfer study times its copies."""
-    def timed_call():
-        start = time.perf_counter()
-        operation()
-        torch.cuda.synchronize()
-        return time.perf_counter() - start
-    return repeated_samples(timed_call)
 
 
 def matmul_operation(torch, a, b, dtype):

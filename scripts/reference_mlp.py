@@ -7,7 +7,7 @@ has torch:
     python3 reference_mlp.py torch 256,1024,8192 [DTYPE,...]
 DTYPE (default float32): float32 (FP32, TF32 off), bf16_mixed (forward and loss under
 torch.autocast(bfloat16): BF16 GEMMs, FP32 master weights, gradients and optimizer). Each step is
-timed like the study's GPU entries (reference_matmul.cuda_event_samples). Without torch or a CUDA
+timed like the study's GPU entries (reference_timing.cuda_event_samples). Without torch or a CUDA
 device, a note and no results (exit 0); a batch or dtype that cannot run (out of memory, no BF16)
 becomes a note and the rest still run.
 """
@@ -15,7 +15,7 @@ import json
 import statistics
 import sys
 
-from reference_matmul import cuda_event_samples, spread
+from reference_timing import cuda_event_samples, spread
 
 INPUTS, HIDDEN, OUTPUTS = 784, 1024, 10
 LEARNING_RATE = 0.1  # the study's; it does not change the time

@@ -1,6 +1,6 @@
 """Reference copy timings from PyTorch, printed as one JSON object: Tensor.copy_ between host
 and device memory of the kinds the transfer study measures, timed as the study times its copies
-(host clock from the call until the device is synchronized, reference_matmul.host_clock_samples).
+(host clock from the call until the device is synchronized, reference_timing.host_clock_samples).
 
     python3 reference_transfer.py torch BYTES[,BYTES...]
     e.g. python3 reference_transfer.py torch 268435456
@@ -16,7 +16,7 @@ Without torch or a CUDA device there are no results, a note says why, and the ex
 import json
 import sys
 
-from reference_matmul import host_clock_samples, spread
+from reference_timing import host_clock_samples, spread
 
 CONFIGURATIONS = (("pinned", "h2d"), ("pinned", "d2h"), ("pageable", "h2d"), ("pageable", "d2h"),
                   ("pageable_zero_page", "h2d"), ("device", "d2d"))

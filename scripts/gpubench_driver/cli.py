@@ -5,7 +5,7 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import build, compare, like, options as opts, report, results, runner, session
+from gpubench_driver import build, compare, like, options as opts, report, results, runner, session, studies
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -14,9 +14,9 @@ def _run_parser(subparsers):
     parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
                                    description="Build the study binaries, run them and write "
                                                "results/<run-id>/{results.json,summary.md,plots/}.")
-    quick_sizes = "; ".join(f"{study} {','.join(map(str, sizes))}" for study, sizes in opts.QUICK_SIZES.items())
-    quick_batches = "; ".join(f"{study} {','.join(map(str, batches))}"
-                              for study, batches in opts.QUICK_BATCHES.items())
+    quick_sizes = "; ".join(f"{study.name} {','.join(map(str, study.quick_sizes))}" for study in studies.STUDIES)
+    quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
+                              for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
                         help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
                              f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
@@ -28,13 +28,13 @@ def _run_parser(subparsers):
     parser.add_argument("--no-telemetry", action="store_true",
                         help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
                              "measure what sampling costs")
-    parser.add_argument("--studies", help=f"studies to run: {','.join(opts.STUDIES)} "
+    parser.add_argument("--studies", help=f"studies to run: {','.join(studies.NAMES)} "
                                           f"(default: every study whose binary was built)")
     parser.add_argument("--sizes", help="sizes n for every study, e.g. 64,200,1024: matrix sizes, the MLP's hidden "
                                         "width; conv2d keeps those that name one of its layers (7, 14, 28, 56) "
                                         "(default: each study's list)")
     parser.add_argument("--batches", help=f"batch sizes for the studies with a batch axis "
-                                          f"({','.join(opts.BATCH_STUDIES)}), e.g. 1,8,64 (default: the study's list)")
+                                          f"({','.join(studies.BATCH_NAMES)}), e.g. 1,8,64 (default: the study's list)")
     parser.add_argument("--impls", help="implementation ids (see gpubench_<study> --describe); "
                                         "each study runs those it has")
     parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
@@ -96,7 +96,8 @@ def resolve_run_options(args):
         repetitions, min_time = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME
         rounds = opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS
     return opts.RunOptions(
-        studies=opts.parse_names(args.studies, "--studies", allowed=opts.STUDIES) if args.studies is not None else None,
+        studies=(opts.parse_names(args.studies, "--studies", allowed=studies.NAMES) if args.studies is not None
+                 else None),
         sizes=opts.parse_positive_list(args.sizes, "--sizes") if args.sizes is not None else None,
         batches=opts.parse_positive_list(args.batches, "--batches") if args.batches is not None else None,
         impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,

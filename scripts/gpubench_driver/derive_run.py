@@ -1,40 +1,37 @@
 """Findings across the studies of one run, computed from every study's entries at report time:
 
 - each GPU entry's FLOP rate as a fraction of the measured peak of its precision (the highest rate of
-  any GPU entry of that precision in the run whose FLOP count is what ran: a study of NOMINAL_FLOP
-  sets a peak only for a precision no other study measured);
-- the roofline: achieved FLOP/s against arithmetic intensity (FLOP per byte of device memory traffic,
-  from a compulsory-traffic model per study) under one roof per precision at its measured peak and
-  one slanted roof at the device memory bandwidth the transfer study's device-to-device copies
-  measured;
+  any GPU entry of that precision in the run whose FLOP count is what ran: a study whose record has a
+  nominal_flop note sets a peak only for a precision no other study measured);
+- the roofline: achieved FLOP/s against arithmetic intensity (FLOP per byte of device memory traffic:
+  the memory_read_bytes + memory_written_bytes the binary reports for one call) under one roof per
+  precision at its measured peak and one slanted roof at the device memory bandwidth the transfer
+  study's device-to-device copies measured;
 - the energy per timed call (one GEMM, one batch, one copy) that NVML's energy counter gave;
 - the entries measured while a power cap or a thermal slowdown held the clocks down.
 
+A study whose precision slot holds no number format (its axis_names, studies.format_note: the
+transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
 The result is document["findings"]; report.derive_findings rewrites it on every report."""
-import re
-
+from gpubench_driver import studies as registry
 from gpubench_driver.derive import ok_entries
+from gpubench_driver.gbench import TRAFFIC_COUNTERS
 from gpubench_driver.stats import finite as number
 from gpubench_driver.results import CLOCK_LIMITED, ENTRY_TELEMETRY
 
-# Studies whose 'precision' axis is no number format: their entries have no peak and no roofline point.
-NOT_A_FORMAT = {"transfer": "its precision axis is the copy's direction",
-                "overlap": "its precision axis is the workload, and its pipelines time host-device copies"}
 RESIDENT = "resident"  # the only mode whose timed region holds no host-device copy
 # Studies whose FLOP count is that of a reference algorithm, not of what ran: their rate can exceed
-# what the multiply units did, so it exceeds a peak rather than setting it.
-NOMINAL_FLOP = {"conv2d": "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
-                          "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply units "
-                          "did, and its fraction of the peak 100%"}
-
-# Bytes of one element of a type as the studies' --describe names it ("FP32 (TF32 in the multiply)":
-# FP32, "FP8 E4M3, per-tensor scale": FP8), from its first word.
-TYPE_BYTES = {"FP64": 8, "FP32": 4, "TF32": 4, "FP16": 2, "BF16": 2, "FP8": 1, "INT8": 1, "INT32": 4}
-_TYPE_WORD = re.compile(r"\s*([A-Za-z]+[0-9]+)")
-# (input, output) element bytes of a precision the study does not describe (matmul and batched GEMM
-# are FP32 studies without a 'precisions' record).
-DEFAULT_ELEMENT_BYTES = {"fp64": (8, 8), "fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 2), "bf16": (2, 2),
-                         "int8": (1, 4)}
+# what the multiply units did, so it exceeds a peak rather than setting it (the registry's nominal_flop).
+NOMINAL_FLOP = {study.name: study.nominal_flop for study in registry.STUDIES if study.nominal_flop}
+# The device memory traffic of one call (compulsory: each operand read once, the result written once).
+MEMORY_READ, MEMORY_WRITTEN = TRAFFIC_COUNTERS[:2]
+TRAFFIC_RULE = (f"{MEMORY_READ} + {MEMORY_WRITTEN} as the study binary reports them for one call (compulsory "
+                "traffic: each operand read once, the result written once)")
+# Why an entry without them has no roofline point: its binary has no model of that traffic, or (a study
+# whose --describe gave no axis_names) it was written before the binaries reported traffic.
+NO_TRAFFIC = f"its binary reports no device-memory traffic for it ({MEMORY_READ}, {MEMORY_WRITTEN})"
+NO_TRAFFIC_YET = (f"written before the binaries reported device-memory traffic ({MEMORY_READ}, {MEMORY_WRITTEN}): "
+                  "no traffic, no intensity")
 
 
 def positive(value):
@@ -50,7 +47,7 @@ def _where(study, entry):
 def _rated_gpu_entries(studies):
     """(study, entry) of every ok GPU entry with a FLOP rate in a study whose precision is a format."""
     for name, study in studies.items():
-        if name in NOT_A_FORMAT:
+        if registry.format_note(name, study):
             continue
         for entry in ok_entries(study["entries"]):
             if entry["device"] == "gpu" and positive(entry.get("flop_per_s")):
@@ -101,70 +98,11 @@ def fraction_of_peak_rows(studies, peaks):
                                                                        order[item[1]["precision"]]))]
 
 
-# --- device memory traffic per call (compulsory traffic: each operand read once, the result written once)
-def type_bytes(name):
-    match = _TYPE_WORD.match(name) if isinstance(name, str) else None
-    return TYPE_BYTES.get(match.group(1).upper()) if match else None
-
-
-def element_bytes(study, precision):
-    """((input bytes, output bytes), None) of one element of the precision, from the study's description
-    of it, else the default table; (None, why) when neither tells."""
-    described = next((p for p in study.get("precisions") or [] if isinstance(p, dict) and p.get("id") == precision),
-                     None)
-    if described is None:
-        if precision in DEFAULT_ELEMENT_BYTES:
-            return DEFAULT_ELEMENT_BYTES[precision], None
-        return None, f"the study does not describe the element types of {precision}"
-    sizes = type_bytes(described.get("inputs")), type_bytes(described.get("output"))
-    if None in sizes:
-        return None, (f"unknown element size of {precision}'s types ({described.get('inputs')} in, "
-                      f"{described.get('output')} out)")
-    return sizes, None
-
-
-def gemm_bytes(study, entry):
-    """batch x (2 n^2 input + n^2 output elements): A and B read once, C written once (batch 1 without one)."""
-    sizes, why = element_bytes(study, entry["precision"])
-    if sizes is None:
-        return None, why
-    n, batch = entry["n"], positive(entry.get("batch")) or 1
-    return batch * (2 * n * n * sizes[0] + n * n * sizes[1]), None
-
-
-CONV_SHAPE = ("in_channels", "out_channels", "kernel", "height", "width", "out_height", "out_width")
-
-
-def conv_bytes(study, entry):
-    """batch x (input + output tensor) + the filter once: the layer's shapes from the study's 'layers'."""
-    layer = next((layer for layer in study.get("layers") or [] if isinstance(layer, dict)
-                  and number(layer.get("n")) == entry["n"]), None)
-    if layer is None:
-        return None, f"the study's layers do not describe n = {entry['n']}"
-    shape = {key: positive(layer.get(key)) for key in CONV_SHAPE}
-    missing = [key for key, value in shape.items() if value is None]
-    if missing:
-        return None, f"the layer n = {entry['n']} gives no {', '.join(missing)}"
-    sizes, why = element_bytes(study, entry["precision"])
-    if sizes is None:
-        return None, why
-    image = shape["in_channels"] * shape["height"] * shape["width"]
-    output = shape["out_channels"] * shape["out_height"] * shape["out_width"]
-    weights = shape["out_channels"] * shape["in_channels"] * shape["kernel"] ** 2
-    batch = positive(entry.get("batch")) or 1
-    return batch * (image * sizes[0] + output * sizes[1]) + weights * sizes[0], None
-
-
-# study -> (bytes of device memory one timed call moves, (bytes, None) or (None, why); the rule in words)
-TRAFFIC_MODELS = {
-    "matmul": (gemm_bytes, "2 n^2 input + n^2 output elements per call (A and B read once, C written once)"),
-    "precision": (gemm_bytes, "2 n^2 input + n^2 output elements per call, element sizes from the study's "
-                              "description of each precision (e.g. int8: 1-byte inputs, 4-byte int32 output)"),
-    "batched_gemm": (gemm_bytes, "batch x (2 n^2 input + n^2 output elements) per call"),
-    "conv2d": (conv_bytes, "batch x (input + output tensor) + the filter once, shapes from the study's layers"),
-}
-NOT_MODELLED = {"mlp_training": "no traffic model for a training step (weights, activations and gradients each "
-                                "move several times)"}
+# --- device memory traffic per call ----------------------------------------------------
+def memory_traffic(entry):
+    """Bytes of device memory one call reads and writes, as the binary reported them; None without."""
+    read, written = number(entry.get(MEMORY_READ)), number(entry.get(MEMORY_WRITTEN))
+    return None if read is None or written is None else read + written
 
 
 # --- the device memory bandwidth ----------------------------------------------------------
@@ -194,13 +132,15 @@ def device_bandwidth(studies):
 # --- the roofline ---------------------------------------------------------------------
 def _placement(name, study, entry):
     """(bytes, None) of a GPU entry with a rate, or (None, why it has no place on the roofline)."""
-    if name in NOT_A_FORMAT:
-        return None, NOT_A_FORMAT[name]
+    note = registry.format_note(name, study)
+    if note:
+        return None, note
     if entry["mode"] != RESIDENT:
         return None, f"{entry['mode']} times host-device copies, not device memory"
-    if name not in TRAFFIC_MODELS:
-        return None, NOT_MODELLED.get(name, "no device-memory traffic model for this study")
-    return TRAFFIC_MODELS[name][0](study, entry)
+    traffic = memory_traffic(entry)
+    if traffic is None:
+        return None, NO_TRAFFIC if isinstance(study.get("axis_names"), dict) else NO_TRAFFIC_YET
+    return traffic, None
 
 
 def roofline(studies, peaks):
@@ -220,7 +160,7 @@ def roofline(studies, peaks):
                            "intensity": flop / traffic})
     bandwidth, note = device_bandwidth(studies)
     return {"peaks": peaks, "bandwidth": bandwidth, "memory_roof_note": note,
-            "traffic_models": {name: text for name, (_, text) in TRAFFIC_MODELS.items() if name in studies},
+            "traffic_models": {name: TRAFFIC_RULE for name in dict.fromkeys(point["study"] for point in points)},
             "points": points,
             "not_placed": [{"study": study, "impl": impl, "mode": mode, "precision": precision, "entries": count,
                             "reason": why} for (study, impl, mode, precision, why), count in skipped.items()]}
@@ -250,7 +190,7 @@ def energy_rows(studies):
             energy = positive(entry.get("energy_j_per_op"))
             if entry["device"] != "gpu" or energy is None:
                 continue
-            flop = positive(entry.get("flop")) if name not in NOT_A_FORMAT else None
+            flop = positive(entry.get("flop")) if not registry.format_note(name, study) else None
             median_s = positive((entry.get("time_s") or {}).get("median"))
             rows.append({**_where(name, entry), "energy_j_per_op": energy, "flop": flop,
                          "flop_per_joule": flop / energy if flop else None, "items": positive(entry.get("batch")),
@@ -277,10 +217,89 @@ def telemetry_found(studies):
                       if isinstance(study.get("telemetry"), dict) and isinstance(study["telemetry"].get("note"), str)]}
 
 
+# --- what the summary shows of them ---------------------------------------------------------
+ENERGY_GEMM_STUDIES = ("matmul", "precision")  # one timed call is one GEMM
+ENERGY_ROWS = 40  # more rows than this: each series at its largest size only
+
+
+def nominal_flop(rows):
+    """The studies whose FLOP are nominal (NOMINAL_FLOP), and why, for those among the fraction rows."""
+    shown = sorted({row["study"] for row in rows if row["study"] in NOMINAL_FLOP})
+    return {"studies": list(NOMINAL_FLOP), "notes": [{"study": study, "note": NOMINAL_FLOP[study]} for study in shown]}
+
+
+def compute_roofs(roof):
+    """Per peak (the roof of its precision): its rate and the intensity where it meets the memory roof
+    (the ridge; None without a memory roof)."""
+    bandwidth = (roof.get("bandwidth") or {}).get("bytes_per_s")
+    return [{"precision": row["precision"], "flop_per_s": row["flop_per_s"],
+             "ridge_intensity": row["flop_per_s"] / bandwidth if bandwidth else None} for row in roof["peaks"]]
+
+
+def roofline_series(roof):
+    """Per study and precision (in the points' order): how many points, their range of intensities, the
+    best of them and its rate over the roof at its intensity (None where the precision has no roof)."""
+    groups = {}
+    for point in roof["points"]:
+        groups.setdefault((point["study"], point["precision"]), []).append(point)
+    rows = []
+    for (study, precision), points in groups.items():
+        best = max(points, key=lambda point: point["flop_per_s"])
+        ceiling = attainable(roof, precision, best["intensity"])
+        intensities = [point["intensity"] for point in points]
+        rows.append({"study": study, "precision": precision, "point_count": len(points),
+                     "min_intensity": min(intensities), "max_intensity": max(intensities), "best": best,
+                     "fraction_of_roof": best["flop_per_s"] / ceiling if ceiling else None})
+    return rows
+
+
+def not_placed_groups(roof):
+    """The entries left off the roofline, one row per study, mode and reason (not per series)."""
+    groups = {}
+    for row in roof["not_placed"]:
+        group = groups.setdefault((row["study"], row["mode"], row["reason"]), {
+            "study": row["study"], "mode": row["mode"], "reason": row["reason"], "entries": 0, "series": []})
+        group["entries"] += row["entries"]
+        group["series"].append({"impl": row["impl"], "precision": row["precision"]})
+    return list(groups.values())
+
+
+def energy_per_gemm(rows):
+    """The GEMM studies' energy rows by study, precision, implementation, mode and size: every one, or
+    when there are more than ENERGY_ROWS each series at its largest size."""
+    rows = [row for row in rows if row["study"] in ENERGY_GEMM_STUDIES]
+    series = {}
+    for row in sorted(rows, key=lambda row: (row["study"], row["precision"], row["impl"], row["mode"], row["n"])):
+        series.setdefault((row["study"], row["precision"], row["impl"], row["mode"]), []).append(row)
+    every = len(rows) <= ENERGY_ROWS
+    return {"every_size": every, "rows": [row for found in series.values() for row in (found if every else found[-1:])]}
+
+
+def energy_per_call(rows):
+    """The other studies: per series, the energy row at its largest size and batch, with the energy per
+    item of the batch."""
+    largest = {}
+    for row in rows:
+        if row["study"] not in ENERGY_GEMM_STUDIES:
+            key = (row["study"], row["impl"], row["mode"], row["precision"])
+            if key not in largest or (row["n"], row["batch"] or 0) > (largest[key]["n"], largest[key]["batch"] or 0):
+                largest[key] = row
+    return [{**row, "energy_j_per_item": row["energy_j_per_op"] / row["items"] if row["items"] else None}
+            for row in largest.values()]
+
+
+def gpu_entry_count(studies):
+    return sum(1 for study in studies.values() for entry in ok_entries(study["entries"]) if entry["device"] == "gpu")
+
+
 def derive(studies):
     """document["findings"]; sets each entry's fraction_of_peak."""
     peaks = peak_rates(studies)
     set_fraction_of_peak(studies, peaks)
-    return {"fraction_of_peak": fraction_of_peak_rows(studies, peaks), "roofline": roofline(studies, peaks),
-            "energy": energy_rows(studies), "clock_limited": clock_limited_rows(studies),
-            "telemetry": telemetry_found(studies)}
+    rows, roof, energy = fraction_of_peak_rows(studies, peaks), roofline(studies, peaks), energy_rows(studies)
+    roof.update(compute_roofs=compute_roofs(roof), series=roofline_series(roof),
+                not_placed_groups=not_placed_groups(roof))
+    return {"fraction_of_peak": rows, "roofline": roof, "energy": energy, "clock_limited": clock_limited_rows(studies),
+            "telemetry": telemetry_found(studies), "gpu_entries": gpu_entry_count(studies),
+            "nominal_flop": nominal_flop(rows), "energy_per_gemm": energy_per_gemm(energy),
+            "energy_per_call": energy_per_call(energy)}

@@ -9,7 +9,7 @@ n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per s
 report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
-from gpubench_driver.derive import ok_entries
+from gpubench_driver.derive import grouped_failures, ok_entries
 
 PLATEAU_FRACTION = 0.9
 GIB = float(1 << 30)
@@ -120,13 +120,11 @@ def registration(entries):
             for e in sorted(ok_entries(entries), key=lambda e: e["n"]) if e.get("impl") == "host_register"]
 
 
-def progress_rates(axes, median_s):
-    """The bandwidth of one entry from its name alone, for the progress line (bidirectional copies
-    count both directions; registering moves nothing)."""
-    if axes["precision"] == "register":
-        return []
-    moved = axes["n"] * (2 if axes["precision"] == "bidirectional" else 1)
-    return [f"{moved / median_s / GIB:.2f} GiB/s"]
+def progress_rates(counters, median_s):
+    """The bandwidth of one entry for the progress line: the bytes_transferred counter its console
+    line reports (bidirectional copies count both directions; registering moves nothing)."""
+    moved = counters.get("bytes_transferred")
+    return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
 
 
 def derive(entries, gpu=None):
@@ -141,4 +139,5 @@ def derive(entries, gpu=None):
         "link_use": link_use(rows, link),
         "registration": registration(entries),
         "plateau_fraction": PLATEAU_FRACTION,
+        "failures": grouped_failures(entries),
     }

@@ -11,11 +11,14 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
 # 'products' (batched GEMM) and 'samples' (MLP, convolution) count what one call processes, the batch;
 # 'device_bytes' is the batch studies', 'workspace_bytes' and 'algorithm' the convolution's, 'loss_rel_error'
-# the MLP's.
+# the MLP's. Traffic of one call: memory_read_bytes and memory_written_bytes in the memory the
+# implementation computes in (absent where the binary has no model of it), h2d_bytes and d2h_bytes
+# across the host-device link (bytes_transferred: their sum, or a copy's size where it crosses none).
+TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
             "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
             "workspace_bytes", "algorithm", "engine", "tensor_cores", "loss_rel_error", "huge_page_bytes",
-            "streams", "chunk_bytes", "copy_engines")
+            "streams", "chunk_bytes", "copy_engines", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.
@@ -30,6 +33,8 @@ NAME_PATTERN = re.compile(
     r"(?:/batch:(?P<batch>[0-9]+))?$")
 # The axes of an entry, as fields of it ('batch' is None for a study without that axis).
 AXES = ("impl", "device", "mode", "precision", "n", "batch")
+# The slots a study names in --describe's axis_names (the device slot is always the device).
+NAMED_SLOTS = ("impl", "mode", "precision", "n", "batch")
 
 
 class GbenchError(Exception):
@@ -62,6 +67,14 @@ def parse_entry_name(key):
     axes["n"] = int(axes["n"])
     axes["batch"] = int(axes["batch"]) if axes["batch"] is not None else None
     return axes
+
+
+def named_axes(entry, axis_names):
+    """{axis name: value} of an entry from its study's axis_names ({slot: name}; a slot named None,
+    the batch of a study without one, is left out); None for a name outside the pattern."""
+    if entry.get("n") is None:
+        return None
+    return {axis_names[slot]: entry.get(slot) for slot in NAMED_SLOTS if axis_names.get(slot)}
 
 
 def load_text(text):
@@ -170,7 +183,7 @@ def entries_from_output(output):
 def blank_entry(key):
     """An entry with every field present, its axes taken from the name."""
     axes = parse_entry_name(key) or {}
-    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES},
+    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None}
     entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
@@ -229,11 +242,31 @@ _CONSOLE_TIME = re.compile(r"^(?P<name>\S+)\s+(?P<time>[0-9.]+(?:e[-+]?[0-9]+)?)
 _CONSOLE_FAILURE = re.compile(r"^(?P<name>\S+)\s+(?P<kind>ERROR OCCURRED|SKIPPED): '(?P<message>.*)'")
 
 
+# A counter on a console line: name=value, the value as Google Benchmark's HumanReadableNumber writes
+# it (a decimal prefix, or a binary one for counters of kIs1024), '/s' after a rate.
+_CONSOLE_COUNTER = re.compile(r"(?:^|\s)(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>-?[0-9.]+(?:e[-+]?[0-9]+)?)"
+                              r"(?P<prefix>[KMGTPE]i|[kMGTPE]|[munpfa])?(?:/s|%)?(?=\s|$)")
+_PREFIXES = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "u": 1e-6, "n": 1e-9,
+             "p": 1e-12, "f": 1e-15, "a": 1e-18, **{f"{p}i": 1024.0 ** (i + 1) for i, p in enumerate("KMGTPE")}}
+
+
 @dataclass
 class ConsoleResult:
     name: str            # entry name (no time suffix)
     median_s: float = None
     failure: str = None
+    counters: dict = field(default_factory=dict)  # {name: value} the line shows (rounded as printed)
+
+
+def console_counters(text):
+    """{name: value} of the counters on (the rest of) a console line."""
+    found = {}
+    for match in _CONSOLE_COUNTER.finditer(text):
+        try:
+            found[match["name"]] = float(match["value"]) * _PREFIXES.get(match["prefix"], 1.0)
+        except ValueError:
+            continue
+    return found
 
 
 def parse_console_line(line, repetitions):
@@ -253,4 +286,5 @@ def parse_console_line(line, repetitions):
         name = name[: -len("_median")]
     elif not name.endswith(TIME_SUFFIXES):
         return None
-    return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]])
+    return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]],
+                         counters=console_counters(line[timed.end():]))

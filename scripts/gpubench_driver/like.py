@@ -1,7 +1,7 @@
 """run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and
 batches each swept, repetitions and options), and where this machine's environment differs from
 the one it recorded."""
-from gpubench_driver import options as opts, results
+from gpubench_driver import options as opts, results, studies
 
 # Options taken from the recorded run unless given on the command line; sizes and batches come
 # per study from what each study swept (its defaults may have changed since).
@@ -47,7 +47,7 @@ def _checked(name, value):
         return value
     try:
         if name in ("studies", "impls", "modes"):
-            allowed = {"studies": opts.STUDIES, "modes": opts.MODES}.get(name)
+            allowed = {"studies": studies.NAMES, "modes": opts.MODES}.get(name)
             return opts.parse_names(",".join(map(str, value)), f"--{name}", allowed=allowed)
         if name == "caps":
             return opts.parse_caps(",".join(f"{k}={v}" for k, v in value.items())) if value else {}
@@ -67,7 +67,7 @@ def recorded_configuration(path):
     chosen = {name: _checked(name, recorded.get(name)) for name in RECORDED_OPTIONS if name in recorded}
     swept = {name: {"sizes": _positive_ints(study.get("sizes"), f"studies.{name}.sizes"),
                     "batches": _positive_ints(study.get("batches"), f"studies.{name}.batches")}
-             for name, study in document["studies"].items() if name in opts.STUDIES}
+             for name, study in document["studies"].items() if name in studies.NAMES}
     return document["run"].get("id"), chosen, swept, document
 
 

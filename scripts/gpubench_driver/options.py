@@ -2,30 +2,10 @@
 import re
 from dataclasses import dataclass, field, replace
 
-STUDIES = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap")
-# Only matmul compares the GPU with the CPU at every size: the precision study has no crossover to refine,
-# and the batch studies' lie along the batch, which their default batches sweep in doublings.
-REFINED_STUDIES = ("matmul",)
-# Studies whose entries have a batch axis besides n; only they get --batches.
-# overlap's batch is its number of chunks.
-BATCH_STUDIES = ("batched_gemm", "mlp_training", "conv2d", "overlap")
+from gpubench_driver import studies
+
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-# conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the MLP's is its hidden width. The quick
-# batches hold those the PyTorch references are compared at (conv2d 1, 32, 256; MLP 256, 1024, 8192)
-# and a doubling where saturation can show.
-QUICK_SIZES = {"matmul": (64, 128, 200, 256, 512, 1024), "precision": (256, 1024, 4096), "batched_gemm": (64, 256),
-               "mlp_training": (1024,), "conv2d": (56, 7), "transfer": (4096, 1 << 20, 1 << 28),
-               "overlap": (4096,)}
-QUICK_BATCHES = {"batched_gemm": (1, 8, 64, 512), "mlp_training": (1, 16, 256, 512, 1024, 8192),
-                 "conv2d": (1, 8, 32, 64, 256), "overlap": (1, 4, 16)}
-# The default suite: every study at the points that answer its questions, the whole run within
-# about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
-# default list, which --describe reports as default_sizes/default_batches.
-SUITE_SIZES = {"matmul": (64, 256, 1024, 4096), "precision": (1024, 4096), "batched_gemm": (32, 256),
-               "mlp_training": (1024,), "conv2d": (7, 14, 56), "transfer": (4 << 10, 1 << 20, 256 << 20),
-               "overlap": (8192,)}
-SUITE_BATCHES = {"batched_gemm": (1, 16, 256, 4096), "mlp_training": (1, 8, 64, 256, 1024, 8192),
-                 "conv2d": (1, 16, 256), "overlap": (1, 8)}
+# The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).
 SUITE_REFINE_ROUNDS = 2
 QUICK_REPETITIONS = 3
 QUICK_MIN_TIME = 0.05
@@ -155,7 +135,8 @@ def check_implementations(options, described_ids):
 def study_batches(options, name, description):
     """The batches a study with a batch axis sweeps (--batches, its quick or its default ones);
     None for the other studies, which get no --batches."""
-    if name not in BATCH_STUDIES:
+    record = studies.BY_NAME[name]
+    if not record.batch_axis:
         return None
     recorded = (options.study_sizes or {}).get(name, {}).get("batches")
     if options.batches is None and recorded:
@@ -163,8 +144,8 @@ def study_batches(options, name, description):
     if options.batches:
         return options.batches
     if options.quick:
-        return list(QUICK_BATCHES[name])
-    return description.get("default_batches") if options.full else list(SUITE_BATCHES[name])
+        return list(record.quick_batches)
+    return description.get("default_batches") if options.full else list(record.suite_batches)
 
 
 def study_sizes(options, name, description):
@@ -174,9 +155,10 @@ def study_sizes(options, name, description):
     if options.sizes is None and recorded:
         return recorded
     if options.sizes is None:
+        record = studies.BY_NAME[name]
         if options.quick:
-            return list(QUICK_SIZES[name])
-        return description.get("default_sizes") or [] if options.full else list(SUITE_SIZES[name])
+            return list(record.quick_sizes)
+        return description.get("default_sizes") or [] if options.full else list(record.suite_sizes)
     layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
     sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
     if not sizes:
@@ -198,4 +180,4 @@ def for_study(options, name, description):
     sizes = study_sizes(options, name, description)
     return replace(options, sizes=sizes, batches=study_batches(options, name, description), impls=impls,
                    modes=chosen_modes, caps={i: cap for i, cap in options.caps.items() if i in ids},
-                   refine_rounds=options.refine_rounds if name in REFINED_STUDIES else 0)
+                   refine_rounds=options.refine_rounds if studies.BY_NAME[name].refined else 0)

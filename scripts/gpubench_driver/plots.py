@@ -1,5 +1,4 @@
 """PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib."""
-import functools
 import os
 import textwrap
 
@@ -83,7 +82,7 @@ def _speedup_plot(pyplot, path, entries, crossovers):
     _finish(pyplot, figure, axes, path)
 
 
-def _matmul_plots(pyplot, study, plot_dir):
+def matmul_plots(pyplot, study, plot_dir):
     entries = study["entries"]
     series = _series(entries, lambda entry: f"{entry['impl']}/{entry['mode']}")
     paths = {name: os.path.join(plot_dir, f"matmul_{name}.png") for name in ("time", "rate", "speedup")}
@@ -136,7 +135,7 @@ def _pareto_plot(pyplot, path, rows):
     _finish(pyplot, figure, axes, path)
 
 
-def _precision_plots(pyplot, study, plot_dir):
+def precision_plots(pyplot, study, plot_dir):
     paths = [os.path.join(plot_dir, f"precision_{name}.png") for name in ("pareto", "rate")]
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = _series(study["entries"], lambda entry: f"{entry['impl']}/{entry['mode']}/{entry['precision']}"
@@ -167,10 +166,10 @@ def _crossover_marks(crossovers, with_precision):
     return mark
 
 
-def _batch_plots(name, pyplot, study, plot_dir):
-    """One chart per size n: items/s of every implementation, mode (and precision) over the batch,
-    CPU and GPU together, with the crossovers marked."""
-    spec = derive_batch.STUDIES[name]
+def batch_plots(name, spec, pyplot, study, plot_dir):
+    """One chart per size n of batch study `name` (spec: its BatchStudy): items/s of every
+    implementation, mode (and precision) over the batch, CPU and GPU together, with the crossovers
+    marked."""
     derived = study["derived"]
     rows = derived.get("throughput", [])
     with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
@@ -195,7 +194,7 @@ def _link_mark(link):
     return mark
 
 
-def _transfer_plots(pyplot, study, plot_dir):
+def transfer_plots(pyplot, study, plot_dir):
     """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
     (and the link's theoretical rate across the link)."""
     derived = study["derived"]
@@ -212,7 +211,7 @@ def _transfer_plots(pyplot, study, plot_dir):
     return paths
 
 
-def _overlap_plots(pyplot, study, plot_dir):
+def overlap_plots(pyplot, study, plot_dir):
     """One chart per workload, host memory and n: each schedule's time over the chunk count, with
     the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
     rows = study["derived"].get("pipelines", [])
@@ -236,8 +235,7 @@ def _overlap_plots(pyplot, study, plot_dir):
 
 # --- across the studies: the roofline ---------------------------------------------------
 ROOFLINE_NAME = "roofline.png"
-STUDY_MARKERS = {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D"}
-OTHER_MARKER = "P"
+OTHER_MARKER = "P"  # a study's points whose record names no roofline_marker
 # One colour per precision; no grey, which the legend's study markers use.
 ROOF_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
                 "tab:cyan", "navy", "gold", "teal")
@@ -253,6 +251,12 @@ def _roofline_range(roof):
     if not intensities:
         return 0.1, 1e4
     return min(intensities) / 3, max(intensities) * 3
+
+
+def _marker(study):
+    from gpubench_driver import studies  # the registry imports this module
+    record = studies.BY_NAME.get(study)
+    return (record.roofline_marker if record else None) or OTHER_MARKER
 
 
 def _roofline_plot(pyplot, path, roof):
@@ -275,10 +279,10 @@ def _roofline_plot(pyplot, path, roof):
         for precision in dict.fromkeys(p["precision"] for p in roof["points"] if p["study"] == study):
             mine = [p for p in roof["points"] if (p["study"], p["precision"]) == (study, precision)]
             axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
-                         marker=STUDY_MARKERS.get(study, OTHER_MARKER), color=colours.get(precision, "grey"),
+                         marker=_marker(study), color=colours.get(precision, "grey"),
                          s=22, alpha=0.75, zorder=3)
     handles, labels = axes.get_legend_handles_labels()
-    handles += [Line2D([], [], marker=STUDY_MARKERS.get(study, OTHER_MARKER), color="grey", linestyle="none")
+    handles += [Line2D([], [], marker=_marker(study), color="grey", linestyle="none")
                 for study in studies]
     labels += [plain(f"points: {study}") for study in studies]
     memory = "\n".join(textwrap.wrap(f"memory roof: {BANDWIDTH_CAPTION}" if bandwidth
@@ -310,15 +314,15 @@ def write_roofline(roof, out_dir):
     return path
 
 
-PLOTS = {"matmul": _matmul_plots, "precision": _precision_plots, "transfer": _transfer_plots,
-         "overlap": _overlap_plots, **{name: functools.partial(_batch_plots, name) for name in derive_batch.STUDIES}}
-
-
 def write_plots(studies, out_dir):
-    """Paths of the PNGs written for every study, or None without matplotlib."""
+    """Paths of the PNGs written for every study (by its record's `plots` in the registry), or None
+    without matplotlib."""
+    from gpubench_driver import studies as registry  # the registry imports this module
     pyplot = load_pyplot()
     if pyplot is None:
         return None
     plot_dir = os.path.join(out_dir, "plots")
     os.makedirs(plot_dir, exist_ok=True)
-    return [path for name, study in studies.items() if name in PLOTS for path in PLOTS[name](pyplot, study, plot_dir)]
+    records = {name: registry.BY_NAME.get(name) for name in studies}
+    return [path for name, study in studies.items() if records[name] and records[name].plots
+            for path in records[name].plots(pyplot, study, plot_dir)]

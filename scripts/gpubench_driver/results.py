@@ -17,7 +17,7 @@ _OPTIONAL_STR = (str, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
-             "workloads": list, "ideal": str}
+             "workloads": list, "ideal": str, "axis_names": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
@@ -57,7 +57,8 @@ def new_study(description, sizes, batches=None):
         "implementations": description.get("implementations", []),
         # What a study's --describe adds, None where it does not: the convolution's layers (what each n
         # is), its library (cudnn) and the names of the algorithm numbers its entries report; whether
-        # the batch studies could sample GPU utilization, and why not; the MLP's training-set size.
+        # the batch studies could sample GPU utilization, and why not; the MLP's training-set size; what
+        # each slot of its entry names holds (axis_names; absent in files written before it).
         **{key: description.get(key) for key in DESCRIBED},
         "entries": [],
         "invocations": [],
@@ -189,14 +190,21 @@ def _validate_study(study, path):
         _expect_type(study.get(key), types, f"{path}.{key}")
     for key, types in DESCRIBED.items():  # absent in files written before the batch studies
         _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
+    _expect_fields(study.get("axis_names"), {slot: _OPTIONAL_STR for slot in gbench.NAMED_SLOTS},
+                   f"{path}.axis_names")
     for index, impl in enumerate(study["implementations"]):
+        where = f"{path}.implementations[{index}]"
         _expect_fields(impl, {"id": str, "device": _OPTIONAL_STR, "modes": (list, type(None)),
-                              "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR},
-                       f"{path}.implementations[{index}]")
+                              "precisions": (list, type(None)), "max_size": _OPTIONAL_NUMBER,
+                              "cap_reason": _OPTIONAL_STR}, where)
+        for key in ("modes", "precisions"):
+            for item, value in enumerate(impl.get(key) or []):
+                _expect_type(value, str, f"{where}.{key}[{item}]")
     _expect_type(study.get("precisions"), (list, type(None)), f"{path}.precisions")
     for index, precision in enumerate(study.get("precisions") or []):
         _expect_fields(precision, {"id": str, "inputs": _OPTIONAL_STR, "accumulate": _OPTIONAL_STR,
-                                   "output": _OPTIONAL_STR}, f"{path}.precisions[{index}]")
+                                   "output": _OPTIONAL_STR, "input_bytes": _OPTIONAL_NUMBER,
+                                   "output_bytes": _OPTIONAL_NUMBER}, f"{path}.precisions[{index}]")
     for index, layer in enumerate(study.get("layers") or []):  # the roofline reads their shapes
         _expect_fields(layer, {"role": _OPTIONAL_STR, **{key: _OPTIONAL_NUMBER for key in _LAYER_NUMBERS}},
                        f"{path}.layers[{index}]")
@@ -245,6 +253,9 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
+    _expect_type(entry.get("axes"), (dict, type(None)), f"{path}.axes")  # absent in older files
+    for name, value in (entry.get("axes") or {}).items():
+        _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",
                *gbench.COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
     for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):

@@ -7,7 +7,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver import derive, derive_batch, derive_transfer, formatting, gbench, telemetry
+from gpubench_driver import derive, formatting, gbench, studies, telemetry
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -92,26 +92,10 @@ class Progress:
             return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
         axes = gbench.parse_entry_name(result.name)
         text = f"median {formatting.seconds(result.median_s)}"
-        if axes and result.median_s > 0:
-            text += "".join(f"  {rate}" for rate in _rates(axes, result.median_s))
+        record = studies.BY_NAME.get(axes["study"]) if axes else None
+        if record and result.median_s > 0:
+            text += "".join(f"  {rate}" for rate in record.rates(axes, result.counters, result.median_s))
         return text
-
-
-def _rates(axes, median_s):
-    """FLOP/s where the name tells the FLOP (matmul and precision: one product of 2n^3 per call; a
-    batch study that knows its FLOP per item), and in a batch study its items per second; a copy's
-    bandwidth in the transfer study; nothing for the overlap study, whose entries are whole runs."""
-    if axes["study"] == "transfer":
-        return derive_transfer.progress_rates(axes, median_s)
-    if axes["study"] == "overlap":
-        return []
-    study = derive_batch.STUDIES.get(axes["study"])
-    flop_per_item = study.flop_per_item if study else derive.gemm_flop
-    batch = axes["batch"] or 1
-    rates = [formatting.rate(flop_per_item(axes["n"]) * batch / median_s)] if flop_per_item else []
-    if study:
-        rates.append(formatting.rate(batch / median_s, f"{study.unit}/s", " "))
-    return rates
 
 
 # --- one invocation ------------------------------------------------------------------
@@ -208,7 +192,7 @@ def describe_exit(returncode):
 
 # --- the study ----------------------------------------------------------------------
 class Study:
-    """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: matmul); saves
+    """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: a refined study); saves
     through `save` after each size (a study with a batch axis runs every batch of a size in
     one invocation). `progress` is shared by the studies of a run."""
 
@@ -221,6 +205,8 @@ class Study:
         self.progress = progress
         self.planned = []
         self.series = telemetry.StudySeries(time.time())
+        # What each slot of its entry names holds: its --describe's axis_names, else the registry's.
+        self.axis_names = studies.axis_names(name, record)
 
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
@@ -258,6 +244,7 @@ class Study:
         invocation = invoke(self.binary, flags, self.options, self.progress)
         for entry in invocation.entries:
             entry["phase"] = phase
+            entry["axes"] = gbench.named_axes(entry, self.axis_names)
         self._merge(invocation.entries)
         if self.options.telemetry:
             self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
@@ -285,7 +272,7 @@ class Study:
         self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing})
-        self._merge([_unfinished_entry(name, how, phase) for name in missing])
+        self._merge([_unfinished_entry(name, how, phase, self.axis_names) for name in missing])
 
 
 def _size_of(name):
@@ -298,7 +285,8 @@ def _entry_order(entry):
             *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
-def _unfinished_entry(name, how, phase):
+def _unfinished_entry(name, how, phase, axis_names):
     entry = gbench.blank_entry(name)
     entry.update(status="error", phase=phase, message=f"not finished: the benchmark process {how}")
+    entry["axes"] = gbench.named_axes(entry, axis_names)
     return entry

@@ -4,7 +4,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import build, environment, like, options as options_module, reference, report, results, runner
+from gpubench_driver import (build, environment, like, options as options_module, reference, report, results, runner,
+                             studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,7 +74,7 @@ def describe_studies(options):
     if options.build:
         build.configure_and_build(SOURCE_DIR, options.build_dir)
     described, warnings = [], []
-    for name in options.studies or options_module.STUDIES:
+    for name in options.studies or studies.NAMES:
         binary = build.binary_path(options.build_dir, f"gpubench_{name}")
         if os.access(binary, os.X_OK):
             described.append((name, binary, runner.describe(binary)))
@@ -82,7 +83,7 @@ def describe_studies(options):
         else:
             warnings.append(f"study {name} not run: {binary} was not built")
     if not described:
-        names = ", ".join(f"gpubench_{name}" for name in options_module.STUDIES)
+        names = ", ".join(f"gpubench_{name}" for name in studies.NAMES)
         raise runner.RunnerError(f"no study binary ({names}) was built in {options.build_dir}: "
                                  f"build first (run without --no-build)")
     options_module.check_implementations(
@@ -98,14 +99,14 @@ def describe_studies(options):
                                         f"({'; '.join(warnings)})")
     if options.batches and not any(plan.options.batches for plan in plans):
         warnings.append(f"--batches ignored: no study run has a batch axis "
-                        f"({', '.join(options_module.BATCH_STUDIES)})")
+                        f"({', '.join(studies.BATCH_NAMES)})")
     return plans, warnings
 
 
 def run_study(study, document, options):
     """One study (its processes sample the GPU's telemetry themselves), then its reference timings."""
     study.run()
-    if options.reference and study.name in reference.RUNS:  # batched_gemm has no reference to run
+    if options.reference and studies.BY_NAME[study.name].references:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
                                   **reference.run_references(study.name, with_gpu=document["gpu"]["available"],
                                                              sizes=study.options.sizes,

@@ -10,11 +10,11 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, summary
+from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, studies, summary
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"
-GEMM = derive_batch.STUDIES["batched_gemm"]
+GEMM = studies.BY_NAME["batched_gemm"].batch
 
 
 def batch_entries(times, n=64):
@@ -51,7 +51,8 @@ class NamesTest(unittest.TestCase):
             self.assertIsNone(gbench.parse_entry_name(name), name)
 
     def test_progress_rate_counts_every_product(self):
-        line = runner.Progress._outcome(gbench.ConsoleResult(STRIDED, median_s=32.6e-6))
+        line = runner.Progress._outcome(gbench.ConsoleResult(STRIDED, median_s=32.6e-6,
+                                                             counters={"flop": 2.0 * 64 ** 3 * 1024}))
         self.assertIn(f"{2 * 64 ** 3 * 1024 / 32.6e-6 / 1e12:.2f} TFLOP/s", line)
 
     def test_entries_sort_by_size_then_batch(self):
@@ -289,8 +290,8 @@ class OptionsTest(unittest.TestCase):
             self.assertIn("--batches", str(caught.exception))
 
     def test_batches_of_each_study(self):
-        self.assertEqual(self.study_options().batches, list(options.SUITE_BATCHES["batched_gemm"]))
-        self.assertEqual(self.study_options().sizes, list(options.SUITE_SIZES["batched_gemm"]))
+        self.assertEqual(self.study_options().batches, list(studies.BY_NAME["batched_gemm"].suite_batches))
+        self.assertEqual(self.study_options().sizes, list(studies.BY_NAME["batched_gemm"].suite_sizes))
         self.assertEqual(self.study_options(full=True).batches, [1, 2, 4])  # the binary's own default
         self.assertEqual(self.study_options(full=True).sizes, [64])
         self.assertEqual(self.study_options(quick=True).batches, [1, 8, 64, 512])

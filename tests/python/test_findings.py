@@ -17,14 +17,23 @@ HOSTILE = "<script>alert(1)</script>"
 GIB = 1 << 30
 
 
+# (input, output) bytes of one element, as the precision fixture describes them
+ELEMENT_BYTES = {"fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 4), "int8": (1, 4)}
+
+
 def entry(study, impl, device, mode, precision, n, median_s, batch=None, flop=None, **fields):
-    """An ok entry as the driver writes it; flop defaults to a GEMM's (times the batch)."""
+    """An ok entry as the driver writes it; flop defaults to a GEMM's (times the batch), and so does the
+    device memory traffic the binary reports (A and B read once, C written once), with flop=None."""
     name = f"{study}/{impl}/{device}/{mode}/{precision}/n:{n}" + (f"/batch:{batch}" if batch else "")
     made = gbench.blank_entry(name)
     made.update(repetitions=1, iterations=1, time_s=stats.summarize([median_s]))
     if study == "transfer":
-        made["bytes_transferred"] = float(n)
+        made.update(bytes_transferred=float(n), memory_read_bytes=float(n), memory_written_bytes=float(n))
     else:
+        if flop is None and precision in ELEMENT_BYTES:
+            inputs, output = ELEMENT_BYTES[precision]
+            made.update(memory_read_bytes=2.0 * n * n * inputs * (batch or 1),
+                        memory_written_bytes=1.0 * n * n * output * (batch or 1))
         made["flop"] = flop if flop is not None else 2.0 * n ** 3 * (batch or 1)
         made["flop_per_s"] = made["flop"] / median_s
     made.update(fields)
@@ -82,59 +91,60 @@ def named(made, name):
     return next(e for study in made["studies"].values() for e in study["entries"] if e["name"] == name)
 
 
-class TrafficModelTest(unittest.TestCase):
-    def test_gemm_bytes_from_the_described_element_sizes(self):
-        study = results.new_study(precision_description(), [4096])
-        n = 4096
-        cases = {"fp32": 2 * n * n * 4 + n * n * 4, "tf32": 2 * n * n * 4 + n * n * 4,
-                 "fp16": 2 * n * n * 2 + n * n * 4,  # the fixture describes FP16 in, FP32 out
-                 "fp16_acc16": 2 * n * n * 2 + n * n * 2, "fp8_e4m3": 2 * n * n * 1 + n * n * 4,
-                 "int8": 2 * n * n * 1 + n * n * 4}
-        for precision, expected in cases.items():
-            with self.subTest(precision=precision):
-                made = entry("precision", "cublas", "gpu", "resident", precision, n, 1e-3)
-                self.assertEqual(derive_run.gemm_bytes(study, made), (expected, None))
+class TrafficTest(unittest.TestCase):
+    """The roofline's bytes are what the binary reports (memory_read_bytes + memory_written_bytes); a
+    study's precision slot holds a number format where its axis_names say so."""
 
-    def test_undescribed_precisions_use_the_default_table_or_are_not_placed(self):
-        study = results.new_study({"precision": "fp32"}, [1024])
-        made = entry("matmul", "cublas", "gpu", "resident", "fp32", 1024, 1e-3)
-        self.assertEqual(derive_run.gemm_bytes(study, made), (12 * 1024 * 1024, None))
-        made["precision"] = "fp8_e5m2"
-        traffic, why = derive_run.gemm_bytes(study, made)
-        self.assertIsNone(traffic)
-        self.assertIn("does not describe the element types of fp8_e5m2", why)
+    def test_traffic_is_the_reported_reads_and_writes(self):
+        made = entry("precision", "cublas", "gpu", "resident", "int8", 64, 1e-3)
+        self.assertEqual(derive_run.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
+        made["memory_written_bytes"] = None
+        self.assertIsNone(derive_run.memory_traffic(made))
+        made["memory_written_bytes"] = float("nan")
+        self.assertIsNone(derive_run.memory_traffic(made))
 
-    def test_unknown_type_name_is_not_guessed(self):
-        study = results.new_study({"precisions": [{"id": "fp4", "inputs": "FP4 E2M1", "output": "FP32"}]}, [64])
-        traffic, why = derive_run.gemm_bytes(study, entry("precision", "cublas", "gpu", "resident", "fp4", 64, 1e-3))
-        self.assertIsNone(traffic)
-        self.assertIn("unknown element size", why)
+    def test_an_entry_without_traffic_is_not_placed(self):
+        made = run_document()
+        for study in made["studies"].values():
+            for made_entry in study["entries"]:
+                made_entry.pop("memory_read_bytes", None)  # a file written before the counters
+        report.derive_findings(made, 0)
+        roof = made["findings"]["roofline"]
+        self.assertEqual(roof["points"], [])
+        self.assertEqual(roof["traffic_models"], {})
+        reasons = {(row["study"], row["mode"]): row["reason"] for row in roof["not_placed"]}
+        # matmul's description names no axes: a file from before axis_names and the traffic counters
+        self.assertEqual(reasons[("matmul", "resident")], derive_run.NO_TRAFFIC_YET)
+        self.assertIn("written before the binaries reported device-memory traffic", reasons[("matmul", "resident")])
+        self.assertEqual(reasons[("precision", "resident")], derive_run.NO_TRAFFIC)
+        self.assertEqual(len(roof["peaks"]), 3)  # the peaks do not need traffic
 
-    def test_batched_gemm_multiplies_by_the_batch(self):
-        study = results.new_study({}, [64])
-        made = entry("batched_gemm", "cublas_strided", "gpu", "resident", "fp32", 64, 1e-4, batch=512)
-        self.assertEqual(derive_run.gemm_bytes(study, made), (512 * 12 * 64 * 64, None))
+    def test_the_rule_is_named_for_each_study_with_points(self):
+        roof = run_document()["findings"]["roofline"]
+        self.assertEqual(roof["traffic_models"], {"matmul": derive_run.TRAFFIC_RULE,
+                                                  "precision": derive_run.TRAFFIC_RULE})
 
-    def test_conv_bytes_from_the_layers(self):
-        study = results.new_study(load_fixture("conv2d_describe.json"), [56, 7])
-        layer = next(layer for layer in study["layers"] if layer["n"] == 56)
-        image = layer["in_channels"] * layer["height"] * layer["width"]
-        output = layer["out_channels"] * layer["out_height"] * layer["out_width"]
-        weights = layer["out_channels"] * layer["in_channels"] * layer["kernel"] ** 2
-        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp16", 56, 1e-4, batch=32)
-        self.assertEqual(derive_run.conv_bytes(study, made), (32 * (image * 2 + output * 2) + weights * 2, None))
-        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp32", 56, 1e-4, batch=32)
-        self.assertEqual(derive_run.conv_bytes(study, made), (32 * (image + output) * 4 + weights * 4, None))
-        layer["out_width"] = None
-        self.assertEqual(derive_run.conv_bytes(study, made), (None, "the layer n = 56 gives no out_width"))
-        made = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp32", 9, 1e-4, batch=1)
-        self.assertEqual(derive_run.conv_bytes(study, made), (None, "the study's layers do not describe n = 9"))
+    def test_no_number_format_from_the_axis_names(self):
+        made = run_document()
+        made["studies"]["precision"]["axis_names"] = {"impl": "impl", "mode": "mode", "precision": "workload",
+                                                      "n": "n", "batch": None}
+        report.derive_findings(made, 0)
+        findings = made["findings"]
+        self.assertEqual({row["precision"] for row in findings["roofline"]["peaks"]}, {"fp32"})
+        self.assertIsNone(named(made, "precision/cublas/gpu/resident/int8/n:4096")["fraction_of_peak"])
+        reasons = {row["reason"] for row in findings["roofline"]["not_placed"] if row["study"] == "precision"}
+        self.assertEqual(reasons, {"its precision axis is the workload, not a number format"})
 
-    def test_type_names(self):
-        for name, expected in (("FP32 (TF32 in the multiply)", 4), ("FP8 E4M3, per-tensor scale", 1),
-                               ("INT32 (scaled back on the host)", 4), ("bf16", 2), (HOSTILE, None), (None, None)):
-            with self.subTest(name=name):
-                self.assertEqual(derive_run.type_bytes(name), expected)
+    def test_files_without_axis_names_use_the_registry(self):
+        made = run_document()  # the transfer study's description names no axes: the registry's direction
+        self.assertIsNone(made["studies"]["transfer"]["axis_names"])
+        self.assertNotIn("d2d", {row["precision"] for row in made["findings"]["roofline"]["peaks"]})
+        overlap = entry("overlap", "streams4", "gpu", "pinned", "matmul", 1024, 1e-3, batch=4)
+        made = document({"overlap": ({"implementations": []}, [overlap])})
+        report.derive_findings(made, 0)
+        self.assertEqual(made["findings"]["roofline"]["peaks"], [])
+        self.assertEqual(made["findings"]["roofline"]["not_placed"][0]["reason"],
+                         "its precision axis is the workload, not a number format")
 
 
 class PeakTest(unittest.TestCase):
@@ -226,12 +236,14 @@ class RooflineTest(unittest.TestCase):
         self.assertIn("times host-device copies", not_placed[("matmul", "transfer_pinned")]["reason"])
 
     def test_studies_without_a_model_are_listed_not_guessed(self):
-        made = document({"mlp_training": ({}, [entry("mlp_training", "cublas_kernels", "gpu", "resident", "fp32",
-                                                     1024, 1e-3, batch=256, flop=1e9)])})
+        described = {"axis_names": {"impl": "impl", "mode": "mode", "precision": "precision", "n": "hidden",
+                                    "batch": "batch"}}
+        made = document({"mlp_training": (described, [entry("mlp_training", "cublas_kernels", "gpu", "resident",
+                                                            "fp32", 1024, 1e-3, batch=256, flop=1e9)])})
         report.derive_findings(made, 0)
         roof = made["findings"]["roofline"]
         self.assertEqual(roof["points"], [])
-        self.assertIn("no traffic model for a training step", roof["not_placed"][0]["reason"])
+        self.assertEqual(roof["not_placed"][0]["reason"], derive_run.NO_TRAFFIC)
 
     def test_without_a_transfer_study_only_the_compute_roofs(self):
         made = run_document(with_transfer=False)
@@ -424,6 +436,20 @@ class HostileTest(unittest.TestCase):
             (lambda d: d["studies"]["precision"]["precisions"][0].update(output=4), "precisions[0].output"),
             (lambda d: d["studies"]["precision"].update(layers=[{"n": 7, "in_channels": HOSTILE}]),
              "studies.precision.layers[0].in_channels"),
+            (lambda d: d["studies"]["precision"]["axis_names"].update(precision=3),
+             "studies.precision.axis_names.precision"),
+            (lambda d: d["studies"]["precision"].update(axis_names=["impl"]), "studies.precision.axis_names"),
+            (lambda d: d["studies"]["precision"]["implementations"][1].update(precisions=["fp16", 16]),
+             "studies.precision.implementations[1].precisions[1]"),
+            (lambda d: d["studies"]["precision"]["precisions"][0].update(input_bytes="8"),
+             "studies.precision.precisions[0].input_bytes"),
+            (lambda d: d["studies"]["matmul"]["entries"][1].update(memory_read_bytes=HOSTILE),
+             "studies.matmul.entries[1].memory_read_bytes"),
+            (lambda d: d["studies"]["matmul"]["entries"][1].update(h2d_bytes=True),
+             "studies.matmul.entries[1].h2d_bytes"),
+            (lambda d: d["studies"]["matmul"]["entries"][1].update(axes=[4096]), "studies.matmul.entries[1].axes"),
+            (lambda d: d["studies"]["matmul"]["entries"][1].update(axes={"n": {"x": 1}}),
+             "studies.matmul.entries[1].axes.n"),
             (lambda d: d.update(findings=[]), "findings"),
             (lambda d: d["findings"]["roofline"]["points"][0].update(intensity=HOSTILE),
              "findings.roofline.points[0].intensity"),
@@ -461,12 +487,12 @@ class HostileTest(unittest.TestCase):
         made = run_document()
         for made_entry in made["studies"]["precision"]["entries"]:
             made_entry.update(impl=HOSTILE, name=f"precision/{HOSTILE}|x/gpu", energy_j_per_op=0.1, clock_limited=True)
-        made["studies"]["precision"]["precisions"][3]["output"] = HOSTILE  # fp16's
+        made["studies"]["precision"]["axis_names"] = {"precision": HOSTILE}
         report.derive_findings(made, 0)
         text = summary.render(made, [], tempfile.gettempdir())
         self.assertNotIn("<script>", text)
         self.assertIn("\\<script\\>alert(1)\\</script\\>\\|x/gpu", text)
-        self.assertIn("unknown element size of fp16's types", text)
+        self.assertIn("its precision axis is the \\<script\\>alert(1)\\</script\\>, not a number format", text)
 
     def test_every_new_field_replaced(self):
         """The fuzz of test_results.HostileFileTest over the fields this module reads and writes: each
@@ -480,6 +506,9 @@ class HostileTest(unittest.TestCase):
         targets += [("studies", "matmul", "entries", 1, key) for key in (*results.ENTRY_TELEMETRY,
                                                                           results.CLOCK_LIMITED, "fraction_of_peak")]
         targets += [("studies", "transfer", "entries", 1, key) for key in ("bytes_transferred", "precision", "n")]
+        original["studies"]["precision"]["entries"][0]["axes"] = {"impl": "cublas", "n": 4096}
+        targets += [("studies", "precision", "entries", 0, key) for key in (*gbench.TRAFFIC_COUNTERS, "axes")]
+        targets += [("studies", "precision", "axis_names"), ("studies", "precision", "implementations", 1)]
         paths = []
         for target in targets:
             node = original

@@ -132,6 +132,45 @@ class NamesAndConsoleTest(unittest.TestCase):
         skip = gbench.parse_console_line("matmul/a/gpu/resident/fp32/n:64/manual_time  SKIPPED: 'skipped: no'", 3)
         self.assertEqual(skip.failure, "skipped: no")
 
+    def test_counters_of_a_line(self):
+        line = ("transfer/copy_engine/gpu/pinned/h2d/n:268435456/manual_time_median   5.30 ms   0.01 ms   3 "
+                "bytes_transferred=268.435M d2h_bytes=0 flop=1.5Ki memory_written_bytes=2.5G rate=3.2G/s "
+                "tiny=4.5m cv=1.20% broken=nan")
+        counters = gbench.parse_console_line(line, repetitions=3).counters
+        self.assertEqual(counters["bytes_transferred"], 268.435e6)
+        self.assertEqual(counters["d2h_bytes"], 0.0)
+        self.assertEqual(counters["flop"], 1.5 * 1024)  # a binary prefix (Google Benchmark's kIs1024)
+        self.assertEqual((counters["memory_written_bytes"], counters["rate"]), (2.5e9, 3.2e9))
+        self.assertAlmostEqual(counters["tiny"], 4.5e-3)
+        self.assertNotIn("broken", counters)
+        plain = gbench.parse_console_line("matmul/a/cpu/host/fp32/n:64/real_time 4.00 us 4.00 us 9", 1)
+        self.assertEqual(plain.counters, {})
+
+    def test_named_axes(self):
+        entry = gbench.blank_entry("transfer/copy_engine/gpu/pinned/h2d/n:4096")
+        self.assertIsNone(entry["axes"])  # set by the runner, which knows the study's axis names
+        names = {"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes", "batch": None}
+        self.assertEqual(gbench.named_axes(entry, names),
+                         {"engine": "copy_engine", "host_memory": "pinned", "direction": "h2d", "bytes": 4096})
+        entry = gbench.blank_entry("overlap/streams4/gpu/pinned/matmul/n:8192/batch:16")
+        names = {"impl": "schedule", "mode": "host_memory", "precision": "workload", "n": "n", "batch": "chunks"}
+        self.assertEqual(gbench.named_axes(entry, names), {"schedule": "streams4", "host_memory": "pinned",
+                                                           "workload": "matmul", "n": 8192, "chunks": 16})
+        self.assertIsNone(gbench.named_axes(gbench.blank_entry("BM_other/64"), names))
+
+    def test_traffic_counters_land_in_the_entry(self):
+        run = {"name": "matmul/cublas/gpu/transfer_pinned/fp32/n:64/manual_time", "run_type": "iteration",
+               "iterations": 3, "real_time": 5.0, "time_unit": "us", "memory_read_bytes": 32768.0,
+               "memory_written_bytes": 16384.0, "h2d_bytes": 32768.0, "d2h_bytes": 16384.0,
+               "bytes_transferred": 49152.0}
+        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        self.assertEqual({key: entry[key] for key in gbench.TRAFFIC_COUNTERS},
+                         {"memory_read_bytes": 32768.0, "memory_written_bytes": 16384.0, "h2d_bytes": 32768.0,
+                          "d2h_bytes": 16384.0})
+        run.pop("memory_read_bytes")  # no model of it: null, not 0
+        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        self.assertIsNone(entry["memory_read_bytes"])
+
     def test_header_lines_are_ignored(self):
         for line in ("-----", "Benchmark   Time   CPU   Iterations UserCounters...", "Run on (16 X 2000 MHz CPU s)"):
             self.assertIsNone(gbench.parse_console_line(line, 3))

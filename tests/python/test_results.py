@@ -44,6 +44,33 @@ class ValidationTest(unittest.TestCase):
     def test_missing_section(self):
         self.assert_invalid(lambda d: d.pop("machine"), "machine")
 
+    def test_axis_names_axes_and_traffic_are_typed(self):
+        """Fields a file written before them lacks (results_v1.json) are optional, and typed where present."""
+        entry = lambda d: d["studies"]["matmul"]["entries"][0]  # noqa: E731
+        study = lambda d: d["studies"]["matmul"]  # noqa: E731
+        document = fixture_document()
+        study(document)["axis_names"] = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n",
+                                         "batch": None}
+        study(document)["implementations"][0]["precisions"] = ["fp32"]
+        entry(document).update(axes={"impl": "openblas", "n": 64}, memory_read_bytes=32768.0, h2d_bytes=0)
+        results.validate(document)
+        for change, field in (
+                (lambda d: study(d).update(axis_names="impl"), "studies.matmul.axis_names"),
+                (lambda d: study(d).update(axis_names={"batch": 0}), "studies.matmul.axis_names.batch"),
+                (lambda d: study(d)["implementations"][0].update(precisions="fp32"),
+                 "studies.matmul.implementations[0].precisions"),
+                (lambda d: study(d)["implementations"][0].update(precisions=[None]),
+                 "studies.matmul.implementations[0].precisions[0]"),
+                (lambda d: study(d).update(precisions=[{"id": "fp8", "input_bytes": "1"}]),
+                 "studies.matmul.precisions[0].input_bytes"),
+                (lambda d: entry(d).update(axes="n:64"), "studies.matmul.entries[0].axes"),
+                (lambda d: entry(d).update(axes={"n": [64]}), "studies.matmul.entries[0].axes.n"),
+                (lambda d: entry(d).update(axes={"n": False}), "studies.matmul.entries[0].axes.n"),
+                (lambda d: entry(d).update(memory_written_bytes="1"), "studies.matmul.entries[0].memory_written_bytes"),
+                (lambda d: entry(d).update(d2h_bytes=[]), "studies.matmul.entries[0].d2h_bytes")):
+            with self.subTest(field=field):
+                self.assert_invalid(change, field)
+
 
 class WriteAndLoadTest(unittest.TestCase):
     def setUp(self):

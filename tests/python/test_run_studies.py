@@ -67,7 +67,8 @@ FAKE_STUDY = textwrap.dedent('''\
         if run.get("error_occurred"):
             print(run["run_name"] + "  ERROR OCCURRED: '" + run["error_message"] + "'")
         elif run.get("repetition_index", 0) == 0 and run.get("run_type") == "iteration":
-            print(run["run_name"] + "  " + str(run["real_time"]) + " " + run["time_unit"] + "  1")
+            counters = "".join(" " + key + "=" + str(run[key]) for key in ("flop", "bytes_transferred") if key in run)
+            print(run["run_name"] + "  " + str(run["real_time"]) + " " + run["time_unit"] + "  1" + counters)
 ''')
 
 MATMUL_SIZES = (64, 128, 200, 256, 512, 1024, 4096, 8192)
@@ -147,6 +148,8 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertIn("[1/28] matmul/", self.process.stdout)
         self.assertIn("[5/28] precision/", self.process.stdout)
         self.assertIn("[28/28] precision/", self.process.stdout)
+        # the rate from the flop counter of the console line
+        self.assertIn("precision/cublas/gpu/resident/fp32/n:4096  median 7.60 ms  18.08 TFLOP/s", self.process.stdout)
 
     def test_results_hold_both_studies(self):
         document = results.load(self.out)
@@ -165,6 +168,23 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertEqual(precision["derived"]["tensor_core_claim"]["results"][0]["n"], 8192)
         self.assertIn("crossovers", document["studies"]["matmul"]["derived"])
         self.assertNotIn("crossovers", precision["derived"])
+
+    def test_entries_name_their_axes_and_traffic(self):
+        document = results.load(self.out)
+        precision, matmul = document["studies"]["precision"], document["studies"]["matmul"]
+        self.assertEqual(precision["axis_names"], {"impl": "impl", "mode": "mode", "precision": "precision",
+                                                   "n": "n", "batch": None})
+        int8 = next(e for e in precision["entries"] if e["name"] == "precision/cublas/gpu/resident/int8/n:8192")
+        self.assertEqual(int8["axes"], {"impl": "cublas", "mode": "resident", "precision": "int8", "n": 8192})
+        self.assertEqual((int8["memory_read_bytes"], int8["memory_written_bytes"], int8["h2d_bytes"]),
+                         (2 * 8192 ** 2, 4 * 8192 ** 2, 0))
+        # a binary whose --describe names no axes: the registry's names
+        self.assertIsNone(matmul["axis_names"])
+        self.assertEqual(matmul["entries"][0]["axes"], {"impl": "openblas", "mode": "host", "precision": "fp32",
+                                                        "n": 4096})
+        self.assertIsNone(matmul["entries"][0]["memory_read_bytes"])
+        points = {(p["impl"], p["precision"], p["n"]) for p in document["findings"]["roofline"]["points"]}
+        self.assertIn(("cublas", "int8", 8192), points)  # placed by the traffic its binary reported
 
     def test_telemetry_of_each_study(self):
         document = results.load(self.out)

@@ -1,0 +1,269 @@
+"""The study registry: one record (Study) per study, holding everything the driver knows of it that
+its binary does not say: the sizes and batches a quick run and the default suite sweep, whether
+crossovers are refined, how its findings are derived, its summary sections and plots, its reference
+runs and what they are compared with, its progress line, and how the findings across the studies and
+`compare` treat it. options, report, runner, derive_run, plots, reference, compare and session read
+these records; a new study is one record here (and its derive/summary module).
+
+Import rule: this module imports the modules whose functions the records name (derive_*, plots);
+those never import it at module level (plots and derive_batch reach it inside functions). The
+modules that read the registry (options, report, runner, derive_run, reference, compare, session)
+import it; it imports none of them."""
+import functools
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from gpubench_driver import derive, derive_batch, derive_overlap, derive_precision, derive_transfer, formatting, plots
+from gpubench_driver.derive_batch import BatchStudy
+
+# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
+# study names (--describe's axis_names); the device slot is always the device.
+AXIS_SLOTS = ("impl", "mode", "precision", "n", "batch")
+# The names a slot has where nothing else is said; the slot holding a number format is "precision".
+PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n", "batch": None}
+
+
+# --- reference runs -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Run:
+    """One reference run: a script in scripts/ and its arguments, under an interpreter that has
+    `library` (a key of reference.PROBES); a `gpu` run only when the study's GPU part ran. sizes_at and
+    batches_at: which argument lists the sizes and batches it times, so that it times only those
+    the study ran."""
+    library: str
+    script: str
+    args: tuple
+    gpu: bool
+    sizes_at: int = None
+    batches_at: int = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Which study entries (impl, mode, precision at each (n, batch) point; batch None in a study
+    without a batch axis) are compared with which reference results (those of `run` with the
+    fields in `result`); `reference` names it in the report, `target` what the study is held to."""
+    study: str
+    impl: str
+    mode: str
+    precision: str
+    run: str
+    reference: str
+    result: dict
+    points: tuple
+    target: str = None
+
+
+def _csv(values):
+    return ",".join(map(str, values))
+
+
+NUMPY_SIZES = (4096,)
+TORCH_SIZES = (4096, 8192)
+CONV_SIZES = (56, 28, 14, 7)  # every layer of the convolution study
+CONV_BATCHES = (1, 32, 256)
+CONV_LAYOUTS = ("nchw", "nhwc")  # cudnn_<layout> in the study
+MLP_WIDTH = 1024  # the hidden width the torch MLP has
+MLP_BATCHES = (256, 1024, 8192)
+# The study's precision -> the reference's dtype.
+CONV_DTYPES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16"}
+MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
+PRECISION_DTYPES = {"tf32": ("torch", "tf32"), "fp16": ("torch", "float16"), "bf16": ("torch", "bfloat16"),
+                    "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
+TRANSFER_BYTES = 1 << 28  # 256 MiB, one of the transfer study's default sizes
+# (host memory, direction) of the transfer study -> what its torch counterpart is held to.
+TRANSFER_TARGETS = {
+    ("pinned", "h2d"): "within 2% of torch's pinned copy",
+    ("pinned", "d2h"): "within 2% of torch's pinned copy",
+    ("pageable", "h2d"): "at least torch's rate from written pageable memory: a time ratio of at most 1",
+    ("pageable", "d2h"): None,
+    ("pageable_zero_page", "h2d"): None,  # the pitfall, shown beside torch's untouched tensor
+    ("device", "d2d"): "within 3% of torch's device copy",
+}
+CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) for the same layer, dtype, layout "
+               "and batch: a time ratio of at most 1.05")
+MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
+              "at most 1.10")
+
+
+# --- progress lines: rates of one finished entry from its console line ------------------------
+def flop_rates(axes, counters, median_s):
+    """FLOP/s from the entry's flop counter."""
+    flop = counters.get("flop")
+    return [formatting.rate(flop / median_s)] if flop and flop > 0 else []
+
+
+def item_rates(unit, with_flop):
+    """Items of the batch per second (and FLOP/s when the study's FLOP are those that ran)."""
+    def rates(axes, counters, median_s):
+        items = formatting.rate((axes["batch"] or 1) / median_s, f"{unit}/s", " ")
+        return [*(flop_rates(axes, counters, median_s) if with_flop else []), items]
+    return rates
+
+
+def no_rates(axes, counters, median_s):
+    return []
+
+
+def copy_rates(axes, counters, median_s):
+    return derive_transfer.progress_rates(counters, median_s)
+
+
+# --- the record --------------------------------------------------------------------------
+def _summary(module, *leading):
+    """The study's sections of summary.md: `sections(*leading, study, document)` of the summary module
+    beside its derive module, imported when first used (summary modules read `reference`, which
+    reads this registry)."""
+    def sections(study, document):
+        return importlib.import_module(f"gpubench_driver.{module}").sections(*leading, study, document)
+    return sections
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study, as the driver knows it beyond what its binary's --describe says."""
+    name: str                      # its binary is gpubench_<name>; its key in results.json
+    quick_sizes: tuple             # run --quick
+    suite_sizes: tuple             # the default suite (run --full: the binary's default_sizes)
+    derive: Callable               # (study record, results document, refine rounds) -> its findings ("derived")
+    summary: Callable              # (study record, results document) -> its blocks of summary.md (document.py)
+    rates: Callable                # (name's axes, console counters, median s) -> rates for the progress line
+    batch_axis: bool = False       # entries have a batch axis besides n; only such studies get --batches
+    quick_batches: tuple = None
+    suite_batches: tuple = None
+    refined: bool = False          # crossovers in n refined by extra sizes (options.refine_rounds)
+    plots: Optional[Callable] = None  # (pyplot, study record, plot dir) -> paths of the PNGs written
+    roofline_marker: Optional[str] = None  # its points' marker on the roofline chart (else plots.OTHER_MARKER)
+    references: dict = field(default_factory=dict)  # {key in results.json 'references': Run} run after it
+    comparisons: tuple = ()        # Comparison rows of its entries against those references
+    nominal_flop: Optional[str] = None  # why its FLOP are a reference algorithm's, not what ran (sets no peak)
+    gemm_cost: bool = False        # compare: USD per 1000 GEMMs and TFLOP/s per USD-hour
+    batch: Optional[BatchStudy] = None  # the batch studies' findings (derive_batch)
+    # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
+    # before --describe's axis_names mean (the binary's own axis_names win).
+    axes: dict = field(default_factory=dict)
+
+    @property
+    def axis_names(self):
+        """{slot: name} as this record knows them (batch: None without a batch axis)."""
+        return {**PLAIN_AXES, "batch": "batch" if self.batch_axis else None, **self.axes}
+
+
+def _batch_study(name, spec, **fields):
+    return Study(name=name, batch_axis=True, batch=spec,
+                 derive=lambda study, document, rounds: derive_batch.derive(spec, study),
+                 plots=functools.partial(plots.batch_plots, name, spec), summary=_summary("summary_batch", name, spec),
+                 **fields)
+
+
+BATCHED_GEMM = BatchStudy(
+    title="Batched GEMM", unit="products", item="product", size_name="n",
+    batch_meaning="products of n x n FP32 matrices per call",
+    operands="3 n x n FP32 matrices", operand_bytes=lambda n: 3 * 4 * n * n,  # A, B and C
+    loop_baseline="cublas_loop", against_loop=("cublas_strided", "cublas_graph"))
+MLP_TRAINING = BatchStudy(
+    title="MLP training", unit="samples", item="sample", size_name="hidden width n",
+    batch_meaning="samples per SGD step of the MLP 784 -> n -> n -> 10, n its hidden width",
+    epoch_samples=60000)
+CONV2D = BatchStudy(
+    title="Convolution", unit="samples", item="sample", size_name="layer n",
+    batch_meaning="images per forward convolution, n the layer's input height and width",
+    chooses_algorithm=True)
+
+# The default suite: every study at the points that answer its questions, the whole run within
+# about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
+# default list, which --describe reports as default_sizes/default_batches. The quick batches hold
+# those the PyTorch references are compared at (conv2d 1, 32, 256; MLP 256, 1024, 8192) and a
+# doubling where saturation can show. conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the
+# MLP's is its hidden width.
+STUDIES = (
+    # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
+    # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
+    Study(name="matmul", quick_sizes=(64, 128, 200, 256, 512, 1024), suite_sizes=(64, 256, 1024, 4096),
+          refined=True, derive=lambda study, document, rounds: derive.derive(study["entries"], rounds),
+          summary=_summary("summary_matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
+          gemm_cost=True,
+          references={"numpy": Run("numpy", "reference_matmul.py", ("numpy", _csv(NUMPY_SIZES)), gpu=False,
+                                   sizes_at=1),
+                      "torch": Run("torch", "reference_matmul.py", ("torch", _csv(TORCH_SIZES), "float32"), gpu=True,
+                                   sizes_at=1)},
+          comparisons=(Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
+                                  tuple((n, None) for n in TORCH_SIZES)),
+                       Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
+                                  tuple((n, None) for n in NUMPY_SIZES)))),
+    Study(name="precision", quick_sizes=(256, 1024, 4096), suite_sizes=(1024, 4096),
+          derive=lambda study, document, rounds: derive_precision.derive(study["entries"], study.get("precisions")),
+          summary=_summary("summary_precision"), plots=plots.precision_plots, roofline_marker="s", rates=flop_rates,
+          gemm_cost=True,
+          references={"torch_precision": Run("torch", "reference_matmul.py", (
+              "torch", _csv(TORCH_SIZES), _csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True,
+              sizes_at=1)},
+          comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
+                                       {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES))
+                            for precision, (reference, dtype) in PRECISION_DTYPES.items())),
+    _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(64, 256), suite_sizes=(32, 256),
+                 quick_batches=(1, 8, 64, 512), suite_batches=(1, 16, 256, 4096), roofline_marker="^",
+                 rates=item_rates("products", with_flop=True)),
+    _batch_study("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
+                 quick_batches=(1, 16, 256, 512, 1024, 8192), suite_batches=(1, 8, 64, 256, 1024, 8192),
+                 rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
+                 references={"torch_mlp": Run("torch", "reference_mlp.py", (
+                     "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
+                 comparisons=tuple(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp",
+                                              "torch eager step", {"dtype": dtype},
+                                              tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
+                                   for precision, dtype in MLP_DTYPES.items())),
+    _batch_study("conv2d", CONV2D, quick_sizes=(56, 7), suite_sizes=(7, 14, 56),
+                 quick_batches=(1, 8, 32, 64, 256), suite_batches=(1, 16, 256), roofline_marker="D",
+                 rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
+                 nominal_flop="a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
+                              "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply "
+                              "units did, and its fraction of the peak 100%",
+                 references={"torch_conv2d": Run("torch", "reference_conv2d.py", (
+                     "torch", _csv(CONV_SIZES), _csv(CONV_BATCHES), _csv(CONV_DTYPES.values()), _csv(CONV_LAYOUTS)),
+                     gpu=True, sizes_at=1, batches_at=2)},
+                 comparisons=tuple(Comparison("conv2d", f"cudnn_{layout}", "resident", precision, "torch_conv2d",
+                                              "torch.nn.functional.conv2d", {"dtype": dtype, "layout": layout},
+                                              tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES), CONV_TARGET)
+                                   for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())),
+    Study(name="transfer", quick_sizes=(4096, 1 << 20, 1 << 28), suite_sizes=(4 << 10, 1 << 20, 256 << 20),
+          derive=lambda study, document, rounds: derive_transfer.derive(
+              study["entries"], (document["machine"].get("gpus") or [None])[0]),
+          summary=_summary("summary_transfer"), plots=plots.transfer_plots, rates=copy_rates,
+          axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
+          references={"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)),
+                                            gpu=True, sizes_at=1)},
+          comparisons=tuple(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
+                                       {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
+                            for (memory, direction), target in TRANSFER_TARGETS.items())),
+    # overlap's entries are whole pipelined runs: no rate on the progress line.
+    Study(name="overlap", quick_sizes=(4096,), suite_sizes=(8192,), batch_axis=True, quick_batches=(1, 4, 16),
+          suite_batches=(1, 8), derive=lambda study, document, rounds: derive_overlap.derive(study["entries"]),
+          summary=_summary("summary_overlap"), plots=plots.overlap_plots, rates=no_rates,
+          axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}),
+)
+BY_NAME = {study.name: study for study in STUDIES}
+NAMES = tuple(BY_NAME)
+BATCH_NAMES = tuple(study.name for study in STUDIES if study.batch_axis)
+
+
+def axis_names(name, record=None):
+    """{slot: name} of a study: what its --describe said (`axis_names` in its results record), slot by
+    slot, else what this registry knows (files and binaries from before axis_names), else the plain
+    names."""
+    known = BY_NAME[name].axis_names if name in BY_NAME else dict(PLAIN_AXES)
+    described = (record or {}).get("axis_names")
+    if isinstance(described, dict):
+        known.update({slot: described[slot] for slot in AXIS_SLOTS
+                      if slot in described and (described[slot] is None or isinstance(described[slot], str))})
+    return known
+
+
+def format_note(name, record=None):
+    """None where the study's precision slot holds a number format; else why its entries have no
+    peak, no fraction of it and no roofline point."""
+    slot = axis_names(name, record)["precision"]
+    if slot == PLAIN_AXES["precision"]:
+        return None
+    return f"its precision axis is the {slot or 'unnamed slot'}, not a number format"

@@ -1,0 +1,149 @@
+"""The study registry (studies.py): one record per study, complete and in order; what options,
+report, runner, plots, reference, compare and derive_run read from it; the axis names of files
+and binaries that do not say them; and a study added as one record."""
+import copy
+import dataclasses
+import tempfile
+import unittest
+from unittest import mock
+
+import support
+
+from gpubench_driver import (compare, derive_batch, derive_run, gbench, options, plots, reference, report, runner,
+                             studies, summary_precision)
+
+ORDER = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap")
+
+
+def run_options(**changes):
+    made = options.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={}, cpu_only=False,
+                              out=None, run_id="x", repetitions=1, min_time=0.01, refine_rounds=3, build_dir="build",
+                              build=False, reference=False, quick=False)
+    return dataclasses.replace(made, **changes)
+
+
+def positive_ints(values):
+    return isinstance(values, tuple) and values and all(isinstance(v, int) and v > 0 for v in values)
+
+
+class RecordsTest(unittest.TestCase):
+    def test_one_record_per_study_in_order(self):
+        self.assertEqual(studies.NAMES, ORDER)
+        self.assertEqual(tuple(study.name for study in studies.STUDIES), ORDER)
+        self.assertEqual(studies.BATCH_NAMES, ("batched_gemm", "mlp_training", "conv2d", "overlap"))
+
+    def test_every_record_is_complete(self):
+        for study in studies.STUDIES:
+            with self.subTest(study=study.name):
+                self.assertTrue(positive_ints(study.quick_sizes) and positive_ints(study.suite_sizes))
+                if study.batch_axis:
+                    self.assertTrue(positive_ints(study.quick_batches) and positive_ints(study.suite_batches))
+                else:
+                    self.assertIsNone(study.quick_batches)
+                    self.assertIsNone(study.suite_batches)
+                for function in (study.derive, study.summary, study.rates, study.plots):
+                    self.assertTrue(callable(function))
+                self.assertTrue(all(c.study == study.name and c.run in study.references for c in study.comparisons))
+                self.assertEqual(set(study.axis_names), set(studies.AXIS_SLOTS))
+                self.assertEqual(study.axis_names["batch"] is None, not study.batch_axis)
+                with self.assertRaises(dataclasses.FrozenInstanceError):
+                    study.refined = True
+
+    def test_what_the_old_tables_held(self):
+        by_name = studies.BY_NAME
+        self.assertEqual([s.name for s in studies.STUDIES if s.refined], ["matmul"])
+        self.assertEqual([s.name for s in studies.STUDIES if s.gemm_cost], ["matmul", "precision"])
+        self.assertEqual({s.name: s.roofline_marker for s in studies.STUDIES if s.roofline_marker},
+                         {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D"})
+        self.assertEqual(list(derive_run.NOMINAL_FLOP), ["conv2d"])
+        self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer"})
+        self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
+        self.assertEqual(derive_batch.STUDIES, {"batched_gemm": studies.BATCHED_GEMM,
+                                                "mlp_training": studies.MLP_TRAINING, "conv2d": studies.CONV2D})
+        self.assertEqual(by_name["conv2d"].suite_sizes, (7, 14, 56))
+        self.assertEqual(by_name["transfer"].quick_sizes, (4096, 1 << 20, 1 << 28))
+        self.assertEqual(by_name["overlap"].suite_batches, (1, 8))
+        self.assertEqual([compare.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
+                         ["gemm", "epoch", None, None])
+
+
+class AxisNamesTest(unittest.TestCase):
+    def test_the_registry_names_the_slots_of_files_without_axis_names(self):
+        self.assertEqual(studies.axis_names("transfer"), {"impl": "engine", "mode": "host_memory",
+                                                         "precision": "direction", "n": "bytes", "batch": None})
+        self.assertEqual(studies.axis_names("overlap", {"axis_names": None})["batch"], "chunks")
+        self.assertEqual(studies.axis_names("mlp_training")["n"], "hidden")
+        self.assertEqual(studies.axis_names("nonesuch"), studies.PLAIN_AXES)
+
+    def test_the_binarys_names_win_slot_by_slot(self):
+        record = {"axis_names": {"impl": "engine", "precision": "copy", "n": 7, "extra": "x"}}
+        names = studies.axis_names("transfer", record)
+        self.assertEqual(names["precision"], "copy")
+        self.assertEqual(names["n"], "bytes")  # not a name: the registry's stays
+        self.assertNotIn("extra", names)
+
+    def test_number_formats(self):
+        self.assertEqual([name for name in ORDER if studies.format_note(name)], ["transfer", "overlap"])
+        self.assertEqual(studies.format_note("transfer"), "its precision axis is the direction, not a number format")
+        self.assertIsNone(studies.format_note("transfer", {"axis_names": {"precision": "precision"}}))
+
+
+class ReadersTest(unittest.TestCase):
+    def test_options_take_sizes_batches_and_refinement_from_the_records(self):
+        description = {"implementations": [{"id": "a", "modes": ["resident"]}], "default_sizes": [5],
+                       "default_batches": [6]}
+        for study in studies.STUDIES:
+            with self.subTest(study=study.name):
+                suite = options.for_study(run_options(), study.name, description)
+                quick = options.for_study(run_options(quick=True), study.name, description)
+                self.assertEqual(suite.sizes, list(study.suite_sizes))
+                self.assertEqual(quick.batches, list(study.quick_batches) if study.batch_axis else None)
+                self.assertEqual(suite.refine_rounds, 3 if study.refined else 0)
+
+    def test_progress_rates_come_from_the_console_counters(self):
+        outcome = runner.Progress._outcome
+        copy_line = gbench.ConsoleResult("transfer/copy_engine/gpu/pinned/bidirectional/n:1073741824", median_s=0.05,
+                                         counters={"bytes_transferred": 2.0 * (1 << 30)})
+        self.assertEqual(outcome(copy_line), "median 50.00 ms  40.00 GiB/s")
+        registered = gbench.ConsoleResult("transfer/host_register/cpu/pinned/register/n:4096", median_s=1e-3,
+                                          counters={"bytes_transferred": 0.0})
+        self.assertEqual(outcome(registered), "median 1.00 ms")
+        gemm = gbench.ConsoleResult("matmul/cublas/gpu/resident/fp32/n:1024", median_s=1e-3, counters={"flop": 2e9})
+        self.assertEqual(outcome(gemm), "median 1.00 ms  2.00 TFLOP/s")
+        self.assertEqual(outcome(dataclasses.replace(gemm, counters={})), "median 1.00 ms")  # nothing rebuilt
+        pipeline = gbench.ConsoleResult("overlap/streams4/gpu/pinned/matmul/n:8192/batch:16", median_s=0.1,
+                                        counters={"flop": 1e12})
+        self.assertEqual(outcome(pipeline), "median 100.00 ms")
+
+    def test_summary_sections_through_the_record(self):
+        document = support.precision_document()
+        study = document["studies"]["precision"]
+        self.assertEqual(studies.BY_NAME["precision"].summary(study, document),
+                         summary_precision.sections(study, document))
+
+
+class NewStudyTest(unittest.TestCase):
+    """A study the driver did not know, added as one record (here: the precision study's functions
+    under another name): it is derived, reported, plotted and its options chosen from that record."""
+
+    def test_one_record_is_enough(self):
+        precision = studies.BY_NAME["precision"]
+        toy = dataclasses.replace(precision, name="toy", quick_sizes=(8,), suite_sizes=(16, 32), references={},
+                                  comparisons=(), summary=lambda study, document: ["## Toy", ""],
+                                  plots=lambda pyplot, study, plot_dir: [], axes={"precision": "format"})
+        document = copy.deepcopy(support.precision_document())
+        document["studies"]["toy"] = document["studies"].pop("precision")
+        document["studies"]["toy"]["axis_names"] = None  # a binary that names no axes: the record's
+        with mock.patch.dict(studies.BY_NAME, {"toy": toy}):
+            report.derive_findings(document, 0)
+            self.assertIn("tensor_core_claim", document["studies"]["toy"]["derived"])
+            self.assertEqual(options.for_study(run_options(), "toy",
+                                               {"implementations": [{"id": "cublas"}]}).sizes, [16, 32])
+            # its precision slot, named "format" by the record, holds no number format: no peak
+            self.assertEqual(document["findings"]["roofline"]["peaks"], [])
+            with tempfile.TemporaryDirectory() as out:
+                self.assertEqual(plots.write_plots(document["studies"], out) or [], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
