@@ -12,14 +12,13 @@ import math
 import os
 from dataclasses import dataclass
 
-from gpubench_driver import html_report, options as opts, results, session, significance
+from gpubench_driver import document as page, html_report, options as opts, results, session, significance, studies
 from gpubench_driver.formatting import md, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
 PRICES_SCHEMA = "gpubench-prices"
-GEMM_STUDIES = ("matmul", "precision")
-MLP_STUDY = "mlp_training"
 SECONDS_PER_HOUR = 3600.0
+RULE = " --- "  # the tables' delimiter cells: '| --- | --- |'
 
 
 class PriceTableError(Exception):
@@ -160,6 +159,17 @@ def usd_per_epoch(entry, epoch_samples, usd_per_hour):
     return epoch_samples / samples_per_s / SECONDS_PER_HOUR * usd_per_hour
 
 
+def cost_kind(study_name):
+    """How a study's cost is given: "gemm" (its record's gemm_cost: USD per 1000 products, TFLOP/s per
+    USD-hour), "epoch" (a batch study with an epoch: USD per epoch), or None."""
+    record = studies.BY_NAME.get(study_name)
+    if record is None:
+        return None
+    if record.gemm_cost:
+        return "gemm"
+    return "epoch" if record.batch and record.batch.epoch_samples else None
+
+
 def _usd(value):
     return "n/a" if value is None else f"{value:.3g} USD"
 
@@ -180,50 +190,48 @@ def _verdict_text(test, number):
 def _comparison_cells(first, other, number):
     first_time, other_time = first["time_s"], other["time_s"]
     test = significance.mann_whitney(first_time["samples"], other_time["samples"])
-    return f"{ratio(other_time['median'] / first_time['median'])} | {_verdict_text(test, number)}"
+    return [ratio(other_time["median"] / first_time["median"]), _verdict_text(test, number)]
 
 
 def _time_table(sources, study_name, names):
     others = range(2, len(sources) + 1)
     header = ["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)),
               *(column for n in others for column in (f"#{n}/#1", f"#{n} vs #1"))]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    rows = []
     for name in names:
         entries = [_entries_by_name(source.document["studies"][study_name])[name] for source in sources]
-        cells = [md(name), *(seconds(entry["time_s"]["median"]) for entry in entries),
-                 *(_comparison_cells(entries[0], entries[n - 1], n) for n in others)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        rows.append([md(name), *(seconds(entry["time_s"]["median"]) for entry in entries),
+                     *(cell for n in others for cell in _comparison_cells(entries[0], entries[n - 1], n))])
+    return page.table(header, rows, rule=RULE)
 
 
 def _cost_cells(study_name, study, entry, usd_per_hour):
-    if study_name == MLP_STUDY:
+    if cost_kind(study_name) == "epoch":
         return [_usd(usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
     return [_usd(usd_per_1000_products(entry, usd_per_hour)), _per_usd_hour(tflops_per_usd_hour(entry, usd_per_hour))]
 
 
 def _cost_table(sources, study_name, names):
-    columns = ["USD per epoch"] if study_name == MLP_STUDY else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"]
+    columns = ["USD per epoch"] if cost_kind(study_name) == "epoch" else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"]
     header = ["entry", *(f"#{n} {column}" for n in range(1, len(sources) + 1) for column in columns)]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    rows = []
     for name in names:
         cells = [md(name)]
         for source in sources:
             study = source.document["studies"][study_name]
             cells += _cost_cells(study_name, study, _entries_by_name(study)[name], source.usd_per_hour)
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        rows.append(cells)
+    return page.table(header, rows, rule=RULE)
 
 
 def _study_section(sources, study_name):
     names, _ = match_entries(sources, study_name)
-    lines = [f"## {md(study_name)}", ""]
     if not names:
-        return lines + ["No entry is ok in every file.", ""]
-    lines += _time_table(sources, study_name, names) + [""]
-    if all(source.usd_per_hour for source in sources) and study_name in (*GEMM_STUDIES, MLP_STUDY):
-        lines += ["Cost at each file's price:", "", *_cost_table(sources, study_name, names), ""]
-    return lines
+        return page.section(md(study_name), [page.paragraph("No entry is ok in every file.")])
+    blocks = [_time_table(sources, study_name, names)]
+    if all(source.usd_per_hour for source in sources) and cost_kind(study_name):
+        blocks += [page.paragraph("Cost at each file's price:"), _cost_table(sources, study_name, names)]
+    return page.section(md(study_name), blocks)
 
 
 def _price_cell(source):
@@ -233,24 +241,23 @@ def _price_cell(source):
 
 
 def _files_section(sources):
-    lines = ["| # | label | file | run | status | GPU | git revision | price |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = []
     for number, source in enumerate(sources, start=1):
         run = source.document["run"]
         git = run.get("git") if isinstance(run.get("git"), dict) else {}
-        lines.append(f"| #{number} | {md(source.label)} | {md(source.path)} | {md(run['id'])} | {md(run['status'])} | "
-                     f"{md(_gpu_name(source.document))} | {md(git.get('revision'))} | {_price_cell(source)} |")
-    return lines + [""]
+        rows.append([f"#{number}", md(source.label), md(source.path), md(run["id"]), md(run["status"]),
+                     md(_gpu_name(source.document)), md(git.get("revision")), _price_cell(source)])
+    return page.table(["#", "label", "file", "run", "status", "GPU", "git revision", "price"], rows, rule=RULE)
 
 
 def _prices_note(sources, table):
     lines = []
     if table is not None:
-        lines.append(f"- Instance prices from the price table: retrieved {md(table.get('retrieved'))}, source "
+        lines.append(f"Instance prices from the price table: retrieved {md(table.get('retrieved'))}, source "
                      f"{md(table.get('source'))}. {md(table.get('note'))}")
     priced = [number for number, source in enumerate(sources, start=1) if source.usd_per_hour]
     if priced and len(priced) < len(sources):
-        lines.append("- Cost columns need a price for every file (--price FILE=INSTANCE or FILE=USD_PER_HOUR); "
+        lines.append("Cost columns need a price for every file (--price FILE=INSTANCE or FILE=USD_PER_HOUR); "
                      f"only {', '.join(f'#{n}' for n in priced)} had one.")
     return lines
 
@@ -258,22 +265,29 @@ def _prices_note(sources, table):
 def _missing_section(sources):
     lines = []
     for name, numbers in partial_studies(sources).items():
-        lines.append(f"- study {md(name)}: only in {', '.join(f'#{n}' for n in numbers)}")
+        lines.append(f"study {md(name)}: only in {', '.join(f'#{n}' for n in numbers)}")
     for study_name in shared_studies(sources):
         _, others = match_entries(sources, study_name)
         for name, states in others.items():
-            lines.append(f"- {md(name)}: " + ", ".join(f"#{n} {md(state)}" for n, state in enumerate(states, start=1)))
-    return ["## Not compared", "", *(lines or ["Nothing: every file holds the same ok entries."]), ""]
+            lines.append(f"{md(name)}: " + ", ".join(f"#{n} {md(state)}" for n, state in enumerate(states, start=1)))
+    return page.section("Not compared", [page.bullets(lines) if lines
+                                         else page.paragraph("Nothing: every file holds the same ok entries.")])
+
+
+def blocks(sources, table=None):
+    """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
+    found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
+        f"Times are each entry's median over its repetitions; #k/#1 is #k's median over #1's (below 1: #k faster). "
+        f"The verdict is a two-sided Mann–Whitney U test on the repetition times, exact, at alpha "
+        f"{significance.ALPHA}.", *_prices_note(sources, table)])]
+    for study_name in shared_studies(sources):
+        found += _study_section(sources, study_name)
+    return found + _missing_section(sources)
 
 
 def render(sources, table=None):
-    lines = ["# gpubench comparison", "", *_files_section(sources),
-             f"- Times are each entry's median over its repetitions; #k/#1 is #k's median over #1's (below 1: #k "
-             f"faster). The verdict is a two-sided Mann–Whitney U test on the repetition times, exact, at alpha "
-             f"{significance.ALPHA}.", *_prices_note(sources, table), ""]
-    for study_name in shared_studies(sources):
-        lines += _study_section(sources, study_name)
-    return "\n".join(lines + _missing_section(sources))
+    """compare.md's text."""
+    return page.to_markdown(blocks(sources, table))
 
 
 def default_out_dir():
@@ -285,11 +299,11 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
-    text = render(sources, table)
+    found = blocks(sources, table)
     out_dir = out_dir or default_out_dir()
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "compare.md")
     with open(path, "w", encoding="utf-8") as stream:
-        stream.write(text + "\n")
-    html_report.write(text, [], out_dir, name="compare.html")
+        stream.write(page.to_markdown(found) + "\n")
+    html_report.write(found, [], out_dir, name="compare.html")
     return path

@@ -1,14 +1,13 @@
-"""Findings computed from the measured entries: crossovers, speedups, best rates."""
+"""Findings computed from the measured entries: crossovers, speedups, best rates, and the failed
+entries grouped for the summary."""
 import math
 from dataclasses import dataclass
 
+from gpubench_driver.gbench import SKIP_PREFIX
+
+HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
                    "its ends; refinement stops when the bracket is narrower than max(8, 10% of its lower end)")
-
-
-def gemm_flop(n):
-    """FLOP of one n x n by n x n product."""
-    return 2.0 * n ** 3
 
 
 def ok_entries(entries):
@@ -190,9 +189,60 @@ def set_fraction_of_best_rate(entries):
         entry["fraction_of_best_rate"] = rate / best if entry.get("status") == "ok" and rate and best else None
 
 
+def headline_speedups(entries, sizes=HEADLINE_SIZES):
+    """At each of the sizes and for each GPU mode: the best CPU and the best GPU entry and the speedup."""
+    best_cpu = best_by_size(cpu_entries(entries))
+    rows = []
+    for n in sizes:
+        for mode in gpu_modes(entries):
+            gpu, cpu = best_by_size(gpu_entries(entries, mode)).get(n), best_cpu.get(n)
+            if gpu and cpu:
+                rows.append({"n": n, "mode": mode, "cpu_impl": cpu["impl"], "cpu_median_s": _median(cpu),
+                             "gpu_impl": gpu["impl"], "gpu_median_s": _median(gpu),
+                             "speedup": _median(cpu) / _median(gpu)})
+    return {"sizes": list(sizes), "rows": rows}
+
+
 def best_cpu_by_size(entries):
     return [{"n": n, "impl": entry["impl"], "median_s": _median(entry)}
             for n, entry in sorted(best_by_size(cpu_entries(entries)).items())]
+
+
+# --- skipped and failed entries --------------------------------------------------------
+def failed_entries(entries):
+    """Every entry that is not ok: its name, status and message."""
+    return [{"name": entry["name"], "status": entry["status"], "message": entry.get("message")}
+            for entry in entries if entry["status"] != "ok"]
+
+
+def failure_text(entry):
+    """A skip's or a wrong result's message as it is, any other failure's with its status in front."""
+    message = entry.get("message") or ""
+    return message if message.startswith((SKIP_PREFIX, "wrong result: ")) else f"{entry['status']}: {message}"
+
+
+def _sizes_and_batches(points):
+    """{(n, batch)} -> [{"n", "batches"}] in size order, batches [] where the entries have no batch."""
+    batches = {}
+    for n, batch in sorted(points, key=lambda point: (point[0] or 0, point[1] or 0)):
+        batches.setdefault(n, []).append(batch)
+    return [{"n": n, "batches": found if found[0] is not None else []} for n, found in batches.items()]
+
+
+def grouped_failures(entries):
+    """The entries that are not ok, one row per implementation, precision and reason (not one per
+    size, batch and mode): the modes and the sizes (with their batches) it happened at."""
+    groups = {}
+    for entry in entries:
+        if entry["status"] != "ok":
+            # a name outside the pattern has no axes: "n/a" keeps them sortable and readable
+            key = (entry["impl"] or "n/a", entry["precision"] or "n/a", failure_text(entry))
+            modes, points = groups.setdefault(key, (set(), set()))
+            modes.add(entry["mode"] or "n/a")
+            points.add((entry["n"], entry.get("batch")))
+    return [{"impl": impl, "precision": precision, "reason": reason, "modes": sorted(modes),
+             "sizes": _sizes_and_batches(points)}
+            for (impl, precision, reason), (modes, points) in sorted(groups.items())]
 
 
 def derive(entries, refinement_rounds):
@@ -201,6 +251,8 @@ def derive(entries, refinement_rounds):
         "crossovers": crossovers(entries),
         "refinement": {"rounds": refinement_rounds, "rule": REFINEMENT_RULE},
         "speedups": speedups(entries),
+        "headline_speedups": headline_speedups(entries),
         "best_rates": best_rates(entries),
         "best_cpu_by_size": best_cpu_by_size(entries),
+        "failed_entries": failed_entries(entries),
     }

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, gemm_flop, ok_entries,
+from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
                                     set_fraction_of_best_rate)
 from gpubench_driver.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
 
@@ -25,29 +25,19 @@ class BatchStudy:
     batch_meaning: str          # what a batch of b is, in the summary
     operands: Optional[str] = None  # what one item's operands are, where the study knows their size
     operand_bytes: Optional[Callable[[int], int]] = None  # the bytes they take at n
-    flop_per_item: Optional[Callable[[int], float]] = None  # FLOP of one item at n, where the name tells it
     loop_baseline: Optional[str] = None  # the implementation the batched calls are compared with
     against_loop: tuple = ()
     epoch_samples: Optional[int] = None  # the training set whose epoch time is derived (--describe may say)
     chooses_algorithm: bool = False      # entries report the library's chosen algorithm and its workspace
 
 
-STUDIES = {
-    "batched_gemm": BatchStudy(
-        title="Batched GEMM", unit="products", item="product", size_name="n",
-        batch_meaning="products of n x n FP32 matrices per call",
-        operands="3 n x n FP32 matrices", operand_bytes=lambda n: 3 * 4 * n * n,  # A, B and C
-        flop_per_item=gemm_flop,
-        loop_baseline="cublas_loop", against_loop=("cublas_strided", "cublas_graph")),
-    "mlp_training": BatchStudy(
-        title="MLP training", unit="samples", item="sample", size_name="hidden width n",
-        batch_meaning="samples per SGD step of the MLP 784 -> n -> n -> 10, n its hidden width",
-        epoch_samples=60000),
-    "conv2d": BatchStudy(
-        title="Convolution", unit="samples", item="sample", size_name="layer n",
-        batch_meaning="images per forward convolution, n the layer's input height and width",
-        chooses_algorithm=True),
-}
+def __getattr__(name):
+    """STUDIES: {study: its BatchStudy}, from the study registry (studies.py, whose records hold them
+    and which imports this module, so it is read when asked for)."""
+    if name == "STUDIES":
+        from gpubench_driver import studies
+        return {record.name: record.batch for record in studies.STUDIES if record.batch}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _median(entry):
@@ -230,18 +220,71 @@ def chosen_algorithms(entries, names):
             if e.get("algorithm") is not None]
 
 
-def derive(name, record):
-    """The findings of one batch study from its record in results.json (entries and what its
-    --describe said)."""
-    study, entries = STUDIES[name], record["entries"]
+# --- what the summary's tables group ---------------------------------------------------------
+def series_axes(entries):
+    """What tells a series apart in the summary's tables: implementation and mode, and the precision
+    where the study measured more than one."""
+    precisions = {entry["precision"] for entry in entries}
+    return ["impl", "mode", "precision"] if len(precisions) > 1 else ["impl", "mode"]
+
+
+def loop_ratio_table(found, study):
+    """Per n and mode (in the rows' order): for each of study.against_loop that was measured, its row with
+    the largest ratio and its row at the largest batch (None where it has none at that n and mode)."""
+    rows = found["rows"]
+    impls = [impl for impl in study.against_loop if any(row["impl"] == impl for row in rows)]
+    table = []
+    for n, mode in dict.fromkeys((row["n"], row["mode"]) for row in rows):
+        cells = []
+        for impl in impls:
+            measured = [row for row in rows if (row["n"], row["mode"], row["impl"]) == (n, mode, impl)]
+            cells.append({"impl": impl, "largest": max(measured, key=lambda row: row["ratio"], default=None),
+                          "at_largest_batch": max(measured, key=lambda row: row["batch"], default=None)})
+        table.append({"n": n, "mode": mode, "cells": cells})
+    return {"impls": impls, "table": table}
+
+
+def device_memory_series(rows):
+    """Per series of device_memory rows (in their order): its rows at the smallest and largest batch."""
+    series = {}
+    for row in rows:  # in batch order within a series
+        series.setdefault((row["n"], row["impl"], row["mode"], row.get("precision")), []).append(row)
+    return [{"n": n, "impl": impl, "mode": mode, "precision": precision, "smallest": found[0], "largest": found[-1]}
+            for (n, impl, mode, precision), found in series.items()]
+
+
+def algorithm_cells(rows):
+    """chosen_algorithms grouped per size, implementation and precision, then batch: both modes of a
+    configuration in one cell, each distinct choice (algorithm name and workspace) once, resident first."""
+    cells = {}
+    for row in rows:
+        name = row["algorithm_name"] or f"algorithm {row['algorithm']:.0f}"
+        choices = cells.setdefault((row["n"], row["impl"], row["precision"]), {}).setdefault(row["batch"], [])
+        choice = {"algorithm_name": name, "workspace_bytes": row["workspace_bytes"]}
+        if choice not in choices:
+            choices.append(choice)
+    return [{"n": n, "impl": impl, "precision": precision,
+             "points": [{"batch": batch, "choices": choices} for batch, choices in at.items()]}
+            for (n, impl, precision), at in cells.items()]
+
+
+def derive(study, record):
+    """The findings of one batch study (its BatchStudy) from its record in results.json (entries and
+    what its --describe said)."""
+    entries = record["entries"]
     set_fraction_of_best_rate(entries)
     rows = throughput(entries, study)
     derived = {"crossovers": crossovers(entries), "throughput": rows, "device_memory": device_memory(entries, study),
                "utilization": utilization(entries, record.get("utilization"))}
+    derived.update(series_axes=series_axes(entries), device_memory_series=device_memory_series(
+        derived["device_memory"]), failures=grouped_failures(entries),
+        cpu_precisions=sorted({str(e["precision"]) for e in entries if e.get("device") == "cpu"}))
     if study.loop_baseline:
         derived["loop_ratios"] = loop_ratios(entries, study)
+        derived["loop_ratios"].update(loop_ratio_table(derived["loop_ratios"], study))
     if study.epoch_samples:
         derived["epoch_times"] = epoch_times(rows, study, record.get("epoch_samples") or study.epoch_samples)
     if study.chooses_algorithm:
         derived["chosen_algorithms"] = chosen_algorithms(entries, record.get("algorithms"))
+        derived["algorithm_cells"] = algorithm_cells(derived["chosen_algorithms"])
     return derived

@@ -6,7 +6,7 @@ Entry axes in this study: impl = schedule, mode = host memory, precision = workl
 dimension, batch = chunks. Time saved = serial time - pipelined time; fraction of the ideal =
 ideal time / pipelined time (1 when the pipeline hides the shorter of copying and computing
 completely)."""
-from gpubench_driver.derive import ok_entries
+from gpubench_driver.derive import grouped_failures, ok_entries
 
 SERIAL = "serial"
 COPY_ONLY, COMPUTE_ONLY = "copy_only", "compute_only"
@@ -36,6 +36,7 @@ def pipeline_rows(entries):
         rows.append({"workload": entry["precision"], "memory": entry["mode"], "n": entry["n"],
                      "schedule": entry["impl"], "chunks": entry["batch"], "median_s": _median(entry),
                      "serial_s": _median(serial), "saved_s": _median(serial) - _median(entry),
+                     "saved_fraction": (_median(serial) - _median(entry)) / _median(serial),
                      "copy_s": _median(copies) if copies else None,
                      "compute_s": _median(compute) if compute else None, "ideal_s": ideal,
                      "fraction_of_ideal": ideal / _median(entry) if ideal else None})
@@ -54,4 +55,4 @@ def best_rows(rows):
 
 def derive(entries):
     rows = pipeline_rows(entries)
-    return {"pipelines": rows, "best": best_rows(rows)}
+    return {"pipelines": rows, "best": best_rows(rows), "failures": grouped_failures(entries)}

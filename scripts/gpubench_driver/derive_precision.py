@@ -1,6 +1,6 @@
 """Findings of the precision study: how much faster than FP32 each precision is, next to the
 accuracy it costs."""
-from gpubench_driver.derive import best_rates, ok_entries, set_fraction_of_best_rate
+from gpubench_driver.derive import best_rates, failure_text, grouped_failures, ok_entries, set_fraction_of_best_rate
 
 FP32 = "fp32"
 # The library of each device. Every entry is compared with its FP32 at the same mode and size
@@ -10,6 +10,7 @@ LIBRARY = {"cpu": "openblas", "gpu": "cublas"}
 CLAIM = "16-bit tensor-core math is up to 8x faster than FP32"
 CLAIM_PRECISIONS = ("fp16", "bf16")
 CLAIM_IMPL, CLAIM_MODE = "cublas", "resident"
+TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
 
 
 def _median(entry):
@@ -58,11 +59,50 @@ def tensor_core_claim(rows):
             "results": results}
 
 
-def derive(entries):
+def _table_order(precisions):
+    """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
+    order = [p.get("id") for p in precisions or [] if isinstance(p, dict)]
+    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"],
+                        order.index(row["precision"]) if row["precision"] in order else len(order), row["precision"])
+
+
+def tables(rows, precisions):
+    """The summary's speed and accuracy tables: at TABLE_SIZE and at the largest size measured, each
+    with its rows (of speedups_over_fp32) in the table's order."""
+    measured = {row["n"] for row in rows}
+    if not measured:
+        return []
+    sizes = {n: False for n in (TABLE_SIZE,) if n in measured}
+    sizes[max(measured)] = True
+    key = _table_order(precisions)
+    return [{"n": n, "largest_measured": largest, "rows": sorted((row for row in rows if row["n"] == n), key=key)}
+            for n, largest in sorted(sizes.items())]
+
+
+def cpu_notes(entries, precisions):
+    """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat about it
+    on this CPU (e.g. BF16 without BF16 instructions)."""
+    notes = {p.get("id"): p.get("cpu_note") for p in precisions or [] if isinstance(p, dict)}
+    cpu = [entry for entry in entries if entry.get("device") == "cpu"]
+    found = []
+    for precision in dict.fromkeys(entry["precision"] for entry in cpu):
+        measured = [entry for entry in cpu if entry["precision"] == precision]
+        if not any(entry["status"] == "ok" for entry in measured):
+            found.append({"precision": precision, "note": failure_text(measured[0])})
+        elif notes.get(precision):
+            found.append({"precision": precision, "note": notes[precision]})
+    return found
+
+
+def derive(entries, precisions=None):
+    """The findings; precisions: the study's description of its precisions (their order, CPU notes)."""
     set_fraction_of_best_rate(entries)
     rows = speedups_over_fp32(entries)
     return {
         "speedups_over_fp32": rows,
         "tensor_core_claim": tensor_core_claim(rows),
         "best_rates": best_rates(entries, axes=("precision", "impl", "mode")),
+        "tables": tables(rows, precisions),
+        "cpu_notes": cpu_notes(entries, precisions),
+        "failures": grouped_failures(entries),
     }

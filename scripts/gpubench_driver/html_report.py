@@ -1,11 +1,11 @@
-"""summary.html: summary.md as one self-contained HTML page, the plots embedded as base64 PNGs.
+"""summary.html: the report's blocks (document.py), the same that summary.md is written from, as
+one self-contained HTML page, the plots embedded as base64 PNGs.
 
-The page is made from summary.render's Markdown by a small converter for the subset that
-Markdown uses: ATX headings, paragraphs, bullet and numbered lists (one line per item), pipe
-tables, inline code, **bold** and *emphasis*, and backslash escapes. No raw HTML passes through:
-every piece of text, escaped characters included, is HTML-escaped, so a string from a results
-file (a GPU name like '<script>...') shows as text. The page's Content-Security-Policy allows no
-script at all, as a second line of defence.
+The block structure (headings, paragraphs, lists, tables, figures) comes from the model; only the
+inline Markdown inside a block is converted here: code spans, **bold** and *emphasis*, and
+backslash escapes. No raw HTML passes through: every piece of text, escaped characters included,
+is HTML-escaped, so a string from a results file (a GPU name like '<script>...') shows as text.
+The page's Content-Security-Policy allows no script at all, as a second line of defence.
 """
 import base64
 import html
@@ -13,13 +13,11 @@ import os
 import re
 import string
 
+from gpubench_driver import document
+
 HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_BULLET = re.compile(r"^[-*+][ \t]+(.*)$")
-_ORDERED = re.compile(r"^\d{1,9}[.)][ \t]+(.*)$")
-_DELIMITER_CELL = re.compile(r"^\s*(:?)-+(:?)\s*$")
 
 STYLE = """
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24;
@@ -111,136 +109,52 @@ def inline(text):
 
 
 # --- blocks ---------------------------------------------------------------------------------
-def split_row(line):
-    """A pipe-table row into its cells' Markdown: split on unescaped '|' outside code spans."""
-    line = line.strip()
-    if line.startswith("|"):
-        line = line[1:]
-    cells, current, index = [], [], 0
-    while index < len(line):
-        char = line[index]
-        if char == "\\" and index + 1 < len(line):
-            current.append(line[index:index + 2])
-            index += 2
-        elif char == "`":
-            run = _run_length(line, index, "`")
-            end = line.find("`" * run, index + run)
-            stop = index + run if end < 0 else end + run
-            current.append(line[index:stop])
-            index = stop
-        elif char == "|":
-            cells.append("".join(current).strip())
-            current = []
-            index += 1
-        else:
-            current.append(char)
-            index += 1
-    rest = "".join(current).strip()
-    if rest or not line.rstrip().endswith("|"):
-        cells.append(rest)
-    return cells
-
-
-def _alignments(line):
-    """The alignments of a delimiter row ('|---|:--:|'), or None when the line is not one."""
-    if "|" not in line and "-" not in line:
-        return None
-    cells = split_row(line)
-    found = []
-    for cell in cells:
-        match = _DELIMITER_CELL.match(cell)
-        if not match:
-            return None
-        left, right = match.groups()
-        found.append("center" if left and right else "right" if right else "left" if left else None)
-    return found or None
-
-
-def _is_table_start(lines, index):
-    return ("|" in lines[index] and index + 1 < len(lines) and "|" in lines[index + 1]
-            and _alignments(lines[index + 1]) is not None)
-
-
-def _cell(tag, markdown, alignment):
-    style = f' style="text-align: {alignment}"' if alignment else ""
-    return f"<{tag}{style}>{inline(markdown)}</{tag}>"
-
-
-def _table(header, alignments, rows):
-    width = len(header)
-    alignments = (alignments + [None] * width)[:width]
+def _table(block):
+    width = len(block.header)
 
     def fit(cells):
-        return (cells + [""] * width)[:width]
+        return (list(cells) + [""] * width)[:width]
 
-    head = "".join(_cell("th", cell, align) for cell, align in zip(header, alignments))
-    body = "".join("<tr>" + "".join(_cell("td", cell, align) for cell, align in zip(fit(row), alignments))
-                   + "</tr>\n" for row in rows)
+    head = "".join(f"<th>{inline(cell)}</th>" for cell in block.header)
+    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in fit(row)) + "</tr>\n"
+                   for row in block.rows)
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
 
 
-def _list_item(markdown, images):
-    """A list item; one that is only a code span naming an embedded image gets the image too."""
-    match = re.fullmatch(r"`([^`]+)`", markdown.strip())
-    if match and images is not None and match.group(1) in images:
-        source = images[match.group(1)]
-        caption = f"<figcaption><code>{escape(match.group(1))}</code></figcaption>"
-        if source is None:
-            return f'<li><figure>{caption}<p class="missing">(the plot file could not be read)</p></figure></li>'
-        return (f'<li><figure>{caption}<img src="{escape(source)}" alt="{escape(match.group(1))}">'
-                f"</figure></li>")
-    return f"<li>{inline(markdown)}</li>"
+def _figure(found, images):
+    """A list item with the image embedded, or a note where its file could not be read as a PNG."""
+    caption = f"<figcaption>{inline(found.caption)}</figcaption>"
+    source = (images or {}).get(found.path)
+    if source is None:
+        return f'<li><figure>{caption}<p class="missing">(the plot file could not be read)</p></figure></li>'
+    return f'<li><figure>{caption}<img src="{escape(source)}" alt="{escape(found.path)}"></figure></li>'
 
 
-def to_html(markdown, images=None):
-    """Markdown (the subset summary.render writes) to an HTML fragment. images maps a code span's
-    text (a plot's path relative to the page) to a data: URI, or None for a file that could not be read:
-    a list item holding only that code span shows the image."""
-    lines = markdown.splitlines()
-    blocks = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            level = len(heading.group(1))
-            blocks.append(f"<h{level}>{inline(heading.group(2))}</h{level}>")
-            index += 1
-        elif _is_table_start(lines, index):
-            header, alignments = split_row(line), _alignments(lines[index + 1])
-            index += 2
-            rows = []
-            while index < len(lines) and lines[index].strip() and "|" in lines[index]:
-                rows.append(split_row(lines[index]))
-                index += 1
-            blocks.append(_table(header, alignments, rows))
-        elif _BULLET.match(line) or _ORDERED.match(line):
-            pattern, tag = (_BULLET, "ul") if _BULLET.match(line) else (_ORDERED, "ol")
-            items = []
-            while index < len(lines) and pattern.match(lines[index]):
-                items.append(_list_item(pattern.match(lines[index]).group(1), images))
-                index += 1
-            blocks.append(f"<{tag}>\n" + "\n".join(items) + f"\n</{tag}>")
-        else:
-            paragraph = []
-            while (index < len(lines) and lines[index].strip() and not _HEADING.match(lines[index])
-                   and not _BULLET.match(lines[index]) and not _ORDERED.match(lines[index])
-                   and not _is_table_start(lines, index)):
-                paragraph.append(lines[index].strip())
-                index += 1
-            blocks.append(f"<p>{inline(' '.join(paragraph))}</p>")
-    return "\n".join(blocks)
+def _block(block, images):
+    if isinstance(block, document.Heading):
+        return f"<h{block.level}>{inline(block.text)}</h{block.level}>"
+    if isinstance(block, document.Paragraph):
+        return f"<p>{inline(' '.join(line.strip() for line in block.lines))}</p>"
+    if isinstance(block, document.BulletList):
+        return "<ul>\n" + "\n".join(f"<li>{inline(item)}</li>" for item in block.items) + "\n</ul>"
+    if isinstance(block, document.Table):
+        return _table(block)
+    if isinstance(block, document.Figures):
+        return "<ul>\n" + "\n".join(_figure(found, images) for found in block.figures) + "\n</ul>"
+    raise TypeError(f"not a block: {block!r}")
+
+
+def to_html(blocks, images=None):
+    """The blocks (document.py) as an HTML fragment; only their inline Markdown is converted. images
+    maps a figure's path to a data: URI, or None for a file that could not be read."""
+    return "\n".join(_block(block, images) for block in blocks if not document.is_empty(block))
 
 
 # --- the page -------------------------------------------------------------------------------
-def _title(markdown):
-    for line in markdown.splitlines():
-        heading = _HEADING.match(line)
-        if heading and len(heading.group(1)) == 1:
-            return re.sub(r"<[^>]*>", "", inline(heading.group(2)))  # already escaped text, tags dropped
+def _title(blocks):
+    for block in blocks:
+        if isinstance(block, document.Heading) and block.level == 1:
+            return re.sub(r"<[^>]*>", "", inline(block.text))  # already escaped text, tags dropped
     return "gpubench report"
 
 
@@ -259,19 +173,19 @@ def embedded_images(plot_paths, out_dir):
     return images
 
 
-def render(markdown, plot_paths, out_dir):
-    """The whole page: the Markdown converted, each plot listed in it embedded."""
-    body = to_html(markdown, embedded_images(plot_paths, out_dir))
+def render(blocks, plot_paths, out_dir):
+    """The whole page: the blocks in HTML, each figure's plot embedded."""
+    body = to_html(blocks, embedded_images(plot_paths, out_dir))
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{_title(markdown)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+            f"<title>{_title(blocks)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
             f"</body>\n</html>\n")
 
 
-def write(markdown, plot_paths, out_dir, name=HTML_NAME):
-    """The page as `name` (summary.html) in out_dir; returns its path."""
+def write(blocks, plot_paths, out_dir, name=HTML_NAME):
+    """The page of the blocks as `name` (summary.html) in out_dir; returns its path."""
     path = os.path.join(out_dir, name)
     with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(markdown, plot_paths, out_dir))
+        stream.write(render(blocks, plot_paths, out_dir))
     return path

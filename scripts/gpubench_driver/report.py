@@ -1,26 +1,17 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_run, derive_transfer,
-                             html_report, plots, reference, results, summary)
-
-
-def _derived(name, study, refine_rounds, document):
-    if name == "precision":
-        return derive_precision.derive(study["entries"])
-    if name == "transfer":
-        return derive_transfer.derive(study["entries"], (document["machine"].get("gpus") or [None])[0])
-    if name == "overlap":
-        return derive_overlap.derive(study["entries"])
-    if name in derive_batch.STUDIES:
-        return derive_batch.derive(name, study)
-    return derive.derive(study["entries"], refine_rounds)
+from gpubench_driver import derive, derive_run, html_report, plots, reference, results, studies, summary
+from gpubench_driver.document import to_markdown
 
 
 def derive_findings(document, refine_rounds):
     for name, study in document["studies"].items():
-        study["derived"] = _derived(name, study, refine_rounds, document)
-        if document.get("references") is not None and name in reference.RUNS:
+        record = studies.BY_NAME.get(name)
+        # A study the registry does not know (a file from elsewhere) gets the findings any sweep over n has.
+        study["derived"] = (record.derive(study, document, refine_rounds) if record
+                            else derive.derive(study["entries"], refine_rounds))
+        if document.get("references") is not None and record and record.references:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)
     # Across the studies (peaks, roofline, energy, clock-limited entries): after each study's own findings.
@@ -35,11 +26,11 @@ def write_outputs(document, out_dir):
         print(plots.MISSING_MATPLOTLIB, flush=True)
     elif (document.get("findings") or {}).get("roofline"):
         plot_paths += [path for path in [plots.write_roofline(document["findings"]["roofline"], out_dir)] if path]
-    markdown = summary.render(document, plot_paths, out_dir)
+    page = summary.blocks(document, plot_paths, out_dir)  # one page, written as Markdown and as HTML
     summary_path = os.path.join(out_dir, "summary.md")
     with open(summary_path, "w", encoding="utf-8") as stream:
-        stream.write(markdown + "\n")
-    html_report.write(markdown, plot_paths, out_dir)
+        stream.write(to_markdown(page) + "\n")
+    html_report.write(page, plot_paths, out_dir)
     return summary_path
 
 

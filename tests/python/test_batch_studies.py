@@ -12,7 +12,7 @@ import unittest
 
 import support
 
-from gpubench_driver import derive_batch, gbench, options, plots, reference, report, results, runner, summary
+from gpubench_driver import derive_batch, gbench, options, plots, reference, report, results, runner, studies, summary
 from test_run_studies import FakeMachine, read
 
 MLP = "mlp_training/cublas_kernels/gpu/resident/{precision}/n:1024/batch:{batch}"
@@ -148,9 +148,11 @@ class FindingsTest(unittest.TestCase):
         cls.conv = support.conv_document()["studies"]["conv2d"]["derived"]
 
     def test_each_study_has_its_own_findings(self):
-        common = {"crossovers", "throughput", "device_memory", "utilization"}
+        common = {"crossovers", "throughput", "device_memory", "utilization",
+                  # what the summary's tables group
+                  "series_axes", "device_memory_series", "failures", "cpu_precisions"}
         self.assertEqual(set(self.mlp), common | {"epoch_times"})
-        self.assertEqual(set(self.conv), common | {"chosen_algorithms"})
+        self.assertEqual(set(self.conv), common | {"chosen_algorithms", "algorithm_cells"})
         self.assertEqual(set(support.batched_document()["studies"]["batched_gemm"]["derived"]),
                          common | {"loop_ratios"})
 
@@ -205,10 +207,10 @@ class FindingsTest(unittest.TestCase):
     def test_utilization_not_available(self):
         record = copy.deepcopy(support.conv_document()["studies"]["conv2d"])
         record["utilization"] = {"available": False, "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        found = derive_batch.derive("conv2d", record)["utilization"]
+        found = derive_batch.derive(studies.CONV2D, record)["utilization"]
         self.assertEqual((found["available"], found["reason"]), (False, "NVML not loaded: libnvidia-ml.so.1 not found"))
         record["utilization"] = None  # a binary that does not say
-        self.assertIn("does not say", derive_batch.derive("conv2d", record)["utilization"]["reason"])
+        self.assertIn("does not say", derive_batch.derive(studies.CONV2D, record)["utilization"]["reason"])
 
     def test_chosen_algorithms(self):
         rows = {(r["n"], r["impl"], r["mode"], r["precision"], r["batch"]): r for r in self.conv["chosen_algorithms"]}
@@ -395,12 +397,13 @@ class OptionsTest(unittest.TestCase):
         return run
 
     def test_quick_batches_hold_the_reference_points(self):
-        self.assertTrue(set(reference.CONV_BATCHES) <= set(options.QUICK_BATCHES["conv2d"]))
-        self.assertTrue(set(reference.MLP_BATCHES) <= set(options.QUICK_BATCHES["mlp_training"]))
-        self.assertEqual(options.QUICK_SIZES["mlp_training"], (reference.MLP_WIDTH,))
-        # overlap's batch axis is its chunk count: a batch study with findings of its own
-        self.assertEqual(set(options.BATCH_STUDIES) - {"overlap"}, set(derive_batch.STUDIES))
-        self.assertTrue({"mlp_training", "conv2d"} <= set(options.STUDIES))
+        conv, mlp = studies.BY_NAME["conv2d"], studies.BY_NAME["mlp_training"]
+        self.assertTrue(set(studies.CONV_BATCHES) <= set(conv.quick_batches))
+        self.assertTrue(set(studies.MLP_BATCHES) <= set(mlp.quick_batches))
+        self.assertEqual(mlp.quick_sizes, (studies.MLP_WIDTH,))
+        # overlap's batch axis is its chunk count: a batch study without the batch studies' findings
+        self.assertEqual(set(studies.BATCH_NAMES) - {"overlap"}, set(derive_batch.STUDIES))
+        self.assertTrue({"mlp_training", "conv2d"} <= set(studies.NAMES))
 
     def test_sizes_of_a_study_with_layers(self):
         description = support.load_fixture("conv2d_describe.json")
@@ -421,7 +424,8 @@ class OptionsTest(unittest.TestCase):
         line = runner.Progress._outcome(gbench.ConsoleResult(MLP.format(precision="fp32", batch=8192), median_s=2e-3))
         self.assertEqual(line, "median 2.00 ms  4.10 M samples/s")
         line = runner.Progress._outcome(gbench.ConsoleResult(
-            "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024", median_s=1e-3))
+            "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024", median_s=1e-3,
+            counters={"flop": 2 * 64 ** 3 * 1024}))
         self.assertEqual(line, f"median 1.00 ms  {2 * 64 ** 3 * 1024 / 1e-3 / 1e9:.2f} GFLOP/s  1.02 M products/s")
 
 

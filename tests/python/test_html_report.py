@@ -1,5 +1,6 @@
-"""summary.html: the Markdown converter, the page the report writes beside summary.md, escaping of
-hostile strings from a results file, and the page as a real (headless) browser renders it."""
+"""summary.html: the blocks (document.py) in HTML and in Markdown, the page the report writes beside
+summary.md from the same blocks, escaping of hostile strings from a results file, and the page as a
+real (headless) browser renders it."""
 import base64
 import html
 import json
@@ -13,6 +14,7 @@ import support  # noqa: F401  (import path)
 from support import fixture
 
 from gpubench_driver import html_report, plots, report, results
+from gpubench_driver.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
 from gpubench_driver.formatting import md
 
 CHROMIUM = os.environ.get("GPUBENCH_CHROMIUM") or "/usr/bin/chromium"
@@ -50,6 +52,36 @@ def has_matplotlib():
     return plots.load_pyplot() is not None
 
 
+def split_row(line):
+    """A Markdown pipe-table row into its cells' Markdown: split on unescaped '|' outside code spans."""
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    cells, current, index = [], [], 0
+    while index < len(line):
+        char = line[index]
+        if char == "\\" and index + 1 < len(line):
+            current.append(line[index:index + 2])
+            index += 2
+        elif char == "`":
+            run = len(line[index:]) - len(line[index:].lstrip("`"))
+            end = line.find("`" * run, index + run)
+            stop = index + run if end < 0 else end + run
+            current.append(line[index:stop])
+            index = stop
+        elif char == "|":
+            cells.append("".join(current).strip())
+            current = []
+            index += 1
+        else:
+            current.append(char)
+            index += 1
+    rest = "".join(current).strip()
+    if rest or not line.rstrip().endswith("|"):
+        cells.append(rest)
+    return cells
+
+
 class InlineTest(unittest.TestCase):
     def test_escaped_text_comes_back_as_the_literal_text(self):
         for text in ("plain", "transfer_pinned", "a*b**c", "x\\y", "`code`", "[link](http://x)", "a|b", "~~s~~",
@@ -72,40 +104,62 @@ class InlineTest(unittest.TestCase):
         self.assertEqual(html_report.inline("\\*\\*not bold\\*\\*"), "**not bold**")
 
 
+BLOCKS = [Heading(1, "Title"), paragraph("first line", "second line"), Heading(2, "Part"),
+          bullets(["one", "two `x`"]), table(["a", "b"], [[md("x|y"), "**1**"], [md(HOSTILE)]]), paragraph("after")]
+
+
 class BlockTest(unittest.TestCase):
     def test_headings_paragraphs_and_lists(self):
-        text = "# Title\n\nfirst line\nsecond line\n\n## Part\n\n- one\n- two `x`\n\n1. first\n2. second\n"
-        self.assertEqual(html_report.to_html(text),
+        self.assertEqual(html_report.to_html(BLOCKS[:4]),
                          "<h1>Title</h1>\n<p>first line second line</p>\n<h2>Part</h2>\n"
-                         "<ul>\n<li>one</li>\n<li>two <code>x</code></li>\n</ul>\n"
-                         "<ol>\n<li>first</li>\n<li>second</li>\n</ol>")
+                         "<ul>\n<li>one</li>\n<li>two <code>x</code></li>\n</ul>")
 
-    def test_table_with_escaped_pipe_and_alignment(self):
-        text = f"| a | b |\n|---|--:|\n| {md('x|y')} | **1** |\n| {md(HOSTILE)} |\n\nafter"
-        self.assertEqual(html_report.to_html(text),
-                         '<table>\n<thead><tr><th>a</th><th style="text-align: right">b</th></tr></thead>\n<tbody>\n'
-                         '<tr><td>x|y</td><td style="text-align: right"><strong>1</strong></td></tr>\n'
-                         '<tr><td>&lt;script&gt;alert(1)&lt;/script&gt;</td><td style="text-align: right"></td></tr>\n'
+    def test_table_with_an_escaped_pipe_and_a_short_row(self):
+        self.assertEqual(html_report.to_html(BLOCKS[4:]),
+                         "<table>\n<thead><tr><th>a</th><th>b</th></tr></thead>\n<tbody>\n"
+                         "<tr><td>x|y</td><td><strong>1</strong></td></tr>\n"
+                         "<tr><td>&lt;script&gt;alert(1)&lt;/script&gt;</td><td></td></tr>\n"
                          "</tbody>\n</table>\n<p>after</p>")
 
-    def test_split_row(self):
-        self.assertEqual(html_report.split_row("| a | b\\|c | `d` |"), ["a", "b\\|c", "`d`"])
-        self.assertEqual(html_report.split_row("| a | |"), ["a", ""])
-
-    def test_a_line_with_a_pipe_but_no_delimiter_row_is_a_paragraph(self):
-        self.assertEqual(html_report.to_html("a | b\nc"), "<p>a | b c</p>")
+    def test_a_pipe_in_a_paragraph_is_text(self):
+        self.assertEqual(html_report.to_html([paragraph("a | b", "c")]), "<p>a | b c</p>")
 
     def test_hostile_heading_stays_text(self):
-        converted = html_report.to_html(f"# run {md(HOSTILE)}\n\n- {md(HOSTILE)}")
+        converted = html_report.to_html([Heading(1, f"run {md(HOSTILE)}"), bullets([md(HOSTILE)])])
         self.assertNotIn("<script", converted)
         self.assertEqual(converted.count("&lt;script&gt;alert(1)&lt;/script&gt;"), 2)
 
-    def test_a_plot_item_shows_its_image(self):
-        converted = html_report.to_html("- `plots/a.png`\n- `plots/b.png`\n- `other`",
+    def test_a_figure_shows_its_image(self):
+        converted = html_report.to_html([Figures((figure_of("plots/a.png"), figure_of("plots/b.png"))),
+                                         bullets(["`other`"])],
                                         {"plots/a.png": "data:image/png;base64,AAAA", "plots/b.png": None})
         self.assertIn('<img src="data:image/png;base64,AAAA" alt="plots/a.png">', converted)
         self.assertIn("the plot file could not be read", converted)
         self.assertIn("<li><code>other</code></li>", converted)
+
+    def test_empty_lists_write_nothing(self):
+        self.assertEqual(html_report.to_html([paragraph("a"), bullets([]), Figures(())]), "<p>a</p>")
+
+
+class MarkdownTest(unittest.TestCase):
+    """The same blocks as Markdown (summary.md)."""
+
+    def test_blocks(self):
+        self.assertEqual(to_markdown(BLOCKS + [Figures((figure_of("plots/a.png"),))]),
+                         "# Title\n\nfirst line\nsecond line\n\n## Part\n\n- one\n- two `x`\n\n"
+                         "| a | b |\n|---|---|\n| x\\|y | **1** |\n| \\<script\\>alert(1)\\</script\\> |\n\n"
+                         "after\n\n- `plots/a.png`\n")
+
+    def test_empty_lists_write_nothing(self):
+        self.assertEqual(to_markdown([Heading(2, "Plots"), Figures(()), bullets([])]), "## Plots\n")
+
+    def test_a_table_rule(self):
+        self.assertEqual(to_markdown([table(["a", ""], [["1", ""]], rule=" --- ")]),
+                         "| a |  |\n| --- | --- |\n| 1 |  |\n")
+
+    def test_split_row(self):  # the helper the page test checks the summary's tables with
+        self.assertEqual(split_row("| a | b\\|c | `d` |"), ["a", "b\\|c", "`d`"])
+        self.assertEqual(split_row("| a | |"), ["a", ""])
 
 
 class PageTest(unittest.TestCase):
@@ -117,8 +171,8 @@ class PageTest(unittest.TestCase):
         self.directory.cleanup()
 
     def test_page_without_plots_is_complete(self):
-        page = html_report.render("# gpubench run x\n\n## Plots\n\nPlots were skipped: matplotlib is not installed.",
-                                  None, self.out)
+        page = html_report.render([Heading(1, "gpubench run x"), Heading(2, "Plots"),
+                                   paragraph("Plots were skipped: matplotlib is not installed.")], None, self.out)
         self.assertTrue(page.startswith("<!DOCTYPE html>"))
         self.assertIn("<title>gpubench run x</title>", page)
         self.assertIn("<style>", page)
@@ -140,6 +194,12 @@ class PageTest(unittest.TestCase):
             page = stream.read()
         for heading in HEADINGS:
             self.assertIn(f"<h2>{html.escape(heading)}</h2>", page)
+        with open(summary_path, encoding="utf-8") as stream:  # the same blocks: the same sections and tables
+            markdown = stream.read()
+        self.assertEqual([html.unescape(text) for text in re.findall(r"<h2>(.*?)</h2>", page)],
+                         [re.sub(r"\\(.)", r"\1", line[3:]) for line in markdown.splitlines()
+                          if line.startswith("## ")])
+        self.assertEqual(page.count("<table>"), len(re.findall(r"(?m)^\|---", markdown)))
         self.assertIn("<tr><td>resident</td><td>92</td><td>64 .. 96</td><td>cublas</td>", page)
         self.assertIn("<td>transfer_pinned</td>", page)  # the Markdown's escape undone
         if not has_matplotlib():
@@ -170,9 +230,9 @@ class PageTest(unittest.TestCase):
             markdown = stream.read()
         tables = re.findall(r"(?m)((?:^\|.*\n)+)", markdown)
         self.assertGreater(len(tables), 3)
-        for table in tables:  # the '|' split no table row
-            widths = {len(html_report.split_row(line)) for line in table.splitlines()}
-            self.assertEqual(len(widths), 1, table)
+        for found in tables:  # the '|' split no table row
+            widths = {len(split_row(line)) for line in found.splitlines()}
+            self.assertEqual(len(widths), 1, found)
 
     def test_damaged_and_foreign_files_are_refused_before_any_page(self):
         with open(fixture("results_v1.json"), encoding="utf-8") as stream:

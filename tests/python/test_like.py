@@ -11,6 +11,7 @@ import support
 from support import fixture
 
 from gpubench_driver import cli, like, results, summary
+from gpubench_driver.document import to_markdown
 
 
 def recorded_document():
@@ -65,7 +66,7 @@ class LikeTest(unittest.TestCase):
         self.assertIn("GPU", [d["what"] for d in found])
         self.assertNotIn("kernel", [d["what"] for d in found])  # the same in both
         here["run"]["like"] = {"path": self.path, "run_id": "x", "differences": found}
-        text = "\n".join(summary._like(here))
+        text = to_markdown(summary._like(here))
         self.assertIn("\\<script\\>\\|x", text)
         self.assertNotIn("<script>", text)
 

@@ -9,7 +9,7 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import derive_precision, gbench, plots, results, summary
+from gpubench_driver import derive_precision, gbench, plots, report, results, summary
 
 FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
 
@@ -165,10 +165,12 @@ class SummaryTest(unittest.TestCase):
         for entry in document["studies"]["precision"]["entries"]:
             if entry["device"] == "cpu" and entry["precision"] == "bf16":
                 entry.update(status="skipped", message="skipped: this OpenBLAS build has no BF16 GEMM")
+        report.derive_findings(document, 0)  # the summary shows what is derived from the entries
         self.assertIn("## Precision: on the CPU\n\n- bf16: skipped: this OpenBLAS build has no BF16 GEMM",
                       self.render(document))
         document["studies"]["precision"]["entries"] = [
             e for e in document["studies"]["precision"]["entries"] if e["precision"] != "bf16"]
+        report.derive_findings(document, 0)
         self.assertNotIn("## Precision: on the CPU", self.render(document))
 
     def test_reference_comparison_table(self):
@@ -187,7 +189,10 @@ class SummaryTest(unittest.TestCase):
     def test_only_the_largest_size_when_4096_was_not_measured(self):
         document = support.precision_document()
         study = document["studies"]["precision"]
-        study["derived"]["speedups_over_fp32"] = [r for r in study["derived"]["speedups_over_fp32"] if r["n"] != 4096]
+        study["entries"] = [entry for entry in study["entries"] if entry["n"] != 4096]
+        report.derive_findings(document, 0)
+        self.assertEqual([(table["n"], table["largest_measured"]) for table in study["derived"]["tables"]],
+                         [(8192, True)])
         text = self.render(document)
         self.assertNotIn("at n = 4096", text)
         self.assertIn("at n = 8192 (largest measured)", text)

@@ -1,0 +1,96 @@
+"""The report as a list of blocks, written out as Markdown (summary.md) or HTML (summary.html).
+
+Every piece of text in a block is inline Markdown: text from files already escaped with
+formatting.md, our own markup limited to code spans, **bold**, *emphasis* and backslash escapes.
+The block structure (headings, paragraphs, lists, tables, figures) is the model's: the HTML page
+is built from these blocks (html_report.to_html), not by parsing the Markdown back."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int  # 1: the page's title, 2: a section
+    text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    lines: tuple  # one paragraph: Markdown keeps its line breaks, HTML joins the lines with a space
+
+
+@dataclass(frozen=True)
+class BulletList:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple
+    rows: tuple       # each a tuple of cells; a row shorter than the header is left short in Markdown
+    rule: str = "---"  # each delimiter cell: '|---|---|' ('|' + rule + '|' per column)
+
+
+@dataclass(frozen=True)
+class Figure:
+    path: str     # the image file, relative to the page (the HTML page embeds it)
+    caption: str
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A list of images: in Markdown a bullet list of their captions, in HTML the images themselves."""
+    figures: tuple
+
+
+# --- building blocks --------------------------------------------------------------------------
+def paragraph(*lines):
+    return Paragraph(tuple(lines))
+
+
+def bullets(items):
+    return BulletList(tuple(items))
+
+
+def table(header, rows, rule="---"):
+    return Table(tuple(header), tuple(tuple(row) for row in rows), rule)
+
+
+def section(title, blocks, level=2):
+    """A heading and its blocks: a list of blocks, to be added to the page's list."""
+    return [Heading(level, title), *blocks]
+
+
+def figure_of(path):
+    """A plot listed by its path, in a code span."""
+    return Figure(path, f"`{path}`")
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+def _row(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
+def block_markdown(block):
+    if isinstance(block, Heading):
+        return "#" * block.level + " " + block.text
+    if isinstance(block, Paragraph):
+        return "\n".join(block.lines)
+    if isinstance(block, BulletList):
+        return "\n".join(f"- {item}" for item in block.items)
+    if isinstance(block, Table):
+        return "\n".join([_row(block.header), "|" + f"{block.rule}|" * len(block.header),
+                          *(_row(row) for row in block.rows)])
+    if isinstance(block, Figures):
+        return "\n".join(f"- {found.caption}" for found in block.figures)
+    raise TypeError(f"not a block: {block!r}")
+
+
+def to_markdown(blocks):
+    """The blocks as Markdown, a blank line between two blocks, a newline after the last."""
+    return "\n\n".join(block_markdown(block) for block in blocks if not is_empty(block)) + "\n"
+
+
+def is_empty(block):
+    """A list or figure list without items writes nothing (not an empty line)."""
+    return isinstance(block, (BulletList, Figures)) and not (block.items if isinstance(block, BulletList)
+                                                             else block.figures)

@@ -1,0 +1,232 @@
+"""summary.md: the sections of a study with a batch axis (batched GEMM, MLP training, convolution),
+from its `derived` (derive_batch.py); what sets one study apart is its BatchStudy record."""
+from gpubench_driver import derive_batch, gbench, reference
+from gpubench_driver.document import bullets, paragraph, section, table
+from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
+from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, crossover_cells, grouped_failures,
+                                            run_notes)
+
+NO_VALUE = "–"  # a series that did not measure a batch
+
+
+def _axes(derived):
+    """What tells the series apart in the tables (derived series_axes)."""
+    return derived.get("series_axes") or ["impl", "mode"]
+
+
+def _axis_titles(axes):
+    return [AXIS_TITLES[axis] for axis in axes]
+
+
+def _axis_cells(row, axes):
+    return [md(row[axis]) for axis in axes]
+
+
+def _batch_table(rows, axes, cell, size_name):
+    """Series down (size, then the axes), batches across: cell(point) where a series measured the
+    batch, '–' where it did not."""
+    batches = sorted({point["batch"] for row in rows for point in row["points"]})
+    body = []
+    for row in rows:
+        at = {point["batch"]: point for point in row["points"]}
+        body.append([str(row["n"]), *_axis_cells(row, axes),
+                     *(cell(at[batch]) if batch in at else NO_VALUE for batch in batches)])
+    return table([md(size_name), *_axis_titles(axes), *(f"b={batch}" for batch in batches)], body)
+
+
+def _crossovers(study, spec):
+    derived = study["derived"]
+    title = f"{spec.title}: crossover batch (GPU faster than the best CPU)"
+    blocks = [paragraph(f"Swept {spec.size_name} = {', '.join(map(str, study.get('sizes') or []))} and batches "
+                        f"{', '.join(map(str, study.get('batches') or []))} ({spec.batch_meaning}).")]
+    if study.get("layers"):  # what each swept size is
+        blocks.append(bullets(md(derive_batch.size_text(spec, study["layers"], n)) for n in study.get("sizes") or []))
+    crossovers = derived.get("crossovers") or []
+    if not crossovers:
+        return section(title, blocks + [paragraph("No GPU entries were measured.")])
+    with_precision = "precision" in _axes(derived)
+    if with_precision:
+        blocks.append(paragraph(f"Each GPU precision against the fastest CPU implementation at the same batch (the "
+                                f"CPU runs {md(', '.join(derived.get('cpu_precisions') or []))})."))
+    header = [md(spec.size_name), *(["precision"] if with_precision else []), "GPU mode", "crossover batch", "bracket",
+              "GPU impl", "how"]
+    rows = [[str(found["n"]), *([md(found["precision"])] if with_precision else []), md(found["mode"]),
+             *crossover_cells(found, "batch")] for found in crossovers]
+    return section(title, blocks + [table(header, rows)])
+
+
+def _ratio_at(row):
+    return f"{ratio(row['ratio'])} (batch {row['batch']})" if row else "n/a"
+
+
+def _loop_ratios(derived, spec):
+    found = derived.get("loop_ratios") or {}
+    baseline = md(found.get("baseline"))
+    if not found.get("rows"):
+        return []
+    items = [f"{md(row['impl'])} ({md(row['mode'])}): up to {ratio(row['ratio'])} the {spec.unit}/s of "
+             f"{baseline} (n={row['n']}, batch={row['batch']})" for row in found.get("largest", [])]
+    header = ["n", "mode", *(column for impl in found["impls"]
+                             for column in (f"{md(impl)} / {baseline}: largest", "at the largest batch"))]
+    rows = [[str(row["n"]), md(row["mode"]), *(text for cell in row["cells"]
+                                               for text in (_ratio_at(cell["largest"]),
+                                                            _ratio_at(cell["at_largest_batch"])))]
+            for row in found["table"]]
+    return section(f"{spec.title}: one batched call against a loop of cuBLAS calls", [
+        bullets(items), table(header, rows),
+        paragraph(f"Ratio: {spec.unit}/s over those of {baseline} at the same n, mode and batch "
+                  f"({baseline}'s median time over theirs).")])
+
+
+def _saturation_cell(row):
+    if row["saturation_batch"] is None:
+        return f"none: {md(row['saturation_note'])}"
+    return str(row["saturation_batch"])
+
+
+def _throughput(study, spec):
+    derived = study["derived"]
+    rows, axes = derived.get("throughput") or [], _axes(derived)
+    title = f"{spec.title}: throughput and saturation"
+    if not rows:
+        return section(title, [paragraph("No entry was measured.")])
+    best = f"best_{derive_batch.rate_key(spec)}"
+    header = [md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"]
+    body = [[str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
+             rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
+    return section(title, [table(header, body), paragraph(
+        f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
+        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings).")])
+
+
+def _epoch_times(study, spec):
+    found = study["derived"].get("epoch_times")
+    if not found or not found["rows"]:
+        return []
+    samples = f"{found['samples']:,}"
+    return section(f"{spec.title}: time per epoch of {samples} samples", [
+        _batch_table(found["rows"], _axes(study["derived"]), lambda point: seconds(point["epoch_s"]), spec.size_name),
+        paragraph(f"Seconds per epoch of {samples} samples at each batch b: the epoch over the samples/s measured "
+                  f"at b (one training step per batch).")])
+
+
+def _per_item(row, spec):
+    return f"{byte_size(row[f'bytes_per_{spec.item}'])} (batch {row['batch']})"
+
+
+def _memory(study, spec):
+    series = study["derived"].get("device_memory_series") or []
+    if not series:
+        return []
+    axes = _axes(study["derived"])
+    operands = [f"operands ({spec.operands})"] if spec.operands else []
+    header = [md(spec.size_name), *_axis_titles(axes), f"per {spec.item}, smallest batch",
+              f"per {spec.item}, largest batch", *operands, "total, largest batch"]
+    rows = [[str(row["n"]), *_axis_cells(row, axes), _per_item(row["smallest"], spec), _per_item(row["largest"], spec),
+             *([byte_size(row["smallest"][f"operand_bytes_per_{spec.item}"])] if operands else []),
+             byte_size(row["largest"]["device_bytes"])] for row in series]
+    return section(f"{spec.title}: device memory per {spec.item}", [table(header, rows), paragraph(
+        f"Per {spec.item}: the GPU memory the entry took (measured by the binary as the drop in free device memory "
+        f"when it allocated) over the batch"
+        + (f"; operands: what the {spec.operands} of one {spec.item} take" if operands else "")
+        + "; total: that memory at the largest batch.")])
+
+
+def _utilization_cell(point):
+    samples = point[gbench.UTILIZATION_SAMPLES]
+    if not samples:
+        return "no reading"
+    mean = point["gpu_util_mean"]
+    return f"{mean:.0f}% ({samples:.0f})" if mean is not None else f"n/a ({samples:.0f})"
+
+
+def _utilization(study, spec):
+    found = study["derived"].get("utilization")
+    if found is None:
+        return []
+    title = f"{spec.title}: GPU utilization against batch (NVML)"
+    if not found["available"]:
+        return section(title, [paragraph(f"Not sampled: {md(found['reason'])}.")])
+    if not found["rows"]:
+        return section(title, [paragraph("No GPU entry was measured.")])
+    return section(title, [_batch_table(found["rows"], _axes(study["derived"]), _utilization_cell, spec.size_name),
+                           paragraph(
+        "Each cell: NVML's GPU utilization (the percent of time a kernel ran), averaged over its readings inside the "
+        "timed loops of every repetition, and in parentheses how many readings; \"no reading\": each loop was shorter "
+        "than NVML's sampling period (1/6 s to 1 s; a longer --min-time helps). The maxima and memory utilization "
+        "are in results.json.")])
+
+
+def _choices(point):
+    return {"batch": point["batch"], "text": " / ".join(dict.fromkeys(
+        f"{md(choice['algorithm_name'])}, {byte_size(choice['workspace_bytes'])}" for choice in point["choices"]))}
+
+
+def _chosen_algorithms(study, spec):
+    derived = study["derived"]
+    if derived.get("chosen_algorithms") is None:
+        return []
+    title = f"{spec.title}: algorithm chosen and its workspace"
+    library = study.get("cudnn") or {}
+    blocks = ([paragraph(f"cuDNN {md(library.get('version'))}." if library.get("available")
+                         else f"cuDNN not used: {md(library.get('reason'))}.")] if library else [])
+    if not derived["chosen_algorithms"]:
+        return section(title, blocks + [paragraph("No GPU entry reported an algorithm.")])
+    rows = [{**row, "points": [_choices(point) for point in row["points"]]} for row in derived["algorithm_cells"]]
+    return section(title, blocks + [
+        _batch_table(rows, ("impl", "precision"), lambda point: point["text"], spec.size_name),
+        paragraph("Each cell: the algorithm chosen for the configuration and the workspace it needs; the resident and "
+                  "transfer\\_pinned entries of a configuration are one cell (two choices, when they differ, "
+                  "separated by /, resident first).")])
+
+
+def _comparison_cell(row):
+    if row["time_ratio"] is None:
+        return "no study entry" if row["study_median_s"] is None else "no reference"
+    return f"{row['time_ratio']:.2f} ({seconds(row['study_median_s'])} vs {seconds(row['reference_median_s'])})"
+
+
+def _comparison_table(rows):
+    """Points (n, batch) down, compared entries (study, precision) across; a point where the study
+    has no entry at all is left out."""
+    columns = list(dict.fromkeys((row["study"], row["precision"]) for row in rows))
+    cells = {(row["n"], row["batch"], row["study"], row["precision"]): _comparison_cell(row) for row in rows}
+    points = dict.fromkeys((row["n"], row["batch"]) for row in rows if row["study_median_s"] is not None)
+    body = [[str(n), str(batch), *(cells.get((n, batch, *column), NO_VALUE) for column in columns)] for n, batch in points]
+    return table(["n", "batch", *(f"{md(study)} {md(precision)}" for study, precision in columns)], body)
+
+
+def _references(name, study, spec, references):
+    runs = reference.RUNS.get(name)
+    if not runs:
+        return []
+    title = f"{spec.title}: PyTorch reference"
+    if references is None:
+        return section(title, [paragraph(REFERENCES_NOT_RUN)])
+    items = []
+    for key in runs:
+        run = references.get(key) or {"note": "not run"}
+        items += run_notes(key, run)
+        items += dict.fromkeys(f"{md(key)}: {md(result.get('library'))} {md(result.get('version'))} on "
+                               f"{md(result.get('device'))}" for result in run.get("results") or [])
+    rows = study["derived"].get("reference_comparison") or []
+    if not any(row["time_ratio"] is not None for row in rows):
+        return section(title, [bullets(items),
+                               paragraph("No point was measured by both the study and the reference.")])
+    first = rows[0]
+    return section(title, [bullets(items), _comparison_table(rows), paragraph(
+        f"Time ratio: study median time / {md(first['reference'])} median time at the same "
+        + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
+        + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure are "
+          "left out.",
+        *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
+            row["target"] for row in rows if row["target"])))])
+
+
+def sections(name, spec, study, document):
+    """The sections of the batch study `name`, whose BatchStudy is spec. No caps section: these
+    studies cap nothing, memory limits the batch (a skip says so)."""
+    return (_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
+            + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
+            + _chosen_algorithms(study, spec) + _references(name, study, spec, document.get("references"))
+            + grouped_failures(study, f"{spec.title}: skipped and failed entries"))

@@ -1,0 +1,62 @@
+"""Pieces of summary.md that several studies' sections share: crossover cells, best rates, size caps,
+skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
+from gpubench_driver.document import bullets, paragraph, section, table
+from gpubench_driver.formatting import md, rate
+
+AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
+REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
+
+
+def crossover_cells(found, axis="n"):
+    """Estimate, bracket, GPU implementation and method of a crossover along the axis ('n' or 'batch')."""
+    bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
+    estimate = found.get(f"estimate_{axis}") or found.get("upper") or "none"
+    how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
+    return [str(estimate), bracket, md(found.get("gpu_impl")), how]
+
+
+def best_rates(derived, axes=("impl", "mode"), title="Best rates"):
+    rows = [[md(row[axis]) for axis in axes] + [rate(row["flop_per_s"]), str(row["n"])]
+            for row in derived.get("best_rates", [])]
+    return section(title, [table([AXIS_TITLES[axis] for axis in axes] + ["best rate", "at n"], rows)])
+
+
+def caps(study):
+    """The implementations the study caps (its description), and why."""
+    items = [f"{md(impl.get('id'))}: run up to n={md(impl['max_size'])} ({md(impl.get('cap_reason'))})"
+             for impl in study["implementations"] if isinstance(impl, dict) and impl.get("max_size")]
+    return section("Size caps", [bullets(items) if items else paragraph("No implementation is capped.")])
+
+
+def invocation_items(study):
+    """The benchmark processes that ended badly, one list item each."""
+    return [f"the benchmark process at n={invocation.get('sizes')} {md(invocation.get('exit'))}"
+            for invocation in study["invocations"]]
+
+
+def failed_entries(study):
+    """Every entry that is not ok (derived failed_entries) and the processes that ended badly."""
+    items = [f"{md(row['name'])}: {md(row['status'])}: {md(row['message'])}"
+             for row in study["derived"].get("failed_entries", [])]
+    items += invocation_items(study)
+    return section("Skipped and failed entries", [bullets(items)]) if items else []
+
+
+def _where(sizes):
+    """'n = 4096, 8192', or with a batch axis 'n = 64 (batch 512), 256 (batch 8, 512)'."""
+    return "n = " + ", ".join(str(found["n"]) + (f" (batch {', '.join(map(str, found['batches']))})"
+                                                  if found["batches"] else "") for found in sizes)
+
+
+def grouped_failures(study, title):
+    """The derived failures, one item per implementation, precision and reason, and the processes
+    that ended badly."""
+    items = [f"{md(row['impl'])} {md(row['precision'])} ({md(', '.join(row['modes']))}; {_where(row['sizes'])}): "
+             f"{md(row['reason'])}" for row in study["derived"].get("failures", [])]
+    items += invocation_items(study)
+    return section(title, [bullets(items)]) if items else []
+
+
+def run_notes(name, run):
+    """A reference run's note (skipped, failed) and its per-dtype notes, one list item each."""
+    return [f"{md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]

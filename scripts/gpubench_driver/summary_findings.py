@@ -1,0 +1,211 @@
+"""summary.md: the findings across the studies (document["findings"], derive_run.py): fraction of the
+measured peak, roofline, per-entry telemetry (energy, clock-limited entries), and the GPU clocks
+during each study (its telemetry record)."""
+import os
+
+from gpubench_driver import plots
+from gpubench_driver.document import bullets, paragraph, section, table
+from gpubench_driver.formatting import byte_size, joules, md, rate
+
+CLOCK_LIMITED_LINES = 25
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _megahertz(value):
+    return "n/a" if value is None else f"{value:.0f} MHz"
+
+
+def _watts(value):
+    return "n/a" if value is None else f"{value:.0f} W"
+
+
+def _gflop_per_joule(row):
+    return "n/a" if row["flop_per_joule"] is None else f"{row['flop_per_joule'] / 1e9:.1f}"
+
+
+def _entry_where(row, with_study=False):
+    """'cublas resident n=4096 (batch 64)' of a findings row."""
+    text = (f"{md(row['study'])}: " if with_study else "") + f"{md(row['impl'])} {md(row['mode'])} n={md(row['n'])}"
+    return text + (f" (batch {md(row['batch'])})" if row.get("batch") is not None else "")
+
+
+def _fraction_of_peak(findings):
+    rows = findings["fraction_of_peak"]
+    if not rows:
+        return []
+    peaks = {row["precision"]: row for row in findings["roofline"]["peaks"]}
+    body = [[md(row["study"]), md(row["precision"]), _entry_where(row), rate(row["flop_per_s"]),
+             _percent(row["fraction_of_peak"]),
+             f"{rate(peaks[row['precision']]['flop_per_s'])}: {_entry_where(peaks[row['precision']], True)}"]
+            for row in rows]
+    nominal = findings["nominal_flop"]
+    return section("Across the studies: fraction of the measured peak", [
+        table(["study", "precision", "its best entry", "rate", "fraction of the peak", "the peak: where"], body),
+        paragraph("The measured peak of a precision: the highest FLOP/s (int8: operations/s) of any GPU entry of that "
+                  "precision in this run, any mode, among the studies that count the FLOP that ran (a "
+                  + ", ".join(md(study) for study in nominal["studies"]) + " entry sets it only for a precision "
+                  "no other study measured). Every GPU entry's rate over it is `fraction_of_peak` in results.json; "
+                  "this table shows each study's best entry per precision."),
+        bullets(f"{md(row['study'])}: {md(row['note'])}." for row in nominal["notes"])])
+
+
+def _roof_items(roof):
+    bandwidth = roof.get("bandwidth")
+    if bandwidth:
+        items = [f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s of device memory traffic, twice the "
+                 f"{bandwidth['copy_bytes_per_s'] / 1e9:.0f} GB/s that the transfer study's fastest device-to-device "
+                 f"copy ({md(bandwidth['impl'])}, {byte_size(bandwidth['n'])} per copy) moved: a copy of B bytes "
+                 f"reads B and writes B bytes of device memory."]
+    else:
+        items = [f"No memory roof: {md(roof.get('memory_roof_note'))}; only the compute roofs are drawn."]
+    items.append("Compute roofs, the measured peak of each precision: " + "; ".join(
+        f"{md(row['precision'])} {rate(row['flop_per_s'])}"
+        + ("" if row["ridge_intensity"] is None else f", ridge at {row['ridge_intensity']:.1f} FLOP/B")
+        for row in roof["compute_roofs"]) + ".")
+    items += [f"Device memory bytes per call, {md(study)}: {md(text)}." for study, text in
+              roof["traffic_models"].items()]
+    items.append("Only GPU entries in resident mode are placed: the transfer modes time PCIe copies, not device "
+                 "memory. The model counts compulsory traffic, each operand read once and the result written once "
+                 "per call: re-reads between tiles make the real traffic larger, operands that stay in the L2 cache "
+                 "from one timed call to the next (small sizes) make it smaller, so a small size's point can sit "
+                 "beyond the memory roof.")
+    return items
+
+
+def _roofline(findings, plot_paths):
+    roof = findings["roofline"]
+    if not roof["peaks"]:
+        return []
+    blocks = [bullets(_roof_items(roof))]
+    if roof["series"]:
+        blocks += [table(["study", "precision", "points", "intensity (FLOP/B)", "best rate", "at intensity",
+                          "of the roof there"],
+                         [[md(row["study"]), md(row["precision"]), str(row["point_count"]),
+                           f"{row['min_intensity']:.3g} .. {row['max_intensity']:.3g}",
+                           f"{rate(row['best']['flop_per_s'])} ({_entry_where(row['best'])})",
+                           f"{row['best']['intensity']:.3g}", _percent(row["fraction_of_roof"])]
+                          for row in roof["series"]]),
+                   paragraph("Of the roof there: the best rate over min(peak, bandwidth x intensity) at its intensity "
+                             "(over the peak alone when no memory roof was measured).")]
+    if roof["not_placed_groups"]:
+        blocks += [paragraph("Not placed:"), table(
+            ["study", "mode", "entries", "implementations and precisions", "why"],
+            [[md(row["study"]), md(row["mode"]), f"{row['entries']:.0f}",
+              md(", ".join(f"{series['impl']} {series['precision']}" for series in row["series"])), md(row["reason"])]
+             for row in roof["not_placed_groups"]])]
+    chart = any(os.path.basename(path) == plots.ROOFLINE_NAME for path in plot_paths or [])
+    blocks.append(paragraph(f"Chart: `plots/{plots.ROOFLINE_NAME}` (log-log; colour: precision, marker: study)."
+                            if chart else "No chart: matplotlib is not installed for this Python."))
+    return section("Across the studies: roofline (GPU, resident)", blocks)
+
+
+def _no_telemetry(findings):
+    return section("Per-entry telemetry", [
+        paragraph("No per-entry telemetry in this file: no entry has clocks, power or energy measured during its "
+                  "timed loop (a file written before per-entry telemetry, or a run without NVML)."),
+        bullets(f"{md(row['study'])}: {md(row['note'])}" for row in findings["telemetry"]["notes"])])
+
+
+def _energy_gemm(findings):
+    found = findings["energy_per_gemm"]
+    if not found["rows"]:
+        return []
+    body = [[md(row["study"]), md(row["precision"]), md(row["impl"]), md(row["mode"]), md(row["n"]),
+             joules(row["energy_j_per_op"]), _gflop_per_joule(row), _watts(row.get("call_power_w")),
+             _megahertz(row["sm_clock_mhz"])] for row in found["rows"]]
+    return section("Across the studies: energy per GEMM (NVML)", [
+        table(["study", "precision", "impl", "mode", "n", "energy per GEMM", "GFLOP per joule", "energy / time",
+               "median SM clock"], body),
+        paragraph(("Every size measured with an energy reading. " if found["every_size"] else
+                   "Each series at its largest size with an energy reading (every size: `findings.energy` in "
+                   "results.json). ")
+                  + "Energy per GEMM: NVML's total-energy counter over the timed loop, per timed call; board energy, "
+                    "so idle and memory power are included. GFLOP per joule: the GEMM's FLOP (int8: operations) over "
+                    "it. Energy / time: that energy over the median time of one call, the power the call drew "
+                    "(NVML's own power reading, `power_w` in results.json, averages over about a second and lags a "
+                    "short loop). Transfer modes include the copies in and out.")])
+
+
+def _energy_calls(findings):
+    rows = findings["energy_per_call"]
+    if not rows:
+        return []
+    body = [[md(row["study"]), md(row["impl"]), md(row["mode"]), md(row["precision"]), md(row["n"]), md(row["batch"]),
+             joules(row["energy_j_per_op"]), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
+             _watts(row.get("call_power_w"))] for row in rows]
+    return section("Across the studies: energy per call (NVML)", [
+        table(["study", "impl", "mode", "precision", "n", "batch", "energy per call", "per item of the batch",
+               "GFLOP per joule", "energy / time"], body),
+        paragraph("One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
+                  "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
+                  "largest n and batch; energy / time as above. Every entry's energy: `energy_j_per_op` in "
+                  "results.json.")])
+
+
+def _clock_limited(findings):
+    rows, measured = findings["clock_limited"], findings["telemetry"]["entries"]
+    title = "Across the studies: entries measured with clocks held down"
+    if not rows:
+        return section(title, [paragraph(f"No entry was measured while a power cap or a thermal slowdown held the "
+                                         f"clocks down ({measured} entries with per-entry telemetry).")])
+    items = [f"{md(row['name'])}: power cap in {_percent(row['power_limited_fraction'])} and thermal slowdown in "
+             f"{_percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
+             f"{_megahertz(row['sm_clock_mhz'])}" for row in rows[:CLOCK_LIMITED_LINES]]
+    if len(rows) > CLOCK_LIMITED_LINES:
+        items.append(f"and {len(rows) - CLOCK_LIMITED_LINES} more (`clock_limited` in results.json)")
+    return section(title, [bullets(items), paragraph(
+        f"{len(rows)} of {measured} entries with per-entry telemetry were measured while NVML reported a power cap or "
+        "thermal slowdown as a clock-event reason in some of the timed loop's samples: their times are those of a "
+        "held-down clock, not of the GPU's sustained clock.")])
+
+
+def sections(document, plot_paths):
+    """The sections across the studies; none when no GPU entry was measured (the warnings say why)."""
+    findings = document.get("findings")
+    if not findings or not findings["gpu_entries"]:
+        return []
+    blocks = _fraction_of_peak(findings) + _roofline(findings, plot_paths)
+    if not findings["telemetry"]["entries"]:
+        return blocks + _no_telemetry(findings)
+    return blocks + _energy_gemm(findings) + _energy_calls(findings) + _clock_limited(findings)
+
+
+# --- the GPU's clocks during each study (its telemetry record) ------------------------------------
+def _mhz(value):
+    return "n/a" if value is None else f"{value:.0f}"
+
+
+def _clock(name, spread):
+    return f"{name} {_mhz(spread['min'])}–{_mhz(spread['max'])} MHz, median {_mhz(spread['median'])} MHz"
+
+
+def _telemetry_text(record):
+    summary = record.get("summary") or {}
+    if not summary.get("samples"):
+        return md(record.get("note") or "no samples")
+    parts = [_clock(name, summary[key]) for name, key in (("SM clock", "sm_clock_mhz"),
+                                                          ("while busy", "busy_sm_clock_mhz"),
+                                                          ("memory clock", "mem_clock_mhz")) if summary.get(key)]
+    if summary.get("max_power_w") is not None:
+        parts.append(f"power up to {summary['max_power_w']:.0f} W")
+    if summary.get("max_temperature_c") is not None:
+        parts.append(f"temperature up to {summary['max_temperature_c']:.0f} °C")
+    if summary.get("throttled_fraction") is None:
+        parts.append("throttle reasons not reported")
+    else:
+        reasons = ", ".join(summary.get("throttle_reasons") or [])
+        parts.append(f"throttled in {summary['throttled_fraction']:.0%} of samples"
+                     + (f" ({md(reasons)})" if reasons else ""))
+    interval = record.get("interval_s")
+    parts.append(f"{summary['samples']:.0f} sample{'' if summary['samples'] == 1 else 's'}"
+                 + ("" if interval is None else f", one every {interval:g} s"))
+    return "; ".join(parts) + (f" ({md(record['note'])})" if record.get("note") else "")
+
+
+def clocks(studies):
+    items = [f"{md(name)}: {_telemetry_text(study['telemetry'])}" for name, study in studies.items()
+             if study.get("telemetry")]
+    return section("GPU clocks during each study (NVML)", [bullets(items)]) if items else []
