@@ -128,23 +128,6 @@ void report_work(PreparedEntry& entry, const BatchedGemmShape& s) {
   entry.add_memory_traffic(4.0 * 2 * s.elements(), 4.0 * s.elements());
 }
 
-class CpuBatchedGemm : public PreparedEntry {
- public:
-  CpuBatchedGemm(const BatchedGemmImplementation& impl, const BatchedProblem& problem)
-      : impl_(impl), problem_(problem), c_(problem.shape.elements(), std::numeric_limits<float>::quiet_NaN()) {
-    run_once();  // the first call, on an output poisoned with NaN, checked
-    set_verdict(verify_batch(c_.data(), problem));
-    report_work(*this, problem.shape);
-    add_link_traffic(0, 0);
-  }
-  void run_once() override { impl_.run(problem_.a.data(), problem_.b.data(), c_.data(), problem_.shape); }
-
- private:
-  const BatchedGemmImplementation& impl_;
-  const BatchedProblem& problem_;
-  std::vector<float> c_;
-};
-
 #if GPUBENCH_HAVE_CUDA
 // The first, checked call runs on operands copied in untimed, in either mode. transfer_pinned
 // then copies A and B in and C out of cudaMallocHost memory in every timed call.
@@ -202,7 +185,12 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #if GPUBENCH_HAVE_CUDA
   if (impl.on_gpu()) return std::make_unique<GpuBatchedGemm>(impl, entry.mode, problem);
 #endif
-  return std::make_unique<CpuBatchedGemm>(impl, problem);
+  auto cpu = std::make_unique<CpuOutputEntry>(problem.shape.elements(), [&impl, &problem](float* c) {
+    impl.run(problem.a.data(), problem.b.data(), c, problem.shape);
+  });
+  cpu->set_verdict(verify_batch(cpu->output(), problem));
+  report_work(*cpu, problem.shape);
+  return cpu;
 }
 
 StudyDefinition definition() {

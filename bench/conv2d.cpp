@@ -175,9 +175,9 @@ const ConvProblem& problem_for(const Conv2dShape& shape) {
 // rms relative to the result (2.2 u_in if TF32 truncates, its error being one-sided), inside
 // the 4 u_in term. FP16 also rounds each output element to FP16: the 2 u_out term. A wrong
 // element or index (errors near 1) still exceeds the bound by orders of magnitude.
-Verification verify_output(const std::vector<float>& output, const ConvProblem& problem, TensorLayout layout,
+Verification verify_output(const float* output, const ConvProblem& problem, TensorLayout layout,
                            Precision precision) {
-  Verification v = verify_conv2d(output.data(), problem.input.data(), problem.filter.data(), problem.shape, layout,
+  Verification v = verify_conv2d(output, problem.input.data(), problem.filter.data(), problem.shape, layout,
                                  configuration_seed(configuration_of(problem.shape), 2));
   v.tolerance = precision_tolerance(precision, problem.shape.accumulation_length());
   return v;
@@ -194,29 +194,6 @@ void report(PreparedEntry& entry, const Conv2dShape& s, const Verification& verd
   entry.add_memory_traffic(element_bytes * (s.input_elements() + s.filter_elements()),
                            element_bytes * s.output_elements());
 }
-
-// --- CPU entries ----------------------------------------------------------------------------
-class CpuConv : public PreparedEntry {
- public:
-  CpuConv(const ConvImplementation& impl, const ConvProblem& problem)
-      : impl_(impl), problem_(problem),
-        output_(problem.shape.output_elements(), std::numeric_limits<float>::quiet_NaN()) {
-    // The first call, on an output poisoned with NaN (an element never written fails
-    // verification), is also the warm-up (thread pools, column buffer).
-    run_once();
-    report(*this, problem.shape, verify_output(output_, problem, impl.layout, Precision::fp32),
-           static_cast<double>(sizeof(float)));
-    add_link_traffic(0, 0);
-  }
-  void run_once() override {
-    impl_.run(problem_.input.data(), problem_.filter.data(), output_.data(), problem_.shape, impl_.layout);
-  }
-
- private:
-  const ConvImplementation& impl_;
-  const ConvProblem& problem_;
-  std::vector<float> output_;
-};
 
 #if GPUBENCH_HAVE_CUDNN
 // --- GPU entries ------------------------------------------------------------------------------
@@ -262,7 +239,7 @@ GpuConfiguration configure(const ConvImplementation& impl, Precision precision, 
   c.plan->run(c.input->get(), c.filter->get(), c.output->get());
   std::vector<std::uint8_t> output(c.output->bytes());
   CUDA_CHECK(cudaMemcpy(output.data(), c.output->get(), output.size(), cudaMemcpyDeviceToHost));
-  c.verdict = verify_output(decode_conv2d_tensor(output, precision), problem, impl.layout, precision);
+  c.verdict = verify_output(decode_conv2d_tensor(output, precision).data(), problem, impl.layout, precision);
   return c;
 }
 
@@ -332,7 +309,13 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
     return std::make_unique<GpuConv>(configuration_for(impl, precision, problem), entry.mode, precision);
   }
 #endif
-  return std::make_unique<CpuConv>(impl, problem);
+  // The first call, on an output poisoned with NaN, is also the warm-up (thread pools, column buffer).
+  auto cpu = std::make_unique<CpuOutputEntry>(problem.shape.output_elements(), [&impl, &problem](float* output) {
+    impl.run(problem.input.data(), problem.filter.data(), output, problem.shape, impl.layout);
+  });
+  report(*cpu, problem.shape, verify_output(cpu->output(), problem, impl.layout, Precision::fp32),
+         static_cast<double>(sizeof(float)));
+  return cpu;
 }
 
 // --- description ------------------------------------------------------------------------------

@@ -91,23 +91,6 @@ void report_traffic(PreparedEntry& entry, const MatmulShape& s) {
   entry.add_memory_traffic(4.0 * (s.a_elements() + s.b_elements()), 4.0 * s.c_elements());
 }
 
-class CpuMatmul : public PreparedEntry {
- public:
-  CpuMatmul(const MatmulImplementation& impl, const MatmulProblem& problem)
-      : impl_(impl), problem_(problem), c_(problem.shape.c_elements(), std::numeric_limits<float>::quiet_NaN()) {
-    run_once();  // the first call, on an output poisoned with NaN, checked
-    set_verdict(checked(c_.data(), problem));
-    report_traffic(*this, problem.shape);
-    add_link_traffic(0, 0);
-  }
-  void run_once() override { impl_.run(problem_.a.data(), problem_.b.data(), c_.data(), problem_.shape); }
-
- private:
-  const MatmulImplementation& impl_;
-  const MatmulProblem& problem_;
-  std::vector<float> c_;
-};
-
 #if GPUBENCH_HAVE_CUDA
 // Resident: operands copied once, untimed. Transfer modes: A and B copied in and C out in every
 // call, from pinned (cudaMallocHost) memory or from the problem's own written vectors.
@@ -183,7 +166,12 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #if GPUBENCH_HAVE_CUDA
   if (impl.on_gpu()) return std::make_unique<GpuMatmul>(impl, entry.mode, problem);
 #endif
-  return std::make_unique<CpuMatmul>(impl, problem);
+  auto cpu = std::make_unique<CpuOutputEntry>(problem.shape.c_elements(), [&impl, &problem](float* c) {
+    impl.run(problem.a.data(), problem.b.data(), c, problem.shape);
+  });
+  cpu->set_verdict(checked(cpu->output(), problem));
+  report_traffic(*cpu, problem.shape);
+  return cpu;
 }
 
 StudyDefinition definition() {
