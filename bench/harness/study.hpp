@@ -105,17 +105,19 @@ class PreparedEntry {
   // The call before each timed loop; returns why its answer is wrong, or "" (by default it runs
   // run_once and waits for it).
   virtual std::string warm_up();
-  // Seconds of one timed call on `clock` (never Clock::wall; host_to_completion waits for the device). Entries with untimed work around
-  // each call (a fresh mapping, an unregistration) or that time themselves override it.
+  // Seconds of one timed call on `clock` (never Clock::wall; host_to_completion waits for the
+  // device). Entries with untimed work around each call (a fresh mapping, an unregistration) or
+  // that time themselves override it.
   virtual double timed_call(Clock clock);
 
   std::string wrong_result;  // non-empty: the first call's answer was wrong, and why
   std::map<std::string, double> counters;
-  std::string label;  // optional: Google Benchmark's label for the entry, what counters cannot say in numbers
+  std::string label;  // optional: Google Benchmark's label, for what counters cannot say in numbers
 
   // Compulsory traffic of one call, as nvbench's add_global_memory_reads/writes: the counters
-  // memory_read_bytes and memory_written_bytes (the memory the implementation computes in: device memory on the GPU, host memory on the CPU), and h2d_bytes, d2h_bytes and
-  // their sum bytes_transferred (the host<->device link).
+  // memory_read_bytes and memory_written_bytes (in the memory the implementation computes in:
+  // device memory on the GPU, host memory on the CPU), and h2d_bytes, d2h_bytes and their sum
+  // bytes_transferred (across the host<->device link).
   void add_memory_traffic(double bytes_read, double bytes_written);
   void add_link_traffic(double host_to_device, double device_to_host);
   // The verdict's errors (rel_fro_error, max_rel_error); `wrong_result` when it failed.
