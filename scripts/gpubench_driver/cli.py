@@ -24,7 +24,7 @@ def _run_parser(subparsers):
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
-                             "the seven studies then take over 25 minutes on an H100")
+                             "all the studies then took over 25 minutes on an H100")
     parser.add_argument("--no-telemetry", action="store_true",
                         help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
                              "measure what sampling costs")

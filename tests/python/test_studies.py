@@ -3,6 +3,10 @@ report, runner, plots, reference, compare and derive_run read from it; the axis 
 and binaries that do not say them; and a study added as one record."""
 import copy
 import dataclasses
+import json
+import os
+import re
+import subprocess
 import tempfile
 import unittest
 from unittest import mock
@@ -12,7 +16,16 @@ import support
 from gpubench_driver import (compare, derive_batch, derive_run, gbench, options, plots, reference, report, runner,
                              studies, summary_precision)
 
-ORDER = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap")
+BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
+
+
+def cmake_studies():
+    """The studies bench/CMakeLists.txt builds, in its order: the registry holds one record each."""
+    with open(os.path.join(support.SOURCE_DIR, "bench", "CMakeLists.txt"), encoding="utf-8") as stream:
+        return tuple(re.findall(r"^gpubench_study\((\w+)\)", stream.read(), re.MULTILINE))
+
+
+ORDER = cmake_studies()
 
 
 def run_options(**changes):
@@ -28,9 +41,20 @@ def positive_ints(values):
 
 class RecordsTest(unittest.TestCase):
     def test_one_record_per_study_in_order(self):
+        self.assertEqual(ORDER[:2], ("matmul", "precision"))  # the CMake file was read
         self.assertEqual(studies.NAMES, ORDER)
         self.assertEqual(tuple(study.name for study in studies.STUDIES), ORDER)
-        self.assertEqual(studies.BATCH_NAMES, ("batched_gemm", "mlp_training", "conv2d", "overlap"))
+        self.assertEqual(studies.BATCH_NAMES, tuple(study.name for study in studies.STUDIES if study.batch_axis))
+
+    def test_batch_axis_as_the_binaries_describe_it(self):
+        for study in studies.STUDIES:
+            binary = os.path.join(BUILD_DIR, "bench", f"gpubench_{study.name}")
+            if not os.access(binary, os.X_OK):
+                continue
+            with self.subTest(study=study.name):
+                described = json.loads(subprocess.run([binary, "--describe"], capture_output=True, text=True,
+                                                      timeout=120, check=True).stdout)
+                self.assertEqual("default_batches" in described, study.batch_axis)
 
     def test_every_record_is_complete(self):
         for study in studies.STUDIES:
@@ -41,8 +65,9 @@ class RecordsTest(unittest.TestCase):
                 else:
                     self.assertIsNone(study.quick_batches)
                     self.assertIsNone(study.suite_batches)
-                for function in (study.derive, study.summary, study.rates, study.plots):
+                for function in (study.derive, study.summary, study.rates):
                     self.assertTrue(callable(function))
+                self.assertTrue(study.plots is None or callable(study.plots))
                 self.assertTrue(all(c.study == study.name and c.run in study.references for c in study.comparisons))
                 self.assertEqual(set(study.axis_names), set(studies.AXIS_SLOTS))
                 self.assertEqual(study.axis_names["batch"] is None, not study.batch_axis)
