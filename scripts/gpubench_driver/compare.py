@@ -10,6 +10,7 @@ TFLOP/s per USD-hour, the MLP study USD per epoch.
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass
 
 from gpubench_driver import document as page, html_report, options as opts, results, session, significance, studies
@@ -139,6 +140,56 @@ def match_entries(sources, study_name):
     states = {name: [table[name]["status"] if name in table else "absent" for table in tables] for name in names}
     shared = [name for name, state in states.items() if all(status == "ok" for status in state)]
     return shared, {name: state for name, state in states.items() if name not in shared}
+
+
+# --- agreement --------------------------------------------------------------------------
+AGREEMENT_BANDS = (0.02, 0.05)
+LONG_ENTRY_S = 1e-4  # from 100 us on, launch latency and the timer's grain no longer dominate an entry
+AGREEMENT_GROUPS = (("every entry", lambda entry: True),
+                    ("CPU", lambda entry: entry["device"] == "cpu"),
+                    ("GPU", lambda entry: entry["device"] == "gpu"),
+                    ("GPU, 100 us or more", lambda entry: entry["device"] == "gpu"
+                     and entry["time_s"]["median"] >= LONG_ENTRY_S))
+
+
+def agreement(sources):
+    """How far each file's medians lie from the first's, over the entries both measured: per file
+    after the first and per group of entries (by the first file's entry), the count, the median of
+    |#k/#1 - 1| and the share within each band. A pair of runs of one configuration (A/A) shows the
+    noise between runs; another pair is read against it."""
+    rows = []
+    for number, source in enumerate(sources[1:], start=2):
+        pairs = []
+        for study_name in sources[0].document["studies"]:
+            if study_name not in source.document["studies"]:
+                continue
+            first = _entries_by_name(sources[0].document["studies"][study_name])
+            other = _entries_by_name(source.document["studies"][study_name])
+            pairs += [(first[name], other[name]) for name in first
+                      if name in other and first[name]["status"] == "ok" and other[name]["status"] == "ok"]
+        for group, member in AGREEMENT_GROUPS:
+            offsets = [abs(b["time_s"]["median"] / a["time_s"]["median"] - 1) for a, b in pairs if member(a)]
+            rows.append({"file": number, "group": group, "entries": len(offsets),
+                         "median_offset": statistics.median(offsets) if offsets else None,
+                         "within": {band: sum(offset <= band for offset in offsets) / len(offsets) if offsets
+                                    else None for band in AGREEMENT_BANDS}})
+    return rows
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _agreement_section(sources):
+    rows = [[f"#{row['file']}", row["group"], str(row["entries"]), _percent(row["median_offset"]),
+             *(_percent(row["within"][band]) for band in AGREEMENT_BANDS)] for row in agreement(sources)]
+    header = ["file", "entries", "count", "median of abs(#k/#1 - 1)",
+              *(f"within {100 * band:.0f}%" for band in AGREEMENT_BANDS)]
+    return page.section("Agreement with #1", [
+        page.table(header, rows, rule=RULE),
+        page.paragraph("Over the entries both files measured, grouped by the first file's entry. Read it against "
+                       "a pair of runs of one configuration on one kind of machine (an A/A pair): a difference "
+                       "no larger than theirs is no difference.")])
 
 
 # --- cost ------------------------------------------------------------------------------
@@ -279,7 +330,7 @@ def blocks(sources, table=None):
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         f"Times are each entry's median over its repetitions; #k/#1 is #k's median over #1's (below 1: #k faster). "
         f"The verdict is a two-sided Mann–Whitney U test on the repetition times, exact, at alpha "
-        f"{significance.ALPHA}.", *_prices_note(sources, table)])]
+        f"{significance.ALPHA}.", *_prices_note(sources, table)])] + _agreement_section(sources)
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name)
     return found + _missing_section(sources)

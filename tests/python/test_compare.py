@@ -297,3 +297,32 @@ class CostTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _source(medians):
+    """A compare.Source of one study whose entries have the given {name: (device, median s)}."""
+    entries = [{"name": name, "device": device, "status": "ok", "time_s": {"median": median}}
+               for name, (device, median) in medians.items()]
+    return compare.Source("p", "l", {"studies": {"matmul": {"entries": entries}}})
+
+
+class AgreementTest(unittest.TestCase):
+    def test_offsets_per_group_and_band(self):
+        first = _source({"a": ("cpu", 1.0), "b": ("gpu", 1e-5), "c": ("gpu", 1e-3), "d": ("gpu", 2e-3)})
+        other = _source({"a": ("cpu", 1.5), "b": ("gpu", 1.01e-5), "c": ("gpu", 1.04e-3), "e": ("gpu", 1.0)})
+        rows = {row["group"]: row for row in compare.agreement([first, other])}
+        self.assertEqual(rows["every entry"]["entries"], 3)  # d and e are not in both
+        self.assertAlmostEqual(rows["every entry"]["median_offset"], 0.04)
+        self.assertAlmostEqual(rows["every entry"]["within"][0.02], 1 / 3)
+        self.assertAlmostEqual(rows["every entry"]["within"][0.05], 2 / 3)
+        self.assertEqual(rows["CPU"]["entries"], 1)
+        self.assertEqual(rows["GPU, 100 us or more"]["entries"], 1)
+        self.assertAlmostEqual(rows["GPU, 100 us or more"]["median_offset"], 0.04)
+
+    def test_an_entry_not_ok_in_either_file_is_left_out(self):
+        first = _source({"a": ("gpu", 1.0)})
+        other = _source({"a": ("gpu", 2.0)})
+        other.document["studies"]["matmul"]["entries"][0]["status"] = "error"
+        rows = compare.agreement([first, other])
+        self.assertEqual([row["entries"] for row in rows], [0, 0, 0, 0])
+        self.assertIsNone(rows[0]["median_offset"])
