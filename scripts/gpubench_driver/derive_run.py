@@ -27,8 +27,9 @@ NOMINAL_FLOP = {study.name: study.nominal_flop for study in registry.STUDIES if 
 MEMORY_READ, MEMORY_WRITTEN = TRAFFIC_COUNTERS[:2]
 TRAFFIC_RULE = (f"{MEMORY_READ} + {MEMORY_WRITTEN} as the study binary reports them for one call (compulsory "
                 "traffic: each operand read once, the result written once)")
-# Why an entry without them has no roofline point: its binary has no model of that traffic, or (a study
-# whose --describe gave no axis_names) it was written before the binaries reported traffic.
+# Why an entry without them has no roofline point: its binary has no model of that traffic (and says
+# why in --describe's memory_traffic_note), or (a study whose --describe gave no axis_names) it was
+# written before the binaries reported traffic.
 NO_TRAFFIC = f"its binary reports no device-memory traffic for it ({MEMORY_READ}, {MEMORY_WRITTEN})"
 NO_TRAFFIC_YET = (f"written before the binaries reported device-memory traffic ({MEMORY_READ}, {MEMORY_WRITTEN}): "
                   "no traffic, no intensity")
@@ -139,7 +140,9 @@ def _placement(name, study, entry):
         return None, f"{entry['mode']} times host-device copies, not device memory"
     traffic = memory_traffic(entry)
     if traffic is None:
-        return None, NO_TRAFFIC if isinstance(study.get("axis_names"), dict) else NO_TRAFFIC_YET
+        if not isinstance(study.get("axis_names"), dict):
+            return None, NO_TRAFFIC_YET
+        return None, study.get("memory_traffic_note") or NO_TRAFFIC
     return traffic, None
 
 

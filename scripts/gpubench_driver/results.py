@@ -17,7 +17,7 @@ _OPTIONAL_STR = (str, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
-             "workloads": list, "ideal": str, "axis_names": dict}
+             "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",

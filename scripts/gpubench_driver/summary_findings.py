@@ -65,8 +65,10 @@ def _roof_items(roof):
         f"{md(row['precision'])} {rate(row['flop_per_s'])}"
         + ("" if row["ridge_intensity"] is None else f", ridge at {row['ridge_intensity']:.1f} FLOP/B")
         for row in roof["compute_roofs"]) + ".")
-    items += [f"Device memory bytes per call, {md(study)}: {md(text)}." for study, text in
-              roof["traffic_models"].items()]
+    rules = {}  # one line per distinct rule, naming the studies it serves
+    for study, text in roof["traffic_models"].items():
+        rules.setdefault(text, []).append(md(study))
+    items += [f"Device memory bytes per call ({', '.join(names)}): {md(text)}." for text, names in rules.items()]
     items.append("Only GPU entries in resident mode are placed: the transfer modes time PCIe copies, not device "
                  "memory. The model counts compulsory traffic, each operand read once and the result written once "
                  "per call: re-reads between tiles make the real traffic larger, operands that stay in the L2 cache "

@@ -119,6 +119,15 @@ class TrafficTest(unittest.TestCase):
         self.assertEqual(reasons[("precision", "resident")], derive_run.NO_TRAFFIC)
         self.assertEqual(len(roof["peaks"]), 3)  # the peaks do not need traffic
 
+    def test_a_study_without_a_traffic_model_gives_its_own_reason(self):
+        made = run_document()
+        made["studies"]["precision"]["memory_traffic_note"] = "no traffic model for this"
+        for made_entry in made["studies"]["precision"]["entries"]:
+            made_entry.pop("memory_read_bytes", None)
+        report.derive_findings(made, 0)
+        reasons = {(row["study"], row["mode"]): row["reason"] for row in made["findings"]["roofline"]["not_placed"]}
+        self.assertEqual(reasons[("precision", "resident")], "no traffic model for this")
+
     def test_the_rule_is_named_for_each_study_with_points(self):
         roof = run_document()["findings"]["roofline"]
         self.assertEqual(roof["traffic_models"], {"matmul": derive_run.TRAFFIC_RULE,
