@@ -31,15 +31,6 @@ class BatchStudy:
     chooses_algorithm: bool = False      # entries report the library's chosen algorithm and its workspace
 
 
-def __getattr__(name):
-    """STUDIES: {study: its BatchStudy}, from the study registry (studies.py, whose records hold them
-    and which imports this module, so it is read when asked for)."""
-    if name == "STUDIES":
-        from gpubench_driver import studies
-        return {record.name: record.batch for record in studies.STUDIES if record.batch}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _median(entry):
     return entry["time_s"]["median"]
 

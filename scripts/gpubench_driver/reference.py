@@ -97,7 +97,6 @@ def compare(references, entries, study):
         measured = _reference_medians(references, comparison)
         swept = {(entry.get("n"), entry.get("batch")) for entry in entries}
         for n, batch in comparison.points:
-            study_s = _study_median(entries, comparison, n, batch)
             if batch is not None and entries and (n, batch) not in swept and (n, batch) not in measured:
                 continue  # a batch neither side ran: the study swept other batches (the suite's, say)
             rows.append(_compare_one(comparison, n, batch, measured.get((n, batch)),

@@ -228,9 +228,9 @@ class FindingsTest(unittest.TestCase):
 
     def test_size_text(self):
         layers = support.load_fixture("conv2d_describe.json")["layers"]
-        self.assertEqual(derive_batch.size_text(derive_batch.STUDIES["conv2d"], layers, 56),
+        self.assertEqual(derive_batch.size_text(studies.BY_NAME["conv2d"].batch, layers, 56),
                          "layer n = 56 (ResNet-50 conv2_x 3x3: 64 -> 64 channels, 3x3 kernel, 56x56)")
-        self.assertEqual(derive_batch.size_text(derive_batch.STUDIES["mlp_training"], None, 1024),
+        self.assertEqual(derive_batch.size_text(studies.BY_NAME["mlp_training"].batch, None, 1024),
                          "hidden width n = 1024")
 
 
@@ -402,7 +402,7 @@ class OptionsTest(unittest.TestCase):
         self.assertTrue(set(studies.MLP_BATCHES) <= set(mlp.quick_batches))
         self.assertEqual(mlp.quick_sizes, (studies.MLP_WIDTH,))
         # overlap's batch axis is its chunk count: a batch study without the batch studies' findings
-        self.assertEqual(set(studies.BATCH_NAMES) - {"overlap"}, set(derive_batch.STUDIES))
+        self.assertEqual(set(studies.BATCH_NAMES) - {"overlap"}, {study.name for study in studies.STUDIES if study.batch})
         self.assertTrue({"mlp_training", "conv2d"} <= set(studies.NAMES))
 
     def test_sizes_of_a_study_with_layers(self):
