@@ -54,12 +54,6 @@ const std::vector<BatchedGemmImplementation>& table() {
   return all;
 }
 
-std::vector<int> default_batches() {
-  std::vector<int> batches;
-  for (int batch = 1; batch <= 4096; batch *= 2) batches.push_back(batch);
-  return batches;
-}
-
 // --- inputs and references, shared by every entry of one (n, batch) -----------------
 // Products whose FP64 references are kept: the first, the last and a few in between, so
 // a fault in the batch indexing (wrong stride, skipped product) shows.
@@ -146,18 +140,12 @@ class GpuBatchedGemm : public PreparedEntry {
     CUDA_CHECK(cudaMemcpy(c.data(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
     set_verdict(verify_batch(c.data(), problem));
     if (copies_) {
-      pinned_a_ = std::make_unique<PinnedBuffer<float>>(shape_.elements());
-      pinned_b_ = std::make_unique<PinnedBuffer<float>>(shape_.elements());
+      pinned_a_ = pinned_copy_of(problem.a);
+      pinned_b_ = pinned_copy_of(problem.b);
       pinned_c_ = std::make_unique<PinnedBuffer<float>>(shape_.elements());
-      std::copy(problem.a.begin(), problem.a.end(), pinned_a_->get());
-      std::copy(problem.b.begin(), problem.b.end(), pinned_b_->get());
     }
     report_work(*this, shape_);
-    if (copies_) {
-      add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
-    } else {
-      add_link_traffic(0, 0);
-    }
+    if (copies_) add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
   }
 
   void run_once() override {
@@ -199,7 +187,7 @@ StudyDefinition definition() {
   study.implementations = rows(table());
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = {32, 64, 128, 256, 512};
-  study.default_batches = default_batches();
+  study.default_batches = geometric(1, 4096, 2);
   study.prepare = prepare;
   study.describe = [] { return "\"utilization\": " + utilization_description(); };
   return study;

@@ -70,12 +70,6 @@ std::vector<int> default_sizes() {
   return sizes;
 }
 
-std::vector<int> default_batches() {
-  std::vector<int> batches;
-  for (int batch = 1; batch <= 256; batch *= 2) batches.push_back(batch);
-  return batches;
-}
-
 // Sizes name layers: an n without a layer is a usage error naming the valid ones.
 void check_sizes(const StudyOptions& options) {
   for (int n : options.sizes) {
@@ -103,8 +97,6 @@ const std::vector<PrecisionUse>& precision_uses() {
   return all;
 }
 
-std::string precision_name(Precision precision) { return precision_info(precision).name; }
-
 // --- implementations ----------------------------------------------------------------------------
 // The layout is part of the id: the precision slot of an entry name holds the precision.
 struct ConvImplementation : Implementation {
@@ -114,7 +106,7 @@ struct ConvImplementation : Implementation {
 
 std::vector<ConvImplementation> implementations() {
   const std::vector<std::string> cpu = {mode_name(Mode::host)};
-  const std::vector<std::string> fp32 = {precision_name(Precision::fp32)};
+  const std::vector<std::string> fp32 = {precision_info(Precision::fp32).name};
   std::vector<ConvImplementation> all = {
       {{"im2col_openblas_nchw", Device::cpu, cpu, fp32, 0, "", openblas_threads},
        TensorLayout::nchw,
@@ -126,7 +118,7 @@ std::vector<ConvImplementation> implementations() {
 #if GPUBENCH_HAVE_CUDNN
   const std::vector<std::string> gpu = mode_names({Mode::resident, Mode::transfer_pinned});
   std::vector<std::string> cudnn_precisions;
-  for (const PrecisionUse& use : precision_uses()) cudnn_precisions.push_back(precision_name(use.id));
+  for (const PrecisionUse& use : precision_uses()) cudnn_precisions.push_back(precision_info(use.id).name);
   all.push_back({{"cudnn_nchw", Device::gpu, gpu, cudnn_precisions}, TensorLayout::nchw});
   all.push_back({{"cudnn_nhwc", Device::gpu, gpu, cudnn_precisions}, TensorLayout::nhwc});
 #endif
@@ -197,13 +189,6 @@ void report(PreparedEntry& entry, const Conv2dShape& s, const Verification& verd
 
 #if GPUBENCH_HAVE_CUDNN
 // --- GPU entries ------------------------------------------------------------------------------
-// An entry's precision slot back as a Precision (the slot holds one of precision_uses').
-Precision precision_named(const std::string& name) {
-  for (const PrecisionUse& use : precision_uses())
-    if (precision_name(use.id) == name) return use.id;
-  throw std::invalid_argument("conv2d: no precision '" + name + "'");
-}
-
 // Buffers, plan and verdict of one configuration (implementation, precision, n, batch), shared
 // by its two modes, which run one after the other: the engine search and the verification
 // then run once per configuration, and both modes time the same engine.
@@ -263,9 +248,10 @@ class GpuConv : public PreparedEntry {
       wrong_result += " (cuDNN " + c_.plan->engine_description() + ")";
       return;
     }
-    if (copies_) make_pinned_copies();
-    add_link_traffic(copies_ ? static_cast<double>(c_.input->bytes()) : 0.0,
-                     copies_ ? static_cast<double>(c_.output->bytes()) : 0.0);
+    if (copies_) {
+      make_pinned_copies();
+      add_link_traffic(static_cast<double>(c_.input->bytes()), static_cast<double>(c_.output->bytes()));
+    }
     counters["device_bytes"] = c_.device_bytes;
     counters["workspace_bytes"] = static_cast<double>(c_.plan->workspace_bytes());
     // The engine's global index twice: `engine` is its name here, `algorithm` the counter the
@@ -375,7 +361,7 @@ StudyDefinition definition() {
   study.implementations = rows(table());
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = default_sizes();
-  study.default_batches = default_batches();
+  study.default_batches = geometric(1, 256, 2);
   study.axes.n = "layer";  // n names a layer by its input height and width (see "layers")
   study.prepare = prepare;
   study.check_options = check_sizes;

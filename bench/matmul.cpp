@@ -104,11 +104,9 @@ class GpuMatmul : public PreparedEntry {
     host_b_ = problem.b.data();
     host_c_ = pageable_c_.data();
     if (copies_from_pinned(mode)) {
-      pinned_a_ = std::make_unique<PinnedBuffer<float>>(shape_.a_elements());
-      pinned_b_ = std::make_unique<PinnedBuffer<float>>(shape_.b_elements());
+      pinned_a_ = pinned_copy_of(problem.a);
+      pinned_b_ = pinned_copy_of(problem.b);
       pinned_c_ = std::make_unique<PinnedBuffer<float>>(shape_.c_elements());
-      std::copy(problem.a.begin(), problem.a.end(), pinned_a_->get());
-      std::copy(problem.b.begin(), problem.b.end(), pinned_b_->get());
       host_a_ = pinned_a_->get();
       host_b_ = pinned_b_->get();
       host_c_ = pinned_c_->get();
@@ -125,11 +123,7 @@ class GpuMatmul : public PreparedEntry {
     if (!copies_) CUDA_CHECK(cudaMemcpy(host_c_, c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
     set_verdict(checked(host_c_, problem));
     report_traffic(*this, shape_);
-    if (copies_) {
-      add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
-    } else {
-      add_link_traffic(0, 0);
-    }
+    if (copies_) add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
   }
 
   void run_once() override {

@@ -85,12 +85,6 @@ const StepTolerance& tolerance_of(const std::string& precision) {
                        [&](const StepTolerance& t) { return precision == t.precision; });
 }
 
-std::vector<int> default_batches() {
-  std::vector<int> batches;
-  for (int batch = 1; batch <= 8192; batch *= 2) batches.push_back(batch);
-  return batches;
-}
-
 MlpShape shape_of(int hidden) {
   MlpShape shape;
   shape.hidden = hidden;
@@ -329,7 +323,6 @@ class CpuStep : public PreparedEntry {
     run_once();  // the first step (OpenBLAS's threads, the workspace), checked
     report_step(*this, problem, verify_step(problem, parameters_, loss_, fp64_reference(problem),
                                             tolerance_of(precision)));
-    add_link_traffic(0, 0);
   }
   void run_once() override {
     loss_ = impl_.cpu_step(problem_.shape, parameters_.data(), problem_.inputs.data(), problem_.labels.data(),
@@ -385,13 +378,9 @@ class GpuStep : public PreparedEntry {
     report_step(*this, problem_, verify_step(problem_, after, workspace_.loss(), cpu_reference(problem_),
                                              tolerance_of(entry.precision)));
     if (copies_) {
-      pinned_inputs_ = std::make_unique<PinnedBuffer<float>>(problem_.inputs.size());
-      pinned_labels_ = std::make_unique<PinnedBuffer<int>>(problem_.labels.size());
-      std::copy(problem_.inputs.begin(), problem_.inputs.end(), pinned_inputs_->get());
-      std::copy(problem_.labels.begin(), problem_.labels.end(), pinned_labels_->get());
+      pinned_inputs_ = pinned_copy_of(problem_.inputs);
+      pinned_labels_ = pinned_copy_of(problem_.labels);
       add_link_traffic(static_cast<double>(inputs_.bytes() + labels_.bytes()), 0);  // nothing comes back
-    } else {
-      add_link_traffic(0, 0);
     }
   }
 
@@ -462,7 +451,7 @@ StudyDefinition definition() {
   study.implementations = rows(table());
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = {1024};  // the MNIST MLP
-  study.default_batches = default_batches();
+  study.default_batches = geometric(1, 8192, 2);
   study.axes.n = "hidden";  // n is the width of both hidden layers
   study.prepare = prepare;
   study.describe = describe_study;

@@ -375,11 +375,7 @@ Verification warm_up_and_verify(Rig& rig, const PipelineSpec& spec) {
 // so B is read once per chunk.
 void report_traffic(PreparedEntry& entry, const Schedule& schedule, Workload workload, int n, int chunks) {
   const double array_bytes = 4.0 * n * n;
-  if (schedule.copies) {
-    entry.add_link_traffic(2 * array_bytes, array_bytes);
-  } else {
-    entry.add_link_traffic(0, 0);
-  }
+  if (schedule.copies) entry.add_link_traffic(2 * array_bytes, array_bytes);
   if (schedule.compute) {
     const double read = workload == Workload::matmul ? array_bytes * (1 + chunks) : 2 * array_bytes;
     entry.add_memory_traffic(read, array_bytes);

@@ -42,12 +42,6 @@ std::vector<std::string> names_of(const std::vector<Precision>& precisions) {
   return names;
 }
 
-Precision precision_named(const std::string& name) {
-  for (const PrecisionInfo& info : all_precisions())
-    if (name == info.name) return info.id;
-  throw std::logic_error("unknown precision " + name);
-}
-
 std::vector<PrecisionImplementation> implementations() {
   const std::vector<std::string> cpu = {mode_name(Mode::host)};
   const std::vector<std::string> gpu = mode_names({Mode::resident, Mode::transfer_pinned});
@@ -193,7 +187,6 @@ class CpuPrecisionGemm : public PreparedEntry {
     verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);
     verdict.normal = run_and_check(encoded_.normal, problem.normal);
     report(*this, precision_, shape_, verdict);
-    add_link_traffic(0, 0);
   }
 
   void run_once() override { run_on(encoded_.uniform); }
@@ -281,8 +274,6 @@ class GpuPrecisionGemm : public PreparedEntry {
     if (copies_) {
       pin_uniform_operands();
       add_link_traffic(static_cast<double>(device_.a.bytes() + device_.b.bytes()), static_cast<double>(c_.bytes()));
-    } else {
-      add_link_traffic(0, 0);
     }
   }
 
@@ -309,11 +300,9 @@ class GpuPrecisionGemm : public PreparedEntry {
 
   void pin_uniform_operands() {
     const EncodedOperands& uniform = encoded_.uniform;
-    pinned_a_ = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.a.size());
-    pinned_b_ = std::make_unique<PinnedBuffer<std::uint8_t>>(uniform.b.size());
+    pinned_a_ = pinned_copy_of(uniform.a);
+    pinned_b_ = pinned_copy_of(uniform.b);
     pinned_c_ = std::make_unique<PinnedBuffer<std::uint8_t>>(c_.bytes());
-    std::copy(uniform.a.begin(), uniform.a.end(), pinned_a_->get());
-    std::copy(uniform.b.begin(), uniform.b.end(), pinned_b_->get());
   }
 
   const PrecisionImplementation& impl_;

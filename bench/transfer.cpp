@@ -191,12 +191,6 @@ const std::vector<TransferImplementation>& table() {
   return all;
 }
 
-std::vector<int> default_sizes() {  // 4 KiB to 1 GiB in steps of 4
-  std::vector<int> sizes;
-  for (long bytes = 4L << 10; bytes <= 1L << 30; bytes *= 4) sizes.push_back(static_cast<int>(bytes));
-  return sizes;
-}
-
 // Traffic of one call. Memory: what the copy reads and writes in device memory (host memory for
 // host copies). The link: what crosses it each way. A copy that does not cross the link (d2d,
 // h2h) still reports its size as bytes_transferred: the driver's bandwidths of those copies (the
@@ -219,12 +213,10 @@ void report_traffic(PreparedEntry& entry, Direction direction, std::size_t bytes
     case Direction::d2d:
     case Direction::h2h:
       entry.add_memory_traffic(n, n);
-      entry.add_link_traffic(0, 0);
       entry.counters["bytes_transferred"] = n;
       return;
     case Direction::register_memory:  // pinning moves no data
       entry.add_memory_traffic(0, 0);
-      entry.add_link_traffic(0, 0);
       return;
   }
 }
@@ -560,7 +552,7 @@ StudyDefinition definition() {
   study.name = "transfer";
   study.implementations = rows(table());
   for (Memory m : all_memories()) study.modes.push_back(memory_info(m).id);
-  study.default_sizes = default_sizes();
+  study.default_sizes = geometric(4L << 10, 1L << 30, 4);  // 4 KiB to 1 GiB
   study.axes = {"engine", "host_memory", "direction", "bytes"};
   study.cpu_clock = Clock::host;
   study.gpu_clock = Clock::host_to_completion;

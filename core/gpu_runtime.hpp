@@ -4,7 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 
@@ -46,6 +49,14 @@ class PinnedBuffer {
   std::size_t count_;
   T* data_ = nullptr;
 };
+
+// A pinned copy of `values`: what a transfer mode's timed calls copy in from.
+template <typename T>
+std::unique_ptr<PinnedBuffer<T>> pinned_copy_of(const std::vector<T>& values) {
+  auto pinned = std::make_unique<PinnedBuffer<T>>(values.size());
+  std::copy(values.begin(), values.end(), pinned->get());
+  return pinned;
+}
 
 // Times work on the legacy default stream between start() and stop() with CUDA events,
 // so the time is the GPU's, not the host's launch loop.

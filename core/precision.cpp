@@ -50,6 +50,12 @@ const PrecisionInfo& precision_info(Precision precision) {
   throw std::logic_error("unknown precision");
 }
 
+Precision precision_named(const std::string& name) {
+  for (const PrecisionInfo& info : all_precisions())
+    if (name == info.name) return info.id;
+  throw std::invalid_argument("no precision '" + name + "'");
+}
+
 Tolerance precision_tolerance(Precision precision, int k) {
   const PrecisionInfo& info = precision_info(precision);
   const double bound = kInputFactor * info.input_roundoff + kOutputFactor * info.output_roundoff +

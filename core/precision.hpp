@@ -29,6 +29,8 @@ struct PrecisionInfo {
 
 const std::vector<PrecisionInfo>& all_precisions();
 const PrecisionInfo& precision_info(Precision precision);
+// The Precision an entry's precision slot names ("fp16", ...); throws std::invalid_argument.
+Precision precision_named(const std::string& name);
 
 // Relative error bound (both on the Frobenius and on the largest element error) for a
 // product with accumulation length k: 4 u_in + 2 u_out + 16 u_acc sqrt(k), at most 0.5.

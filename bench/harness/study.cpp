@@ -47,6 +47,12 @@ bool copies_timed(const std::string& mode) {
 }
 bool copies_from_pinned(const std::string& mode) { return mode == mode_name(Mode::transfer_pinned); }
 
+std::vector<int> geometric(long first, long last, long factor) {
+  std::vector<int> values;
+  for (long value = first; value <= last; value *= factor) values.push_back(static_cast<int>(value));
+  return values;
+}
+
 int one_thread() { return 1; }
 int openmp_threads() { return omp_get_max_threads(); }
 int openblas_threads() { return openblas_get_num_threads(); }
@@ -106,7 +112,6 @@ void PreparedEntry::set_verdict(const Verification& verdict) {
 CpuOutputEntry::CpuOutputEntry(std::size_t output_elements, Call call)
     : call_(std::move(call)), output_(output_elements, std::numeric_limits<float>::quiet_NaN()) {
   run_once();
-  add_link_traffic(0, 0);
 }
 
 void require_host_memory(double bytes_needed) {

@@ -66,6 +66,9 @@ std::vector<const Implementation*> rows(const std::vector<Row>& table) {
   return all;
 }
 
+// first, first * factor, ... up to last: the doublings of a batch sweep, the steps of a size sweep.
+std::vector<int> geometric(long first, long last, long factor);
+
 // Helpers for a row's `threads`.
 int one_thread();
 int openmp_threads();
@@ -100,6 +103,7 @@ enum class Clock {
 // timed; `counters` are reported after the loop.
 class PreparedEntry {
  public:
+  PreparedEntry() { add_link_traffic(0, 0); }  // nothing crosses the link unless the entry says so
   virtual ~PreparedEntry() = default;
   virtual void run_once() = 0;
   // The call before each timed loop; returns why its answer is wrong, or "" (by default it runs
@@ -126,7 +130,7 @@ class PreparedEntry {
 
 // A CPU entry whose call writes one FP32 output from inputs it holds: the output is poisoned with
 // NaN (an element the call never writes fails the check) and the first call made here, for the
-// study to check with `output()`; nothing crosses the host-device link.
+// study to check with `output()`.
 class CpuOutputEntry : public PreparedEntry {
  public:
   using Call = std::function<void(float* output)>;
