@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 
 from gpubench_driver import document as page, html_report, options as opts, results, session, significance, studies
-from gpubench_driver.formatting import md, ratio, seconds
+from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
 PRICES_SCHEMA = "gpubench-prices"
@@ -176,13 +176,9 @@ def agreement(sources):
     return rows
 
 
-def _percent(value):
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
 def _agreement_section(sources):
-    rows = [[f"#{row['file']}", row["group"], str(row["entries"]), _percent(row["median_offset"]),
-             *(_percent(row["within"][band]) for band in AGREEMENT_BANDS)] for row in agreement(sources)]
+    rows = [[f"#{row['file']}", row["group"], str(row["entries"]), percent(row["median_offset"]),
+             *(percent(row["within"][band]) for band in AGREEMENT_BANDS)] for row in agreement(sources)]
     header = ["file", "entries", "count", "median of abs(#k/#1 - 1)",
               *(f"within {100 * band:.0f}%" for band in AGREEMENT_BANDS)]
     return page.section("Agreement with #1", [

@@ -51,6 +51,10 @@ def ratio(value):
     return "n/a" if value is None else f"{value:.2f}x"
 
 
+def percent(value, digits=1):
+    return "n/a" if value is None else f"{value:.{digits}%}"
+
+
 def scientific(value):
     return "n/a" if value is None else f"{value:.2e}"
 

@@ -5,13 +5,9 @@ import os
 
 from gpubench_driver import plots
 from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, joules, md, rate
+from gpubench_driver.formatting import byte_size, joules, md, percent, rate
 
 CLOCK_LIMITED_LINES = 25
-
-
-def _percent(value):
-    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _megahertz(value):
@@ -38,7 +34,7 @@ def _fraction_of_peak(findings):
         return []
     peaks = {row["precision"]: row for row in findings["roofline"]["peaks"]}
     body = [[md(row["study"]), md(row["precision"]), _entry_where(row), rate(row["flop_per_s"]),
-             _percent(row["fraction_of_peak"]),
+             percent(row["fraction_of_peak"]),
              f"{rate(peaks[row['precision']]['flop_per_s'])}: {_entry_where(peaks[row['precision']], True)}"]
             for row in rows]
     nominal = findings["nominal_flop"]
@@ -88,7 +84,7 @@ def _roofline(findings, plot_paths):
                          [[md(row["study"]), md(row["precision"]), str(row["point_count"]),
                            f"{row['min_intensity']:.3g} .. {row['max_intensity']:.3g}",
                            f"{rate(row['best']['flop_per_s'])} ({_entry_where(row['best'])})",
-                           f"{row['best']['intensity']:.3g}", _percent(row["fraction_of_roof"])]
+                           f"{row['best']['intensity']:.3g}", percent(row["fraction_of_roof"])]
                           for row in roof["series"]]),
                    paragraph("Of the roof there: the best rate over min(peak, bandwidth x intensity) at its intensity "
                              "(over the peak alone when no memory roof was measured).")]
@@ -153,8 +149,8 @@ def _clock_limited(findings):
     if not rows:
         return section(title, [paragraph(f"No entry was measured while a power cap or a thermal slowdown held the "
                                          f"clocks down ({measured} entries with per-entry telemetry).")])
-    items = [f"{md(row['name'])}: power cap in {_percent(row['power_limited_fraction'])} and thermal slowdown in "
-             f"{_percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
+    items = [f"{md(row['name'])}: power cap in {percent(row['power_limited_fraction'])} and thermal slowdown in "
+             f"{percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
              f"{_megahertz(row['sm_clock_mhz'])}" for row in rows[:CLOCK_LIMITED_LINES]]
     if len(rows) > CLOCK_LIMITED_LINES:
         items.append(f"and {len(rows) - CLOCK_LIMITED_LINES} more (`clock_limited` in results.json)")

@@ -1,6 +1,6 @@
 """summary.md: the overlap study's sections, from its `derived` (derive_overlap.py)."""
 from gpubench_driver.document import paragraph, section, table
-from gpubench_driver.formatting import md, seconds
+from gpubench_driver.formatting import md, percent, seconds
 from gpubench_driver.summary_common import grouped_failures
 
 HEADER = ("workload", "host memory", "n", "serial", "best pipeline", "time saved", "ideal", "fraction of the ideal")
@@ -11,7 +11,7 @@ def _row(row):
     return [md(row["workload"]), md(row["memory"]), str(row["n"]), seconds(row["serial_s"]),
             f"{seconds(row['median_s'])} ({md(row['schedule'])}, {row['chunks']} chunks)",
             f"{seconds(row['saved_s'])} ({row['saved_fraction']:.0%})", seconds(row["ideal_s"]),
-            "n/a" if fraction is None else f"{fraction:.0%}"]
+            percent(fraction, 0)]
 
 
 def _best(derived):

@@ -1,7 +1,7 @@
 """summary.md: the transfer study's sections, from its `derived` (derive_transfer.py)."""
 from gpubench_driver import derive_transfer
 from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, md, ratio, seconds
+from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
 from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, run_notes
 
 REFERENCE_RUN = "torch_transfer"
@@ -33,7 +33,7 @@ def _curve_row(row, use):
     return [md(row["impl"]), md(row["mode"]), md(row["direction"]),
             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
             _gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
-            "n/a" if share is None else f"{share:.0%}"]
+            percent(share, 0)]
 
 
 def _curves(study, document):
