@@ -116,6 +116,7 @@ struct TelemetryRecorder::Impl {
   nvml::UtilizationRatesFn utilization = library.function<nvml::UtilizationRatesFn>("nvmlDeviceGetUtilizationRates");
   MemoryInfoFn memory_info = library.function<MemoryInfoFn>("nvmlDeviceGetMemoryInfo");
   ReasonsFn reasons = library.function<ReasonsFn>("nvmlDeviceGetCurrentClocksEventReasons");
+  ClockInfoFn max_clock_info = library.function<ClockInfoFn>("nvmlDeviceGetMaxClockInfo");
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   mutable std::mutex mutex;
@@ -207,6 +208,9 @@ bool TelemetryRecorder::running() const { return impl_->thread.joinable(); }
 const std::string& TelemetryRecorder::unavailable_reason() const { return impl_->unavailable_reason; }
 double TelemetryRecorder::now_s() const { return impl_->now_s(); }
 double TelemetryRecorder::energy_j() const { return impl_->energy_j(); }
+double TelemetryRecorder::sm_clock_mhz() const { return impl_->read(impl_->clock_info, kNvmlClockSm); }
+double TelemetryRecorder::max_sm_clock_mhz() const { return impl_->read(impl_->max_clock_info, kNvmlClockSm); }
+double TelemetryRecorder::power_w() const { return impl_->read(impl_->power_usage) * 1e-3; }
 
 std::vector<TelemetrySample> TelemetryRecorder::samples() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -218,12 +222,11 @@ TelemetrySummary TelemetryRecorder::summary_between(double start_s, double end_s
   return summarize_telemetry(impl_->series, start_s, end_s);
 }
 
-TelemetryWindow::TelemetryWindow() {
+void TelemetryWindow::open() {
   TelemetryRecorder& recorder = TelemetryRecorder::instance();
-  if (!recorder.running()) return;
+  if (open_ || !recorder.running()) return;
   open_ = true;
   UtilizationSampler::instance().start();
-  start_energy_j_ = recorder.energy_j();
   start_s_ = recorder.now_s();
 }
 

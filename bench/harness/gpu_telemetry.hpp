@@ -74,6 +74,10 @@ class TelemetryRecorder {
   TelemetrySummary summary_between(double start_s, double end_s) const;
   // NVML's energy counter now, in joules; NaN when this GPU does not count energy.
   double energy_j() const;
+  // Read now, for the timed loop (NaN when NVML cannot say): the SM clock, its maximum, the power.
+  double sm_clock_mhz() const;
+  double max_sm_clock_mhz() const;
+  double power_w() const;
 
   ~TelemetryRecorder();
   TelemetryRecorder(const TelemetryRecorder&) = delete;
@@ -85,21 +89,21 @@ class TelemetryRecorder {
   std::unique_ptr<Impl> impl_;
 };
 
-// Opened right before an entry's timed loop and reported right after it: adds the entry's
-// telemetry counters (and NVML utilization) for that loop. Reports nothing when the recorder
-// is not running (--no-telemetry, no NVML), so the driver says why from the series file.
+// Opened over the sustained part of an entry's timed loop and reported right after it: adds the
+// entry's telemetry counters (and NVML utilization) for that span. Reports nothing when never
+// opened or when the recorder is not running (--no-telemetry, no NVML), so the driver says why
+// from the series file.
 class TelemetryWindow {
  public:
-  TelemetryWindow();
-  // Counters: telemetry_samples, sm_clock_mhz, mem_clock_mhz, power_w, temperature_c_max,
-  // power_limited_fraction, thermal_limited_fraction, energy_j (the counter's rise over the loop),
-  // and the utilization counters of gpu_utilization.hpp. Defined in gpubench_study.
+  void open();
+  // Counters: telemetry_samples, telemetry_window_s, sm_clock_mhz, mem_clock_mhz, power_w,
+  // temperature_c_max, power_limited_fraction, thermal_limited_fraction, and the utilization
+  // counters of gpu_utilization.hpp. Defined in gpubench_study.
   void report(benchmark::State& state);
 
  private:
   bool open_ = false;
   double start_s_ = 0;
-  double start_energy_j_ = kNotRead;
 };
 
 }  // namespace gpubench

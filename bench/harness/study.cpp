@@ -14,6 +14,7 @@
 #include "core/system.hpp"
 #include "harness/gpu_telemetry.hpp"
 #include "harness/gpu_utilization.hpp"
+#include "harness/timed_loop.hpp"
 
 #if GPUBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -77,14 +78,6 @@ std::string PreparedEntry::warm_up() {
 }
 
 double PreparedEntry::timed_call(Clock clock) {
-#if GPUBENCH_HAVE_CUDA
-  if (clock == Clock::device_events) {
-    static EventTimer timer;  // one pair of events for the process, created on first use
-    timer.start();
-    run_once();
-    return timer.stop_seconds();
-  }
-#endif
   const auto start = HostClock::now();
   run_once();
   benchmark::ClobberMemory();
@@ -237,18 +230,17 @@ void guard_entry(benchmark::State& state, Body&& body) {
   }
 }
 
-void timed_loop(benchmark::State& state, PreparedEntry& entry, Clock clock) {
-  if (clock == Clock::wall) {
-    for (auto _ : state) {
-      entry.run_once();
-      benchmark::ClobberMemory();
-    }
-    return;
-  }
-  for (auto _ : state) state.SetIterationTime(entry.timed_call(clock));
+// One line of the measurements file per measured entry, written as it finishes so a crash
+// keeps what was measured before it.
+void write_measurement(const std::string& path, const std::string& name, const EntryMeasurement& measurement) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::app);
+  out << "{\"name\": " << json_string(name) << ", \"measurement\": " << measurement.json() << "}\n";
+  if (!out) std::cerr << "cannot append to the measurements file " << path << "\n";
 }
 
-void run_entry(benchmark::State& state, const StudyDefinition& study, const Entry& entry) {
+void run_entry(benchmark::State& state, const StudyDefinition& study, const Entry& entry,
+               const std::string& measurements_out) {
   guard_entry(state, [&] {
     EntryCache& cache = entry_cache();
     if (!cache.prepared || cache.name != entry.name) {
@@ -263,13 +255,13 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
       state.SkipWithError(("wrong result: " + wrong).c_str());
       return;
     }
-    if (entry.impl->on_gpu()) {
-      TelemetryWindow telemetry;  // clocks, power, energy and utilization over the timed loop
-      timed_loop(state, prepared, study.gpu_clock);
-      telemetry.report(state);
-    } else {
-      timed_loop(state, prepared, study.cpu_clock);
-    }
+    TelemetryWindow telemetry;  // clocks, power and utilization over the sustained part
+    const EntryMeasurement measurement =
+        measure_entry(prepared, entry,
+                      prepared.own_clock.value_or(entry.impl->on_gpu() ? study.gpu_clock : study.cpu_clock), telemetry);
+    for (auto _ : state) state.SetIterationTime(measurement.headline_s());
+    telemetry.report(state);
+    write_measurement(measurements_out, entry.name, measurement);
     for (const auto& [counter, value] : prepared.counters) state.counters[counter] = value;
     if (!prepared.label.empty()) state.SetLabel(prepared.label);
     state.counters["n"] = entry.n;
@@ -278,19 +270,19 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
   });
 }
 
-void register_entries(const StudyDefinition& study, const std::vector<Entry>& entries) {
+// Each entry is one Google Benchmark run of one iteration whose time is the headline of the
+// measurement (timed_loop.hpp); the loop, not Google Benchmark's repetitions, decides how much to sample.
+void register_entries(const StudyDefinition& study, const std::vector<Entry>& entries,
+                      const std::string& measurements_out) {
   for (const Entry& entry : entries) {
-    benchmark::internal::Benchmark* registered =
-        benchmark::RegisterBenchmark(entry.name.c_str(), [&study, entry](benchmark::State& state) {
-          run_entry(state, study, entry);
-        });
-    const Clock clock = entry.impl->on_gpu() ? study.gpu_clock : study.cpu_clock;
-    if (clock == Clock::wall) {
-      registered->UseRealTime();  // multithreaded: the wall clock, not this thread's CPU time
-    } else {
-      registered->UseManualTime();
-    }
-    registered->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(entry.name.c_str(),
+                                 [&study, entry, measurements_out](benchmark::State& state) {
+                                   run_entry(state, study, entry, measurements_out);
+                                 })
+        ->Iterations(1)
+        ->Repetitions(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 
@@ -316,6 +308,7 @@ std::string describe(const StudyDefinition& study, const std::string& gpu_reason
   out += ", \"implementations\": " + json_list(study.implementations, implementation);
   const std::string own = study.describe ? study.describe() : "";
   if (!own.empty()) out += ", " + own;
+  out += ", \"measurement\": " + protocol().json();
   return out + ", \"gpu\": {" + json_availability(gpu_reason) + "}, \"telemetry\": {" +
          json_availability(telemetry_reason) + "}}";
 }
@@ -366,7 +359,7 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
   }
   if (telemetry_reason.empty() && !options.help) TelemetryRecorder::instance().start();
   if (!gpu_reason.empty() && !options.help) std::cerr << binary << ": GPU entries not run: " << gpu_reason << "\n";
-  register_entries(study, selected_entries(options, study, gpu_reason.empty()));
+  register_entries(study, selected_entries(options, study, gpu_reason.empty()), options.measurements_out);
 
   if (options.help) {  // Google Benchmark prints its own flags and exits; argv has room, --help was removed from it
     argv[argc++] = const_cast<char*>("--help");

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -90,11 +91,12 @@ const Row& row_of(const Entry& entry) {
   return static_cast<const Row&>(*entry.impl);
 }
 
-// How a study's entries are timed.
+// How a study's entries are timed (the protocols in harness/timed_loop.hpp).
 enum class Clock {
-  wall,               // Google Benchmark's wall clock around the loop (CPU work on many threads)
+  wall,               // the host clock around batches of calls (CPU work on many threads)
   host,               // the host clock around each call (CPU work with untimed steps between calls)
-  device_events,      // CUDA events around each call on the default stream
+  device_events,      // CUDA events on the default stream: device time, launch latency held out
+                      // (entries whose timed region holds copies are timed as host_to_completion)
   host_to_completion  // the host clock around each call, until its work has completed
 };
 
@@ -109,12 +111,15 @@ class PreparedEntry {
   // The call before each timed loop; returns why its answer is wrong, or "" (by default it runs
   // run_once and waits for it).
   virtual std::string warm_up();
-  // Seconds of one timed call on `clock` (never Clock::wall; host_to_completion waits for the
+  // Seconds of one call on the host clock (Clock::host or host_to_completion, which waits for the
   // device). Entries with untimed work around each call (a fresh mapping, an unregistration) or
   // that time themselves override it.
   virtual double timed_call(Clock clock);
 
   std::string wrong_result;  // non-empty: the first call's answer was wrong, and why
+  // The entry's own clock where it differs from its study's (a device-to-device copy in a study
+  // of host-observed copies is timed on the device).
+  std::optional<Clock> own_clock;
   std::map<std::string, double> counters;
   std::string label;  // optional: Google Benchmark's label, for what counters cannot say in numbers
 

@@ -113,6 +113,9 @@ StudyOptions parse_study_options(int* argc, char** argv) {
     } else if (const char* v = flag_value(arg, "telemetry-out")) {
       if (!*v) throw UsageError("--telemetry-out: no file given");
       options.telemetry_out = v;
+    } else if (const char* v = flag_value(arg, "measurements-out")) {
+      if (!*v) throw UsageError("--measurements-out: no file given");
+      options.measurements_out = v;
     } else if (flag == "--no-telemetry") {
       options.telemetry = false;
     } else if (flag == "--cpu-only") {
@@ -142,6 +145,8 @@ std::string study_options_help() {
          "  --cpu-only          run no GPU entries\n"
          "  --no-telemetry      sample no NVML telemetry (clocks, power, energy, utilization)\n"
          "  --telemetry-out=F   write the telemetry series sampled while the study ran to F (JSON)\n"
+         "  --measurements-out=F  append each entry's samples, warm-up, stop reason and energy to F\n"
+         "                      (one JSON object per line, as the entry finishes)\n"
          "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
          "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
 }

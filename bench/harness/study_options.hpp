@@ -22,6 +22,7 @@ struct StudyOptions {
   bool cpu_only = false;
   bool telemetry = true;                  // --no-telemetry: no NVML sampling at all (to measure its cost)
   std::string telemetry_out;              // where the sampled series goes at the end; empty: nowhere
+  std::string measurements_out;           // where each entry's samples go as it finishes; empty: nowhere
   bool describe = false;
   bool help = false;
 };

@@ -30,11 +30,7 @@ void TelemetryWindow::report(benchmark::State& state) {
   if (!open_) return;
   open_ = false;
   TelemetryRecorder& recorder = TelemetryRecorder::instance();
-  // No extra NVML sample here: Google Benchmark opens a window per repetition and per round of
-  // sizing the iteration count, and a synchronous sample each time added ~10% to the wall time.
-  // A loop shorter than the interval may hold no sample; its repetitions together usually do.
   const double end_s = recorder.now_s();
-  const double energy_j = recorder.energy_j() - start_energy_j_;
   report_utilization(state, UtilizationSampler::instance().stop());
   const TelemetrySummary summary = recorder.summary_between(start_s_, end_s);
   state.counters["telemetry_samples"] = summary.samples;
@@ -44,7 +40,6 @@ void TelemetryWindow::report(benchmark::State& state) {
   set_if_read(state, "temperature_c_max", summary.temperature_c_max);
   set_if_read(state, "power_limited_fraction", summary.power_limited_fraction);
   set_if_read(state, "thermal_limited_fraction", summary.thermal_limited_fraction);
-  set_if_read(state, "energy_j", energy_j);
   state.counters["telemetry_window_s"] = end_s - start_s_;
 }
 

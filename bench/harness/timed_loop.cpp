@@ -1,0 +1,291 @@
+#include "harness/timed_loop.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include "core/json.hpp"
+#include "harness/gpu_telemetry.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
+#include "core/device_timing.hpp"
+#endif
+
+namespace gpubench {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void sleep_s(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+
+double unknown() { return kUnknown; }
+
+// The SM clock for the throttle filter and the warm-up, or NaN without NVML.
+double sm_clock_mhz() {
+  const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  return recorder.running() ? recorder.sm_clock_mhz() : kUnknown;
+}
+
+// `calls` calls on the host clock: around the loop (work on this thread and its helpers), or the
+// sum of the entry's own timed calls (entries with untimed work between calls, or GPU work the
+// clock waits for).
+double host_timed_calls(PreparedEntry& entry, Clock clock, int calls) {
+  if (clock == Clock::wall) {
+    const double start = now_s();
+    for (int i = 0; i < calls; ++i) {
+      entry.run_once();
+      benchmark::ClobberMemory();
+    }
+    return now_s() - start;
+  }
+  double total = 0;
+  for (int i = 0; i < calls; ++i) total += entry.timed_call(clock);
+  return total;
+}
+
+// The host-clock protocols, "latency" (GPU) and "cpu".
+EntryMeasurement measure_on_host(PreparedEntry& entry, Clock clock, bool on_gpu, TelemetryWindow& telemetry) {
+  const Protocol& rules = protocol();
+  EntryMeasurement m;
+  m.protocol = on_gpu ? "latency" : "cpu";
+  if (on_gpu && clock != Clock::host) clock = Clock::host_to_completion;  // the host waits for the work
+  if (on_gpu && TelemetryRecorder::instance().running()) m.busy_clock_mhz = TelemetryRecorder::instance().max_sm_clock_mhz();
+  const double first_call_s = host_timed_calls(entry, clock, 1);
+  m.warmup = run_warmup(rules.warmup, first_call_s,
+                        {[&](int calls) { return host_timed_calls(entry, clock, calls); },
+                         on_gpu ? sm_clock_mhz : unknown, now_s});
+  if (on_gpu) telemetry.open();
+  const int calls = on_gpu ? 1 : calls_for(rules.cpu_sample_s, m.warmup.settled_call_s(), 1 << 20);
+  const SampleHooks hooks{[&] {
+                            const double seconds = host_timed_calls(entry, clock, calls);
+                            return Sample{seconds / calls, seconds};
+                          },
+                          on_gpu ? sm_clock_mhz : unknown, now_s, sleep_s};
+  m.headline = run_phase(on_gpu ? rules.latency : rules.cpu, rules.throttle, m.busy_clock_mhz, hooks);
+  m.headline.calls_per_sample = calls;
+  m.energy_note = on_gpu ? "not measured: host-observed calls leave the GPU idle between them" : "";
+  return m;
+}
+
+#if GPUBENCH_HAVE_CUDA
+// Events on the default stream, where every entry's GPU work is enqueued.
+class EventPair {
+ public:
+  EventPair() {
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  void start() { CUDA_CHECK(cudaEventRecord(start_, 0)); }
+  void stop() { CUDA_CHECK(cudaEventRecord(stop_, 0)); }
+  // Waits for the stop event (calling `poll` meanwhile) and returns the seconds between the two.
+  template <typename Poll>
+  double wait_seconds(Poll&& poll) {
+    while (true) {
+      const cudaError_t status = cudaEventQuery(stop_);
+      if (status == cudaSuccess) break;
+      if (status != cudaErrorNotReady) CUDA_CHECK(status);
+      poll();
+    }
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1e-3;
+  }
+  double wait_seconds() {
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    return wait_seconds([] {});
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+// What a process keeps across its GPU entries: the blocking kernel's flags, the L2 flush buffer,
+// the idle power seen before the first entry.
+struct GpuInstruments {
+  EventPair events;
+  StreamHold hold;
+  L2Flush l2;
+  double idle_power_w = kUnknown;
+};
+
+GpuInstruments& gpu_instruments() {
+  static GpuInstruments* instruments = [] {
+    auto* made = new GpuInstruments();  // never freed: the CUDA runtime may be gone at exit
+    const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+    if (recorder.running()) made->idle_power_w = recorder.power_w();
+    return made;
+  }();
+  return *instruments;
+}
+
+double device_batch(PreparedEntry& entry, int calls, EventPair& events) {
+  events.start();
+  for (int i = 0; i < calls; ++i) entry.run_once();
+  events.stop();
+  return events.wait_seconds();
+}
+
+// One sample of `calls` calls held behind the blocking kernel; falls back for good to unheld
+// samples once the hold times out (a call that waits for the device cannot be enqueued behind it).
+Sample held_sample(PreparedEntry& entry, int calls, bool& held, bool flush_l2) {
+  GpuInstruments& gpu = gpu_instruments();
+  if (flush_l2) gpu.l2.flush();
+  if (held) {
+    gpu.hold.hold();
+    gpu.events.start();
+    for (int i = 0; i < calls; ++i) entry.run_once();
+    gpu.events.stop();
+    gpu.hold.release();
+    const double seconds = gpu.events.wait_seconds();
+    if (!gpu.hold.timed_out()) return Sample{seconds / calls, seconds};
+    held = false;
+    if (flush_l2) gpu.l2.flush();
+  }
+  const double seconds = device_batch(entry, calls, gpu.events);
+  return Sample{seconds / calls, seconds};
+}
+
+double host_observed_call(PreparedEntry& entry) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const double start = now_s();
+  entry.run_once();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return now_s() - start;
+}
+
+// Back-to-back batches for the energy window, reading the energy counter while each batch runs.
+void measure_energy(PreparedEntry& entry, EntryMeasurement& m) {
+  const Protocol& rules = protocol();
+  const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  if (!recorder.running() || std::isnan(recorder.energy_j())) {
+    m.energy_note = "not measured: NVML gives no energy counter here";
+    return;
+  }
+  GpuInstruments& gpu = gpu_instruments();
+  const int calls = calls_for(rules.warmup.batch_s, m.warmup.settled_call_s(), 10000);
+  std::vector<EnergyTick> ticks;
+  double last_energy = recorder.energy_j(), last_poll = now_s(), poll_gap = 0, device_s = 0;
+  long total_calls = 0;
+  const auto poll = [&] {
+    const double energy = recorder.energy_j(), t = now_s();
+    poll_gap = std::max(poll_gap, t - last_poll);
+    last_poll = t;
+    if (energy != last_energy) ticks.push_back({t, energy});
+    last_energy = energy;
+  };
+  const double start = now_s();
+  while (now_s() - start < rules.energy_window_s) {
+    gpu.events.start();
+    for (int i = 0; i < calls; ++i) entry.run_once();
+    gpu.events.stop();
+    device_s += gpu.events.wait_seconds(poll);
+    total_calls += calls;
+  }
+  m.power = power_from_ticks(ticks, poll_gap);
+  m.sustained_call_s = device_s / total_calls;
+  if (std::isnan(m.power.power_w)) m.energy_note = "not measured: the energy counter moved fewer than 3 times";
+}
+
+// The "throughput" protocol.
+EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& telemetry) {
+  const Protocol& rules = protocol();
+  GpuInstruments& gpu = gpu_instruments();
+  const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  EntryMeasurement m;
+  m.protocol = "throughput";
+  m.idle_power_w = gpu.idle_power_w;
+  if (recorder.running()) m.busy_clock_mhz = recorder.max_sm_clock_mhz();
+  const double first_call_s = device_batch(entry, 1, gpu.events);
+  m.warmup = run_warmup(rules.warmup, first_call_s,
+                        {[&](int calls) { return device_batch(entry, calls, gpu.events); }, sm_clock_mhz, now_s});
+  telemetry.open();
+  if (m.warmup.settled_call_s() >= rules.energy_min_call_s) {
+    measure_energy(entry, m);
+  } else {
+    m.energy_note = "not measured: calls shorter than " + json_number(rules.energy_min_call_s * 1e6) + " us";
+  }
+  const double call_s = m.warmup.settled_call_s();
+  m.held = call_s < rules.sample_s;
+  const int calls = m.held ? calls_for(rules.sample_s, call_s, rules.max_calls_per_sample)
+                           : calls_for(rules.warmup.batch_s, call_s, 10000);
+  m.headline = run_phase(rules.throughput, rules.throttle, m.busy_clock_mhz,
+                         {[&] { return held_sample(entry, calls, m.held, false); }, sm_clock_mhz, now_s, sleep_s});
+  m.headline.calls_per_sample = calls;
+  m.latency = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
+                        {[&] {
+                           const double seconds = host_observed_call(entry);
+                           return Sample{seconds, seconds};
+                         },
+                         sm_clock_mhz, now_s, sleep_s});
+  m.l2_bytes = static_cast<double>(gpu.l2.l2_bytes());
+  const auto counter = entry.counters.find("memory_read_bytes");
+  if (counter != entry.counters.end())
+    m.working_set_bytes = counter->second + entry.counters.at("memory_written_bytes");
+  // Where the working set fits in L2 (or nobody knows it), warm samples are L2 hits a longer
+  // pipeline would not get: measure each call after a flush as well.
+  m.measured_cold = std::isnan(m.working_set_bytes) || m.working_set_bytes <= m.l2_bytes;
+  if (m.measured_cold) {
+    bool held = true;  // one call: held, or its launch latency would be in it
+    m.cold_l2 = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
+                          {[&] { return held_sample(entry, 1, held, true); }, sm_clock_mhz, now_s, sleep_s});
+  }
+  return m;
+}
+#endif
+
+}  // namespace
+
+std::string EntryMeasurement::json() const {
+  const double energy_j = power.power_w * sustained_call_s;
+  std::string out = "{\"protocol\": " + json_string(protocol) + ", \"warmup\": " + warmup.json() +
+                    ", \"headline\": " + headline.json() + ", \"busy_clock_mhz\": " + json_number(busy_clock_mhz);
+  if (protocol == "throughput") {
+    out += ", \"held\": " + std::string(held ? "true" : "false") + ", \"latency\": " + latency.json() +
+           ", \"cold_l2\": " + (measured_cold ? cold_l2.json() : "null") +
+           ", \"working_set_bytes\": " + json_number(working_set_bytes) + ", \"l2_bytes\": " + json_number(l2_bytes);
+  }
+  out += ", \"energy\": ";
+  if (protocol == "cpu") {
+    out += "null";
+  } else if (std::isnan(power.power_w)) {
+    out += "{\"note\": " + json_string(energy_note) + "}";
+  } else {
+    out += "{\"power_w\": " + json_number(power.power_w) + ", \"uncertainty_w\": " + json_number(power.uncertainty_w) +
+           ", \"window_s\": " + json_number(power.window_s) + ", \"ticks\": " + std::to_string(power.ticks) +
+           ", \"sustained_call_s\": " + json_number(sustained_call_s) + ", \"j_per_call\": " + json_number(energy_j) +
+           ", \"j_per_call_uncertainty\": " + json_number(power.uncertainty_w * sustained_call_s) +
+           ", \"idle_power_w\": " + json_number(idle_power_w) +
+           ", \"j_per_call_above_idle\": " + json_number((power.power_w - idle_power_w) * sustained_call_s) + "}";
+  }
+  return out + "}";
+}
+
+EntryMeasurement measure_entry(PreparedEntry& entry, const Entry& point, Clock clock, TelemetryWindow& telemetry) {
+  const bool on_gpu = point.impl->on_gpu();
+  const bool device_protocol = on_gpu && clock == Clock::device_events && !copies_timed(point.mode);
+#if GPUBENCH_HAVE_CUDA
+  EntryMeasurement m = device_protocol ? measure_on_device(entry, telemetry) : measure_on_host(entry, clock, on_gpu, telemetry);
+#else
+  static_cast<void>(device_protocol);  // no GPU entries are registered without CUDA
+  EntryMeasurement m = measure_on_host(entry, clock, on_gpu, telemetry);
+#endif
+  if (m.headline.samples_s.empty())
+    throw std::runtime_error("every sample was taken below " + json_number(protocol().throttle.threshold * 100) +
+                             "% of the maximum SM clock (throttled)");
+  return m;
+}
+
+}  // namespace gpubench
