@@ -19,8 +19,7 @@ def _run_parser(subparsers):
                               for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
                         help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
-                             f"{opts.QUICK_REPETITIONS} repetitions, min time {opts.QUICK_MIN_TIME} s, "
-                             f"{opts.QUICK_REFINE_ROUNDS} refinement round (explicit flags still win)")
+                             f"no refinement (explicit flags still win)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
@@ -42,15 +41,13 @@ def _run_parser(subparsers):
     parser.add_argument("--cpu-only", action="store_true", help="run no GPU entries (and no references)")
     parser.add_argument("--out", help="output directory (default: results/<run-id>)")
     parser.add_argument("--run-id", help="run identifier (default: the UTC start time)")
-    parser.add_argument("--repetitions", help=f"repetitions per entry (default {opts.DEFAULT_REPETITIONS})")
-    parser.add_argument("--min-time", help=f"minimum seconds per repetition (default {opts.DEFAULT_MIN_TIME})")
     parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
     parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
     parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
     parser.add_argument("--like", metavar="RESULTS", help="repeat the configuration a results.json recorded (studies, "
-                                                         "the sizes and batches each swept, repetitions, options; "
+                                                         "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
                                                          "machine's environment differs from the one it recorded")
 
@@ -58,7 +55,7 @@ def _run_parser(subparsers):
 def _compare_parser(subparsers):
     parser = subparsers.add_parser("compare", help="side-by-side report of results files, with significance and cost",
                                    description="Compare the entries two or more results files share: medians, ratios "
-                                               "to the first file, a Mann-Whitney U verdict on the repetition times, "
+                                               "to the first file, a Mann-Whitney U verdict on the samples, "
                                                "and, with a price per file, cost per 1000 GEMMs, TFLOP/s per "
                                                "USD-hour and USD per MLP epoch. Writes compare.md.")
     parser.add_argument("results", nargs="+", help="results.json files (or directories holding one); the first is "
@@ -91,9 +88,8 @@ def resolve_run_options(args):
         raise opts.UsageError("--quick and --full: choose one")
     # The sizes and batches of each are per study (opts.for_study).
     if args.quick:
-        repetitions, min_time, rounds = opts.QUICK_REPETITIONS, opts.QUICK_MIN_TIME, opts.QUICK_REFINE_ROUNDS
+        rounds = opts.QUICK_REFINE_ROUNDS
     else:
-        repetitions, min_time = opts.DEFAULT_REPETITIONS, opts.DEFAULT_MIN_TIME
         rounds = opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS
     return opts.RunOptions(
         studies=(opts.parse_names(args.studies, "--studies", allowed=studies.NAMES) if args.studies is not None
@@ -106,9 +102,6 @@ def resolve_run_options(args):
         cpu_only=args.cpu_only,
         out=args.out,
         run_id=opts.parse_run_id(args.run_id) if args.run_id is not None else session.default_run_id(),
-        repetitions=(opts.parse_positive_int(args.repetitions, "--repetitions")
-                     if args.repetitions is not None else repetitions),
-        min_time=opts.parse_min_time(args.min_time) if args.min_time is not None else min_time,
         refine_rounds=0 if args.no_refine else rounds,
         build_dir=os.path.abspath(args.build_dir or session.default_build_dir()),
         build=not args.no_build,
@@ -120,8 +113,8 @@ def resolve_run_options(args):
 
 
 # Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
-_NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False, "repetitions": None,
-              "min_time": None, "refine_rounds": None, "reference": None, "quick": False,
+_NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False,
+              "refine_rounds": None, "reference": None, "quick": False,
               "full": False, "telemetry": None}
 _ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
 

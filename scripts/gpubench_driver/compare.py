@@ -3,7 +3,7 @@
 Entries are matched by name across the files (ok in each); each study is compared on the entries
 every file shares, and what only some files hold is listed. Times are each file's median; the
 ratio is a file's median over the first file's (below 1: faster than the first), and the verdict is
-the Mann–Whitney U test on the repetition times (significance.py). With a price per file (an
+the Mann–Whitney U test on the samples (significance.py). With a price per file (an
 instance of the price table, or USD per hour), the GEMM studies get USD per 1000 products and
 TFLOP/s per USD-hour, the MLP study USD per epoch.
 """
@@ -324,8 +324,8 @@ def _missing_section(sources):
 def blocks(sources, table=None):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
-        f"Times are each entry's median over its repetitions; #k/#1 is #k's median over #1's (below 1: #k faster). "
-        f"The verdict is a two-sided Mann–Whitney U test on the repetition times, exact, at alpha "
+        f"Times are each entry's median over its samples; #k/#1 is #k's median over #1's (below 1: #k faster). "
+        f"The verdict is a two-sided Mann–Whitney U test on the samples, exact, at alpha "
         f"{significance.ALPHA}.", *_prices_note(sources, table)])] + _agreement_section(sources)
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name)

@@ -17,15 +17,40 @@ def ok_entries(entries):
             and all(e.get(axis) for axis in ("impl", "device", "mode", "precision"))]
 
 
-def _median(entry):
+# What a time compares. "time": each entry's headline, which for a GPU entry with resident operands
+# is its device time with launch latency held out (a step inside a longer GPU pipeline), and for one
+# whose timed region holds copies the host-observed time of a call. "latency": for the resident GPU
+# entries, one call as a CPU program waiting on it sees it (launch and synchronisation included);
+# the CPU's entries keep their own time, which is already what such a program sees.
+MEASURES = ("time", "latency")
+
+
+def _median(entry, measure="time"):
+    if measure == "latency" and entry.get("device") == "gpu":
+        return (entry.get("latency_s") or {}).get("median")
     return entry["time_s"]["median"]
 
 
-def best_by_size(entries, axis="n"):
-    """{value of the axis (n, or batch): fastest entry at that value} over the given entries."""
+def measure_label(entries, measure):
+    """What the GPU side of a comparison timed, in words."""
+    if measure == "latency":
+        return "host-observed latency of one call"
+    protocols = {entry.get("protocol") for entry in entries}
+    if protocols == {"throughput"}:
+        return "device time, launch latency excluded"
+    if protocols == {"latency"}:
+        return "host-observed time of one call"
+    return "each entry's headline time"
+
+
+def best_by_size(entries, axis="n", measure="time"):
+    """{value of the axis (n, or batch): fastest entry at that value} over the given entries
+    that have the measure."""
     best = {}
     for entry in entries:
-        if entry[axis] not in best or _median(entry) < _median(best[entry[axis]]):
+        if _median(entry, measure) is None:
+            continue
+        if entry[axis] not in best or _median(entry, measure) < _median(best[entry[axis]], measure):
             best[entry[axis]] = entry
     return best
 
@@ -55,7 +80,7 @@ SIZE = Axis("n", "size", "sizes")  # matmul: the matrix size
 BATCH = Axis("batch", "batch", "batches")  # batched GEMM: the products per call, at one matrix size
 
 
-def crossover(best_cpu, best_gpu, mode, axis=SIZE):
+def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
     """Where the GPU (best implementation of one mode) starts to beat the best CPU along the
     axis; best_cpu and best_gpu map each value of the axis to the fastest entry there.
 
@@ -64,12 +89,13 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE):
     are ignored."""
     values = sorted(set(best_cpu) & set(best_gpu))
     estimate = f"estimate_{axis.name}"
-    result = {"mode": mode, "lower": None, "upper": None, estimate: None, "gpu_impl": None,
-              "method": None, "note": None, f"{axis.plural}_compared": values}
+    result = {"mode": mode, "measure": measure, "timed_as": measure_label(best_gpu.values(), measure), "lower": None,
+              "upper": None, estimate: None, "gpu_impl": None, "method": None, "note": None,
+              f"{axis.plural}_compared": values}
     if not values:
         result["method"] = f"no {axis.noun} was measured on both the CPU and the GPU in this mode"
         return result
-    gpu_wins = [_median(best_gpu[value]) < _median(best_cpu[value]) for value in values]
+    gpu_wins = [_median(best_gpu[value], measure) < _median(best_cpu[value]) for value in values]
     if not gpu_wins[-1]:
         result["method"] = (f"no crossover: the CPU is at least as fast at the largest measured {axis.noun} "
                             f"({axis.name}={values[-1]})")
@@ -83,8 +109,8 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE):
         return result
     lower = values[first - 1]
     result["lower"] = lower
-    result[estimate] = _interpolate(lower, values[first], _speedup(best_cpu, best_gpu, lower),
-                                    _speedup(best_cpu, best_gpu, values[first]))
+    result[estimate] = _interpolate(lower, values[first], _speedup(best_cpu, best_gpu, lower, measure),
+                                    _speedup(best_cpu, best_gpu, values[first], measure))
     result["method"] = f"bracket of measured {axis.plural}; estimate by log-log interpolation of the speedup to 1"
     earlier = [value for value, won in zip(values[:first], gpu_wins[:first]) if won]
     if earlier:
@@ -101,8 +127,8 @@ def _first_of_final_run(flags):
     return index
 
 
-def _speedup(best_cpu, best_gpu, value):
-    return _median(best_cpu[value]) / _median(best_gpu[value])
+def _speedup(best_cpu, best_gpu, value, measure="time"):
+    return _median(best_cpu[value]) / _median(best_gpu[value], measure)
 
 
 def _interpolate(lower, upper, speedup_lower, speedup_upper):
@@ -114,11 +140,18 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
     return round(math.exp(math.log(lower) + fraction * (math.log(upper) - math.log(lower))))
 
 
-def crossovers(entries, axis=SIZE):
-    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size)."""
+def crossovers(entries, axis=SIZE, with_latency=True):
+    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) on the
+    entries' headline times, and for a mode whose entries also measured one call's host-observed
+    latency (resident operands), a second one on that latency."""
     best_cpu = best_by_size(cpu_entries(entries), axis.name)
-    return [crossover(best_cpu, best_by_size(gpu_entries(entries, mode), axis.name), mode, axis)
-            for mode in gpu_modes(entries)]
+    found = []
+    for mode in gpu_modes(entries):
+        measured = gpu_entries(entries, mode)
+        with_latency_here = with_latency and any(entry.get("latency_s") for entry in measured)
+        for measure in MEASURES if with_latency_here else MEASURES[:1]:
+            found.append(crossover(best_cpu, best_by_size(measured, axis.name, measure), mode, axis, measure))
+    return found
 
 
 def refinement_size(found):

@@ -195,10 +195,13 @@ def energy_rows(studies):
                 continue
             flop = positive(entry.get("flop")) if not registry.format_note(name, study) else None
             median_s = positive((entry.get("time_s") or {}).get("median"))
+            window = ((entry.get("measurement") or {}).get("energy") or {})
             rows.append({**_where(name, entry), "energy_j_per_op": energy, "flop": flop,
+                         "energy_uncertainty_j": number(entry.get("energy_j_per_op_uncertainty")),
+                         "energy_above_idle_j": number(entry.get("energy_j_per_op_above_idle")),
                          "flop_per_joule": flop / energy if flop else None, "items": positive(entry.get("batch")),
-                         # What the call drew: NVML's power reading averages over about a second and lags a loop.
-                         "call_power_w": energy / median_s if median_s else None,
+                         # The energy window's mean power (files before it: energy over the median time).
+                         "call_power_w": number(window.get("power_w")) or (energy / median_s if median_s else None),
                          "power_w": number(entry.get("power_w")), "sm_clock_mhz": number(entry.get("sm_clock_mhz"))})
     return rows
 
@@ -210,6 +213,48 @@ def clock_limited_rows(studies):
                                                         "sm_clock_mhz", "telemetry_samples")}}
             for name, study in studies.items() for entry in ok_entries(study["entries"])
             if entry.get(CLOCK_LIMITED) is True]
+
+
+# --- how each entry was measured ---------------------------------------------------------
+MEASUREMENT_ROWS = 12  # the largest differences shown of each kind
+BURST_DIFFERENCE = 0.03  # a burst this much faster than the sustained time is worth showing
+
+
+def measurement_rows(studies):
+    """Per study, how its entries were measured (protocol, converged, noise, throttled samples dropped),
+    and across the studies the entries whose burst, cold-L2 or host-observed figure differs most
+    from the headline."""
+    per_study, burst, cold, latency = [], [], [], []
+    for name, study in studies.items():
+        measured = [entry for entry in ok_entries(study["entries"]) if entry.get("measurement")]
+        if not measured:
+            continue
+        noises = sorted(noise for noise in (number(e["measurement"]["headline"].get("noise")) for e in measured)
+                        if noise is not None)
+        per_study.append({
+            "study": name, "entries": len(measured),
+            "protocols": {p: sum(e.get("protocol") == p for e in measured) for p in ("throughput", "latency", "cpu")},
+            "converged": sum(bool(e.get("converged")) for e in measured),
+            "median_noise": noises[len(noises) // 2] if noises else None,
+            "throttled_samples": sum(int(number(e["measurement"]["headline"].get("throttled_samples")) or 0)
+                                     for e in measured),
+            "warmup_not_settled": sum(not (e["measurement"].get("warmup") or {}).get("settled") for e in measured)})
+        for entry in measured:
+            median = entry["time_s"]["median"]
+            row = {**_where(name, entry), "name": entry["name"], "protocol": entry.get("protocol"), "median_s": median}
+            faster_burst = positive(entry.get("burst_s")) and entry["burst_s"] < median * (1 - BURST_DIFFERENCE)
+            if faster_burst and entry["device"] == "gpu":
+                burst.append({**row, "other_s": entry["burst_s"], "ratio": median / entry["burst_s"]})
+            for target, field in ((cold, "cold_l2_s"), (latency, "latency_s")):
+                other = positive((entry.get(field) or {}).get("median"))
+                if other:
+                    target.append({**row, "other_s": other, "ratio": other / median})
+    return {"studies": per_study, "burst": largest(burst), "burst_count": len(burst), "cold_l2": largest(cold),
+            "cold_l2_count": len(cold), "latency": largest(latency), "latency_count": len(latency)}
+
+
+def largest(rows):
+    return sorted(rows, key=lambda row: -row["ratio"])[:MEASUREMENT_ROWS]
 
 
 def telemetry_found(studies):
@@ -305,4 +350,5 @@ def derive(studies):
     return {"fraction_of_peak": rows, "roofline": roof, "energy": energy, "clock_limited": clock_limited_rows(studies),
             "telemetry": telemetry_found(studies), "gpu_entries": gpu_entry_count(studies),
             "nominal_flop": nominal_flop(rows), "energy_per_gemm": energy_per_gemm(energy),
+            "measurement": measurement_rows(studies),
             "energy_per_call": energy_per_call(energy)}

@@ -49,12 +49,18 @@ class GbenchOutput:
     notes: list = field(default_factory=list)
 
 
+# Google Benchmark appends these where the iterations and repetitions are set per benchmark (one
+# iteration, one repetition: the binary's own loop samples).
+RUN_SETTINGS = re.compile(r"(?:/iterations:[0-9]+)?(?:/repeats:[0-9]+)?$")
+
+
 def entry_key(run_name):
-    """'matmul/x/gpu/resident/fp32/n:64/manual_time' -> 'matmul/x/gpu/resident/fp32/n:64'."""
+    """'matmul/x/gpu/resident/fp32/n:64/iterations:1/repeats:1/manual_time' -> 'matmul/x/gpu/resident/fp32/n:64'."""
     for suffix in TIME_SUFFIXES:
         if run_name.endswith(suffix):
-            return run_name[: -len(suffix)]
-    return run_name
+            run_name = run_name[: -len(suffix)]
+            break
+    return RUN_SETTINGS.sub("", run_name)
 
 
 def parse_entry_name(key):
@@ -269,9 +275,9 @@ def console_counters(text):
     return found
 
 
-def parse_console_line(line, repetitions):
-    """A finished entry from one console line: its median aggregate (or its single run
-    when repetitions is 1) or its failure line; None for anything else."""
+def parse_console_line(line):
+    """A finished entry from one console line (each entry is one run): its time or its failure
+    line; None for anything else."""
     line = line.strip()
     failure = _CONSOLE_FAILURE.match(line)
     if failure:
@@ -280,11 +286,7 @@ def parse_console_line(line, repetitions):
     if not timed:
         return None
     name = timed["name"]
-    if repetitions > 1:
-        if not name.endswith("_median"):
-            return None
-        name = name[: -len("_median")]
-    elif not name.endswith(TIME_SUFFIXES):
+    if not name.endswith(TIME_SUFFIXES):
         return None
     return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]],
                          counters=console_counters(line[timed.end():]))

@@ -1,12 +1,13 @@
 """run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and
-batches each swept, repetitions and options), and where this machine's environment differs from
+batches each swept and options), and where this machine's environment differs from
 the one it recorded."""
 from gpubench_driver import options as opts, results, studies
 
 # Options taken from the recorded run unless given on the command line; sizes and batches come
 # per study from what each study swept (its defaults may have changed since).
-RECORDED_OPTIONS = ("studies", "impls", "modes", "caps", "cpu_only", "repetitions", "min_time", "refine_rounds",
-                    "reference", "quick", "full", "telemetry")
+# (Runs before the steady-state loop also recorded repetitions and min_time, which no longer exist.)
+RECORDED_OPTIONS = ("studies", "impls", "modes", "caps", "cpu_only", "refine_rounds", "reference", "quick", "full",
+                    "telemetry")
 BOOLEAN_OPTIONS = ("cpu_only", "reference", "quick", "full", "telemetry")
 # What the report compares: (what it is, path into results.json).
 ENVIRONMENT = (
@@ -51,10 +52,8 @@ def _checked(name, value):
             return opts.parse_names(",".join(map(str, value)), f"--{name}", allowed=allowed)
         if name == "caps":
             return opts.parse_caps(",".join(f"{k}={v}" for k, v in value.items())) if value else {}
-        if name in ("repetitions", "refine_rounds") and isinstance(value, int) and value >= 0:
+        if name == "refine_rounds" and isinstance(value, int) and value >= 0:
             return value
-        if name == "min_time":
-            return opts.parse_min_time(str(value))
     except (opts.UsageError, AttributeError, TypeError) as error:
         raise results.ResultsError(f"run.options.{name}: {error}") from None
     raise results.ResultsError(f"run.options.{name}: unexpected value {value!r}")

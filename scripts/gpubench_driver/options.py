@@ -7,11 +7,7 @@ from gpubench_driver import studies
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 # The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).
 SUITE_REFINE_ROUNDS = 2
-QUICK_REPETITIONS = 3
-QUICK_MIN_TIME = 0.05
-QUICK_REFINE_ROUNDS = 1
-DEFAULT_REPETITIONS = 5
-DEFAULT_MIN_TIME = 0.05
+QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -35,8 +31,6 @@ class RunOptions:
     cpu_only: bool
     out: str               # None: <repo>/results/<run_id>
     run_id: str
-    repetitions: int
-    min_time: float
     refine_rounds: int     # 0: no refinement
     build_dir: str
     build: bool
@@ -105,16 +99,6 @@ def parse_caps(text):
             raise UsageError(f"--caps: a cap cannot be negative, got '{item}'")
         caps[name] = cap
     return caps
-
-
-def parse_min_time(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"--min-time: '{text}' is not a number (seconds, e.g. 0.1)") from None
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"--min-time: must be a positive number of seconds, got {text}")
-    return value
 
 
 def parse_run_id(text):

@@ -72,7 +72,7 @@ def _speedup_plot(pyplot, path, entries, crossovers):
         sizes = sorted(set(best_cpu) & set(best_gpu))
         speedups = [best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"] for n in sizes]
         line, = axes.plot(sizes, speedups, marker="o", markersize=3, label=f"best GPU, {mode}")
-        found = next((c for c in crossovers if c["mode"] == mode), {})
+        found = next((c for c in crossovers if c["mode"] == mode and c.get("measure", "time") == "time"), {})
         marker_n = found.get("estimate_n") or found.get("upper")
         if marker_n:
             axes.axvline(marker_n, color=line.get_color(), linestyle="--", alpha=0.6)
@@ -182,7 +182,8 @@ def batch_plots(name, spec, pyplot, study, plot_dir):
         _line_plot(pyplot, paths[-1], f"{spec.title}: {spec.unit} per second\n"
                                       f"{derive_batch.size_text(spec, study.get('layers'), n)}", f"{spec.unit}/s",
                    series, lambda point: point[key], xlabel=f"batch ({spec.unit} per call)",
-                   mark=_crossover_marks([c for c in derived.get("crossovers", []) if c["n"] == n], with_precision))
+                   mark=_crossover_marks([c for c in derived.get("crossovers", [])
+                                          if c["n"] == n and c.get("measure", "time") == "time"], with_precision))
     return paths
 
 

@@ -4,7 +4,7 @@ import math
 import os
 import tempfile
 
-from gpubench_driver import gbench, telemetry
+from gpubench_driver import gbench, measurements, telemetry
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
@@ -257,6 +257,7 @@ def _validate_entry(entry, path):
     for name, value in (entry.get("axes") or {}).items():
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",
+               "burst_s", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle",
                *gbench.COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
     for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
@@ -264,16 +265,31 @@ def _validate_entry(entry, path):
     for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
         _expect(entry.get(key) is None or entry[key] > 0, f"{path}.{key}",
                 f"expected a positive number, got {entry.get(key)}")
-    time_s = entry.get("time_s")
+    # The steady-state loop's fields (absent in files written before it).
+    _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{path}.protocol",
+            f"expected one of {', '.join(measurements.PROTOCOLS)}, got {entry.get('protocol')!r}")
+    _expect_type(entry.get("converged"), (bool, type(None)), f"{path}.converged")
+    _expect_type(entry.get("measurement"), (dict, type(None)), f"{path}.measurement")
     if entry["status"] == "ok":
-        _expect_type(time_s, dict, f"{path}.time_s")
-        _expect_type(time_s.get("median"), _NUMBER, f"{path}.time_s.median")
-    if isinstance(time_s, dict):
-        for key in TIME_FIELDS:
-            _expect_type(time_s.get(key), _OPTIONAL_NUMBER, f"{path}.time_s.{key}")
-        _expect_type(time_s.get("samples"), list, f"{path}.time_s.samples")
-        for index, sample in enumerate(time_s["samples"]):
-            _expect_type(sample, _NUMBER, f"{path}.time_s.samples[{index}]")
+        _expect_type(entry.get("time_s"), dict, f"{path}.time_s")
+        _expect_type(entry["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
+    for key in ("time_s", "latency_s", "cold_l2_s"):
+        _validate_times(entry.get(key), f"{path}.{key}")
+
+
+def _validate_times(times, path):
+    """A summary of positive seconds (stats.summarize), or None."""
+    _expect_type(times, (dict, type(None)), path)
+    if not isinstance(times, dict):
+        return
+    for key in TIME_FIELDS:
+        _expect_type(times.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    _expect_type(times.get("samples"), list, f"{path}.samples")
+    for index, sample in enumerate(times["samples"]):
+        _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")
+        _expect(sample > 0, f"{path}.samples[{index}]", f"expected a positive time, got {sample}")
+    _expect(times.get("median") is None or times["median"] > 0, f"{path}.median",
+            f"expected a positive time, got {times.get('median')}")
 
 
 # The findings across the studies (derive_run), rewritten by every report: typed here for the tools

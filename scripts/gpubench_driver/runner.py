@@ -7,7 +7,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver import derive, formatting, gbench, studies, telemetry
+from gpubench_driver import derive, formatting, gbench, measurements, studies, telemetry
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -57,11 +57,11 @@ def study_flags(options, sizes, impls=None, modes=None):
     return flags
 
 
-def benchmark_flags(options, json_path):
-    return [f"--benchmark_out={json_path}", "--benchmark_out_format=json",
-            f"--benchmark_repetitions={options.repetitions}",
-            f"--benchmark_min_time={options.min_time:g}",  # 1.7 accepts only a bare number
-            "--benchmark_display_aggregates_only=true", "--benchmark_color=false"]
+def benchmark_flags(json_path, measurements_path):
+    """Google Benchmark's output, and the measurements file: each entry is one run of one iteration
+    whose samples the binary's own loop takes (measurements.py)."""
+    return [f"--benchmark_out={json_path}", "--benchmark_out_format=json", "--benchmark_color=false",
+            measurements.FLAG + measurements_path]
 
 
 def list_entries(binary, flags):
@@ -132,32 +132,35 @@ def invoke(binary, flags, options, progress):
     with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
+        measurements_path = os.path.join(scratch, "measurements.jsonl")
         stderr_path = os.path.join(scratch, "stderr.txt")
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
             child = subprocess.Popen([binary, *flags, *telemetry_flags(options, series_path),
-                                      *benchmark_flags(options, json_path)],
+                                      *benchmark_flags(json_path, measurements_path)],
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
                                      env={**os.environ, **study_environment()})
-            interrupted, wall_s = _stream(child, options.repetitions, progress)
+            interrupted, wall_s = _stream(child, progress)
             stderr.seek(0)
             stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
         output = gbench.load_file(json_path)
         samples, note = telemetry.read_series(series_path) if options.telemetry else ([], None)
+        measured = measurements.read_file(measurements_path)
     entries = gbench.entries_from_output(output)
+    measurements.join(entries, measured)
     for entry in entries:
         entry["wall_s"] = wall_s.get(entry["name"])
     return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note)
 
 
-def _stream(child, repetitions, progress):
+def _stream(child, progress):
     """Print progress from the console lines; on Ctrl-C stop the child and say so. Returns
     (interrupted, {entry: wall seconds from the previous entry's end to its own, set-up,
-    verification and every repetition included})."""
+    verification, warm-up and every sample included})."""
     wall_s = {}
     last = time.monotonic()
     try:
         for line in child.stdout:
-            result = gbench.parse_console_line(line, repetitions)
+            result = gbench.parse_console_line(line)
             if result:
                 progress.report(result)
                 if result.name not in wall_s:

@@ -173,14 +173,14 @@ CONV2D = BatchStudy(
 
 # The default suite: every study at the points that answer its questions, the whole run within
 # about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
-# default list, which --describe reports as default_sizes/default_batches. The quick batches hold
-# those the PyTorch references are compared at (conv2d 1, 32, 256; MLP 256, 1024, 8192) and a
-# doubling where saturation can show. conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the
+# default list, which --describe reports as default_sizes/default_batches. A quick run (within two
+# minutes) takes one or two points of each: enough to see every implementation run and verify, not
+# to find a crossover or a saturation. conv2d's n names a layer (56: conv2_x, 7: conv5_x's 1x1); the
 # MLP's is its hidden width.
 STUDIES = (
     # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
     # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
-    Study(name="matmul", quick_sizes=(64, 128, 200, 256, 512, 1024), suite_sizes=(64, 256, 1024, 4096),
+    Study(name="matmul", quick_sizes=(256, 1024), suite_sizes=(64, 256, 1024, 4096),
           refined=True, derive=lambda study, document, rounds: derive.derive(study["entries"], rounds),
           summary=_summary("summary_matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
           gemm_cost=True,
@@ -192,7 +192,7 @@ STUDIES = (
                                   tuple((n, None) for n in TORCH_SIZES)),
                        Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
                                   tuple((n, None) for n in NUMPY_SIZES)))),
-    Study(name="precision", quick_sizes=(256, 1024, 4096), suite_sizes=(1024, 4096),
+    Study(name="precision", quick_sizes=(1024,), suite_sizes=(1024, 4096),
           derive=lambda study, document, rounds: derive_precision.derive(study["entries"], study.get("precisions")),
           summary=_summary("summary_precision"), plots=plots.precision_plots, roofline_marker="s", rates=flop_rates,
           gemm_cost=True,
@@ -202,11 +202,11 @@ STUDIES = (
           comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
                                        {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES))
                             for precision, (reference, dtype) in PRECISION_DTYPES.items())),
-    _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(64, 256), suite_sizes=(32, 256),
-                 quick_batches=(1, 8, 64, 512), suite_batches=(1, 16, 256, 4096), roofline_marker="^",
+    _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 256),
+                 quick_batches=(1, 256), suite_batches=(1, 16, 256, 4096), roofline_marker="^",
                  rates=item_rates("products", with_flop=True)),
     _batch_study("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
-                 quick_batches=(1, 16, 256, 512, 1024, 8192), suite_batches=(1, 8, 64, 256, 1024, 8192),
+                 quick_batches=(1, 256), suite_batches=(1, 8, 64, 256, 1024, 8192),
                  rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
                  references={"torch_mlp": Run("torch", "reference_mlp.py", (
                      "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
@@ -214,8 +214,8 @@ STUDIES = (
                                               "torch eager step", {"dtype": dtype},
                                               tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                                    for precision, dtype in MLP_DTYPES.items())),
-    _batch_study("conv2d", CONV2D, quick_sizes=(56, 7), suite_sizes=(7, 14, 56),
-                 quick_batches=(1, 8, 32, 64, 256), suite_batches=(1, 16, 256), roofline_marker="D",
+    _batch_study("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 14, 56),
+                 quick_batches=(1, 32), suite_batches=(1, 16, 256), roofline_marker="D",
                  rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
                  nominal_flop="a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
                               "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply "
@@ -227,7 +227,7 @@ STUDIES = (
                                               "torch.nn.functional.conv2d", {"dtype": dtype, "layout": layout},
                                               tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES), CONV_TARGET)
                                    for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())),
-    Study(name="transfer", quick_sizes=(4096, 1 << 20, 1 << 28), suite_sizes=(4 << 10, 1 << 20, 256 << 20),
+    Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 1 << 20, 256 << 20),
           derive=lambda study, document, rounds: derive_transfer.derive(
               study["entries"], (document["machine"].get("gpus") or [None])[0]),
           summary=_summary("summary_transfer"), plots=plots.transfer_plots, rates=copy_rates,
@@ -238,7 +238,7 @@ STUDIES = (
                                        {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
                             for (memory, direction), target in TRANSFER_TARGETS.items())),
     # overlap's entries are whole pipelined runs: no rate on the progress line.
-    Study(name="overlap", quick_sizes=(4096,), suite_sizes=(8192,), batch_axis=True, quick_batches=(1, 4, 16),
+    Study(name="overlap", quick_sizes=(4096,), suite_sizes=(8192,), batch_axis=True, quick_batches=(1, 4),
           suite_batches=(1, 8), derive=lambda study, document, rounds: derive_overlap.derive(study["entries"]),
           summary=_summary("summary_overlap"), plots=plots.overlap_plots, rates=no_rates,
           axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}),

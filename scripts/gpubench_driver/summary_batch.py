@@ -3,8 +3,8 @@ from its `derived` (derive_batch.py); what sets one study apart is its BatchStud
 from gpubench_driver import derive_batch, gbench, reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
-from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, crossover_cells, grouped_failures,
-                                            run_notes)
+from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, crossover_cells, crossover_header,
+                                            grouped_failures, run_notes)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -48,8 +48,7 @@ def _crossovers(study, spec):
     if with_precision:
         blocks.append(paragraph(f"Each GPU precision against the fastest CPU implementation at the same batch (the "
                                 f"CPU runs {md(', '.join(derived.get('cpu_precisions') or []))})."))
-    header = [md(spec.size_name), *(["precision"] if with_precision else []), "GPU mode", "crossover batch", "bracket",
-              "GPU impl", "how"]
+    header = [md(spec.size_name), *(["precision"] if with_precision else []), "GPU mode", *crossover_header("batch")]
     rows = [[str(found["n"]), *([md(found["precision"])] if with_precision else []), md(found["mode"]),
              *crossover_cells(found, "batch")] for found in crossovers]
     return section(title, blocks + [table(header, rows)])

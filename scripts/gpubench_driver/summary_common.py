@@ -7,12 +7,22 @@ AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision
 REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
 
 
+# The header cells of crossover_cells.
+CROSSOVER_HEADER = ("GPU timed as", "crossover {axis}", "bracket", "GPU impl", "how")
+
+
+def crossover_header(axis="n"):
+    return [cell.format(axis=axis) for cell in CROSSOVER_HEADER]
+
+
 def crossover_cells(found, axis="n"):
-    """Estimate, bracket, GPU implementation and method of a crossover along the axis ('n' or 'batch')."""
+    """What the GPU side timed, estimate, bracket, GPU implementation and method of a crossover along
+    the axis ('n' or 'batch')."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
     estimate = found.get(f"estimate_{axis}") or found.get("upper") or "none"
     how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
-    return [str(estimate), bracket, md(found.get("gpu_impl")), how]
+    return [md(found.get("timed_as") or "each entry's headline time"), str(estimate), bracket,
+            md(found.get("gpu_impl")), how]
 
 
 def best_rates(derived, axes=("impl", "mode"), title="Best rates"):

@@ -5,7 +5,7 @@ import os
 
 from gpubench_driver import plots
 from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, joules, md, percent, rate
+from gpubench_driver.formatting import byte_size, joules, md, percent, rate, ratio, seconds
 
 CLOCK_LIMITED_LINES = 25
 
@@ -107,24 +107,32 @@ def _no_telemetry(findings):
         bullets(f"{md(row['study'])}: {md(row['note'])}" for row in findings["telemetry"]["notes"])])
 
 
+def _joules_within(row):
+    uncertainty = row.get("energy_uncertainty_j")
+    return joules(row["energy_j_per_op"]) + (f" ± {joules(uncertainty)}" if uncertainty is not None else "")
+
+
 def _energy_gemm(findings):
     found = findings["energy_per_gemm"]
     if not found["rows"]:
         return []
     body = [[md(row["study"]), md(row["precision"]), md(row["impl"]), md(row["mode"]), md(row["n"]),
-             joules(row["energy_j_per_op"]), _gflop_per_joule(row), _watts(row.get("call_power_w")),
-             _megahertz(row["sm_clock_mhz"])] for row in found["rows"]]
+             _joules_within(row), joules(row.get("energy_above_idle_j")), _gflop_per_joule(row),
+             _watts(row.get("call_power_w")), _megahertz(row["sm_clock_mhz"])] for row in found["rows"]]
     return section("Across the studies: energy per GEMM (NVML)", [
-        table(["study", "precision", "impl", "mode", "n", "energy per GEMM", "GFLOP per joule", "energy / time",
-               "median SM clock"], body),
+        table(["study", "precision", "impl", "mode", "n", "energy per GEMM", "above idle", "GFLOP per joule",
+               "power", "median SM clock"], body),
         paragraph(("Every size measured with an energy reading. " if found["every_size"] else
                    "Each series at its largest size with an energy reading (every size: `findings.energy` in "
                    "results.json). ")
-                  + "Energy per GEMM: NVML's total-energy counter over the timed loop, per timed call; board energy, "
-                    "so idle and memory power are included. GFLOP per joule: the GEMM's FLOP (int8: operations) over "
-                    "it. Energy / time: that energy over the median time of one call, the power the call drew "
-                    "(NVML's own power reading, `power_w` in results.json, averages over about a second and lags a "
-                    "short loop). Transfer modes include the copies in and out.")])
+                  + "Energy per GEMM: the board's mean power over a window of at least a second of back-to-back "
+                    "calls at steady state (NVML's total-energy counter, read where it was seen to tick, so both "
+                    "ends are synchronous with the work), times the sustained time of one call in that window; "
+                    "± its uncertainty (the window's two halves' difference and the ticks' timing). Board energy: "
+                    "idle and memory power included; above idle subtracts the power NVML read before the process's "
+                    "first GPU entry. GFLOP per joule: the GEMM's FLOP (int8: operations) over it. Only resident "
+                    "entries whose calls take at least 100 us are measured: shorter calls, and calls timed on the "
+                    "host, leave the GPU idle between them.")])
 
 
 def _energy_calls(findings):
@@ -132,32 +140,62 @@ def _energy_calls(findings):
     if not rows:
         return []
     body = [[md(row["study"]), md(row["impl"]), md(row["mode"]), md(row["precision"]), md(row["n"]), md(row["batch"]),
-             joules(row["energy_j_per_op"]), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
+             _joules_within(row), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
              _watts(row.get("call_power_w"))] for row in rows]
     return section("Across the studies: energy per call (NVML)", [
         table(["study", "impl", "mode", "precision", "n", "batch", "energy per call", "per item of the batch",
-               "GFLOP per joule", "energy / time"], body),
+               "GFLOP per joule", "power"], body),
         paragraph("One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
                   "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
-                  "largest n and batch; energy / time as above. Every entry's energy: `energy_j_per_op` in "
+                  "largest n and batch; measured as above. Every entry's energy: `energy_j_per_op` in "
                   "results.json.")])
+
+
+def _measurement(findings):
+    found = findings.get("measurement")
+    if not found or not found["studies"]:
+        return []
+    per_study = [[md(row["study"]), str(row["entries"]),
+                  ", ".join(f"{count} {name}" for name, count in row["protocols"].items() if count),
+                  f"{row['converged']} of {row['entries']}", percent(row["median_noise"], 2),
+                  str(row["warmup_not_settled"]), str(row["throttled_samples"])] for row in found["studies"]]
+    blocks = [paragraph("Every entry is warmed up until its time per call (and SM clock) settles, then sampled "
+                        "until the samples' relative spread is below its target or stops shrinking "
+                        "(docs/methodology.md). Headline times: **throughput** = device time with launch latency "
+                        "held out, warm L2, sustained (resident GPU entries); **latency** = one call on the host "
+                        "clock until its work is done (GPU entries with copies in the timed region, and the "
+                        "transfer and overlap studies); **cpu** = batches of calls on the host clock."),
+              table(["study", "entries", "protocols", "converged", "median noise", "warm-up unsettled",
+                     "throttled samples dropped"], per_study)]
+    for key, title, other in (("burst", "Burst faster than sustained", "burst (first calls)"),
+                              ("cold_l2", "Cold L2 beside warm", "cold L2"),
+                              ("latency", "Host-observed latency beside device time", "one call, host clock")):
+        rows = found[key]
+        if not rows:
+            continue
+        blocks.append(paragraph(f"**{title}** ({found[key + '_count']} entries; the {len(rows)} largest ratios):"))
+        blocks.append(table(["entry", "headline", other, "ratio"],
+                            [[md(row["name"]), seconds(row["median_s"]), seconds(row["other_s"]), ratio(row["ratio"])]
+                             for row in rows]))
+    return section("Across the studies: how the figures were measured", blocks)
 
 
 def _clock_limited(findings):
     rows, measured = findings["clock_limited"], findings["telemetry"]["entries"]
     title = "Across the studies: entries measured with clocks held down"
     if not rows:
-        return section(title, [paragraph(f"No entry was measured while a power cap or a thermal slowdown held the "
-                                         f"clocks down ({measured} entries with per-entry telemetry).")])
+        return section(title, [paragraph(f"No entry ran with its clock held below 97% of the maximum by a power cap or "
+                                         f"a thermal slowdown ({measured} entries with per-entry telemetry).")])
     items = [f"{md(row['name'])}: power cap in {percent(row['power_limited_fraction'])} and thermal slowdown in "
              f"{percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
              f"{_megahertz(row['sm_clock_mhz'])}" for row in rows[:CLOCK_LIMITED_LINES]]
     if len(rows) > CLOCK_LIMITED_LINES:
         items.append(f"and {len(rows) - CLOCK_LIMITED_LINES} more (`clock_limited` in results.json)")
     return section(title, [bullets(items), paragraph(
-        f"{len(rows)} of {measured} entries with per-entry telemetry were measured while NVML reported a power cap or "
-        "thermal slowdown as a clock-event reason in some of the timed loop's samples: their times are those of a "
-        "held-down clock, not of the GPU's sustained clock.")])
+        f"{len(rows)} of {measured} entries with per-entry telemetry ran, over their sustained measurement, with NVML "
+        "reporting a power cap or thermal slowdown in most readings and the SM clock below 97% of its maximum: "
+        "their times are the GPU's sustained rate under that limit (what a long job gets), not a burst. Samples "
+        "taken below 75% of the maximum clock are dropped and re-taken after a pause.")])
 
 
 def sections(document, plot_paths):
@@ -165,7 +203,7 @@ def sections(document, plot_paths):
     findings = document.get("findings")
     if not findings or not findings["gpu_entries"]:
         return []
-    blocks = _fraction_of_peak(findings) + _roofline(findings, plot_paths)
+    blocks = _fraction_of_peak(findings) + _roofline(findings, plot_paths) + _measurement(findings)
     if not findings["telemetry"]["entries"]:
         return blocks + _no_telemetry(findings)
     return blocks + _energy_gemm(findings) + _energy_calls(findings) + _clock_limited(findings)

@@ -2,8 +2,8 @@
 from gpubench_driver import reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate, ratio, seconds
-from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, best_rates, caps, crossover_cells, failed_entries,
-                                            run_notes)
+from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, best_rates, caps, crossover_cells, crossover_header,
+                                            failed_entries, run_notes)
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 
@@ -12,7 +12,12 @@ def _crossovers(derived):
     rows = [[md(found["mode"]), *crossover_cells(found)] for found in derived.get("crossovers", [])]
     if not rows:
         return section(CROSSOVER_TITLE, [paragraph("No GPU entries were measured.")])
-    return section(CROSSOVER_TITLE, [table(["GPU mode", "crossover n", "bracket", "GPU impl", "how"], rows)])
+    return section(CROSSOVER_TITLE, [
+        paragraph("Resident GPU entries are compared twice: on their device time (the GEMM as a step inside a "
+                  "longer GPU pipeline, launch latency hidden) and on the host-observed latency of one call (a CPU "
+                  "program that calls one GEMM and waits for it). The modes with copies are timed as the host sees "
+                  "one call, copies included."),
+        table(["GPU mode", *crossover_header()], rows)])
 
 
 def _headline_speedups(derived):

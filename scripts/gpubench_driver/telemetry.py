@@ -106,36 +106,21 @@ def summarize(samples):
 
 
 # --- per entry --------------------------------------------------------------------------
-# The counters a GPU entry's binary reports per repetition (its timed loop), and the entry
-# fields made of them over the repetitions.
+# The counters a GPU entry's binary reports over the sustained part of its timed loop, and the
+# entry fields made of them (energy_j_per_op and clock_limited come from the measurement:
+# measurements.py).
 SAMPLES = "telemetry_samples"
 ENTRY_FIELDS = ("telemetry_samples", "sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op",
                 "temperature_c_max", "power_limited_fraction", "thermal_limited_fraction", "clock_limited")
 
 
 def combine(runs):
-    """An entry's telemetry from its repetitions' counters (runs: Google Benchmark's per-repetition
-    objects, with 'iterations'): samples summed, clocks the median of the repetitions', power and
-    the limited fractions sample-weighted means, temperature the maximum, energy per operation
-    the energy counter's total rise over the total iterations. All None without telemetry."""
+    """An entry's telemetry from its run's counters (Google Benchmark's run objects; one per entry
+    now, several in files from before the steady-state loop): samples summed, clocks the median,
+    power and the limited fractions sample-weighted means, temperature the maximum. All None
+    without telemetry."""
     combined = stats.combine_repetitions(runs, SAMPLES, medians=("sm_clock_mhz", "mem_clock_mhz"),
                                          weighted=("power_w", "power_limited_fraction", "thermal_limited_fraction"),
                                          maxima=("temperature_c_max",))
     combined.update(energy_j_per_op=None, clock_limited=None)
-    if combined[SAMPLES] is None:
-        return combined
-    combined["energy_j_per_op"] = _energy_per_op(runs)
-    fractions = [combined[name] for name in ("power_limited_fraction", "thermal_limited_fraction")]
-    if any(value is not None for value in fractions):
-        combined["clock_limited"] = any(value for value in fractions if value is not None)
     return combined
-
-
-def _energy_per_op(runs):
-    pairs = [(stats.finite(run.get("energy_j")), stats.finite(run.get("iterations"))) for run in runs
-             if stats.finite(run.get(SAMPLES)) is not None]
-    pairs = [(energy, iterations) for energy, iterations in pairs if energy is not None and iterations]
-    iterations = sum(iterations for _, iterations in pairs)
-    energy = sum(energy for energy, _ in pairs)
-    # A counter that did not move over the loops (a loop shorter than its update period) says nothing.
-    return energy / iterations if iterations and energy > 0 else None

@@ -2,13 +2,15 @@
 import json
 import os
 import stat
+import statistics
 import subprocess
 import sys
 
 SOURCE_DIR = os.environ.get("GPUBENCH_SOURCE_DIR") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS_DIR = os.path.join(SOURCE_DIR, "scripts")
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))  # stand-in study binaries import this module from it
+FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 if SCRIPTS_DIR not in sys.path:
     sys.path.insert(0, SCRIPTS_DIR)
 
@@ -31,6 +33,54 @@ def write_executable(path, text):
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(text)
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+def run_options(**changes):
+    """The run options of a plain 'gpubench run' (no flags), with changes."""
+    import dataclasses
+    from gpubench_driver import options
+    plain = options.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={},
+                               cpu_only=False, out=None, run_id="x", refine_rounds=3, build_dir="build", build=False,
+                               reference=False, quick=False)
+    return dataclasses.replace(plain, **changes)
+
+
+def measurement(samples_s, protocol="cpu", **fields):
+    """A measurement as the study binaries write it to --measurements-out (bench/harness/timed_loop.hpp),
+    its headline the samples given; fields (latency, cold_l2, energy, busy_clock_mhz...) are set as given."""
+    record = {"protocol": protocol, "warmup": {"burst_call_s": samples_s[0], "settled": True},
+              "headline": {"samples_s": list(samples_s), "median_s": statistics.median(samples_s), "noise": 0.01,
+                           "stop": "plateau", "converged": True},
+              "latency": None, "cold_l2": None, "energy": None, "busy_clock_mhz": None}
+    record.update(fields)
+    return record
+
+
+_TIME_SUFFIXES = ("real_time", "manual_time", "process_time")
+_SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def measurements_path(args):
+    """The file a study binary's --measurements-out=F names; None without the flag."""
+    return next((arg.split("=", 1)[1] for arg in args if arg.startswith("--measurements-out=")), None)
+
+
+def write_measurements(args, runs):
+    """What a stand-in study binary appends to its --measurements-out file for Google Benchmark run
+    objects: one line per entry that ran, its samples the times of the entry's iteration runs."""
+    path = measurements_path(args)
+    if path is None:
+        return
+    samples = {}
+    for run in runs:
+        if run.get("run_type") != "iteration" or run.get("error_occurred") or run.get("skipped"):
+            continue
+        prefix, _, last = run["run_name"].rpartition("/")
+        name = prefix if last in _TIME_SUFFIXES else run["run_name"]
+        samples.setdefault(name, []).append(run["real_time"] * _SECONDS_PER_UNIT[run["time_unit"]])
+    with open(path, "a", encoding="utf-8") as stream:
+        for name, times in samples.items():
+            stream.write(json.dumps({"name": name, "measurement": measurement(times)}) + "\n")
 
 
 def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_bytes=None):

@@ -11,6 +11,7 @@ import tempfile
 import unittest
 
 import support
+from support import run_options
 
 from gpubench_driver import derive_batch, gbench, options, plots, reference, report, results, runner, studies, summary
 from test_run_studies import FakeMachine, read
@@ -292,9 +293,9 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("Swept hidden width n = 1024 and batches 1, 2, 256, 512, 1024, 8192 (samples per SGD step "
                       "of the MLP 784 -> n -> n -> 10",
                       self.text)
-        self.assertIn("| hidden width n | precision | GPU mode | crossover batch | bracket | GPU impl | how |",
+        self.assertIn("| hidden width n | precision | GPU mode | GPU timed as | crossover batch | bracket | GPU impl | how |",
                       self.text)
-        self.assertIn("| 1024 | fp32 | resident | 2 | 2 .. 256 | cublas\\_kernels |", self.text)
+        self.assertIn("| 1024 | fp32 | resident | each entry's headline time | 2 | 2 .. 256 | cublas\\_kernels |", self.text)
         self.assertIn("Swept layer n = 56, 7 and batches 1, 32, 64, 256", self.text)
         self.assertIn("- layer n = 56 (ResNet-50 conv2\\_x 3x3: 64 -\\> 64 channels, 3x3 kernel, 56x56)\n", self.text)
         self.assertNotIn("layer n = 14", self.text)  # not swept
@@ -388,34 +389,29 @@ class PlotsTest(unittest.TestCase):
 
 
 class OptionsTest(unittest.TestCase):
-    def run_options(self, **changes):
-        run = options.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={},
-                                 cpu_only=False, out=None, run_id="x", repetitions=1, min_time=0.01, refine_rounds=3,
-                                 build_dir="build", build=False, reference=False, quick=False)
-        for key, value in changes.items():
-            setattr(run, key, value)
-        return run
-
-    def test_quick_batches_hold_the_reference_points(self):
-        conv, mlp = studies.BY_NAME["conv2d"], studies.BY_NAME["mlp_training"]
-        self.assertTrue(set(studies.CONV_BATCHES) <= set(conv.quick_batches))
-        self.assertTrue(set(studies.MLP_BATCHES) <= set(mlp.quick_batches))
-        self.assertEqual(mlp.quick_sizes, (studies.MLP_WIDTH,))
+    def test_quick_points_are_few(self):
+        # A quick run shows every implementation run and verify: one or two sizes and batches per study.
+        for study in studies.STUDIES:
+            with self.subTest(study=study.name):
+                self.assertTrue(1 <= len(study.quick_sizes) <= 2)
+                if study.batch_axis:
+                    self.assertTrue(1 <= len(study.quick_batches) <= 2)
+        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (studies.MLP_WIDTH,))
         # overlap's batch axis is its chunk count: a batch study without the batch studies' findings
         self.assertEqual(set(studies.BATCH_NAMES) - {"overlap"}, {study.name for study in studies.STUDIES if study.batch})
         self.assertTrue({"mlp_training", "conv2d"} <= set(studies.NAMES))
 
     def test_sizes_of_a_study_with_layers(self):
         description = support.load_fixture("conv2d_describe.json")
-        self.assertEqual(options.for_study(self.run_options(sizes=[7, 64, 56]), "conv2d", description).sizes, [7, 56])
-        self.assertEqual(options.for_study(self.run_options(quick=True), "conv2d", description).sizes, [56, 7])
-        self.assertEqual(options.for_study(self.run_options(), "conv2d", description).sizes, [7, 14, 56])  # the suite's
-        self.assertEqual(options.for_study(self.run_options(full=True), "conv2d", description).sizes, [7, 14, 28, 56])
+        self.assertEqual(options.for_study(run_options(sizes=[7, 64, 56]), "conv2d", description).sizes, [7, 56])
+        self.assertEqual(options.for_study(run_options(quick=True), "conv2d", description).sizes, [56])
+        self.assertEqual(options.for_study(run_options(), "conv2d", description).sizes, [7, 14, 56])  # the suite's
+        self.assertEqual(options.for_study(run_options(full=True), "conv2d", description).sizes, [7, 14, 28, 56])
         with self.assertRaises(options.NothingToRun) as caught:
-            options.for_study(self.run_options(sizes=[64]), "conv2d", description)
+            options.for_study(run_options(sizes=[64]), "conv2d", description)
         self.assertEqual(str(caught.exception), "none of --sizes is one of its layers (n = 7, 14, 28, 56)")
         mlp = support.load_fixture("mlp_training_describe.json")
-        self.assertEqual(options.for_study(self.run_options(sizes=[64]), "mlp_training", mlp).sizes, [64])
+        self.assertEqual(options.for_study(run_options(sizes=[64]), "mlp_training", mlp).sizes, [64])
 
     def test_progress_in_samples_per_second(self):
         line = runner.Progress._outcome(gbench.ConsoleResult(

@@ -220,9 +220,9 @@ class SummaryTest(unittest.TestCase):
     def test_crossovers(self):
         self.assertIn("## Batched GEMM: crossover batch (GPU faster than the best CPU)\n\n"
                       "Swept n = 64, 256 and batches 1, 8, 64, 512, 1024", self.text)
-        self.assertIn("| 64 | resident | 2 | 1 .. 8 | cublas\\_strided | bracket of measured batches; estimate by "
+        self.assertIn("| 64 | resident | each entry's headline time | 2 | 1 .. 8 | cublas\\_strided | bracket of measured batches; estimate by "
                       "log-log interpolation of the speedup to 1 |", self.text)
-        self.assertIn("| 64 | transfer\\_pinned | none | n/a .. n/a | n/a | no crossover: the CPU is at least as fast "
+        self.assertIn("| 64 | transfer\\_pinned | each entry's headline time | none | n/a .. n/a | n/a | no crossover: the CPU is at least as fast "
                       "at the largest measured batch (batch=1024) |", self.text)
 
     def test_loop_ratios(self):
@@ -275,12 +275,7 @@ class OptionsTest(unittest.TestCase):
                    "default_batches": [1, 2, 4]}
 
     def study_options(self, name="batched_gemm", **changes):
-        run = options.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={},
-                                 cpu_only=False, out=None, run_id="x", repetitions=1, min_time=0.01, refine_rounds=3,
-                                 build_dir="build", build=False, reference=False, quick=False)
-        for key, value in changes.items():
-            setattr(run, key, value)
-        return options.for_study(run, name, self.DESCRIPTION)
+        return options.for_study(support.run_options(**changes), name, self.DESCRIPTION)
 
     def test_parse(self):
         self.assertEqual(options.parse_positive_list("64,8,1,8", "--batches"), [1, 8, 64])
@@ -294,8 +289,8 @@ class OptionsTest(unittest.TestCase):
         self.assertEqual(self.study_options().sizes, list(studies.BY_NAME["batched_gemm"].suite_sizes))
         self.assertEqual(self.study_options(full=True).batches, [1, 2, 4])  # the binary's own default
         self.assertEqual(self.study_options(full=True).sizes, [64])
-        self.assertEqual(self.study_options(quick=True).batches, [1, 8, 64, 512])
-        self.assertEqual(self.study_options(quick=True).sizes, [64, 256])
+        self.assertEqual(self.study_options(quick=True).batches, list(studies.BY_NAME["batched_gemm"].quick_batches))
+        self.assertEqual(self.study_options(quick=True).sizes, list(studies.BY_NAME["batched_gemm"].quick_sizes))
         self.assertEqual(self.study_options(quick=True, batches=[3]).batches, [3])
         self.assertEqual(self.study_options().refine_rounds, 0)
         self.assertIsNone(self.study_options("matmul", batches=[3]).batches)
@@ -315,7 +310,8 @@ class RunTest(unittest.TestCase):
         cls.machine = FakeMachine(studies=("matmul", "precision", "batched_gemm"))
         cls.log = os.path.join(cls.machine.directory.name, "invocations.jsonl")
         cls.machine.env["GPUBENCH_FAKE_LOG"] = cls.log
-        cls.process, cls.out = cls.machine.run("--studies", "batched_gemm", "--quick")
+        cls.process, cls.out = cls.machine.run("--studies", "batched_gemm", "--sizes", "64,256",
+                                               "--batches", "1,8,64,512")
         cls.summary = read(os.path.join(cls.out, "summary.md")) if cls.process.returncode == 0 else ""
 
     @classmethod

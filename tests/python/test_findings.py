@@ -327,7 +327,7 @@ class EnergyTest(unittest.TestCase):
         self.assertIsNone(copy_row["flop_per_joule"])
         text = summary.render(made, [], tempfile.gettempdir())
         self.assertIn("## Across the studies: energy per GEMM (NVML)", text)
-        self.assertIn(f"| precision | fp16 | cublas | resident | 4096 | 250.00 mJ | {2 * 4096 ** 3 / 0.25 / 1e9:.1f} | "
+        self.assertIn(f"| precision | fp16 | cublas | resident | 4096 | 250.00 mJ | n/a | {2 * 4096 ** 3 / 0.25 / 1e9:.1f} | "
                       "500 W | 1755 MHz |", text)  # energy over time, not the 300 W power reading
         self.assertAlmostEqual(fp16["call_power_w"], 500.0)
         self.assertIn("| matmul | fp32 | cublas | transfer\\_pinned | 4096 | 2.00 J |", text)
@@ -363,8 +363,8 @@ class ClockLimitedTest(unittest.TestCase):
                     made_entry["clock_limited"] = False
         report.derive_findings(made, 0)
         text = summary.render(made, [], tempfile.gettempdir())
-        self.assertIn("No entry was measured while a power cap or a thermal slowdown held the clocks down "
-                      "(12 entries with per-entry telemetry).", text)
+        self.assertIn("No entry ran with its clock held below 97% of the maximum by a power cap or a thermal "
+                      "slowdown (12 entries with per-entry telemetry).", text)
 
     def test_many_flagged_entries_are_cut_short(self):
         made = run_document()

@@ -109,41 +109,55 @@ class NamesAndConsoleTest(unittest.TestCase):
         key = gbench.entry_key("matmul/cublas/gpu/transfer_pageable/fp32/n:4096/manual_time")
         self.assertEqual(key, "matmul/cublas/gpu/transfer_pageable/fp32/n:4096")
         self.assertEqual(gbench.parse_entry_name(key)["mode"], "transfer_pageable")
+        # One run of one iteration per entry: Google Benchmark's settings suffixes are not part of the key.
+        self.assertEqual(gbench.entry_key("batched_gemm/cublas/gpu/resident/fp32/n:64/batch:8/iterations:1/repeats:1"
+                                          "/manual_time"), "batched_gemm/cublas/gpu/resident/fp32/n:64/batch:8")
+        self.assertEqual(gbench.entry_key("matmul/openblas/cpu/host/fp32/n:64/iterations:1/real_time"),
+                         "matmul/openblas/cpu/host/fp32/n:64")
         self.assertIsNone(gbench.parse_entry_name("BM_something/64"))
 
-    def test_median_line(self):
-        line = "matmul/cublas/gpu/resident/fp32/n:256/manual_time_median      8.10 us     5.00 us    3 flop=33.5M"
-        result = gbench.parse_console_line(line, repetitions=3)
+    def test_one_run_line(self):
+        # Each entry is one run of one iteration; the name carries Google Benchmark's settings suffixes.
+        line = ("matmul/cublas/gpu/resident/fp32/n:256/iterations:1/repeats:1/manual_time      8.10 us     5.00 us"
+                "    1 flop=33.5M")
+        result = gbench.parse_console_line(line)
         self.assertEqual(result.name, "matmul/cublas/gpu/resident/fp32/n:256")
         self.assertAlmostEqual(result.median_s, 8.1e-6)
+        self.assertEqual(result.counters["flop"], 33.5e6)
 
-    def test_other_aggregates_are_ignored(self):
-        line = "matmul/openblas/cpu/host/fp32/n:64/real_time_mean   1.15 ns   1.15 ns   3"
-        self.assertIsNone(gbench.parse_console_line(line, repetitions=3))
+    def test_aggregate_lines_are_ignored(self):
+        # Runs from before the steady-state loop printed aggregates; none is a finished entry now.
+        for aggregate in ("mean", "median"):
+            line = f"matmul/openblas/cpu/host/fp32/n:64/real_time_{aggregate}   1.15 ns   1.15 ns   3"
+            self.assertIsNone(gbench.parse_console_line(line))
 
-    def test_single_repetition_line(self):
+    def test_line_without_settings_suffixes(self):
         line = "matmul/openblas/cpu/host/fp32/n:64/real_time   4.00 us   4.00 us   1000 flop=524.288k"
-        self.assertAlmostEqual(gbench.parse_console_line(line, repetitions=1).median_s, 4e-6)
+        result = gbench.parse_console_line(line)
+        self.assertEqual(result.name, "matmul/openblas/cpu/host/fp32/n:64")
+        self.assertAlmostEqual(result.median_s, 4e-6)
 
     def test_error_and_skip_lines(self):
-        error = gbench.parse_console_line(
-            "matmul/naive_loop/cpu/host/fp32/n:64/real_time   ERROR OCCURRED: 'wrong result: x'", 3)
+        error = gbench.parse_console_line("matmul/naive_loop/cpu/host/fp32/n:64/iterations:1/repeats:1/real_time   "
+                                          "ERROR OCCURRED: 'wrong result: x'")
         self.assertEqual((error.name, error.failure), ("matmul/naive_loop/cpu/host/fp32/n:64", "wrong result: x"))
-        skip = gbench.parse_console_line("matmul/a/gpu/resident/fp32/n:64/manual_time  SKIPPED: 'skipped: no'", 3)
-        self.assertEqual(skip.failure, "skipped: no")
+        skip = gbench.parse_console_line("matmul/a/gpu/resident/fp32/n:64/iterations:1/repeats:1/manual_time  "
+                                         "SKIPPED: 'skipped: no'")
+        self.assertEqual((skip.name, skip.failure), ("matmul/a/gpu/resident/fp32/n:64", "skipped: no"))
 
     def test_counters_of_a_line(self):
-        line = ("transfer/copy_engine/gpu/pinned/h2d/n:268435456/manual_time_median   5.30 ms   0.01 ms   3 "
-                "bytes_transferred=268.435M d2h_bytes=0 flop=1.5Ki memory_written_bytes=2.5G rate=3.2G/s "
+        line = ("transfer/copy_engine/gpu/pinned/h2d/n:268435456/iterations:1/repeats:1/manual_time   5.30 ms   "
+                "0.01 ms   1 bytes_transferred=268.435M d2h_bytes=0 flop=1.5Ki memory_written_bytes=2.5G rate=3.2G/s "
                 "tiny=4.5m cv=1.20% broken=nan")
-        counters = gbench.parse_console_line(line, repetitions=3).counters
+        counters = gbench.parse_console_line(line).counters
         self.assertEqual(counters["bytes_transferred"], 268.435e6)
         self.assertEqual(counters["d2h_bytes"], 0.0)
         self.assertEqual(counters["flop"], 1.5 * 1024)  # a binary prefix (Google Benchmark's kIs1024)
         self.assertEqual((counters["memory_written_bytes"], counters["rate"]), (2.5e9, 3.2e9))
         self.assertAlmostEqual(counters["tiny"], 4.5e-3)
         self.assertNotIn("broken", counters)
-        plain = gbench.parse_console_line("matmul/a/cpu/host/fp32/n:64/real_time 4.00 us 4.00 us 9", 1)
+        plain = gbench.parse_console_line("matmul/a/cpu/host/fp32/n:64/iterations:1/repeats:1/real_time 4.00 us "
+                                          "4.00 us 1")
         self.assertEqual(plain.counters, {})
 
     def test_named_axes(self):
@@ -173,7 +187,7 @@ class NamesAndConsoleTest(unittest.TestCase):
 
     def test_header_lines_are_ignored(self):
         for line in ("-----", "Benchmark   Time   CPU   Iterations UserCounters...", "Run on (16 X 2000 MHz CPU s)"):
-            self.assertIsNone(gbench.parse_console_line(line, 3))
+            self.assertIsNone(gbench.parse_console_line(line))
 
 
 if __name__ == "__main__":

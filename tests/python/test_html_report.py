@@ -200,7 +200,7 @@ class PageTest(unittest.TestCase):
                          [re.sub(r"\\(.)", r"\1", line[3:]) for line in markdown.splitlines()
                           if line.startswith("## ")])
         self.assertEqual(page.count("<table>"), len(re.findall(r"(?m)^\|---", markdown)))
-        self.assertIn("<tr><td>resident</td><td>92</td><td>64 .. 96</td><td>cublas</td>", page)
+        self.assertIn("<tr><td>resident</td><td>each entry&#x27;s headline time</td><td>92</td><td>64 .. 96</td><td>cublas</td>", page)
         self.assertIn("<td>transfer_pinned</td>", page)  # the Markdown's escape undone
         if not has_matplotlib():
             self.assertIn("Plots were skipped", page)

@@ -1,7 +1,8 @@
 """run --like: the recorded configuration is repeated (studies, per-study sizes and batches,
-repetitions, options; flags given still win), a hostile file is refused, and the environment
-differences are listed and escaped."""
+options; flags given still win; an old file's repetitions and minimum time are ignored), a hostile
+file is refused, and the environment differences are listed and escaped."""
 import copy
+import dataclasses
 import json
 import os
 import tempfile
@@ -24,7 +25,9 @@ class LikeTest(unittest.TestCase):
         self.directory = tempfile.TemporaryDirectory()
         self.addCleanup(self.directory.cleanup)
         self.document = recorded_document()
-        self.document["run"]["options"].update(repetitions=7, min_time=0.2, studies=["matmul"], caps={"naive_loop": 0})
+        # A file from before the steady-state loop: it also recorded repetitions and a minimum time.
+        self.document["run"]["options"].update(repetitions=7, min_time=0.2, studies=["matmul"], caps={"naive_loop": 0},
+                                               refine_rounds=1)
         self.document["studies"]["matmul"]["sizes"] = [64, 128, 200]
         self.path = self.write(self.document)
 
@@ -40,18 +43,29 @@ class LikeTest(unittest.TestCase):
 
     def test_repeats_the_recorded_configuration(self):
         options = self.options()
-        self.assertEqual((options.repetitions, options.min_time, options.studies, options.caps),
-                         (7, 0.2, ["matmul"], {"naive_loop": 0}))
+        self.assertEqual((options.studies, options.caps, options.refine_rounds), (["matmul"], {"naive_loop": 0}, 1))
         self.assertEqual(options.study_sizes["matmul"]["sizes"], [64, 128, 200])
         self.assertEqual(options.like, os.path.abspath(self.path))
 
     def test_flags_given_still_win(self):
-        options = self.options("--repetitions", "2", "--sizes", "64")
-        self.assertEqual((options.repetitions, options.min_time, options.sizes, options.study_sizes), (2, 0.2, [64], None))
+        options = self.options("--no-refine", "--sizes", "64")
+        self.assertEqual((options.refine_rounds, options.sizes, options.study_sizes), (0, [64], None))
+        self.assertEqual(options.caps, {"naive_loop": 0})  # not given: still the recorded one
+
+    def test_old_timing_options_are_ignored(self):
+        # The binaries' own loop decides how long to sample: whatever an old file says of it is not read.
+        expected = self.options()
+        for old in ({"repetitions": "7; rm -rf", "min_time": -1}, {"repetitions": None, "min_time": None}):
+            document = copy.deepcopy(self.document)
+            document["run"]["options"].update(old)
+            self.path = self.write(document)
+            found = self.options()
+            self.assertEqual(found, dataclasses.replace(expected, like=found.like), old)
+            self.assertFalse(hasattr(found, "repetitions") or hasattr(found, "min_time"))
 
     def test_a_hostile_file_is_refused(self):
-        for options in ({"repetitions": "7; rm -rf"}, {"studies": ["matmul", "../../etc"]}, {"min_time": -1},
-                        {"cpu_only": "yes"}):
+        for options in ({"refine_rounds": "7; rm -rf"}, {"studies": ["matmul", "../../etc"]}, {"refine_rounds": -1},
+                        {"cpu_only": "yes"}, {"caps": {"naive_loop": "x"}}):
             document = copy.deepcopy(self.document)
             document["run"]["options"].update(options)
             self.path = self.write(document)

@@ -17,8 +17,7 @@ BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 STUDY = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
 ENTRY = support.ENTRY
 # The three CPU baselines named, so that the run has 6 entries however many the study gains.
-QUICK_CPU = ["--studies", "matmul", "--cpu-only", "--sizes", "64,100", "--impls", "openblas,blocked_loop,naive_loop",
-             "--repetitions", "2", "--min-time", "0.01"]
+QUICK_CPU = ["--studies", "matmul", "--cpu-only", "--sizes", "64,100", "--impls", "openblas,blocked_loop,naive_loop"]
 
 
 def gpubench(*args, build_dir=BUILD_DIR, **kwargs):
@@ -58,7 +57,11 @@ class QuickCpuRunTest(unittest.TestCase):
         for entry in entries:
             self.assertEqual(entry["status"], "ok", entry["name"])
             self.assertLess(entry["rel_fro_error"], 1e-5, entry["name"])
-            self.assertEqual(len(entry["time_s"]["samples"]), 2)
+            # The time is the binary's own loop's samples, and the driver agrees with it on their median.
+            self.assertEqual(entry["protocol"], "cpu", entry["name"])
+            self.assertGreaterEqual(len(entry["time_s"]["samples"]), 2, entry["name"])
+            self.assertAlmostEqual(entry["time_s"]["median"] / entry["measurement"]["headline"]["median_s"], 1.0,
+                                   msg=entry["name"])
             self.assertGreater(entry["flop_per_s"], 0)
         self.assertFalse(document["gpu"]["available"])
         self.assertIsNotNone(document["software"]["openblas"]["core"])
@@ -100,8 +103,7 @@ class AllStudiesCpuRunTest(unittest.TestCase):
         """results.json of a CPU-only run, after checking that every study wrote verified entries."""
         with tempfile.TemporaryDirectory() as directory:
             out = os.path.join(directory, "run")
-            process = gpubench("--cpu-only", "--repetitions", "2", "--min-time", "0.01", "--no-refine", "--out", out,
-                               *args)
+            process = gpubench("--cpu-only", "--no-refine", "--out", out, *args)
             self.assertEqual(process.returncode, 0, process.stdout[-2000:] + process.stderr[-2000:])
             document = results.load(out)
         for name, study in document["studies"].items():
@@ -122,7 +124,8 @@ class AllStudiesCpuRunTest(unittest.TestCase):
         return document
 
     def test_every_study_writes_verified_entries(self):
-        document = self.run_studies("--sizes", "32,48", "--batches", "1,3")
+        # One size and one batch: each entry's own loop samples for about a second or more.
+        document = self.run_studies("--sizes", "48", "--batches", "3")
         # The convolution's sizes name its layers: none of these does, so it is left out.
         self.assertEqual(set(document["studies"]), {name for name in studies.NAMES if built(name)} - {"conv2d"})
         batched = {(e["impl"], e["n"], e["batch"]) for e in document["studies"]["batched_gemm"]["entries"]}
@@ -146,7 +149,9 @@ class BadInputTest(unittest.TestCase):
     def test_bad_values(self):
         for args, text in ((["--sizes", "0"], "--sizes"), (["--sizes", "64,abc"], "'abc' is not an integer"),
                            (["--modes", "sideways"], "unknown value 'sideways'"),
-                           (["--min-time", "-1"], "--min-time"), (["--repetitions", "x"], "--repetitions"),
+                           # the binaries' own loop decides how long to sample: these are gone, not ignored
+                           (["--min-time", "0.1"], "unrecognized arguments: --min-time"),
+                           (["--repetitions", "3"], "unrecognized arguments: --repetitions"),
                            (["--caps", "naive_loop"], "expected id=N"), (["--run-id", "a/b"], "--run-id"),
                            (["--batches", "0"], "--batches: must be a positive integer"),
                            (["--batches", "1,,8"], "--batches: expected a comma-separated list"),
@@ -181,11 +186,14 @@ class BadInputTest(unittest.TestCase):
             self.assertIn("damaged or truncated", process.stderr)
 
 
-# A stand-in study binary: finishes the n=64 entry, then dies from a signal at n=128 after
-# writing one complete benchmark object of that size (the rest of the file is cut off).
+# A stand-in study binary: finishes the n=64 entries, then dies from a signal at n=128 after
+# writing one complete benchmark object and measurement line of that size (the rest of each file
+# is cut off).
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
     import json, os, signal, sys
+    sys.path.insert(0, {tests!r})
+    import support
     args = sys.argv[1:]
     sizes = [int(n) for a in args if a.startswith("--sizes=") for n in a.split("=")[1].split(",")]
     names = [f"matmul/{{impl}}/cpu/host/fp32/n:{{n}}" for n in sizes for impl in ("fast", "slow")]
@@ -204,9 +212,14 @@ FAKE_STUDY = textwrap.dedent('''\
                 "flop": 524288.0, "rel_fro_error": 1e-7, "max_rel_error": 1e-6}}
     with open(out, "w") as stream:
         if sizes == [64]:
-            json.dump({{"context": {{}}, "benchmarks": [run(n) for n in names]}}, stream)
+            runs = [run(n) for n in names]
+            json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
+            support.write_measurements(args, runs)
             sys.exit(0)
         stream.write('{{"context": {{}}, "benchmarks": [' + json.dumps(run(names[0])) + ', {{"name": "cut')
+    support.write_measurements(args, [run(names[0])])
+    with open(support.measurements_path(args), "a") as stream:
+        stream.write('{{"name": "' + names[1] + '", "measurement": {{"protocol": "cpu", "headline": {{"samp')
     os.kill(os.getpid(), signal.SIGSEGV)
 ''')
 
@@ -218,11 +231,10 @@ class CrashTest(unittest.TestCase):
             os.makedirs(os.path.join(build_dir, "bench"))
             fake = os.path.join(build_dir, "bench", "gpubench_matmul")
             with open(fake, "w", encoding="utf-8") as stream:
-                stream.write(FAKE_STUDY.format(python=sys.executable))
+                stream.write(FAKE_STUDY.format(python=sys.executable, tests=support.TESTS_DIR))
             os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
             out = os.path.join(directory, "run")
-            process = gpubench("--sizes", "64,128", "--repetitions", "1", "--no-refine", "--no-reference", "--out", out,
-                               build_dir=build_dir)
+            process = gpubench("--sizes", "64,128", "--no-refine", "--no-reference", "--out", out, build_dir=build_dir)
             self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
             self.assertIn("killed by signal SIGSEGV", process.stdout, process.stderr)
             document = results.load(out)
@@ -242,8 +254,7 @@ class InterruptTest(unittest.TestCase):
             out = os.path.join(directory, "run")
             # naive_loop at 512 takes a fraction of a second per call: time to interrupt after n=64.
             command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--cpu-only",
-                       "--studies", "matmul", "--sizes", "64,512", "--impls", "naive_loop", "--repetitions", "20",
-                       "--min-time", "0.01", "--out", out]
+                       "--studies", "matmul", "--sizes", "64,512", "--impls", "naive_loop", "--out", out]
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        start_new_session=True, env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
             for line in process.stdout:

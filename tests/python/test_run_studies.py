@@ -8,18 +8,20 @@ import tempfile
 import textwrap
 import unittest
 
-from support import fixture, gpubench_run, write_executable
+from support import TESTS_DIR, fixture, gpubench_run, write_executable
 
-from gpubench_driver import plots, results
+from gpubench_driver import plots, results, studies
 
 # A study binary that answers --describe from a file and runs by replaying Google Benchmark
-# objects from another, honouring the flags the driver passes (and refusing unknown ids, as
-# the real binaries do; and --batches in a study without a batch axis, which the driver must
-# never pass). With GPUBENCH_FAKE_LOG set, it appends its arguments to that file, one JSON line
-# per invocation.
+# objects from another (and their times as its measurements file's samples), honouring the flags
+# the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
+# without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
+# its arguments to that file, one JSON line per invocation.
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
     import json, os, sys
+    sys.path.insert(0, {tests!r})
+    import support
     args = sys.argv[1:]
     if os.environ.get("GPUBENCH_FAKE_LOG"):
         with open(os.environ["GPUBENCH_FAKE_LOG"], "a") as stream:
@@ -63,6 +65,7 @@ FAKE_STUDY = textwrap.dedent('''\
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
     with open(out, "w") as stream:
         json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
+    support.write_measurements(args, runs)
     for run in runs:
         if run.get("error_occurred"):
             print(run["run_name"] + "  ERROR OCCURRED: '" + run["error_message"] + "'")
@@ -113,11 +116,12 @@ class FakeMachine:
         for study in studies:
             describe, benchmarks = files[study]
             write_executable(os.path.join(self.build_dir, "bench", f"gpubench_{study}"),
-                             FAKE_STUDY.format(python=sys.executable, describe=describe, benchmarks=benchmarks))
+                             FAKE_STUDY.format(python=sys.executable, tests=TESTS_DIR, describe=describe,
+                                                               benchmarks=benchmarks))
 
     def run(self, *args):
         out = os.path.join(self.directory.name, "run")
-        process = gpubench_run("--repetitions", "1", "--no-reference", "--out", out, *args,
+        process = gpubench_run("--no-reference", "--out", out, *args,
                                build_dir=self.build_dir, env=self.env)
         return process, out
 
@@ -252,9 +256,11 @@ class SelectionTest(unittest.TestCase):
         process, out = self.machine.run("--quick")
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         document = results.load(out)
-        self.assertEqual(document["studies"]["matmul"]["sizes"], [64, 128, 200, 256, 512, 1024])
-        self.assertEqual(document["studies"]["precision"]["sizes"], [256, 1024, 4096])
-        self.assertEqual({e["n"] for e in document["studies"]["precision"]["entries"]}, {4096})
+        matmul, precision = (studies.BY_NAME[name].quick_sizes for name in ("matmul", "precision"))
+        self.assertNotEqual(matmul, precision)
+        self.assertEqual(document["studies"]["matmul"]["sizes"], list(matmul))
+        self.assertEqual(document["studies"]["precision"]["sizes"], list(precision))
+        self.assertEqual({e["n"] for e in document["studies"]["matmul"]["entries"]}, set(matmul))
 
 
 class MissingBinaryTest(unittest.TestCase):
