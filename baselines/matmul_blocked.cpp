@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <vector>
+
+#include "core/first_touch.hpp"
 
 namespace gpubench {
 namespace {
@@ -75,19 +78,16 @@ int block_rows(int m, int threads) {
   return std::clamp(ceil_div(ceil_div(m, threads), kTileRows) * kTileRows, kTileRows, kMaxBlockRows);
 }
 
-// Packing buffers, grown on first use and kept: allocating them in every call would time
-// the allocator and the page faults. One A buffer per thread, one B buffer per calling thread.
-float* grown(std::vector<float>& buffer, std::size_t elements) {
-  if (buffer.size() < elements) buffer.resize(elements);
-  return buffer.data();
-}
 
 }  // namespace
 
 // Threads own contiguous blocks of rows of C (a static schedule, as the studies' first touch
 // of C and A assumes) and share the packed B block.
+// Packing buffers are grown on first use and kept: allocating them in every call would time the
+// allocator and the page faults. The shared B buffer (one per calling thread) is first written
+// by all threads, as pack_b writes it; each thread's A buffer by that thread.
 void matmul_blocked_loop(const float* a, const float* b, float* c, MatmulShape s) {
-  thread_local std::vector<float> packed_b_buffer;
+  thread_local std::unique_ptr<ThreadPlacedArray<float>> packed_b_buffer;
   float* packed_b = grown(packed_b_buffer, static_cast<std::size_t>(kDepth) * ceil_div(kBlockCols, kTileCols) *
                                                kTileCols);
   const int rows_per_block = block_rows(s.m, omp_get_max_threads());
@@ -95,7 +95,9 @@ void matmul_blocked_loop(const float* a, const float* b, float* c, MatmulShape s
 #pragma omp parallel
   {
     thread_local std::vector<float> packed_a_buffer;
-    float* packed_a = grown(packed_a_buffer, static_cast<std::size_t>(rows_per_block) * kDepth);
+    if (packed_a_buffer.size() < static_cast<std::size_t>(rows_per_block) * kDepth)
+      packed_a_buffer.resize(static_cast<std::size_t>(rows_per_block) * kDepth);
+    float* packed_a = packed_a_buffer.data();
     for (int j0 = 0; j0 < s.n; j0 += kBlockCols) {
       const int cols = std::min(kBlockCols, s.n - j0);
       for (int p0 = 0; p0 < s.k; p0 += kDepth) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -46,5 +47,17 @@ class ThreadPlacedArray {
   MappedHostBuffer memory_;
   std::size_t count_;
 };
+
+// A work buffer of at least `count` elements kept in `buffer` across calls and replaced (by a
+// thread-placed, zeroed one) only when too small: a timed call neither allocates nor takes
+// first-touch page faults once the first call has grown it.
+template <typename T>
+T* grown(std::unique_ptr<ThreadPlacedArray<T>>& buffer, std::size_t count) {
+  if (!buffer || buffer->size() < count) {
+    buffer.reset();  // the old one goes first
+    buffer = std::make_unique<ThreadPlacedArray<T>>(count, T{});
+  }
+  return buffer->data();
+}
 
 }  // namespace gpubench
