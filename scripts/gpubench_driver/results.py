@@ -167,6 +167,12 @@ def _validate_software(software):
                                               "threads": _OPTIONAL_NUMBER}, "software.openblas")
     env = software.get("gpubench_env") or {}
     _expect_fields(env.get("cuda"), {"devices": (list, type(None))}, "software.gpubench_env.cuda")
+    # Absent in runs from before the binaries recorded their affinity.
+    _expect_fields(env, {"affinity": (dict, type(None))}, "software.gpubench_env")
+    _expect_fields(env.get("affinity"), {"process_cpus": _OPTIONAL_NUMBER, "initial_thread_cpus": _OPTIONAL_NUMBER,
+                                         "omp_proc_bind": _OPTIONAL_STR, "omp_places": _OPTIONAL_STR,
+                                         "openmp_proc_bind": _OPTIONAL_STR, "openmp_places": _OPTIONAL_NUMBER,
+                                         "openmp_thread_cpus": (list, type(None))}, "software.gpubench_env.affinity")
     for index, device in enumerate((env.get("cuda") or {}).get("devices") or []):
         _expect_type(device, dict, f"software.gpubench_env.cuda.devices[{index}]")
 

@@ -41,6 +41,15 @@ class ValidationTest(unittest.TestCase):
         self.assert_invalid(lambda d: d["studies"]["matmul"]["entries"][0].update(rel_fro_error=True),
                             "rel_fro_error")
 
+    def test_affinity_is_typed(self):
+        def set_affinity(value):
+            return lambda d: d["software"].setdefault("gpubench_env", {}).update(affinity=value)
+        self.assert_invalid(set_affinity("close"), "software.gpubench_env.affinity")
+        self.assert_invalid(set_affinity({"openmp_thread_cpus": 2}), "openmp_thread_cpus")
+        document = fixture_document()
+        set_affinity({"process_cpus": 2, "omp_proc_bind": "close", "openmp_thread_cpus": [1, 1]})(document)
+        results.validate(document)
+
     def test_missing_section(self):
         self.assert_invalid(lambda d: d.pop("machine"), "machine")
 
