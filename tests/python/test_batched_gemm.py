@@ -250,7 +250,8 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("## Batched GEMM: crossover batch (GPU faster than the best CPU)\n\n"
                       "Swept n = 64, 256 and batches 1, 8, 64, 512, 1024", self.text)
         self.assertIn("| 64 | resident | 2 | 1 .. 8 | cublas\\_strided | bracket of measured batches; estimate by "
-                      "log-log interpolation of the speedup to 1 |", self.text)
+                      "log-log interpolation of the speedup to 1 (where an entry had one sample (no interval) its "
+                      "median alone decided) |", self.text)
         self.assertIn("| 64 | transfer\\_pinned | none | n/a .. n/a | n/a | no crossover: the CPU is at least as fast "
                       "at the largest measured batch (batch=1024) |", self.text)
 
