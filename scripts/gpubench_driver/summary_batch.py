@@ -79,9 +79,9 @@ def _loop_ratios(derived, spec):
 
 
 def _saturation_cell(row):
-    if row["saturation_batch"] is None:
-        return f"none: {md(row['saturation_note'])}"
-    return str(row["saturation_batch"])
+    """The saturation batch and what its step measured (derive_batch.saturation), or none and why."""
+    batch = "none" if row["saturation_batch"] is None else str(row["saturation_batch"])
+    return f"{batch}: {md(row['saturation_note'])}"
 
 
 def _throughput(study, spec):
@@ -96,7 +96,10 @@ def _throughput(study, spec):
              rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
     return section(title, [table(header, body), paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
-        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings).")])
+        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
+        f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
+        f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
+        f"below {derive_batch.SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
 
 
 def _epoch_times(study, spec):

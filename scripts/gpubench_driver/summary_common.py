@@ -7,6 +7,12 @@ AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision
 REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
 
 
+def noise_note(beyond_noise):
+    """What a comparison's stats.beyond_spread verdict adds to its figure: nothing when the two differ
+    beyond noise, else that they do not or that one has no interval to tell."""
+    return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
+
+
 def crossover_cells(found, axis="n"):
     """Estimate, bracket, GPU implementation and method of a crossover along the axis ('n' or 'batch')."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
