@@ -17,6 +17,9 @@ PROBES = {
 }
 # {study: its reference runs}: the registry's records' (studies.Study.references) of the studies that have any.
 RUNS = {study.name: study.references for study in studies.STUDIES if study.references}
+# A reference is timed by its study's protocol (scripts/reference_timing.py), which only the binary knows.
+NO_PROTOCOL = ("failed: the study binary does not publish its measurement protocol ('measurement' in its "
+               "--describe), by which its reference is timed")
 
 
 def candidate_interpreters():
@@ -40,14 +43,15 @@ def find_interpreter(library):
     return None
 
 
-def run_library(run):
-    """{"python", "results", "notes"} or {"note"} for one reference run."""
+def run_library(run, protocol):
+    """{"python", "results", "notes"} or {"note"} for one reference run, timed by the study's
+    measurement protocol (its --describe's "measurement" object)."""
     python = find_interpreter(run.library)
     if python is None:
         need = "numpy" if run.library == "numpy" else "PyTorch with a usable CUDA device"
         return {"note": f"skipped: no Python interpreter with {need} was found"}
     print(f"reference: {run.script} {' '.join(run.args)} ({python})", flush=True)
-    command = [python, os.path.join(SCRIPTS_DIR, run.script), *run.args]
+    command = [python, os.path.join(SCRIPTS_DIR, run.script), "--protocol", json.dumps(protocol), *run.args]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -75,18 +79,21 @@ def _narrowed(run, sizes, batches):
     return replace(run, args=tuple(args))
 
 
-def run_references(study, with_gpu, sizes=None, batches=None):
+def run_references(study, with_gpu, protocol, sizes=None, batches=None):
     """The reference runs that belong to a study, by their key in results.json 'references';
-    sizes and batches: what the study swept (None: everything)."""
+    protocol: the study's measurement protocol (None: its binary published none); sizes and
+    batches: what the study swept (None: everything)."""
     found = {}
     for key, run in RUNS.get(study, {}).items():
         run = _narrowed(run, sizes, batches)
         if run is None:
             found[key] = {"note": "skipped: the study ran none of the reference's sizes or batches"}
-        elif with_gpu or not run.gpu:
-            found[key] = run_library(run)
-        else:
+        elif run.gpu and not with_gpu:
             found[key] = {"note": "skipped: the GPU part of the study was not run"}
+        elif protocol is None:
+            found[key] = {"note": NO_PROTOCOL}
+        else:
+            found[key] = run_library(run, protocol)
     return found
 
 
