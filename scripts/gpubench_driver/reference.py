@@ -101,7 +101,7 @@ def compare(references, entries, study):
     """Study median time / reference median time at each point both measured (< 1: the study is faster)."""
     rows = []
     for comparison in getattr(studies.BY_NAME.get(study), "comparisons", ()):
-        measured = _reference_medians(references, comparison)
+        measured = _reference_results(references, comparison)
         swept = {(entry.get("n"), entry.get("batch")) for entry in entries}
         for n, batch in comparison.points:
             if batch is not None and entries and (n, batch) not in swept and (n, batch) not in measured:
@@ -111,10 +111,10 @@ def compare(references, entries, study):
     return rows
 
 
-def _reference_medians(references, comparison):
-    """{(n, batch): median seconds} of the run's results that have the comparison's fields."""
+def _reference_results(references, comparison):
+    """{(n, batch): result} of the run's results that have the comparison's fields."""
     results = ((references or {}).get(comparison.run) or {}).get("results") or []
-    return {(r.get("n"), r.get("batch")): (r.get("time_s") or {}).get("median") for r in results
+    return {(r.get("n"), r.get("batch")): r for r in results
             if isinstance(r, dict) and all(r.get(key) == value for key, value in comparison.result.items())}
 
 
@@ -126,11 +126,15 @@ def _study_median(entries, comparison, n, batch):
     return None
 
 
-def _compare_one(comparison, n, batch, reference_s, study_s):
+def _compare_one(comparison, n, batch, result, study_s):
+    """One row; result: the reference's (None: it has none there)."""
+    reference_s = ((result or {}).get("time_s") or {}).get("median")
     row = {"study": f"{comparison.impl}/{comparison.mode}", "precision": comparison.precision,
            "reference": comparison.reference, "reference_dtype": comparison.result.get("dtype"),
            "reference_layout": comparison.result.get("layout"), "n": n, "batch": batch,
            "study_median_s": study_s, "reference_median_s": reference_s, "time_ratio": None,
+           # Whether the reference's warm-up reached the steady state (None: not recorded).
+           "reference_settled": ((result or {}).get("measurement") or {}).get("settled"),
            "target": comparison.target, "note": None}
     where = f"n={n}" + (f", batch={batch}" if batch is not None else "")
     if study_s is None:

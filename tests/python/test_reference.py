@@ -52,7 +52,8 @@ class CompareTest(unittest.TestCase):
 
     def test_each_precision_against_torch_of_the_same_dtype(self):
         rows = self.rows("precision", self.entries)
-        self.assertEqual(set(rows), {(p, n) for p in ("tf32", "fp16", "bf16", "fp8_e4m3") for n in (4096, 8192)})
+        self.assertEqual(set(rows), {(p, n) for p in ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3")
+                                     for n in (4096, 8192)})
         fp16 = rows[("fp16", 8192)]
         self.assertEqual((fp16["study"], fp16["reference"], fp16["reference_dtype"]),
                          ("cublas/resident", "torch", "float16"))
@@ -87,7 +88,7 @@ class RunReferencesTest(unittest.TestCase):
         with mock.patch.object(reference, "run_library", side_effect=lambda run, protocol: {"called": run}):
             runs = reference.run_references("precision", with_gpu=True, protocol=PROTOCOL)
             self.assertEqual(runs["torch_precision"]["called"].args, ("torch", "4096,8192",
-                                                                      "tf32,float16,bfloat16,float8_e4m3fn"))
+                                                                      "float32,tf32,float16,bfloat16,float8_e4m3fn"))
             self.assertEqual(set(reference.run_references("matmul", with_gpu=True, protocol=PROTOCOL)),
                              {"numpy", "torch"})
             self.assertEqual(runs["torch_precision"]["called"].script, "reference_matmul.py")
