@@ -152,7 +152,7 @@ def settled(window_per_call_s, parameters):
 def warm_up(first_call_s, batches, parameters, clock=time.perf_counter):
     """Runs batches(k), an iterator of the seconds of successive batches of k back-to-back calls,
     until the per-call time settles (parameters: the protocol's "warmup")."""
-    calls = max(1, round(parameters["batch_s"] / first_call_s))
+    calls = max(1, math.floor(parameters["batch_s"] / first_call_s + 0.5))  # halves up, as C++'s std::round
     windows, window_s, window_calls, burst_s = [], 0.0, 0, None
     start = clock()
     for batch_s in batches(calls):
@@ -214,8 +214,8 @@ def _device_batches(torch, operation, calls):
 
 
 def spin_cycles_per_s(torch):
-    """How many torch.cuda._sleep cycles spin a second, timed once per measurement (before its
-    samples, at a clock no lower than under load, so that the spin only lasts longer than asked)."""
+    """How many torch.cuda._sleep cycles spin a second, timed once per measurement, right after its
+    warm-up: at the clock of the steady state its samples run at."""
     torch.cuda.synchronize()
     start = _event(torch)
     torch.cuda._sleep(SPIN_CALIBRATION_CYCLES)
@@ -234,8 +234,8 @@ def held_sample_taker(torch, operation, calls, cycles_per_s):
     def take_sample():
         nonlocal hold_s
         while True:
+            enqueue_start = time.perf_counter()  # before the spin is queued: it cannot start earlier
             torch.cuda._sleep(round(hold_s * cycles_per_s))
-            enqueue_start = time.perf_counter()
             start = _event(torch)
             for _ in range(calls):
                 operation()

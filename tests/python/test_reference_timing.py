@@ -116,9 +116,11 @@ class WarmUpTest(unittest.TestCase):
         self.assertLess(warm.seconds - 8 * 1.25 * T, WARMUP["max_s"])  # the batch that crossed it was the last
 
     def test_calls_per_batch_from_the_first_call(self):
-        for first_call_s, calls in ((3 * T, 3), (1.0, 1), (T / 4, 32)):  # round(8 / 3); at least 1
+        # batch_s is 8 T: round(8 / 3), at least 1, 32; 2.5 rounds up (as in C++), not to the even 2.
+        for first_call_s, batch_s, calls in ((3 * T, 8 * T, 3), (1.0, 8 * T, 1), (T / 4, 8 * T, 32), (2 * T, 5 * T, 3)):
             clock = FakeClock()
-            warm = reference_timing.warm_up(first_call_s, fake_batches(lambda i: T, clock), WARMUP, clock)
+            warm = reference_timing.warm_up(first_call_s, fake_batches(lambda i: T, clock),
+                                            dict(WARMUP, batch_s=batch_s), clock)
             self.assertEqual(warm.calls_per_batch, calls, first_call_s)
 
 
