@@ -30,6 +30,7 @@ PROTOCOL_KEYS = {
 }
 RULE_KEYS = PROTOCOL_KEYS["latency"]  # what the stopping rule reads of a section
 FIRST_HOLD_S = 50e-6    # the spin before a sample's calls; doubled while the host is slower to enqueue
+MAX_HOLD_S = 0.1        # a hold the host still cannot beat means the operation waits for the device
 SPIN_CALIBRATION_CYCLES = 1 << 20
 
 
@@ -228,7 +229,8 @@ def held_sample_taker(torch, operation, calls, cycles_per_s):
     """take_sample() for sample_until_stopped: a spin kernel holds the stream while the host
     enqueues the start event, `calls` calls and the end event behind it, so the sample is the
     device's time alone. A sample the host took longer to enqueue than the hold lasted may hold
-    launch gaps: it is dropped and the hold doubled."""
+    launch gaps: it is dropped and the hold doubled (up to MAX_HOLD_S: an operation that synchronizes
+    cannot be held, and is refused rather than timed with its gaps)."""
     hold_s = FIRST_HOLD_S
 
     def take_sample():
@@ -246,6 +248,9 @@ def held_sample_taker(torch, operation, calls, cycles_per_s):
                 seconds = start.elapsed_time(end) / 1000.0
                 return seconds / calls, seconds
             hold_s *= 2
+            if hold_s > MAX_HOLD_S:
+                raise RuntimeError(f"{calls} calls took the host {enqueued_s:.3g} s to queue behind a hold: the "
+                                   f"operation waits for the device, and held samples cannot leave its gaps out")
     return take_sample
 
 

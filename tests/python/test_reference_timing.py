@@ -143,6 +143,14 @@ class HeldSampleTest(unittest.TestCase):
             take_sample()
         self.assertEqual(torch.spins[-1], 200_000)  # the hold that sufficed is kept
 
+    def test_an_operation_that_waits_for_the_device_is_refused(self):
+        torch = FakeTorch(host_s_per_call=1.0, device_s_per_call=20e-6)  # as if each call synchronized
+        take_sample = reference_timing.held_sample_taker(torch, torch.operation, 1, 1e9)
+        with mock.patch.object(reference_timing, "time", torch.host), self.assertRaises(RuntimeError) as raised:
+            take_sample()
+        self.assertIn("the operation waits for the device", str(raised.exception))
+        self.assertLessEqual(torch.spins[-1], reference_timing.MAX_HOLD_S * 1e9)
+
     def test_spin_calibration(self):
         torch = FakeTorch(host_s_per_call=0, device_s_per_call=0)
         self.assertAlmostEqual(reference_timing.spin_cycles_per_s(torch) / torch.cycles_per_s, 1.0)
