@@ -111,6 +111,7 @@ def run_study(study, document, options):
     if options.reference and studies.BY_NAME[study.name].references:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
                                   **reference.run_references(study.name, with_gpu=document["gpu"]["available"],
+                                                             protocol=study.record.get("measurement"),
                                                              sizes=study.options.sizes,
                                                              batches=study.options.batches)}
 

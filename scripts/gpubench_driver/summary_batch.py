@@ -3,8 +3,8 @@ from its `derived` (derive_batch.py); what sets one study apart is its BatchStud
 from gpubench_driver import derive_batch, gbench, reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
-from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, crossover_cells, grouped_failures,
-                                            run_notes)
+from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, STEADY_STATE, crossover_cells,
+                                            grouped_failures, run_notes)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -221,7 +221,7 @@ def _references(name, study, spec, references):
         f"Time ratio: study median time / {md(first['reference'])} median time at the same "
         + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
         + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure are "
-          "left out.",
+          "left out. " + STEADY_STATE,
         *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
             row["target"] for row in rows if row["target"])))])
 

@@ -2,7 +2,7 @@
 from gpubench_driver import derive_transfer
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, noise_note, run_notes
+from gpubench_driver.summary_common import REFERENCES_NOT_RUN, STEADY_STATE, grouped_failures, noise_note, run_notes
 
 REFERENCE_RUN = "torch_transfer"
 
@@ -95,7 +95,7 @@ def _references(study, references):
     return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
                                         body), paragraph(
         "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
-        "Targets are stated, not checked.")])
+        "Targets are stated, not checked. " + STEADY_STATE)])
 
 
 def sections(study, document):

@@ -80,6 +80,23 @@ class ValidationTest(unittest.TestCase):
             with self.subTest(field=field):
                 self.assert_invalid(change, field)
 
+    def test_a_reference_results_measurement_is_typed(self):
+        """How a reference was timed (reference_timing.record): optional, typed where present."""
+        result = lambda d: d["references"]["numpy"]["results"][0]  # noqa: E731
+        document = fixture_document()
+        result(document)["measurement"] = {"protocol": "latency", "burst_s": 0.1, "settled": False,
+                                           "warmup_window_per_call_s": [0.1, 0.1], "stop_reason": "timeout",
+                                           "converged": False, "noise": None, "measured_s": 0.5}
+        results.validate(document)
+        for change, field in (
+                (lambda d: result(d).update(measurement=[]), "references.numpy.results[0].measurement"),
+                (lambda d: result(d).update(measurement={"settled": "yes"}),
+                 "references.numpy.results[0].measurement.settled"),
+                (lambda d: result(d).update(measurement={"noise": "0.01"}),
+                 "references.numpy.results[0].measurement.noise")):
+            with self.subTest(field=field):
+                self.assert_invalid(change, field)
+
 
 class WriteAndLoadTest(unittest.TestCase):
     def setUp(self):
