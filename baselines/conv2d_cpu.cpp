@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
+
+#include "core/first_touch.hpp"
 
 namespace gpubench {
 namespace {
@@ -139,11 +142,11 @@ void im2col_images(const float* images, const Conv2dShape& s, TensorLayout layou
 }
 
 // Kept across calls (one per calling thread, at most the budget below or one image's): a
-// fresh buffer of megabytes would add its page faults to every timed call.
+// fresh buffer of megabytes would add its page faults to every timed call. Its pages are
+// first written by the threads that write the columns (im2col_images' static schedule).
 float* column_buffer(std::size_t elements) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < elements) buffer.resize(elements);
-  return buffer.data();
+  thread_local std::unique_ptr<ThreadPlacedArray<float>> buffer;
+  return grown(buffer, elements);
 }
 
 // --- GEMMs over groups of images ---------------------------------------------------------

@@ -2,7 +2,9 @@
 #include "core/operations.hpp"
 
 namespace gpubench {
-// Cache-blocked loop spread over all cores with OpenMP: what careful plain C++ reaches
-// without a BLAS library.
+// The hand-written C++ baseline: a BLAS's loop nest as plain loops (packed panels of A and B,
+// a 6 x 32 tile of C accumulated in registers, vectorised by the compiler, no intrinsics),
+// OpenMP threads owning contiguous row blocks of C. What careful C++ reaches without a BLAS
+// library; none of a BLAS's per-CPU tuning.
 void matmul_blocked_loop(const float* a, const float* b, float* c, MatmulShape shape);
 }  // namespace gpubench

@@ -19,6 +19,7 @@
 #include "core/random.hpp"
 #include "core/reference.hpp"
 #include "core/verify.hpp"
+#include "harness/cpu_entry.hpp"
 #include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDA
@@ -173,9 +174,9 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #if GPUBENCH_HAVE_CUDA
   if (impl.on_gpu()) return std::make_unique<GpuBatchedGemm>(impl, entry.mode, problem);
 #endif
-  auto cpu = std::make_unique<CpuOutputEntry>(problem.shape.elements(), [&impl, &problem](float* c) {
-    impl.run(problem.a.data(), problem.b.data(), c, problem.shape);
-  });
+  auto cpu = std::make_unique<ThreadPlacedCpuEntry>(
+      std::vector{&problem.a, &problem.b}, problem.shape.elements(),
+      [&impl, &problem](const std::vector<const float*>& in, float* c) { impl.run(in[0], in[1], c, problem.shape); });
   cpu->set_verdict(verify_batch(cpu->output(), problem));
   report_work(*cpu, problem.shape);
   return cpu;

@@ -22,6 +22,7 @@
 #include "core/precision_codec.hpp"
 #include "core/random.hpp"
 #include "core/verify.hpp"
+#include "harness/cpu_entry.hpp"
 #include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDNN
@@ -296,9 +297,11 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   }
 #endif
   // The first call, on an output poisoned with NaN, is also the warm-up (thread pools, column buffer).
-  auto cpu = std::make_unique<CpuOutputEntry>(problem.shape.output_elements(), [&impl, &problem](float* output) {
-    impl.run(problem.input.data(), problem.filter.data(), output, problem.shape, impl.layout);
-  });
+  auto cpu = std::make_unique<ThreadPlacedCpuEntry>(
+      std::vector{&problem.input, &problem.filter}, problem.shape.output_elements(),
+      [&impl, &problem](const std::vector<const float*>& in, float* output) {
+        impl.run(in[0], in[1], output, problem.shape, impl.layout);
+      });
   report(*cpu, problem.shape, verify_output(cpu->output(), problem, impl.layout, Precision::fp32),
          static_cast<double>(sizeof(float)));
   return cpu;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/first_touch.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
 #include "harness/study.hpp"
@@ -117,12 +118,12 @@ struct MlpProblem {
 
 // Host bytes an entry needs at most: the batch (FP32 inputs, labels), about a dozen parameter vectors and
 // the CPU step (five batch x hidden FP32 buffers: the entry itself, or the GPU entries' reference); CPU
-// entries add the FP64 reference step (an FP64 copy of the inputs, five FP64 buffers), transfer_pinned
-// entries the pinned copy of the batch.
+// entries add the FP64 reference step (an FP64 copy of the inputs, five FP64 buffers) and their own copy of
+// the batch, transfer_pinned entries the pinned copy of the batch.
 double host_bytes_needed(MlpShape s, int batch, bool fp64_reference, bool pinned_copy) {
   const double batch_row = s.inputs * 4.0 + 4.0;
   double per_row = batch_row + 5.0 * s.hidden * 4.0;
-  if (fp64_reference) per_row += (s.inputs + 5.0 * s.hidden) * 8.0;
+  if (fp64_reference) per_row += (s.inputs + 5.0 * s.hidden) * 8.0 + batch_row;
   if (pinned_copy) per_row += batch_row;
   return batch * per_row + 64.0 * static_cast<double>(mlp_layout(s).parameters);
 }
@@ -267,7 +268,7 @@ struct NamedTensor {
   MlpTensor tensor;
 };
 
-StepVerdict verify_step(const MlpProblem& problem, const std::vector<float>& after, float loss,
+StepVerdict verify_step(const MlpProblem& problem, const float* after, float loss,
                         const StepResult& reference, const StepTolerance& tolerance) {
   StepVerdict verdict;
   verdict.tolerance = tolerance;
@@ -319,20 +320,23 @@ void report_step(PreparedEntry& entry, const MlpProblem& problem, const StepVerd
 class CpuStep : public PreparedEntry {
  public:
   CpuStep(const MlpImplementation& impl, const std::string& precision, const MlpProblem& problem)
-      : impl_(impl), problem_(problem), parameters_(problem.parameters) {
+      : impl_(impl), problem_(problem), parameters_(problem.parameters), inputs_(problem.inputs),
+        labels_(problem.labels) {
     run_once();  // the first step (OpenBLAS's threads, the workspace), checked
-    report_step(*this, problem, verify_step(problem, parameters_, loss_, fp64_reference(problem),
+    report_step(*this, problem, verify_step(problem, parameters_.data(), loss_, fp64_reference(problem),
                                             tolerance_of(precision)));
   }
   void run_once() override {
-    loss_ = impl_.cpu_step(problem_.shape, parameters_.data(), problem_.inputs.data(), problem_.labels.data(),
-                           problem_.batch, kLearningRate, workspace_);
+    loss_ = impl_.cpu_step(problem_.shape, parameters_.data(), inputs_.data(), labels_.data(), problem_.batch,
+                           kLearningRate, workspace_);
   }
 
  private:
   const MlpImplementation& impl_;
   const MlpProblem& problem_;
-  std::vector<float> parameters_;
+  // The entry's own weights and batch, first written by the OpenMP threads (core/first_touch.hpp).
+  ThreadPlacedArray<float> parameters_, inputs_;
+  ThreadPlacedArray<int> labels_;
   MlpWorkspace workspace_;
   float loss_ = 0;
 };
@@ -375,7 +379,7 @@ class GpuStep : public PreparedEntry {
     step();  // the first step, on the uploaded batch, checked against the CPU step
     std::vector<float> after(problem_.parameters.size());
     CUDA_CHECK(cudaMemcpy(after.data(), parameters_.get(), parameters_.bytes(), cudaMemcpyDeviceToHost));
-    report_step(*this, problem_, verify_step(problem_, after, workspace_.loss(), cpu_reference(problem_),
+    report_step(*this, problem_, verify_step(problem_, after.data(), workspace_.loss(), cpu_reference(problem_),
                                              tolerance_of(entry.precision)));
     if (copies_) {
       pinned_inputs_ = pinned_copy_of(problem_.inputs);

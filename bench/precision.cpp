@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/first_touch.hpp"
 #include "core/json.hpp"
 #include "core/precision.hpp"
 #include "core/precision_codec.hpp"
@@ -91,9 +92,9 @@ Operands make_operands(MatmulShape shape, Distribution distribution) {
 }
 
 // Peak host bytes of one size: two distributions of FP32 operands (16 n^2), their encoded
-// copies (up to 32 n^2 for FP64), an output and its FP64 decoding (16 n^2), and the
-// reference's upcast B while it is computed.
-double host_bytes_needed(int n) { return 72.0 * n * n; }
+// copies (up to 32 n^2 for FP64), a CPU entry's copies of the uniform ones (up to 16 n^2),
+// an output and its FP64 decoding (16 n^2), and the reference's upcast B while it is computed.
+double host_bytes_needed(int n) { return 88.0 * n * n; }
 
 const PrecisionProblem& problem_for(int n) {
   static ProblemCache<int, PrecisionProblem> cache;
@@ -171,40 +172,39 @@ void report(PreparedEntry& entry, Precision precision, const MatmulShape& shape,
                            static_cast<double>(info.output_bytes) * shape.c_elements());
 }
 
-std::vector<std::uint8_t> output_buffer(Precision precision, const MatmulShape& shape) {
-  return std::vector<std::uint8_t>(shape.c_elements() * precision_info(precision).output_bytes, 0xFF);  // NaN-poisoned
+std::size_t output_bytes(Precision precision, const MatmulShape& shape) {
+  return shape.c_elements() * precision_info(precision).output_bytes;
 }
 
 // --- CPU entries -----------------------------------------------------------------------
 // Entries hold the cached encoded operands by reference: the skeleton drops an entry before it
-// prepares the next, the only time the cache changes.
+// prepares the next, the only time the cache changes. The timed call runs on the entry's own
+// copies of the uniform operands and an output, first written by the OpenMP threads
+// (core/first_touch.hpp), OpenBLAS's threads being spread over the same cores.
 class CpuPrecisionGemm : public PreparedEntry {
  public:
   CpuPrecisionGemm(const PrecisionImplementation& impl, Precision precision, const PrecisionProblem& problem)
       : impl_(impl), precision_(precision), shape_(problem.shape), encoded_(encoded_for(problem, precision)),
-        c_(output_buffer(precision, shape_)) {
+        a_(encoded_.uniform.a), b_(encoded_.uniform.b), c_(output_bytes(precision, shape_), 0xFF) {  // NaN-poisoned
     Verdict verdict;
-    verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);
-    verdict.normal = run_and_check(encoded_.normal, problem.normal);
+    run_once();
+    verdict.uniform = check_output(precision_, c_.data(), encoded_.uniform, problem.uniform);
+    impl_.run(precision_, encoded_.normal.a.data(), encoded_.normal.b.data(), c_.data(), shape_,
+              encoded_.normal.dequant);
+    verdict.normal = check_output(precision_, c_.data(), encoded_.normal, problem.normal);
     report(*this, precision_, shape_, verdict);
   }
 
-  void run_once() override { run_on(encoded_.uniform); }
+  void run_once() override {
+    impl_.run(precision_, a_.data(), b_.data(), c_.data(), shape_, encoded_.uniform.dequant);
+  }
 
  private:
-  void run_on(const EncodedOperands& operands) {
-    impl_.run(precision_, operands.a.data(), operands.b.data(), c_.data(), shape_, operands.dequant);
-  }
-  Verification run_and_check(const EncodedOperands& encoded, const Operands& operands) {
-    run_on(encoded);
-    return check_output(precision_, c_.data(), encoded, operands);
-  }
-
   const PrecisionImplementation& impl_;
   Precision precision_;
   MatmulShape shape_;
   const EncodedProblem& encoded_;
-  std::vector<std::uint8_t> c_;
+  ThreadPlacedArray<std::uint8_t> a_, b_, c_;
 };
 
 #if GPUBENCH_HAVE_CUDA

@@ -2,22 +2,21 @@
 (cuDNN, with torch.backends.cudnn.benchmark = True, so torch times cuDNN's algorithms once per
 shape and keeps the fastest, as the study's cuDNN plans do) on the layers of the conv2d study.
 
-    python3 reference_conv2d.py torch N[,N...] BATCH[,BATCH...] DTYPE[,DTYPE...] LAYOUT[,LAYOUT...]
-    e.g. python3 reference_conv2d.py torch 56,14 1,32,256 float32,tf32,float16 nchw,nhwc
+    python3 reference_conv2d.py --protocol PROTOCOL torch N[,N...] BATCH[,BATCH...] DTYPE[,...] LAYOUT[,...]
+    e.g. python3 reference_conv2d.py --protocol PROTOCOL torch 56,14 1,32,256 float32,tf32,float16 nchw,nhwc
 
 N names a layer by its input height and width, as the study's size axis does (7, 14, 28, 56).
 DTYPE: float32 (TF32 off), tf32 (FP32 tensors, TF32 allowed), float16. LAYOUT: nchw (contiguous
 tensors) or nhwc (torch.channels_last for input and filter; the output follows). Inputs are
-uniform in [-1, 1) on the device, timed as the study times a GPU entry (CUDA events,
-reference_timing.cuda_event_samples). Without torch or a CUDA device there are no results, a
-note says why, and the exit status is 0; a configuration torch cannot run (too little memory)
-becomes a note and the others still run.
+uniform in [-1, 1) on the device, timed as the study times a GPU entry (PROTOCOL, the study's
+`--describe` "measurement" object, through reference_timing.cuda_event_timing). Without torch or a
+CUDA device there are no results, a note says why, and the exit status is 0; a configuration torch
+cannot run (too little memory) becomes a note and the others still run.
 """
 import json
-import statistics
 import sys
 
-from reference_timing import cuda_event_samples, spread
+from reference_timing import cuda_event_timing, protocol_and_arguments
 
 # bench/conv2d.cpp's layers: n -> (in_channels, out_channels, kernel, padding), stride 1.
 LAYERS = {7: (512, 2048, 1, 0), 14: (256, 256, 3, 1), 28: (128, 128, 3, 1), 56: (64, 64, 3, 1)}
@@ -48,22 +47,22 @@ def conv_operation(torch, n, batch, dtype, layout):
     return lambda: torch.nn.functional.conv2d(x, w, None, 1, padding)
 
 
-def time_conv(torch, n, batch, dtype, layout):
+def time_conv(torch, n, batch, dtype, layout, protocol):
     torch.backends.cudnn.benchmark = True
     # FP32 as the study's fp32 entries run it: no TF32 unless TF32 is what is timed.
     torch.backends.cudnn.allow_tf32 = dtype == "tf32"
-    samples = cuda_event_samples(torch, conv_operation(torch, n, batch, dtype, layout))
+    measured = cuda_event_timing(torch, conv_operation(torch, n, batch, dtype, layout), protocol)
     in_channels, out_channels, kernel, padding = LAYERS[n]
     return {"library": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(0),
             "workload": "conv2d", "op": "torch.nn.functional.conv2d", "cudnn_benchmark": True,
             "allow_tf32": torch.backends.cudnn.allow_tf32, "n": n, "batch": batch, "dtype": dtype,
             "layout": layout, "in_channels": in_channels, "out_channels": out_channels, "kernel": kernel,
-            "stride": 1, "padding": padding, "timer": "CUDA events", "time_s": spread(samples),
-            "flop_per_s": flop(n, batch) / statistics.median(samples)}
+            "stride": 1, "padding": padding, "timer": "CUDA events", **measured,
+            "flop_per_s": flop(n, batch) / measured["time_s"]["median"]}
 
 
-def time_all(torch, sizes, batches, dtypes, layouts):
+def time_all(torch, protocol, sizes, batches, dtypes, layouts):
     """Results and notes: a configuration torch cannot run is noted and the rest still run."""
     results, notes = [], []
     for n in sizes:
@@ -71,7 +70,7 @@ def time_all(torch, sizes, batches, dtypes, layouts):
             for dtype in dtypes:
                 for layout in layouts:
                     try:
-                        results.append(time_conv(torch, n, batch, dtype, layout))
+                        results.append(time_conv(torch, n, batch, dtype, layout, protocol))
                     except RuntimeError as error:  # torch.cuda.OutOfMemoryError among them
                         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
                         notes.append(f"{dtype} {layout} at n={n} batch={batch}: not run: {reason}")
@@ -96,9 +95,13 @@ def parse(argv):
 
 
 def main(argv):
+    with_protocol = protocol_and_arguments(argv, "reference_conv2d.py")
+    if with_protocol is None:
+        return 2
+    protocol, argv = with_protocol
     parsed = parse(argv)
     if parsed is None:
-        print(f"usage: reference_conv2d.py torch N[,N...] BATCH[,BATCH...] DTYPE[,DTYPE...] LAYOUT[,LAYOUT...] "
+        print(f"usage: reference_conv2d.py --protocol JSON torch N[,N...] BATCH[,BATCH...] DTYPE[,...] LAYOUT[,...] "
               f"(N: {', '.join(map(str, LAYERS))}; DTYPE: {', '.join(DTYPES)}; LAYOUT: {', '.join(LAYOUTS)})",
               file=sys.stderr)
         return 2
@@ -110,7 +113,7 @@ def main(argv):
     if not torch.cuda.is_available():
         print(json.dumps({"results": [], "notes": [f"not run: torch {torch.__version__} has no usable CUDA device"]}))
         return 0
-    results, notes = time_all(torch, *parsed)
+    results, notes = time_all(torch, protocol, *parsed)
     print(json.dumps({"results": results, "notes": notes}))
     return 0
 

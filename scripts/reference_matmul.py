@@ -1,21 +1,18 @@
 """Reference matmul timings from numpy (CPU) and PyTorch (GPU), printed as one JSON object.
 
-Run by the gpubench driver with whichever interpreter has numpy / torch:
-    python3 reference_matmul.py numpy 4096
-    python3 reference_matmul.py torch 4096,8192 [DTYPE,...]
+Run by the gpubench driver with whichever interpreter has numpy / torch, PROTOCOL the study's
+`--describe` "measurement" object (reference_timing: numpy on the host clock, torch on the device):
+    python3 reference_matmul.py --protocol PROTOCOL numpy 4096
+    python3 reference_matmul.py --protocol PROTOCOL torch 4096,8192 [DTYPE,...]
 DTYPE (default float32): float32 (no TF32), tf32 (FP32 tensors, TF32 allowed), float16, bfloat16,
 float8_e4m3fn (torch._scaled_mm with per-tensor scales). A dtype this torch or GPU cannot run
 becomes a line in "notes" instead of a result.
 """
 import json
-import statistics
 import sys
-import time
 
-from reference_timing import cuda_event_samples, spread
+from reference_timing import cuda_event_timing, host_clock_timing, protocol_and_arguments
 
-TIMED_RUNS = 20   # numpy: calls timed one by one after WARMUP_RUNS (torch: reference_timing)
-WARMUP_RUNS = 3
 FP8_E4M3_MAX = 448.0  # largest finite float8_e4m3fn
 
 
@@ -38,21 +35,15 @@ def numpy_threads():
             for pool in threadpoolctl.threadpool_info() if pool.get("user_api") == "blas"]
 
 
-def time_numpy(n):
+def time_numpy(n, protocol):
     import numpy as np
     rng = np.random.default_rng(12345)
     a = (rng.random((n, n), dtype=np.float32) * 2 - 1)
     b = (rng.random((n, n), dtype=np.float32) * 2 - 1)
-    for _ in range(WARMUP_RUNS):
-        np.matmul(a, b)
-    samples = []
-    for _ in range(TIMED_RUNS):
-        start = time.perf_counter()
-        np.matmul(a, b)
-        samples.append(time.perf_counter() - start)
+    measured = host_clock_timing(lambda: np.matmul(a, b), protocol)
     return {"library": "numpy", "version": np.__version__, "blas": numpy_blas(np),
-            "blas_threads": numpy_threads(), "n": n, "dtype": "float32",
-            "timer": "time.perf_counter", "time_s": spread(samples), "flop_per_s": 2.0 * n ** 3 / statistics.median(samples)}
+            "blas_threads": numpy_threads(), "n": n, "dtype": "float32", "timer": "time.perf_counter", **measured,
+            "flop_per_s": 2.0 * n ** 3 / measured["time_s"]["median"]}
 
 
 def matmul_operation(torch, a, b, dtype):
@@ -92,7 +83,7 @@ OPERATIONS = {"float32": matmul_operation, "tf32": matmul_operation, "float16": 
               "bfloat16": matmul_operation, "float8_e4m3fn": scaled_mm_operation}
 
 
-def time_torch(n, dtype="float32"):
+def time_torch(n, dtype, protocol):
     import torch
     if not torch.cuda.is_available():
         raise RuntimeError("torch has no usable CUDA device")
@@ -102,21 +93,21 @@ def time_torch(n, dtype="float32"):
     a = torch.rand((n, n), device="cuda", dtype=torch.float32, generator=generator) * 2 - 1
     b = torch.rand((n, n), device="cuda", dtype=torch.float32, generator=generator) * 2 - 1
     operation, details = OPERATIONS[dtype](torch, a, b, dtype)
-    samples = cuda_event_samples(torch, operation)
+    measured = cuda_event_timing(torch, operation, protocol)
     return {"library": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name(0), "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "n": n, "dtype": dtype, **details,
-            "timer": "CUDA events", "time_s": spread(samples), "flop_per_s": 2.0 * n ** 3 / statistics.median(samples)}
+            "n": n, "dtype": dtype, **details, "timer": "CUDA events", **measured,
+            "flop_per_s": 2.0 * n ** 3 / measured["time_s"]["median"]}
 
 
-def time_torch_dtypes(sizes, dtypes):
+def time_torch_dtypes(sizes, dtypes, protocol):
     """Results and notes: a dtype or size this torch/GPU cannot run (no FP8 before compute
     capability 8.9, an old torch, too little memory) is noted and the rest still run."""
     results, notes = [], []
     for dtype in dtypes:
         for n in sizes:
             try:
-                results.append(time_torch(n, dtype))
+                results.append(time_torch(n, dtype, protocol))
             except (RuntimeError, NotImplementedError, TypeError, AttributeError) as error:
                 reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 notes.append(f"{dtype} at n={n}: not run: {reason}")
@@ -124,18 +115,22 @@ def time_torch_dtypes(sizes, dtypes):
 
 
 def main(argv):
+    parsed = protocol_and_arguments(argv, "reference_matmul.py")
+    if parsed is None:
+        return 2
+    protocol, argv = parsed
     library = argv[0] if argv else None
     dtypes = argv[2].split(",") if len(argv) == 3 else ["float32"]
     if (library not in ("numpy", "torch") or len(argv) not in (2, 3) or (library == "numpy" and len(argv) == 3)
             or any(dtype not in OPERATIONS for dtype in dtypes)):
-        print(f"usage: reference_matmul.py numpy N[,N...] | torch N[,N...] [DTYPE,...] "
+        print(f"usage: reference_matmul.py --protocol JSON numpy N[,N...] | torch N[,N...] [DTYPE,...] "
               f"(DTYPE: {', '.join(OPERATIONS)})", file=sys.stderr)
         return 2
     sizes = [int(n) for n in argv[1].split(",")]
     if library == "numpy":
-        print(json.dumps({"results": [time_numpy(n) for n in sizes]}))
+        print(json.dumps({"results": [time_numpy(n, protocol) for n in sizes]}))
     else:
-        results, notes = time_torch_dtypes(sizes, dtypes)
+        results, notes = time_torch_dtypes(sizes, dtypes, protocol)
         print(json.dumps({"results": results, "notes": notes}))
     return 0
 

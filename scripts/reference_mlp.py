@@ -3,19 +3,18 @@
 The step gpubench_mlp_training times, written as a PyTorch user would: nn.Linear x3 with ReLU
 (784 -> 1024 -> 1024 -> 10), F.cross_entropy, loss.backward(), torch.optim.SGD(lr=0.1).step(), on
 random inputs and labels already on the device. Run by the gpubench driver with an interpreter that
-has torch:
-    python3 reference_mlp.py torch 256,1024,8192 [DTYPE,...]
+has torch, PROTOCOL the study's `--describe` "measurement" object:
+    python3 reference_mlp.py --protocol PROTOCOL torch 256,1024,8192 [DTYPE,...]
 DTYPE (default float32): float32 (FP32, TF32 off), bf16_mixed (forward and loss under
 torch.autocast(bfloat16): BF16 GEMMs, FP32 master weights, gradients and optimizer). Each step is
-timed like the study's GPU entries (reference_timing.cuda_event_samples). Without torch or a CUDA
+timed like the study's GPU entries (reference_timing.cuda_event_timing). Without torch or a CUDA
 device, a note and no results (exit 0); a batch or dtype that cannot run (out of memory, no BF16)
 becomes a note and the rest still run.
 """
 import json
-import statistics
 import sys
 
-from reference_timing import cuda_event_samples, spread
+from reference_timing import cuda_event_timing, protocol_and_arguments
 
 INPUTS, HIDDEN, OUTPUTS = 784, 1024, 10
 LEARNING_RATE = 0.1  # the study's; it does not change the time
@@ -44,20 +43,20 @@ def training_step(torch, batch, dtype):
     return step
 
 
-def time_step(torch, batch, dtype):
+def time_step(torch, batch, dtype, protocol):
     # FP32 as the study measures it: no TF32 shortcut (autocast's BF16 GEMMs are unaffected).
     torch.backends.cuda.matmul.allow_tf32 = False
     if dtype == "bf16_mixed" and not torch.cuda.is_bf16_supported():
         raise RuntimeError(f"{torch.cuda.get_device_name(0)} has no BF16 support in torch {torch.__version__}")
-    samples = cuda_event_samples(torch, training_step(torch, batch, dtype))
-    samples_per_s = batch / statistics.median(samples)
+    measured = cuda_event_timing(torch, training_step(torch, batch, dtype), protocol)
+    samples_per_s = batch / measured["time_s"]["median"]
     return {"library": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name(0), "workload": "mlp_training", "n": HIDDEN, "batch": batch,
-            "dtype": dtype, "allow_tf32": False, "timer": "CUDA events", "time_s": spread(samples),
+            "dtype": dtype, "allow_tf32": False, "timer": "CUDA events", **measured,
             "samples_per_s": samples_per_s, "epoch_s": EPOCH_SAMPLES / samples_per_s}
 
 
-def time_all(batches, dtypes):
+def time_all(batches, dtypes, protocol):
     """Results and notes: what cannot run is noted, the rest still runs."""
     try:
         import torch
@@ -69,7 +68,7 @@ def time_all(batches, dtypes):
     for dtype in dtypes:
         for batch in batches:
             try:
-                results.append(time_step(torch, batch, dtype))
+                results.append(time_step(torch, batch, dtype, protocol))
             except RuntimeError as error:  # torch.cuda.OutOfMemoryError is one
                 reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 notes.append(f"{dtype} at batch {batch}: not run: {reason}")
@@ -78,9 +77,14 @@ def time_all(batches, dtypes):
 
 
 def main(argv):
+    parsed = protocol_and_arguments(argv, "reference_mlp.py")
+    if parsed is None:
+        return 2
+    protocol, argv = parsed
     dtypes = argv[2].split(",") if len(argv) == 3 else ["float32"]
     if not argv or argv[0] != "torch" or len(argv) not in (2, 3) or any(d not in DTYPES for d in dtypes):
-        print(f"usage: reference_mlp.py torch BATCH[,BATCH...] [DTYPE,...] (DTYPE: {', '.join(DTYPES)})",
+        print(f"usage: reference_mlp.py --protocol JSON torch BATCH[,BATCH...] [DTYPE,...] "
+              f"(DTYPE: {', '.join(DTYPES)})",
               file=sys.stderr)
         return 2
     try:
@@ -90,7 +94,7 @@ def main(argv):
     if not batches or min(batches) < 1:
         print(f"reference_mlp.py: batches must be positive integers, got {argv[1]!r}", file=sys.stderr)
         return 2
-    results, notes = time_all(batches, dtypes)
+    results, notes = time_all(batches, dtypes, protocol)
     print(json.dumps({"results": results, "notes": notes}))
     return 0
 

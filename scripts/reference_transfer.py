@@ -1,9 +1,10 @@
 """Reference copy timings from PyTorch, printed as one JSON object: Tensor.copy_ between host
 and device memory of the kinds the transfer study measures, timed as the study times its copies
-(host clock from the call until the device is synchronized, reference_timing.host_clock_samples).
+(host clock from the call until the device is synchronized, reference_timing.host_clock_timing
+with PROTOCOL, the study's `--describe` "measurement" object).
 
-    python3 reference_transfer.py torch BYTES[,BYTES...]
-    e.g. python3 reference_transfer.py torch 268435456
+    python3 reference_transfer.py --protocol PROTOCOL torch BYTES[,BYTES...]
+    e.g. python3 reference_transfer.py --protocol PROTOCOL torch 268435456
 
 Configurations (memory, direction), named as the study names them:
   pinned h2d / d2h        torch.empty(pin_memory=True), written, copy_(non_blocking=True)
@@ -16,7 +17,7 @@ Without torch or a CUDA device there are no results, a note says why, and the ex
 import json
 import sys
 
-from reference_timing import host_clock_samples, spread
+from reference_timing import host_clock_timing, protocol_and_arguments
 
 CONFIGURATIONS = (("pinned", "h2d"), ("pinned", "d2h"), ("pageable", "h2d"), ("pageable", "d2h"),
                   ("pageable_zero_page", "h2d"), ("device", "d2d"))
@@ -44,17 +45,16 @@ def copy_operation(torch, bytes_, memory, direction):
     return (lambda: host.copy_(device, non_blocking=pinned)), "cpu_tensor.copy_(cuda_tensor)"
 
 
-def time_copy(torch, bytes_, memory, direction):
+def time_copy(torch, bytes_, memory, direction, protocol):
     operation, what = copy_operation(torch, bytes_, memory, direction)
-    samples = host_clock_samples(torch, operation)
-    median = sorted(samples)[len(samples) // 2]
+    measured = host_clock_timing(operation, protocol, complete=torch.cuda.synchronize)
     return {"library": "torch", "version": torch.__version__, "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name(0), "workload": "transfer", "op": what,
             "n": bytes_, "memory": memory, "direction": direction, "timer": "host clock + synchronize",
-            "time_s": spread(samples), "bytes_per_s": bytes_ / median}
+            **measured, "bytes_per_s": bytes_ / measured["time_s"]["median"]}
 
 
-def run(sizes):
+def run(sizes, protocol):
     try:
         import torch
     except ImportError as error:
@@ -65,7 +65,7 @@ def run(sizes):
     for bytes_ in sizes:
         for memory, direction in CONFIGURATIONS:
             try:
-                results.append(time_copy(torch, bytes_, memory, direction))
+                results.append(time_copy(torch, bytes_, memory, direction, protocol))
             except (RuntimeError, MemoryError) as error:
                 reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 notes.append(f"{memory} {direction} at {bytes_} bytes: not run: {reason}")
@@ -73,15 +73,19 @@ def run(sizes):
 
 
 def main(argv):
+    parsed = protocol_and_arguments(argv, "reference_transfer.py")
+    if parsed is None:
+        return 2
+    protocol, argv = parsed
     if len(argv) != 2 or argv[0] != "torch":
-        print("usage: reference_transfer.py torch BYTES[,BYTES...]", file=sys.stderr)
+        print("usage: reference_transfer.py --protocol JSON torch BYTES[,BYTES...]", file=sys.stderr)
         return 2
     try:
         sizes = [int(item) for item in argv[1].split(",")]
     except ValueError:
         print(f"reference_transfer.py: sizes must be integers, got {argv[1]!r}", file=sys.stderr)
         return 2
-    results, notes = run(sizes)
+    results, notes = run(sizes, protocol)
     print(json.dumps({"results": results, "notes": notes}))
     return 0
 

@@ -36,6 +36,18 @@ INSTANTIATE_TEST_SUITE_P(Baselines, CpuMatmulTest,
                                            CpuImplementation{"openblas", matmul_openblas}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// The register-tiled loop at a shape that leaves a remainder at every level of its blocking:
+// rows past the last 6-row tile and row block, columns past the last 32-column tile and
+// 1024-column block, depth past the last 256 block (the later depth blocks add to C).
+TEST(BlockedLoop, MatchesFp64ReferenceAcrossEveryBlockEdge) {
+  const MatmulShape shape{101, 1100, 523};
+  const testing::RandomMatmul problem(shape, 9);
+  std::vector<float> c(shape.c_elements(), std::numeric_limits<float>::quiet_NaN());
+  matmul_blocked_loop(problem.a.data(), problem.b.data(), c.data(), shape);
+  const Verification v = problem.check(c);
+  EXPECT_TRUE(v.passed()) << v.describe();
+}
+
 TEST(Reference, AgreesWithPlainFp64Loop) {
   const MatmulShape shape{37, 23, 41};
   const testing::RandomMatmul problem(shape);

@@ -59,13 +59,18 @@ TEST_P(BatchedGemmTest, EqualsSingleCallsOnTheSameInputs) {
           << "row " << i << " column " << j;
 }
 
-TEST(BatchedGemm, ThreadsOverBatchRestoresOpenblasThreads) {
-  const int before = openblas_get_num_threads();
+// Each sets the OpenBLAS thread count it needs itself, whichever ran before it.
+TEST(BatchedGemm, EachImplementationRunsOnTheOpenblasThreadsItNeeds) {
   const BatchedGemmShape shape{8, 4};
   const std::vector<float> a = random_uniform(shape.elements(), 3), b = random_uniform(shape.elements(), 4);
   std::vector<float> c(shape.elements());
   batched_gemm_threads_over_batch(a.data(), b.data(), c.data(), shape);
-  EXPECT_EQ(openblas_get_num_threads(), before);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  batched_gemm_openblas_loop(a.data(), b.data(), c.data(), shape);
+  EXPECT_EQ(openblas_get_num_threads(), openblas_threads_at_start());
+  batched_gemm_threads_over_batch(a.data(), b.data(), c.data(), shape);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  openblas_set_num_threads(openblas_threads_at_start());  // as the other tests expect it
 }
 
 INSTANTIATE_TEST_SUITE_P(Baselines, BatchedGemmTest,

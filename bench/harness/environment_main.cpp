@@ -2,11 +2,14 @@
 // its libraries. The driver adds what it reads from the OS and nvidia-smi.
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/json.hpp"
 #include "core/system.hpp"
@@ -25,6 +28,49 @@ std::string openblas_json() {
       << ", \"core\": " << json_string(openblas_get_corename())
       << ", \"threads\": " << openblas_get_num_threads()
       << ", \"parallel\": " << openblas_get_parallel() << "}";
+  return out.str();
+}
+
+// --- affinity: what the study binaries, run with the same environment, are pinned to -----
+// CPUs the calling thread may run on; 0 when it cannot be read.
+int allowed_cpus() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+std::string environment_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? json_string(value) : "null";
+}
+
+const char* proc_bind_name(omp_proc_bind_t bind) {
+  switch (bind) {
+    case omp_proc_bind_false: return "false";
+    case omp_proc_bind_true: return "true";
+    case omp_proc_bind_master: return "master";
+    case omp_proc_bind_close: return "close";
+    case omp_proc_bind_spread: return "spread";
+    default: return "unknown";
+  }
+}
+
+// The CPUs the process was started on (libgomp reads them before it binds anything), those
+// of the initial thread (libgomp binds it to the first place when OMP_PROC_BIND is on; the
+// OpenBLAS threads, started before, keep the process's unless an OpenBLAS built without
+// NO_AFFINITY, see its config, pins them itself), and per OpenMP thread of a full team the
+// CPUs it may run on: those of one place each when pinned, all of the process's when not.
+std::string affinity_json() {
+  const int initial = allowed_cpus();
+  std::vector<int> per_thread(omp_get_max_threads(), 0);
+#pragma omp parallel num_threads(static_cast<int>(per_thread.size()))
+  per_thread[omp_get_thread_num()] = allowed_cpus();
+  std::ostringstream out;
+  out << "{\"process_cpus\": " << omp_get_num_procs() << ", \"initial_thread_cpus\": " << initial
+      << ", \"omp_proc_bind\": " << environment_value("OMP_PROC_BIND")
+      << ", \"omp_places\": " << environment_value("OMP_PLACES")
+      << ", \"openmp_proc_bind\": " << json_string(proc_bind_name(omp_get_proc_bind()))
+      << ", \"openmp_places\": " << omp_get_num_places()
+      << ", \"openmp_thread_cpus\": " << json_list(per_thread, [](int n) { return std::to_string(n); }) << "}";
   return out.str();
 }
 
@@ -89,6 +135,7 @@ int main() {
   using namespace gpubench;
   std::cout << "{\"hardware_threads\": " << std::thread::hardware_concurrency()
             << ", \"openmp_threads\": " << omp_get_max_threads()
+            << ", \"affinity\": " << affinity_json()
             << ", \"openblas\": " << openblas_json()
             << ", \"compilers\": {\"cxx\": " << json_string(GPUBENCH_CXX_COMPILER)
             << ", \"cuda\": " << json_string(GPUBENCH_CUDA_COMPILER) << "}"

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <new>
 
 #include "core/json.hpp"
@@ -100,11 +99,6 @@ void PreparedEntry::set_verdict(const Verification& verdict) {
   counters["rel_fro_error"] = verdict.rel_fro_error;
   counters["max_rel_error"] = verdict.max_rel_error;
   if (!verdict.passed()) wrong_result = verdict.describe();
-}
-
-CpuOutputEntry::CpuOutputEntry(std::size_t output_elements, Call call)
-    : call_(std::move(call)), output_(output_elements, std::numeric_limits<float>::quiet_NaN()) {
-  run_once();
 }
 
 void require_host_memory(double bytes_needed) {

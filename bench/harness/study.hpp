@@ -133,21 +133,6 @@ class PreparedEntry {
   void set_verdict(const Verification& verdict);
 };
 
-// A CPU entry whose call writes one FP32 output from inputs it holds: the output is poisoned with
-// NaN (an element the call never writes fails the check) and the first call made here, for the
-// study to check with `output()`.
-class CpuOutputEntry : public PreparedEntry {
- public:
-  using Call = std::function<void(float* output)>;
-  CpuOutputEntry(std::size_t output_elements, Call call);
-  void run_once() override { call_(output_.data()); }
-  const float* output() const { return output_.data(); }
-
- private:
-  Call call_;
-  std::vector<float> output_;
-};
-
 // A slot of the entry name and what it holds in this study.
 struct AxisNames {
   std::string impl = "impl";

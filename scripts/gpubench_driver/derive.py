@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass
 
 from gpubench_driver.gbench import SKIP_PREFIX
+from gpubench_driver.stats import beyond_spread, median_interval
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
@@ -25,10 +26,15 @@ def ok_entries(entries):
 MEASURES = ("time", "latency")
 
 
-def _median(entry, measure="time"):
+def _times(entry, measure="time"):
+    """The entry's time summary for the measure (stats.summarize), or None."""
     if measure == "latency" and entry.get("device") == "gpu":
-        return (entry.get("latency_s") or {}).get("median")
-    return entry["time_s"]["median"]
+        return entry.get("latency_s")
+    return entry["time_s"]
+
+
+def _median(entry, measure="time"):
+    return (_times(entry, measure) or {}).get("median")
 
 
 def measure_label(entries, measure):
@@ -84,9 +90,10 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
     """Where the GPU (best implementation of one mode) starts to beat the best CPU along the
     axis; best_cpu and best_gpu map each value of the axis to the fastest entry there.
 
-    lower: largest measured value at which the CPU is at least as fast; upper: smallest value
-    from which the GPU wins at every larger measured value. Values measured on one side only
-    are ignored."""
+    The GPU wins at a value when its median time is lower and the two differ beyond noise
+    (_gpu_wins). lower: largest measured value at which it does not win (the CPU is at least as
+    fast, or within noise); upper: smallest value from which the GPU wins at every larger measured
+    value. Values measured on one side only are ignored."""
     values = sorted(set(best_cpu) & set(best_gpu))
     estimate = f"estimate_{axis.name}"
     result = {"mode": mode, "measure": measure, "timed_as": measure_label(best_gpu.values(), measure), "lower": None,
@@ -95,7 +102,7 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
     if not values:
         result["method"] = f"no {axis.noun} was measured on both the CPU and the GPU in this mode"
         return result
-    gpu_wins = [_median(best_gpu[value], measure) < _median(best_cpu[value]) for value in values]
+    gpu_wins = [_gpu_wins(best_cpu[value], best_gpu[value], measure) for value in values]
     if not gpu_wins[-1]:
         result["method"] = (f"no crossover: the CPU is at least as fast at the largest measured {axis.noun} "
                             f"({axis.name}={values[-1]})")
@@ -116,6 +123,32 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
     if earlier:
         result["note"] = (f"the GPU was also faster at {axis.name}={', '.join(map(str, earlier))} below the "
                           f"bracket (noisy or non-monotone)")
+    return _note_noise(result, best_cpu, best_gpu, values, axis, measure)
+
+
+def _gpu_wins(cpu, gpu, measure):
+    """The GPU entry is faster beyond noise (stats.beyond_spread); without an interval (one sample)
+    its median alone decides, and _note_noise says so."""
+    faster = _median(gpu, measure) < _median(cpu)
+    return faster and _beyond_noise(cpu, gpu, measure) is not False
+
+
+def _beyond_noise(cpu, gpu, measure):
+    return beyond_spread(median_interval(_times(gpu, measure)), median_interval(_times(cpu)))
+
+
+def _note_noise(result, best_cpu, best_gpu, values, axis, measure):
+    """Add to the result's note the values where the GPU's lower median was within noise (not
+    counted as a win), and whether an interval was missing somewhere (the medians alone decided)."""
+    verdicts = {value: _beyond_noise(best_cpu[value], best_gpu[value], measure) for value in values
+                if _median(best_gpu[value], measure) < _median(best_cpu[value])}
+    notes = [result["note"]] if result["note"] else []
+    within = [str(value) for value, verdict in verdicts.items() if verdict is False]
+    if within:
+        notes.append(f"at {axis.name}={', '.join(within)} the GPU's lower median was within noise (no win)")
+    if None in verdicts.values():
+        notes.append("where an entry had one sample (no interval) its median alone decided")
+    result["note"] = "; ".join(notes) or None
     return result
 
 

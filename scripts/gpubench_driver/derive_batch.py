@@ -10,8 +10,9 @@ from typing import Callable, Optional
 from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
                                     set_fraction_of_best_rate)
 from gpubench_driver.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
+from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
 
-# A doubling of the batch that gains less than this in items/s: throughput has saturated.
+# A doubling of the batch that gains less than this in items/s (beyond noise): throughput has saturated.
 SATURATION_GAIN = 0.05
 
 
@@ -84,20 +85,47 @@ def crossovers(entries):
 
 
 # --- throughput and saturation ---------------------------------------------------------
+def _plural(count, noun):
+    return f"{count:.3g} {noun}" + ("" if count == 1 else "s")
+
+
+def _step(low, high, key):
+    """(no gain, note) of one measured step of the batch: the gain in items/s per doubling (a step of
+    2^k is k doublings: the gain per doubling is the step's ratio to the power 1/k). No gain when
+    the two rates are within noise (their intervals overlap) or when even the largest gain the
+    intervals allow is below SATURATION_GAIN; without an interval, when the medians' gain is."""
+    doublings = math.log2(high["batch"] / low["batch"])
+
+    def per_doubling(ratio):
+        return ratio ** (1 / doublings) - 1
+    gain = per_doubling(high[key] / low[key])
+    note = (f"from batch {low['batch']} to {high['batch']} ({high['batch'] / low['batch']:.3g}x, "
+            f"{_plural(doublings, 'doubling')}): {gain:+.1%} per doubling")
+    before, after = time_per_item(low, key), time_per_item(high, key)
+    if not (before.known and after.known):
+        basis = (before if not before.known else after).basis
+        return gain < SATURATION_GAIN, f"{note} ({basis}: the medians alone)"
+    if not beyond_spread(before, after):
+        return True, f"{note}, within noise"
+    most = per_doubling(before.high / after.low)  # the fastest the larger batch can be over the slowest the smaller
+    if most < SATURATION_GAIN:
+        return True, f"{note}, below {SATURATION_GAIN:.0%} beyond noise (at most {most:+.1%})"
+    return False, note
+
+
 def saturation(points, study):
-    """(batch, note): the smallest measured batch b whose next measured batch gains less than
-    SATURATION_GAIN in items/s per doubling (a step of 2^k counts as k doublings: the gain per
-    doubling is the step's gain to the power 1/k); (None, why) when there is none."""
+    """(batch, note): the smallest measured batch b whose step to the next measured batch shows no
+    gain of SATURATION_GAIN per doubling (_step), and the note saying what that step measured; (None,
+    why) when there is none: fewer than two batches, or every step gained (and what the last did)."""
     key = rate_key(study)
     steps = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] > low["batch"] and low[key]]
-    for low, high in steps:
-        doublings = math.log2(high["batch"] / low["batch"])
-        if (high[key] / low[key]) ** (1 / doublings) < 1 + SATURATION_GAIN:
-            return low["batch"], None
     if not steps:
         return None, "fewer than two batches were measured"
-    return None, (f"{study.unit}/s grew by {SATURATION_GAIN:.0%} or more per doubling at every measured step "
-                  f"(up to batch {steps[-1][1]['batch']})")
+    for low, high in steps:
+        saturated, note = _step(low, high, key)
+        if saturated:
+            return low["batch"], note
+    return None, f"every measured step gained beyond noise (last step: {note})"
 
 
 def _series(entries, point):
@@ -121,7 +149,7 @@ def throughput(entries, study):
     key = rate_key(study)
     rows = _series_rows(_series(_measured(entries), lambda entry: {
         "batch": entry["batch"], "median_s": _median(entry), key: items_per_s(entry, study),
-        "flop_per_s": entry.get("flop_per_s")}))
+        "flop_per_s": entry.get("flop_per_s"), "interval_s": median_interval(entry["time_s"]).record()}))
     for row in rows:
         batch, note = saturation(row["points"], study)
         best = max(row["points"], key=lambda point: point[key])

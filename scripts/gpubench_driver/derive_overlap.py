@@ -5,8 +5,10 @@ the total compute time (compute_only) at the same number of chunks.
 Entry axes in this study: impl = schedule, mode = host memory, precision = workload, n = array
 dimension, batch = chunks. Time saved = serial time - pipelined time; fraction of the ideal =
 ideal time / pipelined time (1 when the pipeline hides the shorter of copying and computing
-completely)."""
+completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
+a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.stats import Interval, beyond_spread, median_interval
 
 SERIAL = "serial"
 COPY_ONLY, COMPUTE_ONLY = "copy_only", "compute_only"
@@ -17,10 +19,17 @@ def _median(entry):
     return entry["time_s"]["median"]
 
 
+def _apart(first, second):
+    """Whether two entries' median times differ beyond noise (None without the second or an interval)."""
+    return None if second is None else beyond_spread(median_interval(first["time_s"]),
+                                                     median_interval(second["time_s"]))
+
+
 def pipeline_rows(entries):
     """One row per pipelined entry (a streamsS schedule at some chunk count) whose serial run was
-    measured: its time, the time saved, and the ideal and fraction of it where both the copy-only
-    and the compute-only runs at its chunk count were measured."""
+    measured: its time and its interval, the time saved and whether it is beyond noise, and the ideal
+    and fraction of it where both the copy-only and the compute-only runs at its chunk count were
+    measured, with whether the pipeline's time differs from the ideal's (the slower part's) beyond noise."""
     measured = [e for e in ok_entries(entries) if e.get("batch")]
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in measured}
     rows = []
@@ -32,25 +41,39 @@ def pipeline_rows(entries):
         if serial is None:
             continue
         copies, compute = (index.get((part, *where, entry["batch"])) for part in (COPY_ONLY, COMPUTE_ONLY))
-        ideal = max(_median(copies), _median(compute)) if copies and compute else None
+        slower_part = max(copies, compute, key=_median) if copies and compute else None
+        ideal = _median(slower_part) if slower_part else None
         rows.append({"workload": entry["precision"], "memory": entry["mode"], "n": entry["n"],
                      "schedule": entry["impl"], "chunks": entry["batch"], "median_s": _median(entry),
+                     "interval_s": median_interval(entry["time_s"]).record(),
                      "serial_s": _median(serial), "saved_s": _median(serial) - _median(entry),
                      "saved_fraction": (_median(serial) - _median(entry)) / _median(serial),
+                     "saved_beyond_noise": _apart(entry, serial),
                      "copy_s": _median(copies) if copies else None,
                      "compute_s": _median(compute) if compute else None, "ideal_s": ideal,
-                     "fraction_of_ideal": ideal / _median(entry) if ideal else None})
+                     "fraction_of_ideal": ideal / _median(entry) if ideal else None,
+                     "ideal_beyond_noise": _apart(entry, slower_part)})
     return rows
 
 
+def _tie(row):
+    return {"schedule": row["schedule"], "chunks": row["chunks"], "median_s": row["median_s"]}
+
+
 def best_rows(rows):
-    """Per workload, memory and n: the fastest pipelined configuration."""
-    best = {}
+    """Per workload, memory and n: the fastest pipelined configuration, and in `ties` the others of
+    its group it does not beat beyond noise (their intervals overlap, or one has none), fastest
+    first: the best is a winner only when `ties` is empty."""
+    groups = {}
     for row in rows:
-        key = (row["workload"], row["memory"], row["n"])
-        if key not in best or row["median_s"] < best[key]["median_s"]:
-            best[key] = row
-    return [best[key] for key in sorted(best)]
+        groups.setdefault((row["workload"], row["memory"], row["n"]), []).append(row)
+    best = []
+    for key in sorted(groups):
+        fastest, *others = sorted(groups[key], key=lambda row: row["median_s"])
+        interval = Interval.of_record(fastest["interval_s"])
+        best.append({**fastest, "ties": [_tie(row) for row in others
+                                         if not beyond_spread(interval, Interval.of_record(row["interval_s"]))]})
+    return best
 
 
 def derive(entries):

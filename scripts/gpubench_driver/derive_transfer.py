@@ -10,6 +10,7 @@ report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
 from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
 
 PLATEAU_FRACTION = 0.9
 GIB = float(1 << 30)
@@ -34,7 +35,8 @@ def _curves(entries):
             continue
         key = (entry["impl"], entry["mode"], entry["precision"], entry["device"])
         curves.setdefault(key, []).append({"n": entry["n"], "median_s": entry["time_s"]["median"],
-                                           "bytes_per_s": rate})
+                                           "bytes_per_s": rate,
+                                           "interval_s": median_interval(entry["time_s"]).record()})
     for points in curves.values():
         points.sort(key=lambda point: point["n"])
     return curves
@@ -78,15 +80,18 @@ def _at(rows, engine, memory, direction):
 
 def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=LINK_DIRECTIONS):
     """Per direction: numerator memory's bandwidth over denominator memory's at every size both
-    measured, and at the largest such size."""
+    measured, whether they differ beyond noise (a ratio that does not is no finding of a faster
+    memory), and at the largest such size."""
     found = []
     for direction in directions:
         top, bottom = _at(rows, engine, numerator, direction), _at(rows, engine, denominator, direction)
         if not top or not bottom:
             continue
-        below = {point["n"]: point["bytes_per_s"] for point in bottom["points"]}
-        ratios = [{"n": point["n"], "ratio": point["bytes_per_s"] / below[point["n"]]}
-                  for point in top["points"] if below.get(point["n"])]
+        below = {point["n"]: point for point in bottom["points"]}
+        ratios = [{"n": point["n"], "ratio": point["bytes_per_s"] / below[point["n"]]["bytes_per_s"],
+                   "beyond_noise": beyond_spread(time_per_item(point, "bytes_per_s"),
+                                                 time_per_item(below[point["n"]], "bytes_per_s"))}
+                  for point in top["points"] if point["n"] in below]
         if ratios:
             found.append({"direction": direction, "numerator": numerator, "denominator": denominator,
                           "ratios": ratios, "at_largest": ratios[-1]})

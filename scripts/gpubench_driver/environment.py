@@ -27,10 +27,11 @@ def _read(path):
         return None
 
 
-def _run(command, cwd=None):
+def _run(command, cwd=None, env=None):
     """stdout of a command, or None when it is missing or fails."""
     try:
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+        result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=COMMAND_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout if result.returncode == 0 else None
@@ -145,11 +146,12 @@ def numa_node(bus_id):
 
 
 # --- software --------------------------------------------------------------------
-def capture_gpubench_env(binary):
-    """The JSON object gpubench_env prints, or (None, reason)."""
+def capture_gpubench_env(binary, study_environment):
+    """The JSON object gpubench_env prints, run with the environment the study binaries get
+    (their OpenMP binding, OpenBLAS threads), or (None, reason)."""
     if not os.access(binary, os.X_OK):
         return None, f"{binary} not found"
-    output = _run([binary])
+    output = _run([binary], env={**os.environ, **study_environment})
     if output is None:
         return None, f"{binary} failed"
     try:
@@ -172,6 +174,27 @@ def openblas_info(gpubench_env):
         "threads": section.get("threads") or section.get("num_threads"),
         "config": section.get("config"),
     }
+
+
+def affinity_warning(gpubench_env):
+    """A warning when OMP_PROC_BIND asks for pinned OpenMP threads and gpubench_env found them
+    unpinned (binding off, no places, or a thread free on every CPU of the process); else None."""
+    affinity = (gpubench_env or {}).get("affinity")
+    if not isinstance(affinity, dict):
+        return None
+    requested = (affinity.get("omp_proc_bind") or "false").strip().lower() not in ("false", "")
+    if not requested:
+        return None
+    process_cpus = affinity.get("process_cpus") or 0
+    thread_cpus = affinity.get("openmp_thread_cpus") or []
+    if affinity.get("openmp_proc_bind") == "false" or not affinity.get("openmp_places"):
+        problem = "OpenMP reports no binding or no places"
+    elif process_cpus > 1 and any(cpus >= process_cpus for cpus in thread_cpus):
+        problem = f"some OpenMP threads may still run on all {process_cpus} CPUs"
+    else:
+        return None
+    return (f"OpenMP threads could not be pinned (OMP_PROC_BIND={affinity.get('omp_proc_bind')}, "
+            f"OMP_PLACES={affinity.get('omp_places')}): {problem}; CPU timings vary more between runs")
 
 
 def openblas_core_warning(core, cpu_flags):

@@ -17,6 +17,9 @@ PROBES = {
 }
 # {study: its reference runs}: the registry's records' (studies.Study.references) of the studies that have any.
 RUNS = {study.name: study.references for study in studies.STUDIES if study.references}
+# A reference is timed by its study's protocol (scripts/reference_timing.py), which only the binary knows.
+NO_PROTOCOL = ("failed: the study binary does not publish its measurement protocol ('measurement' in its "
+               "--describe), by which its reference is timed")
 
 
 def candidate_interpreters():
@@ -40,14 +43,15 @@ def find_interpreter(library):
     return None
 
 
-def run_library(run):
-    """{"python", "results", "notes"} or {"note"} for one reference run."""
+def run_library(run, protocol):
+    """{"python", "results", "notes"} or {"note"} for one reference run, timed by the study's
+    measurement protocol (its --describe's "measurement" object)."""
     python = find_interpreter(run.library)
     if python is None:
         need = "numpy" if run.library == "numpy" else "PyTorch with a usable CUDA device"
         return {"note": f"skipped: no Python interpreter with {need} was found"}
     print(f"reference: {run.script} {' '.join(run.args)} ({python})", flush=True)
-    command = [python, os.path.join(SCRIPTS_DIR, run.script), *run.args]
+    command = [python, os.path.join(SCRIPTS_DIR, run.script), "--protocol", json.dumps(protocol), *run.args]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -75,18 +79,21 @@ def _narrowed(run, sizes, batches):
     return replace(run, args=tuple(args))
 
 
-def run_references(study, with_gpu, sizes=None, batches=None):
+def run_references(study, with_gpu, protocol, sizes=None, batches=None):
     """The reference runs that belong to a study, by their key in results.json 'references';
-    sizes and batches: what the study swept (None: everything)."""
+    protocol: the study's measurement protocol (None: its binary published none); sizes and
+    batches: what the study swept (None: everything)."""
     found = {}
     for key, run in RUNS.get(study, {}).items():
         run = _narrowed(run, sizes, batches)
         if run is None:
             found[key] = {"note": "skipped: the study ran none of the reference's sizes or batches"}
-        elif with_gpu or not run.gpu:
-            found[key] = run_library(run)
-        else:
+        elif run.gpu and not with_gpu:
             found[key] = {"note": "skipped: the GPU part of the study was not run"}
+        elif protocol is None:
+            found[key] = {"note": NO_PROTOCOL}
+        else:
+            found[key] = run_library(run, protocol)
     return found
 
 
@@ -94,7 +101,7 @@ def compare(references, entries, study):
     """Study median time / reference median time at each point both measured (< 1: the study is faster)."""
     rows = []
     for comparison in getattr(studies.BY_NAME.get(study), "comparisons", ()):
-        measured = _reference_medians(references, comparison)
+        measured = _reference_results(references, comparison)
         swept = {(entry.get("n"), entry.get("batch")) for entry in entries}
         for n, batch in comparison.points:
             if batch is not None and entries and (n, batch) not in swept and (n, batch) not in measured:
@@ -104,10 +111,10 @@ def compare(references, entries, study):
     return rows
 
 
-def _reference_medians(references, comparison):
-    """{(n, batch): median seconds} of the run's results that have the comparison's fields."""
+def _reference_results(references, comparison):
+    """{(n, batch): result} of the run's results that have the comparison's fields."""
     results = ((references or {}).get(comparison.run) or {}).get("results") or []
-    return {(r.get("n"), r.get("batch")): (r.get("time_s") or {}).get("median") for r in results
+    return {(r.get("n"), r.get("batch")): r for r in results
             if isinstance(r, dict) and all(r.get(key) == value for key, value in comparison.result.items())}
 
 
@@ -119,11 +126,15 @@ def _study_median(entries, comparison, n, batch):
     return None
 
 
-def _compare_one(comparison, n, batch, reference_s, study_s):
+def _compare_one(comparison, n, batch, result, study_s):
+    """One row; result: the reference's (None: it has none there)."""
+    reference_s = ((result or {}).get("time_s") or {}).get("median")
     row = {"study": f"{comparison.impl}/{comparison.mode}", "precision": comparison.precision,
            "reference": comparison.reference, "reference_dtype": comparison.result.get("dtype"),
            "reference_layout": comparison.result.get("layout"), "n": n, "batch": batch,
            "study_median_s": study_s, "reference_median_s": reference_s, "time_ratio": None,
+           # Whether the reference's warm-up reached the steady state (None: not recorded).
+           "reference_settled": ((result or {}).get("measurement") or {}).get("settled"),
            "target": comparison.target, "note": None}
     where = f"n={n}" + (f", batch={batch}" if batch is not None else "")
     if study_s is None:

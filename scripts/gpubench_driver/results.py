@@ -17,7 +17,7 @@ _OPTIONAL_STR = (str, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
-             "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str}
+             "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str, "measurement": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
@@ -58,7 +58,8 @@ def new_study(description, sizes, batches=None):
         # What a study's --describe adds, None where it does not: the convolution's layers (what each n
         # is), its library (cudnn) and the names of the algorithm numbers its entries report; whether
         # the batch studies could sample GPU utilization, and why not; the MLP's training-set size; what
-        # each slot of its entry names holds (axis_names; absent in files written before it).
+        # each slot of its entry names holds (axis_names; absent in files written before it); the
+        # measurement protocol its entries and its references are timed by (measurement).
         **{key: description.get(key) for key in DESCRIBED},
         "entries": [],
         "invocations": [],
@@ -141,7 +142,14 @@ _GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm
 _REFERENCE_RESULT = {"library": _OPTIONAL_STR, "version": _OPTIONAL_STR, "device": _OPTIONAL_STR,
                      "dtype": _OPTIONAL_STR, "layout": _OPTIONAL_STR, "memory": _OPTIONAL_STR,
                      "direction": _OPTIONAL_STR, "n": _OPTIONAL_NUMBER, "batch": _OPTIONAL_NUMBER,
-                     "time_s": (dict, type(None)), "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None))}
+                     "time_s": (dict, type(None)), "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None)),
+                     "measurement": (dict, type(None))}
+# How a reference result was measured (scripts/reference_timing.record; absent in files written before it).
+_REFERENCE_MEASUREMENT = {"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER, "settled": (bool, type(None)),
+                          "warmup_s": _OPTIONAL_NUMBER, "warmup_window_per_call_s": (list, type(None)),
+                          "calls_per_batch": _OPTIONAL_NUMBER, "calls_per_sample": _OPTIONAL_NUMBER,
+                          "stop_reason": _OPTIONAL_STR, "converged": (bool, type(None)), "noise": _OPTIONAL_NUMBER,
+                          "measured_s": _OPTIONAL_NUMBER}
 
 
 def _expect_fields(record, fields, path):
@@ -167,6 +175,12 @@ def _validate_software(software):
                                               "threads": _OPTIONAL_NUMBER}, "software.openblas")
     env = software.get("gpubench_env") or {}
     _expect_fields(env.get("cuda"), {"devices": (list, type(None))}, "software.gpubench_env.cuda")
+    # Absent in runs from before the binaries recorded their affinity.
+    _expect_fields(env, {"affinity": (dict, type(None))}, "software.gpubench_env")
+    _expect_fields(env.get("affinity"), {"process_cpus": _OPTIONAL_NUMBER, "initial_thread_cpus": _OPTIONAL_NUMBER,
+                                         "omp_proc_bind": _OPTIONAL_STR, "omp_places": _OPTIONAL_STR,
+                                         "openmp_proc_bind": _OPTIONAL_STR, "openmp_places": _OPTIONAL_NUMBER,
+                                         "openmp_thread_cpus": (list, type(None))}, "software.gpubench_env.affinity")
     for index, device in enumerate((env.get("cuda") or {}).get("devices") or []):
         _expect_type(device, dict, f"software.gpubench_env.cuda.devices[{index}]")
 
@@ -182,6 +196,7 @@ def _validate_reference_run(run, path):
         _expect_fields(result, _REFERENCE_RESULT, where)
         _expect(result is not None, where, "expected an object, got null")
         _expect_fields(result.get("time_s"), {key: _OPTIONAL_NUMBER for key in TIME_FIELDS}, f"{where}.time_s")
+        _expect_fields(result.get("measurement"), _REFERENCE_MEASUREMENT, f"{where}.measurement")
 
 
 def _validate_study(study, path):

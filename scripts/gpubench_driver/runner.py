@@ -112,8 +112,10 @@ class Invocation:
 
 # Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
 # OpenBLAS's own pthreads, which halved the rate of OpenMP loops alternating with SGEMM.
-# A value the user set wins.
-STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+# OpenMP threads are pinned one per core, in order (thread t on core t), so a thread keeps
+# the caches and the memory it first wrote (core/first_touch.hpp) from call to call; gpubench_env
+# records what that gave (software.gpubench_env.affinity). A value the user set wins.
+STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive", "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 
 
 def study_environment():

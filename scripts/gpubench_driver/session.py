@@ -33,7 +33,8 @@ def prepare_out_dir(options):
 
 def capture_environment(document, options, descriptions):
     machine = environment.capture_machine()
-    env_json, env_problem = environment.capture_gpubench_env(build.binary_path(options.build_dir, "gpubench_env"))
+    env_json, env_problem = environment.capture_gpubench_env(build.binary_path(options.build_dir, "gpubench_env"),
+                                                             runner.study_environment())
     blas = environment.openblas_info(env_json)
     document["machine"] = machine
     document["software"] = {"python": sys.version.split()[0], "gpubench_env": env_json, "openblas": blas,
@@ -41,9 +42,10 @@ def capture_environment(document, options, descriptions):
                             "study_environment": runner.study_environment()}
     if env_problem:
         document["warnings"].append(f"environment capture: {env_problem}")
-    blas_warning = environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"])
-    if blas_warning:
-        document["warnings"].append(blas_warning)
+    for warning in (environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"]),
+                    environment.affinity_warning(env_json)):
+        if warning:
+            document["warnings"].append(warning)
     if options.cpu_only:
         document["gpu"] = {"available": False, "reason": "--cpu-only was given"}
     else:
@@ -109,6 +111,7 @@ def run_study(study, document, options):
     if options.reference and studies.BY_NAME[study.name].references:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
                                   **reference.run_references(study.name, with_gpu=document["gpu"]["available"],
+                                                             protocol=study.record.get("measurement"),
                                                              sizes=study.options.sizes,
                                                              batches=study.options.batches)}
 

@@ -1,6 +1,11 @@
-"""Statistics over the per-repetition times of one entry, and over its repetitions' counters."""
+"""Statistics over the per-repetition times of one entry, and over its repetitions' counters; the
+uncertainty of an entry's median and whether two entries differ beyond it."""
 import math
 import statistics
+from dataclasses import dataclass
+from typing import Optional
+
+CONFIDENCE = 0.95  # of the median's interval
 
 
 def finite(value):
@@ -76,3 +81,78 @@ def from_aggregates(values):
         "cv": stddev / mean if mean and stddev is not None else None,
         "samples": [],
     }
+
+
+# --- the uncertainty of the median --------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """Where an entry's median time lies: low..high seconds and how they were found; both None
+    (no interval) when its time has no spread to read (one sample, or aggregates only)."""
+    low: Optional[float]
+    high: Optional[float]
+    basis: str
+
+    @property
+    def known(self):
+        return self.low is not None
+
+    def record(self):
+        """As results.json keeps it (`interval_s`): {low, high, basis}."""
+        return {"low": self.low, "high": self.high, "basis": self.basis}
+
+    @classmethod
+    def of_record(cls, record):
+        return cls(record["low"], record["high"], record["basis"])
+
+    def per(self, items):
+        """The interval of the time per item, for comparing entries of different batches by rate."""
+        return Interval(self.low / items, self.high / items, self.basis) if self.known else self
+
+
+def _order_statistic_rank(count, confidence):
+    """(k, coverage): the interval x(k)..x(count + 1 - k) of the sorted samples (1-based) covers the
+    true median with probability coverage = 1 - 2 P(Binomial(count, 1/2) < k); k is the largest with
+    coverage >= confidence, or 1 (min..max) when even that falls short (fewer than 6 samples)."""
+    below = 0.0  # P(Binomial(count, 1/2) < k)
+    rank, coverage = 1, 1 - 2 * 0.5 ** count
+    for k in range(1, (count + 1) // 2 + 1):
+        below += math.comb(count, k - 1) * 0.5 ** count
+        if 1 - 2 * below < confidence:
+            break
+        rank, coverage = k, 1 - 2 * below
+    return rank, coverage
+
+
+def median_interval(time_s, confidence=CONFIDENCE):
+    """The uncertainty interval of an entry's median time from its `time_s` (stats.summarize).
+    Distribution-free: with samples, the order-statistic (binomial) confidence interval of the
+    median at `confidence`, from 6 samples on; with 2 to 5 samples min..max, whose coverage is less
+    (50% to 94%: the basis says how much). Without samples (Google Benchmark's aggregates, an old
+    file) q1..q3, else min..max, where time_s has them: a spread, not a confidence interval. One
+    sample, or none of these: no interval."""
+    samples = sorted(value for value in (time_s.get("samples") or []) if finite(value) is not None)
+    if len(samples) > 1:
+        rank, coverage = _order_statistic_rank(len(samples), confidence)
+        return Interval(samples[rank - 1], samples[-rank],
+                        f"{coverage:.1%} order-statistic interval of the median of {len(samples)} samples")
+    if len(samples) == 1:
+        return Interval(None, None, "one sample: no interval")
+    for low, high in (("q1", "q3"), ("min", "max")):
+        if finite(time_s.get(low)) is not None and finite(time_s.get(high)) is not None:
+            return Interval(time_s[low], time_s[high], f"{low}..{high} (no samples)")
+    return Interval(None, None, "no samples or quartiles: no interval")
+
+
+def time_per_item(point, rate_key):
+    """The interval of a derived point's median time per item (bytes, products, ...): rates of points
+    that count different items compare through it. The point has `median_s`, its rate under
+    rate_key and `interval_s` (Interval.record)."""
+    return Interval.of_record(point["interval_s"]).per(point[rate_key] * point["median_s"])
+
+
+def beyond_spread(first, second):
+    """Whether two entries' median times differ beyond their spread: their intervals (median_interval,
+    or its .per) do not overlap. None (false, and nothing shown) when either has no interval."""
+    if not (first.known and second.known):
+        return None
+    return first.high < second.low or second.high < first.low

@@ -69,7 +69,10 @@ MLP_BATCHES = (256, 1024, 8192)
 # The study's precision -> the reference's dtype.
 CONV_DTYPES = {"fp32": "float32", "tf32": "tf32", "fp16": "float16"}
 MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
-PRECISION_DTYPES = {"tf32": ("torch", "tf32"), "fp16": ("torch", "float16"), "bf16": ("torch", "bfloat16"),
+# The precision study's precision -> (the reference, its dtype): every format PyTorch has a GEMM of, FP32 with
+# them so that the precision study's own FP32 entry is checked at its sizes (the matmul suite stops at 4096).
+PRECISION_DTYPES = {"fp32": ("torch", "float32"), "tf32": ("torch", "tf32"), "fp16": ("torch", "float16"),
+                    "bf16": ("torch", "bfloat16"),
                     "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
 TRANSFER_BYTES = 1 << 28  # 256 MiB, one of the transfer study's default sizes
 # (host memory, direction) of the transfer study -> what its torch counterpart is held to.
@@ -83,6 +86,8 @@ TRANSFER_TARGETS = {
 }
 CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) for the same layer, dtype, layout "
                "and batch: a time ratio of at most 1.05")
+# The precision study's cuBLAS GEMM and PyTorch's (cuBLAS too), both in the steady state (issue 13).
+GEMM_TARGET = "the same cuBLAS GEMM as PyTorch's, both timed in the steady state: a time ratio within 0.98-1.02"
 MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
               "at most 1.10")
 
@@ -189,10 +194,11 @@ STUDIES = (
                       "torch": Run("torch", "reference_matmul.py", ("torch", _csv(TORCH_SIZES), "float32"), gpu=True,
                                    sizes_at=1)},
           comparisons=(Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
-                                  tuple((n, None) for n in TORCH_SIZES)),
+                                  tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET),
                        Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
                                   tuple((n, None) for n in NUMPY_SIZES)))),
-    Study(name="precision", quick_sizes=(1024,), suite_sizes=(1024, 4096),
+    # 4096 and 8192: the sizes each precision is compared with PyTorch at (TORCH_SIZES).
+    Study(name="precision", quick_sizes=(1024,), suite_sizes=(1024, 4096, 8192),
           derive=lambda study, document, rounds: derive_precision.derive(study["entries"], study.get("precisions")),
           summary=_summary("summary_precision"), plots=plots.precision_plots, roofline_marker="s", rates=flop_rates,
           gemm_cost=True,
@@ -200,7 +206,7 @@ STUDIES = (
               "torch", _csv(TORCH_SIZES), _csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True,
               sizes_at=1)},
           comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
-                                       {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES))
+                                       {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
                             for precision, (reference, dtype) in PRECISION_DTYPES.items())),
     _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 256),
                  quick_batches=(1, 256), suite_batches=(1, 16, 256, 4096), roofline_marker="^",

@@ -3,8 +3,8 @@ from its `derived` (derive_batch.py); what sets one study apart is its BatchStud
 from gpubench_driver import derive_batch, gbench, reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
-from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, crossover_cells, crossover_header,
-                                            grouped_failures, run_notes)
+from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, STEADY_STATE, crossover_cells,
+                                            crossover_header, grouped_failures, run_notes)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -78,9 +78,9 @@ def _loop_ratios(derived, spec):
 
 
 def _saturation_cell(row):
-    if row["saturation_batch"] is None:
-        return f"none: {md(row['saturation_note'])}"
-    return str(row["saturation_batch"])
+    """The saturation batch and what its step measured (derive_batch.saturation), or none and why."""
+    batch = "none" if row["saturation_batch"] is None else str(row["saturation_batch"])
+    return f"{batch}: {md(row['saturation_note'])}"
 
 
 def _throughput(study, spec):
@@ -95,7 +95,10 @@ def _throughput(study, spec):
              rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
     return section(title, [table(header, body), paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
-        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings).")])
+        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
+        f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
+        f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
+        f"below {derive_batch.SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
 
 
 def _epoch_times(study, spec):
@@ -217,7 +220,7 @@ def _references(name, study, spec, references):
         f"Time ratio: study median time / {md(first['reference'])} median time at the same "
         + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
         + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure are "
-          "left out.",
+          "left out. " + STEADY_STATE,
         *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
             row["target"] for row in rows if row["target"])))])
 

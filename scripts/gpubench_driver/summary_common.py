@@ -5,6 +5,20 @@ from gpubench_driver.formatting import md, rate
 
 AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
 REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
+STEADY_STATE = ("Both sides are timed in the steady state by the study binary's protocol: warmed up until the "
+                "per-call time settles, then sampled until one stopping rule is met (docs/methodology.md, "
+                "Reference timings).")
+
+
+def unsettled_mark(row):
+    """What a comparison row's ratio is qualified by when the reference's warm-up did not settle."""
+    return " (reference not settled)" if row.get("reference_settled") is False else ""
+
+
+def noise_note(beyond_noise):
+    """What a comparison's stats.beyond_spread verdict adds to its figure: nothing when the two differ
+    beyond noise, else that they do not or that one has no interval to tell."""
+    return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
 
 
 # The header cells of crossover_cells.

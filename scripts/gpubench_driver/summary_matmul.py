@@ -2,8 +2,8 @@
 from gpubench_driver import reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate, ratio, seconds
-from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, best_rates, caps, crossover_cells, crossover_header,
-                                            failed_entries, run_notes)
+from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, best_rates, caps, crossover_cells,
+                                            crossover_header, failed_entries, run_notes, unsettled_mark)
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 
@@ -46,7 +46,7 @@ def _comparison_item(row):
     if row["time_ratio"] is None:
         return where + md(row["note"])
     return (where + f"{seconds(row['study_median_s'])} vs {seconds(row['reference_median_s'])} "
-            f"(time ratio {row['time_ratio']:.2f}; below 1: the study is faster)")
+            f"(time ratio {row['time_ratio']:.3f}{unsettled_mark(row)}; below 1: the study is faster)")
 
 
 def _references(derived, references):
@@ -56,8 +56,13 @@ def _references(derived, references):
     for name, run in references.items():
         if name in reference.RUNS["matmul"]:
             items += run_notes(name, run) + [_reference_item(result) for result in run.get("results") or []]
-    items += [_comparison_item(row) for row in derived.get("reference_comparison", [])]
-    return section("Reference libraries", [bullets(items)]) if items else []
+    rows = derived.get("reference_comparison", [])
+    items += [_comparison_item(row) for row in rows]
+    if not items:
+        return []
+    return section("Reference libraries", [bullets(items)] + ([paragraph(
+        "Time ratios: the GPU pairs' sustained device time per call, the CPU pair's host time per call. "
+        + STEADY_STATE)] if rows else []))
 
 
 def sections(study, document):

@@ -2,7 +2,8 @@
 from gpubench_driver import reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate, ratio, scientific, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, best_rates, grouped_failures, run_notes
+from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, best_rates, grouped_failures, run_notes,
+                                            unsettled_mark)
 
 TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
                 "rel. error (normal)", "tolerance")
@@ -48,7 +49,8 @@ def _cpu_notes(derived):
 
 
 def _comparison_row(row):
-    ratio_cell = f"{row['time_ratio']:.2f}" if row["time_ratio"] is not None else f"n/a: {md(row['note'])}"
+    ratio_cell = (f"{row['time_ratio']:.3f}{unsettled_mark(row)}" if row["time_ratio"] is not None
+                  else f"n/a: {md(row['note'])}")
     return [md(row["precision"]), str(row["n"]), f"{md(row['study'])} {seconds(row['study_median_s'])}",
             f"{md(row['reference'])} {md(row['reference_dtype'])} {seconds(row['reference_median_s'])}", ratio_cell]
 
@@ -71,7 +73,11 @@ def _references(derived, references):
     rows = derived.get("reference_comparison", [])
     if rows:
         blocks += [table(["precision", "n", "study", "reference", "time ratio"], map(_comparison_row, rows)),
-                   paragraph("Time ratio: study median / reference median; below 1 the study is faster.")]
+                   paragraph("Time ratio: study median / reference median at the same n and precision, both the "
+                             "sustained device time per call (CUDA events around calls queued behind a hold, so "
+                             "launch latency is out); below 1 the study is faster. " + STEADY_STATE,
+                             *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
+                                 row["target"] for row in rows if row["target"])))]
     return section(title, blocks) if blocks else []
 
 

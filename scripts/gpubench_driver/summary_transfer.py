@@ -2,7 +2,7 @@
 from gpubench_driver import derive_transfer
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, run_notes
+from gpubench_driver.summary_common import REFERENCES_NOT_RUN, STEADY_STATE, grouped_failures, noise_note, run_notes
 
 REFERENCE_RUN = "torch_transfer"
 
@@ -53,10 +53,14 @@ def _curves(study, document):
         "log(size) between measured sizes.")])
 
 
+def _ratio_at(found):
+    """'2.10x at 256 MiB', with ', within noise' where the two bandwidths do not differ beyond it."""
+    return f"{ratio(found['ratio'])} at {byte_size(found['n'])}{noise_note(found['beyond_noise'])}"
+
+
 def _ratio_items(rows, what):
-    return [f"{what} {md(row['direction'])}: {ratio(row['at_largest']['ratio'])} at "
-            f"{byte_size(row['at_largest']['n'])} (smallest size: {ratio(row['ratios'][0]['ratio'])} at "
-            f"{byte_size(row['ratios'][0]['n'])})" for row in rows]
+    return [f"{what} {md(row['direction'])}: {_ratio_at(row['at_largest'])} (smallest size: "
+            f"{_ratio_at(row['ratios'][0])})" for row in rows]
 
 
 def _ratios(derived):
@@ -91,7 +95,7 @@ def _references(study, references):
     return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
                                         body), paragraph(
         "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
-        "Targets are stated, not checked.")])
+        "Targets are stated, not checked. " + STEADY_STATE)])
 
 
 def sections(study, document):

@@ -10,7 +10,7 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, studies, summary
+from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, stats, studies, summary
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"
@@ -23,9 +23,14 @@ def batch_entries(times, n=64):
             for (impl, device, mode), by_batch in times.items() for batch, seconds in by_batch.items()]
 
 
-def points(rates):
-    """Throughput points from {batch: products/s}."""
-    return [{"batch": batch, "products_per_s": rate} for batch, rate in sorted(rates.items())]
+def points(rates, spread=None):
+    """Throughput points from {batch: products/s}, as derive_batch.throughput makes them: one sample
+    each (no interval), or with `spread` 21 samples evenly within +-spread of each median time."""
+    def interval(median_s):
+        samples = [median_s] if spread is None else [median_s * (1 + spread * k / 10) for k in range(-10, 11)]
+        return stats.median_interval(stats.summarize(samples)).record()
+    return [{"batch": batch, "median_s": batch / rate, "products_per_s": rate, "interval_s": interval(batch / rate)}
+            for batch, rate in sorted(rates.items())]
 
 
 class NamesTest(unittest.TestCase):
@@ -147,17 +152,41 @@ class CrossoverTest(unittest.TestCase):
 
 class SaturationTest(unittest.TestCase):
     def test_first_doubling_that_gains_under_5_percent(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2}), GEMM), (4, None))
+        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2}), GEMM), (
+            4, "from batch 4 to 8 (2x, 1 doubling): +3.3% per doubling (one sample: no interval: the medians alone)"))
 
     def test_a_longer_step_counts_per_doubling(self):
         # 1 -> 8 is three doublings of 2x each; 8 -> 16 gains 6%; 16 -> 64 gains 8% over two doublings: 3.9% each.
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 8: 8.0, 16: 8.48, 64: 9.16, 128: 9.2}), GEMM),
-                         (16, None))
+        batch, note = derive_batch.saturation(points({1: 1.0, 8: 8.0, 16: 8.48, 64: 9.16, 128: 9.2}), GEMM)
+        self.assertEqual(batch, 16)
+        self.assertIn("from batch 16 to 64 (4x, 2 doublings): +3.9% per doubling", note)
 
     def test_never_reached(self):
-        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}), GEMM)
+        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}, spread=0.01), GEMM)
         self.assertIsNone(batch)
-        self.assertIn("5% or more per doubling at every measured step (up to batch 4)", note)
+        self.assertEqual(note, "every measured step gained beyond noise (last step: from batch 2 to 4 (2x, "
+                               "1 doubling): +94.7% per doubling)")
+
+    def test_a_gain_within_noise_is_no_gain(self):
+        # 20% per doubling, but each time spreads by 30%: the two rates' intervals overlap.
+        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.3), GEMM)
+        self.assertEqual(batch, 1)
+        self.assertEqual(note, "from batch 1 to 2 (2x, 1 doubling): +20.0% per doubling, within noise")
+
+    def test_the_same_gain_beyond_noise_is_growth(self):
+        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.01), GEMM)[0], None)
+
+    def test_a_small_gain_beyond_noise_saturates(self):
+        # 16x for 4.9% in all: 1.2% per doubling; the times spread by 0.1%, so the gain is real but under 5%.
+        batch, note = derive_batch.saturation(points({256: 1.0, 4096: 1.049, 8192: 3.0}, spread=0.001), GEMM)
+        self.assertEqual(batch, 256)
+        self.assertRegex(note, r"^from batch 256 to 4096 \(16x, 4 doublings\): \+1\.2% per doubling, below 5% beyond "
+                               r"noise \(at most \+1\.2%\)$")
+
+    def test_a_small_gain_within_noise(self):
+        batch, note = derive_batch.saturation(points({256: 1.0, 4096: 1.049}, spread=0.1), GEMM)
+        self.assertEqual(batch, 256)
+        self.assertEqual(note, "from batch 256 to 4096 (16x, 4 doublings): +1.2% per doubling, within noise")
 
     def test_one_batch_has_no_saturation(self):
         self.assertEqual(derive_batch.saturation(points({8: 1.0}), GEMM),
@@ -220,9 +249,11 @@ class SummaryTest(unittest.TestCase):
     def test_crossovers(self):
         self.assertIn("## Batched GEMM: crossover batch (GPU faster than the best CPU)\n\n"
                       "Swept n = 64, 256 and batches 1, 8, 64, 512, 1024", self.text)
-        self.assertIn("| 64 | resident | each entry's headline time | 2 | 1 .. 8 | cublas\\_strided | bracket of measured batches; estimate by "
-                      "log-log interpolation of the speedup to 1 |", self.text)
-        self.assertIn("| 64 | transfer\\_pinned | each entry's headline time | none | n/a .. n/a | n/a | no crossover: the CPU is at least as fast "
+        self.assertIn("| 64 | resident | each entry's headline time | 2 | 1 .. 8 | cublas\\_strided | bracket of measured batches; "
+                      "estimate by log-log interpolation of the speedup to 1 (where an entry had one sample (no "
+                      "interval) its median alone decided) |", self.text)
+        self.assertIn("| 64 | transfer\\_pinned | each entry's headline time | none | n/a .. n/a | n/a | no crossover: the CPU is at "
+                      "least as fast "
                       "at the largest measured batch (batch=1024) |", self.text)
 
     def test_loop_ratios(self):
@@ -234,10 +265,13 @@ class SummaryTest(unittest.TestCase):
 
     def test_throughput_and_saturation(self):
         self.assertIn(f"| 64 | cublas\\_strided | resident | {1024 / 32.6e-6 / 1e6:.2f} M products/s | "
-                      f"{2 * 64 ** 3 * 1024 / 32.6e-6 / 1e12:.2f} TFLOP/s | 1024 | none: products/s grew by 5% or more "
-                      f"per doubling at every measured step (up to batch 1024) |", self.text)
+                      f"{2 * 64 ** 3 * 1024 / 32.6e-6 / 1e12:.2f} TFLOP/s | 1024 | none: every measured step gained "
+                      f"beyond noise (last step: from batch 512 to 1024 (2x, 1 doubling): ", self.text)
         self.assertIn("| 64 | cublas\\_strided | transfer\\_pinned |", self.text)
-        self.assertRegex(self.text, r"\| 64 \| cublas\\_strided \| transfer\\_pinned \| [^\n]* \| 512 \|\n")
+        # the fixture's entries have one repetition each: no interval, and the summary says so
+        self.assertRegex(self.text, r"\| 64 \| cublas\\_strided \| transfer\\_pinned \| [^\n]* \| 512: from batch 512 "
+                                    r"to 1024 \(2x, 1 doubling\): \+1\.1% per doubling \(one sample: no interval: the "
+                                    r"medians alone\) \|\n")
 
     def test_memory_per_product(self):
         self.assertIn("| 64 | cublas\\_strided | resident | 6.0 MiB (batch 1) | 48.0 KiB (batch 1024) | 48.0 KiB |",

@@ -4,7 +4,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, make_entry
 
-from gpubench_driver import derive, results
+from gpubench_driver import derive, results, stats
 
 
 def study(cpu_times, gpu_times, mode="resident"):
@@ -38,6 +38,19 @@ class CrossoverTest(unittest.TestCase):
         [found] = derive.crossovers(entries)
         self.assertEqual((found["lower"], found["upper"]), (128, 256))
         self.assertIn("n=64", found["note"])
+
+    def test_a_gpu_win_within_noise_is_no_win(self):
+        def spread(entries, by):  # 21 samples evenly within +-by of each median
+            for entry in entries:
+                median = entry["time_s"]["median"]
+                entry["time_s"] = stats.summarize([median * (1 + by * k / 10) for k in range(-10, 11)])
+            return entries
+        times = ({64: 1.0, 128: 1.0, 256: 1.0}, {64: 2.0, 128: 0.95, 256: 0.5})  # the GPU 5% faster at 128
+        [noisy] = derive.crossovers(spread(study(*times), 0.1))
+        self.assertEqual((noisy["lower"], noisy["upper"]), (128, 256))
+        self.assertEqual(noisy["note"], "at n=128 the GPU's lower median was within noise (no win)")
+        [clear] = derive.crossovers(spread(study(*times), 0.01))
+        self.assertEqual((clear["lower"], clear["upper"], clear["note"]), (64, 128, None))
 
     def test_best_cpu_is_the_fastest_cpu_implementation(self):
         entries = study({64: 1.0, 128: 3.0}, {64: 2.0, 128: 2.5})
@@ -98,7 +111,8 @@ class RatesTest(unittest.TestCase):
 
 
 class FixtureRunTest(unittest.TestCase):
-    """A results.json written by the driver: deriving again gives what it stored."""
+    """A results.json written by the driver: deriving again gives what it stored, but for what the
+    noise changed since."""
 
     def test_rederived_findings_match_the_stored_ones(self):
         document = results.load(fixture("results_v1.json"))
@@ -106,10 +120,15 @@ class FixtureRunTest(unittest.TestCase):
         rederived = derive.derive(matmul["entries"], matmul["derived"]["refinement"]["rounds"])
         # The fixture predates the crossovers' measure (headline or host-observed latency) and its
         # words; its entries, measured before the steady-state loop, have no latency, so only the
-        # headline's crossovers come back, equal to the stored ones.
-        self.assertEqual([{key: value for key, value in found.items() if key not in ("measure", "timed_as")}
-                          for found in rederived["crossovers"]], matmul["derived"]["crossovers"])
+        # headline's crossovers come back.
         self.assertEqual({found["measure"] for found in rederived["crossovers"]}, {"time"})
+        resident, pinned = [{key: value for key, value in found.items() if key not in ("measure", "timed_as")}
+                            for found in rederived["crossovers"]]
+        self.assertEqual(resident, matmul["derived"]["crossovers"][0])
+        # Stored before crossovers read noise: at n=128 the GPU's 25.3 us (3 samples, 25.0..27.3) against the CPU's
+        # 27.9 us (26.2..30.5) was a win; it is within noise now, so the bracket moves up to 128 .. 200.
+        self.assertEqual((pinned["lower"], pinned["upper"]), (128, 200))
+        self.assertEqual(pinned["note"], "at n=128 the GPU's lower median was within noise (no win)")
         self.assertEqual(rederived["best_rates"], matmul["derived"]["best_rates"])
         for found in rederived["crossovers"]:
             self.assertLess(found["lower"], found["upper"])

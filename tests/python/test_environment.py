@@ -50,6 +50,35 @@ class OpenblasWarningTest(unittest.TestCase):
         self.assertEqual((info["version"], info["core"], info["threads"]), ("0.3.21", "Haswell", 16))
 
 
+def affinity(**fields):
+    recorded = {"process_cpus": 4, "initial_thread_cpus": 1, "omp_proc_bind": "close", "omp_places": "cores",
+                "openmp_proc_bind": "close", "openmp_places": 4, "openmp_thread_cpus": [1, 1, 1, 1]}
+    return {"affinity": {**recorded, **fields}}
+
+
+class AffinityWarningTest(unittest.TestCase):
+    def test_pinned_threads_do_not_warn(self):
+        self.assertIsNone(environment.affinity_warning(affinity()))
+
+    def test_binding_off_in_openmp_warns(self):
+        warning = environment.affinity_warning(affinity(openmp_proc_bind="false", openmp_places=0))
+        self.assertIn("could not be pinned", warning)
+        self.assertIn("OMP_PROC_BIND=close", warning)
+
+    def test_a_thread_free_on_every_cpu_warns(self):
+        warning = environment.affinity_warning(affinity(openmp_thread_cpus=[1, 4, 1, 1]))
+        self.assertIn("all 4 CPUs", warning)
+
+    def test_no_binding_asked_for_does_not_warn(self):
+        unpinned = {"omp_proc_bind": None, "openmp_proc_bind": "false", "openmp_thread_cpus": [4, 4, 4, 4]}
+        self.assertIsNone(environment.affinity_warning(affinity(**unpinned)))
+        self.assertIsNone(environment.affinity_warning(affinity(**{**unpinned, "omp_proc_bind": "false"})))
+
+    def test_a_run_without_the_record_does_not_warn(self):
+        self.assertIsNone(environment.affinity_warning({}))
+        self.assertIsNone(environment.affinity_warning(None))
+
+
 class MachineTest(unittest.TestCase):
     def test_cpuinfo_counts_sockets_cores_threads(self):
         cpu = environment.parse_cpuinfo(CPUINFO)

@@ -1,5 +1,6 @@
 """Reference timings: comparison rows for the precision study's dtypes next to the matmul ones,
-and reference_matmul.py turning a dtype it cannot run into a note."""
+the study's measurement protocol handed to the scripts, and reference_matmul.py turning a dtype it
+cannot run into a note."""
 import importlib.util
 import json
 import os
@@ -9,12 +10,19 @@ from unittest import mock
 import support
 from support import make_entry
 
-from gpubench_driver import reference
+from gpubench_driver import reference, results, session
 
-spec = importlib.util.spec_from_file_location("reference_matmul", os.path.join(support.SCRIPTS_DIR,
-                                                                               "reference_matmul.py"))
-reference_matmul = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reference_matmul)
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(support.SCRIPTS_DIR, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reference_matmul = script("reference_matmul")
+with open(support.fixture("measurement_protocol.json"), encoding="utf-8") as stream:
+    PROTOCOL = json.load(stream)
 
 
 def torch_result(n, dtype, median_s):
@@ -44,7 +52,8 @@ class CompareTest(unittest.TestCase):
 
     def test_each_precision_against_torch_of_the_same_dtype(self):
         rows = self.rows("precision", self.entries)
-        self.assertEqual(set(rows), {(p, n) for p in ("tf32", "fp16", "bf16", "fp8_e4m3") for n in (4096, 8192)})
+        self.assertEqual(set(rows), {(p, n) for p in ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3")
+                                     for n in (4096, 8192)})
         fp16 = rows[("fp16", 8192)]
         self.assertEqual((fp16["study"], fp16["reference"], fp16["reference_dtype"]),
                          ("cublas/resident", "torch", "float16"))
@@ -72,16 +81,25 @@ class CompareTest(unittest.TestCase):
 
 class RunReferencesTest(unittest.TestCase):
     def test_gpu_runs_are_skipped_without_a_gpu(self):
-        self.assertEqual(reference.run_references("precision", with_gpu=False),
+        self.assertEqual(reference.run_references("precision", with_gpu=False, protocol=PROTOCOL),
                          {"torch_precision": {"note": "skipped: the GPU part of the study was not run"}})
 
     def test_each_study_runs_its_own(self):
-        with mock.patch.object(reference, "run_library", side_effect=lambda run: {"called": run}):
-            runs = reference.run_references("precision", with_gpu=True)
+        with mock.patch.object(reference, "run_library", side_effect=lambda run, protocol: {"called": run}):
+            runs = reference.run_references("precision", with_gpu=True, protocol=PROTOCOL)
             self.assertEqual(runs["torch_precision"]["called"].args, ("torch", "4096,8192",
-                                                                      "tf32,float16,bfloat16,float8_e4m3fn"))
-            self.assertEqual(set(reference.run_references("matmul", with_gpu=True)), {"numpy", "torch"})
+                                                                      "float32,tf32,float16,bfloat16,float8_e4m3fn"))
+            self.assertEqual(set(reference.run_references("matmul", with_gpu=True, protocol=PROTOCOL)),
+                             {"numpy", "torch"})
             self.assertEqual(runs["torch_precision"]["called"].script, "reference_matmul.py")
+
+    def test_without_the_studys_protocol_a_run_fails_saying_why(self):
+        with mock.patch.object(reference, "run_library") as run_library:
+            runs = reference.run_references("matmul", with_gpu=False, protocol=None)
+        run_library.assert_not_called()
+        self.assertEqual(runs["numpy"], {"note": "failed: the study binary does not publish its measurement protocol "
+                                                 "('measurement' in its --describe), by which its reference is timed"})
+        self.assertEqual(runs["torch"], {"note": "skipped: the GPU part of the study was not run"})
 
     def test_the_batch_studies_scripts_and_arguments(self):
         conv = reference.RUNS["conv2d"]["torch_conv2d"]
@@ -97,27 +115,43 @@ class RunReferencesTest(unittest.TestCase):
         with mock.patch.object(reference, "find_interpreter", return_value="/usr/bin/python3"), \
                 mock.patch.object(reference.subprocess, "run", return_value=mock.Mock(returncode=0, stdout=printed)) \
                 as called, mock.patch("builtins.print"):
-            run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"])
-        self.assertEqual(called.call_args[0][0], ["/usr/bin/python3", os.path.join(support.SCRIPTS_DIR,
-                                                                                    "reference_conv2d.py"),
-                                                  "torch", "56,28,14,7", "1,32,256", "float32,tf32,float16",
-                                                  "nchw,nhwc"])
+            run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"], PROTOCOL)
+        command = called.call_args[0][0]
+        self.assertEqual(command[:4], ["/usr/bin/python3", os.path.join(support.SCRIPTS_DIR, "reference_conv2d.py"),
+                                       "--protocol", mock.ANY])
+        self.assertEqual(json.loads(command[3]), PROTOCOL)  # the study's own, as its --describe gave it
+        self.assertEqual(command[4:], ["torch", "56,28,14,7", "1,32,256", "float32,tf32,float16", "nchw,nhwc"])
         self.assertEqual(run, {"python": "/usr/bin/python3", "results": [{"n": 56}], "notes": ["x"]})
 
     def test_without_an_interpreter(self):
         with mock.patch.object(reference, "find_interpreter", return_value=None):
-            self.assertEqual(reference.run_library(reference.RUNS["mlp_training"]["torch_mlp"]), {
+            self.assertEqual(reference.run_library(reference.RUNS["mlp_training"]["torch_mlp"], PROTOCOL), {
                 "note": "skipped: no Python interpreter with PyTorch with a usable CUDA device was found"})
+
+
+class SessionTest(unittest.TestCase):
+    def test_the_protocol_comes_from_the_studys_description(self):
+        """The study's --describe 'measurement', kept in its record, is what its references are timed by."""
+        record = results.new_study({"implementations": [], "measurement": PROTOCOL}, [4096])
+        study = mock.Mock(record=record, options=mock.Mock(sizes=[4096], batches=None))
+        study.name = "matmul"
+        document = {"references": None, "gpu": {"available": True}}
+        with mock.patch.object(reference, "run_references", return_value={"torch": {"note": "x"}}) as run_references:
+            session.run_study(study, document, mock.Mock(reference=True))
+        study.run.assert_called_once_with()
+        run_references.assert_called_once_with("matmul", with_gpu=True, protocol=PROTOCOL, sizes=[4096],
+                                                batches=None)
+        self.assertEqual(document["references"], {"torch": {"note": "x"}})
 
 
 class ReferenceScriptTest(unittest.TestCase):
     def run_main(self, argv, timer=None):
         with mock.patch.object(reference_matmul, "time_torch", timer), mock.patch("builtins.print") as printed:
-            status = reference_matmul.main(argv)
+            status = reference_matmul.main(["--protocol", json.dumps(PROTOCOL), *argv])
         return status, json.loads(printed.call_args[0][0]) if status == 0 else None
 
     def test_an_unsupported_dtype_becomes_a_note(self):
-        def timer(n, dtype):
+        def timer(n, dtype, protocol):
             if dtype == "float8_e4m3fn":
                 raise RuntimeError("torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0"
                                    " or 8.9\nmore detail")
@@ -130,12 +164,25 @@ class ReferenceScriptTest(unittest.TestCase):
         self.assertNotIn("more detail", output["notes"][0])
 
     def test_default_dtype_is_float32(self):
-        status, output = self.run_main(["torch", "64"], lambda n, dtype: {"n": n, "dtype": dtype})
+        status, output = self.run_main(["torch", "64"], lambda n, dtype, protocol: {"n": n, "dtype": dtype})
         self.assertEqual(output, {"results": [{"n": 64, "dtype": "float32"}], "notes": []})
 
+    def test_the_protocol_reaches_the_timing(self):
+        status, output = self.run_main(["torch", "64"], lambda n, dtype, protocol: {"warmup": protocol["warmup"]})
+        self.assertEqual(output["results"], [{"warmup": PROTOCOL["warmup"]}])
+
+    def test_every_script_wants_the_protocol_first(self):
+        for name in ("reference_matmul", "reference_conv2d", "reference_mlp", "reference_transfer"):
+            with mock.patch("sys.stderr") as stderr:
+                self.assertEqual(script(name).main(["torch", "64"]), 2, name)
+            self.assertIn(f"{name}.py: the first arguments must be --protocol JSON",
+                          "".join(call.args[0] for call in stderr.write.call_args_list))
+
     def test_bad_arguments(self):
+        protocol = ["--protocol", json.dumps(PROTOCOL)]
         with mock.patch("sys.stderr"):
-            for argv in (["torch", "64", "float9"], ["numpy", "64", "float16"], ["jax", "64"], []):
+            for argv in (protocol + ["torch", "64", "float9"], protocol + ["numpy", "64", "float16"],
+                         protocol + ["jax", "64"], protocol, ["torch", "64"], []):
                 self.assertEqual(reference_matmul.main(argv), 2, argv)
 
 
@@ -156,7 +203,7 @@ class NarrowedReferenceTest(unittest.TestCase):
     def test_nothing_in_common_runs_nothing(self):
         run = reference.RUNS["conv2d"]["torch_conv2d"]
         self.assertIsNone(reference._narrowed(run, [7], [2, 8]))
-        self.assertEqual(reference.run_references("conv2d", with_gpu=True, sizes=[7], batches=[2]),
+        self.assertEqual(reference.run_references("conv2d", with_gpu=True, protocol=PROTOCOL, sizes=[7], batches=[2]),
                          {"torch_conv2d": {"note": "skipped: the study ran none of the reference's sizes or batches"}})
 
 if __name__ == "__main__":

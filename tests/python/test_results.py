@@ -41,6 +41,15 @@ class ValidationTest(unittest.TestCase):
         self.assert_invalid(lambda d: d["studies"]["matmul"]["entries"][0].update(rel_fro_error=True),
                             "rel_fro_error")
 
+    def test_affinity_is_typed(self):
+        def set_affinity(value):
+            return lambda d: d["software"].setdefault("gpubench_env", {}).update(affinity=value)
+        self.assert_invalid(set_affinity("close"), "software.gpubench_env.affinity")
+        self.assert_invalid(set_affinity({"openmp_thread_cpus": 2}), "openmp_thread_cpus")
+        document = fixture_document()
+        set_affinity({"process_cpus": 2, "omp_proc_bind": "close", "openmp_thread_cpus": [1, 1]})(document)
+        results.validate(document)
+
     def test_missing_section(self):
         self.assert_invalid(lambda d: d.pop("machine"), "machine")
 
@@ -68,6 +77,23 @@ class ValidationTest(unittest.TestCase):
                 (lambda d: entry(d).update(axes={"n": False}), "studies.matmul.entries[0].axes.n"),
                 (lambda d: entry(d).update(memory_written_bytes="1"), "studies.matmul.entries[0].memory_written_bytes"),
                 (lambda d: entry(d).update(d2h_bytes=[]), "studies.matmul.entries[0].d2h_bytes")):
+            with self.subTest(field=field):
+                self.assert_invalid(change, field)
+
+    def test_a_reference_results_measurement_is_typed(self):
+        """How a reference was timed (reference_timing.record): optional, typed where present."""
+        result = lambda d: d["references"]["numpy"]["results"][0]  # noqa: E731
+        document = fixture_document()
+        result(document)["measurement"] = {"protocol": "latency", "burst_s": 0.1, "settled": False,
+                                           "warmup_window_per_call_s": [0.1, 0.1], "stop_reason": "timeout",
+                                           "converged": False, "noise": None, "measured_s": 0.5}
+        results.validate(document)
+        for change, field in (
+                (lambda d: result(d).update(measurement=[]), "references.numpy.results[0].measurement"),
+                (lambda d: result(d).update(measurement={"settled": "yes"}),
+                 "references.numpy.results[0].measurement.settled"),
+                (lambda d: result(d).update(measurement={"noise": "0.01"}),
+                 "references.numpy.results[0].measurement.noise")):
             with self.subTest(field=field):
                 self.assert_invalid(change, field)
 

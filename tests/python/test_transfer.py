@@ -9,11 +9,16 @@ from gpubench_driver import derive_overlap, derive_transfer, gbench, stats
 GIB = float(1 << 30)
 
 
-def transfer_entry(engine, memory, direction, n, bytes_per_s, device="gpu", moved=None):
+def spread_samples(seconds, spread):
+    """One sample of `seconds`, or with `spread` 21 samples evenly within +-spread of it."""
+    return [seconds] if spread is None else [seconds * (1 + spread * k / 10) for k in range(-10, 11)]
+
+
+def transfer_entry(engine, memory, direction, n, bytes_per_s, device="gpu", moved=None, spread=None):
     entry = gbench.blank_entry(f"transfer/{engine}/{device}/{memory}/{direction}/n:{n}")
     moved = n * (2 if direction == "bidirectional" else 1) if moved is None else moved
-    seconds = (moved or n) / bytes_per_s
-    entry.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize([seconds]),
+    samples = spread_samples((moved or n) / bytes_per_s, spread)
+    entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
                  bytes_transferred=moved)
     return entry
 
@@ -84,6 +89,16 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual([r["n"] for r in h2d["ratios"]], [4096, 1 << 20, 1 << 28])
         [pitfall] = self.derived["zero_page_over_written"]
         self.assertAlmostEqual(pitfall["at_largest"]["ratio"], 2.0)
+        self.assertIsNone(h2d["at_largest"]["beyond_noise"])  # one sample each: no interval
+
+    def test_a_ratio_within_noise_names_no_faster_memory(self):
+        entries = (curve("copy_engine", "pinned", "h2d", {4096: 1.0e9, 1 << 28: 52e9}, spread=0.05)
+                   + curve("copy_engine", "pageable", "h2d", {4096: 0.97e9, 1 << 28: 8e9}, spread=0.05))
+        [h2d] = derive_transfer.derive(entries)["pinned_over_pageable"]
+        self.assertEqual([(r["n"], r["beyond_noise"]) for r in h2d["ratios"]], [(4096, False), (1 << 28, True)])
+        from gpubench_driver import summary_transfer
+        self.assertEqual(summary_transfer._ratio_items([h2d], "pinned over pageable,"), [
+            "pinned over pageable, h2d: 6.50x at 256.0 MiB (smallest size: 1.03x at 4.0 KiB, within noise)"])
 
     def test_link_rate_from_generation_and_width(self):
         link = self.derived["link"]
@@ -102,10 +117,17 @@ if __name__ == "__main__":
     unittest.main()
 
 
-def overlap_entry(schedule, memory, workload, chunks, seconds, n=8192):
+def overlap_entry(schedule, memory, workload, chunks, seconds, n=8192, spread=None):
     entry = gbench.blank_entry(f"overlap/{schedule}/gpu/{memory}/{workload}/n:{n}/batch:{chunks}")
-    entry.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize([seconds]))
+    samples = spread_samples(seconds, spread)
+    entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples))
     return entry
+
+
+def overlap_group(times, spread, memory="pinned", workload="matmul"):
+    """Overlap entries of one workload and memory from {(schedule, chunks): seconds}."""
+    return [overlap_entry(schedule, memory, workload, chunks, seconds, spread=spread)
+            for (schedule, chunks), seconds in times.items()]
 
 
 class OverlapTest(unittest.TestCase):
@@ -129,6 +151,47 @@ class OverlapTest(unittest.TestCase):
         [best] = self.derived["best"]
         self.assertEqual((best["schedule"], best["chunks"]), ("streams4", 16))
         self.assertAlmostEqual(best["fraction_of_ideal"], 20.8 / 26.0)
+        # one sample each: no interval, so nothing is beaten beyond noise
+        self.assertEqual([(tie["schedule"], tie["chunks"]) for tie in best["ties"]], [("streams2", 4), ("streams1", 4)])
+        self.assertIsNone(best["saved_beyond_noise"])
+
+
+class OverlapNoiseTest(unittest.TestCase):
+    TIMES = {("serial", 1): 36.0, ("streams2", 64): 26.3, ("streams4", 16): 26.0, ("streams1", 4): 35.0,
+             ("copy_only", 16): 10.0, ("compute_only", 16): 20.8, ("copy_only", 64): 10.5, ("compute_only", 64): 21.0}
+
+    def best(self, spread):
+        [best] = derive_overlap.derive(overlap_group(self.TIMES, spread))["best"]
+        return best
+
+    def test_a_tie_within_noise(self):
+        best = self.best(0.05)  # 26.0 and 26.3 ms, each spread by 5%
+        self.assertEqual((best["schedule"], best["chunks"]), ("streams4", 16))
+        self.assertEqual(best["ties"], [{"schedule": "streams2", "chunks": 64, "median_s": 26.3}])
+        self.assertTrue(best["saved_beyond_noise"])
+
+    def test_a_clear_winner(self):
+        best = self.best(0.002)
+        self.assertEqual(((best["schedule"], best["chunks"]), best["ties"]), (("streams4", 16), []))
+        self.assertTrue(best["ideal_beyond_noise"])  # 80% of the ideal, beyond noise
+
+    def test_no_saving_and_no_gain_over_the_ideal_beyond_noise(self):
+        # pageable SAXPY: the pipeline 1% slower than the serial run and 3% faster than the copy-only run
+        times = {("serial", 1): 108.6, ("streams4", 4): 109.9, ("copy_only", 4): 113.6, ("compute_only", 4): 2.0}
+        [row] = derive_overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"]
+        self.assertEqual((row["saved_beyond_noise"], row["ideal_beyond_noise"]), (False, False))
+        self.assertGreater(row["fraction_of_ideal"], 1)
+
+    def test_summary_names_the_ties(self):
+        from gpubench_driver import summary_overlap
+        entries = overlap_group(self.TIMES, 0.05)
+        cells = summary_overlap._row(derive_overlap.derive(entries)["best"][0])
+        self.assertEqual(cells[4:7], ["26.00 s (streams4, 16 chunks)", "streams2, 64 chunks (26.30 s)",
+                                      "10.00 s (28%)"])
+        times = {("serial", 1): 108.6, ("streams4", 4): 109.9, ("copy_only", 4): 113.6, ("compute_only", 4): 2.0}
+        cells = summary_overlap._row(derive_overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"][0])
+        self.assertEqual(cells[4:], ["109.90 s (streams4, 4 chunks)", "none", "-1.30 s (-1%, within noise)",
+                                     "113.60 s", "103%, within noise"])
 
 
 class ReportTest(unittest.TestCase):
