@@ -27,7 +27,10 @@ PROTOCOL_KEYS = {
     "throughput": ("sample_s", "max_calls_per_sample", "max_noise", "min_samples", "min_time_s", "timeout_s",
                    "plateau_tolerance"),
     "latency": ("max_noise", "min_samples", "min_time_s", "timeout_s", "plateau_tolerance"),
+    "cpu": ("sample_s", "max_noise", "min_samples", "min_time_s", "timeout_s", "plateau_tolerance"),
+    "energy": ("window_s", "min_call_s"),
 }
+MAX_BATCH_CALLS = 10000  # as the study binaries' warm-up and energy batches
 RULE_KEYS = PROTOCOL_KEYS["latency"]  # what the stopping rule reads of a section
 FIRST_HOLD_S = 50e-6    # the spin before a sample's calls; doubled while the host is slower to enqueue
 MAX_HOLD_S = 0.1        # a hold the host still cannot beat means the operation waits for the device
@@ -153,7 +156,7 @@ def settled(window_per_call_s, parameters):
 def warm_up(first_call_s, batches, parameters, clock=time.perf_counter):
     """Runs batches(k), an iterator of the seconds of successive batches of k back-to-back calls,
     until the per-call time settles (parameters: the protocol's "warmup")."""
-    calls = max(1, math.floor(parameters["batch_s"] / first_call_s + 0.5))  # halves up, as C++'s std::round
+    calls = calls_for(parameters["batch_s"], first_call_s, MAX_BATCH_CALLS)
     windows, window_s, window_calls, burst_s = [], 0.0, 0, None
     start = clock()
     for batch_s in batches(calls):
@@ -169,9 +172,14 @@ def warm_up(first_call_s, batches, parameters, clock=time.perf_counter):
     raise ValueError("batches() ended before the warm-up did")
 
 
+def calls_for(target_s, per_call_s, max_calls):
+    """Calls in a sample or batch of target_s, within [1, max_calls] (the binaries' calls_for)."""
+    return min(max(math.ceil(target_s / per_call_s), 1), max_calls) if per_call_s > 0 else 1
+
+
 def calls_per_sample(per_call_s, parameters):
     """k calls per held sample: enough for `sample_s` of device time, within [1, max_calls_per_sample]."""
-    return min(max(math.ceil(parameters["sample_s"] / per_call_s), 1), parameters["max_calls_per_sample"])
+    return calls_for(parameters["sample_s"], per_call_s, parameters["max_calls_per_sample"])
 
 
 # --- the record of one measurement ----------------------------------------------------
@@ -254,8 +262,26 @@ def held_sample_taker(torch, operation, calls, cycles_per_s):
     return take_sample
 
 
+def _sustain(batches, seconds, clock=time.perf_counter):
+    """Runs batches for `seconds`: the study's energy window, here for the same thermal history."""
+    start = clock()
+    for _ in batches:
+        if clock() - start >= seconds:
+            return
+
+
+def _batch_sample_taker(batches, calls):
+    def take_sample():
+        seconds = next(batches)
+        return seconds / calls, seconds
+    return take_sample
+
+
 def cuda_event_timing(torch, operation, protocol):
-    """record() of operation() on the device: warm-up to the steady state, then held throughput samples."""
+    """record() of operation() on the device as the study times a resident entry: warm-up to the
+    steady state; for calls of energy.min_call_s and more a further energy.window_s of back-to-back
+    batches (the study's energy window: the same thermal history); then samples: calls shorter than
+    throughput.sample_s held behind a spin, longer ones in back-to-back batches of warmup.batch_s."""
     operation()  # the first call: kernels loaded and chosen (cudnn.benchmark searches here)
     torch.cuda.synchronize()
     start = _event(torch)
@@ -264,16 +290,24 @@ def cuda_event_timing(torch, operation, protocol):
     end.synchronize()
     warm = warm_up(start.elapsed_time(end) / 1000.0, lambda k: _device_batches(torch, operation, k),
                    protocol["warmup"])
-    calls = calls_per_sample(warm.per_call_s, protocol["throughput"])
-    sampling = sample_until_stopped(held_sample_taker(torch, operation, calls, spin_cycles_per_s(torch)),
-                                    StoppingRule.of(protocol["throughput"]))
+    per_call_s = warm.per_call_s
+    if per_call_s >= protocol["energy"]["min_call_s"]:
+        _sustain(_device_batches(torch, operation, warm.calls_per_batch), protocol["energy"]["window_s"])
+    if per_call_s >= protocol["throughput"]["sample_s"]:
+        calls = calls_for(protocol["warmup"]["batch_s"], per_call_s, MAX_BATCH_CALLS)
+        take_sample = _batch_sample_taker(_device_batches(torch, operation, calls), calls)
+    else:
+        calls = calls_per_sample(per_call_s, protocol["throughput"])
+        take_sample = held_sample_taker(torch, operation, calls, spin_cycles_per_s(torch))
+    sampling = sample_until_stopped(take_sample, StoppingRule.of(protocol["throughput"]))
     return record("throughput", warm, sampling, calls)
 
 
 # --- on the host clock -----------------------------------------------------------
-def host_clock_timing(operation, protocol, complete=lambda: None):
+def host_clock_timing(operation, protocol, complete=lambda: None, kind="latency"):
     """record() of operation() on the host clock, from the call until complete() returns (a device
-    synchronize: what the caller waits): warm-up in batches so timed, then single calls ("latency")."""
+    synchronize: what the caller waits): warm-up in batches so timed, then single calls ("latency",
+    as the study's GPU entries with copies), or batches of cpu.sample_s ("cpu", as its CPU entries)."""
     def timed(calls):
         start = time.perf_counter()
         for _ in range(calls):
@@ -284,8 +318,10 @@ def host_clock_timing(operation, protocol, complete=lambda: None):
     timed(1)  # the first call: allocations, pages mapped, libraries loaded
     warm = warm_up(timed(1), lambda k: (timed(k) for _ in itertools.count()), protocol["warmup"])
 
+    calls = 1 if kind == "latency" else calls_for(protocol["cpu"]["sample_s"], warm.per_call_s, 1 << 20)
+
     def take_sample():
-        seconds = timed(1)
-        return seconds, seconds
-    sampling = sample_until_stopped(take_sample, StoppingRule.of(protocol["latency"]))
-    return record("latency", warm, sampling, 1)
+        seconds = timed(calls)
+        return seconds / calls, seconds
+    sampling = sample_until_stopped(take_sample, StoppingRule.of(protocol[kind]))
+    return record(kind, warm, sampling, calls)

@@ -8,6 +8,8 @@ expect names the 1-based sample after which the rule stops and why. The samples 
 sums and the noise at the exact-threshold cases are exact in any summation order."""
 import json
 import math
+import os
+import subprocess
 import statistics
 import unittest
 from unittest import mock
@@ -116,7 +118,7 @@ class WarmUpTest(unittest.TestCase):
         self.assertLess(warm.seconds - 8 * 1.25 * T, WARMUP["max_s"])  # the batch that crossed it was the last
 
     def test_calls_per_batch_from_the_first_call(self):
-        # batch_s is 8 T: round(8 / 3), at least 1, 32; 2.5 rounds up (as in C++), not to the even 2.
+        # batch_s is 8 T: ceil(8 / 3), at least 1, as the binaries' calls_for.
         for first_call_s, batch_s, calls in ((3 * T, 8 * T, 3), (1.0, 8 * T, 1), (T / 4, 8 * T, 32), (2 * T, 5 * T, 3)):
             clock = FakeClock()
             warm = reference_timing.warm_up(first_call_s, fake_batches(lambda i: T, clock),
@@ -192,7 +194,35 @@ class FakeTorch:
         self.device_s += self.device_s_per_call
 
 
+class DeviceTimingTest(unittest.TestCase):
+    """cuda_event_timing chooses the study's sampling by the settled time per call."""
+    PROTOCOL = {**PROTOCOL, "energy": {**PROTOCOL["energy"], "window_s": 0.01}}  # a short sustain, for the test
+
+    def test_long_calls_are_sampled_in_back_to_back_batches(self):
+        torch = FakeTorch(host_s_per_call=1e-6, device_s_per_call=2e-4)
+        measured = reference_timing.cuda_event_timing(torch, torch.operation, self.PROTOCOL)
+        self.assertEqual(measured["measurement"]["calls_per_sample"], 50)  # ceil(batch_s 10 ms / 200 us)
+        self.assertEqual(torch.spins, [])  # never held
+        self.assertAlmostEqual(measured["time_s"]["median"], 2e-4)
+
+    def test_short_calls_are_held(self):
+        torch = FakeTorch(host_s_per_call=1e-6, device_s_per_call=5e-6)
+        measured = reference_timing.cuda_event_timing(torch, torch.operation, self.PROTOCOL)
+        # ceil(sample_s 100 us / 5 us), the per-call time read back from event differences in floating point
+        self.assertIn(measured["measurement"]["calls_per_sample"], (20, 21))
+        self.assertTrue(torch.spins)
+        self.assertAlmostEqual(measured["time_s"]["median"], 5e-6)
+
+
 class ProtocolTest(unittest.TestCase):
+    def test_the_fixture_is_what_the_study_binaries_publish(self):
+        binary = os.path.join(os.environ.get("GPUBENCH_BUILD_DIR", ""), "bench", "gpubench_matmul")
+        if not os.access(binary, os.X_OK):
+            self.skipTest(f"no study binary at {binary} (GPUBENCH_BUILD_DIR) to compare with")
+        described = json.loads(subprocess.run([binary, "--describe"], capture_output=True, text=True,
+                                              check=True).stdout)
+        self.assertEqual(described["measurement"], PROTOCOL)
+
     def test_the_protocol_argument(self):
         protocol, rest = reference_timing.protocol_and_arguments(["--protocol", PROTOCOL_TEXT, "torch", "64"], "x.py")
         self.assertEqual((protocol, rest), (PROTOCOL, ["torch", "64"]))
@@ -233,6 +263,14 @@ class HostClockTimingTest(unittest.TestCase):
         document["references"] = {"numpy": {"python": "/usr/bin/python3", "notes": [],
                                             "results": [{"library": "numpy", "n": 4, **measured}]}}
         results.validate(document)
+
+
+    def test_cpu_samples_are_batches_of_the_cpu_sample_time(self):
+        measured = reference_timing.host_clock_timing(lambda: sum(range(200)), PROTOCOL, kind="cpu")
+        how = measured["measurement"]
+        self.assertEqual(how["protocol"], "cpu")
+        self.assertGreater(how["calls_per_sample"], 1)  # calls of microseconds, samples of cpu.sample_s
+        self.assertGreaterEqual(how["measured_s"], PROTOCOL["cpu"]["min_time_s"])
 
 
 if __name__ == "__main__":
