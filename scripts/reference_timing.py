@@ -148,9 +148,14 @@ class WarmUp:
 
 
 def settled(window_per_call_s, parameters):
+    """The last windows agree within the tolerance, or move up and down (noise, not a drift), as the
+    binaries' settled()."""
     last = window_per_call_s[-parameters["settle_windows"]:]
-    return (len(last) == parameters["settle_windows"]
-            and max(last) / min(last) - 1 <= parameters["settle_tolerance"])
+    if len(last) < parameters["settle_windows"]:
+        return False
+    if max(last) <= min(last) * (1 + parameters["settle_tolerance"]):
+        return True
+    return last != sorted(last) and last != sorted(last, reverse=True)
 
 
 def warm_up(first_call_s, batches, parameters, clock=time.perf_counter):

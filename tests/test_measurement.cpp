@@ -56,7 +56,9 @@ TEST(Warmup, SettlesWhenTheLastWindowsAgree) {
   const WarmupRule rule{0.01, 0.05, 3, 0.01, 0.0, 10.0};
   EXPECT_FALSE(settled(rule, {1.0, 1.005}, {}));
   EXPECT_TRUE(settled(rule, {2.0, 1.0, 1.005, 1.009}, {}));
-  EXPECT_FALSE(settled(rule, {1.0, 1.005, 1.02}, {}));
+  EXPECT_FALSE(settled(rule, {1.0, 1.005, 1.02}, {}));  // still rising
+  EXPECT_FALSE(settled(rule, {1.1, 1.05, 1.02}, {}));   // still falling
+  EXPECT_TRUE(settled(rule, {1.0, 1.05, 1.01}, {}));    // up and down: noise, not a drift
   // The time agrees but the clock is still falling.
   EXPECT_FALSE(settled(rule, {1.0, 1.0, 1.0}, {1980, 1900, 1800}));
   EXPECT_TRUE(settled(rule, {1.0, 1.0, 1.0}, {kUnknown, kUnknown, kUnknown}));
@@ -93,8 +95,8 @@ TEST(Warmup, GivesUpAtItsLimit) {
   int batch = 0;
   const WarmupRule rule{0.01, 0.05, 3, 0.01, 0.15, 1.0};
   const WarmupRecord record = run_warmup(rule, 1e-3,
-                                         {[&](int calls) {
-                                            const double t = calls * 1e-3 * (1 + 0.1 * (++batch % 2));
+                                         {[&](int calls) {  // every batch 1% slower than the one before
+                                            const double t = calls * 1e-3 * std::pow(1.01, ++batch);
                                             clock_s += t;
                                             return t;
                                           },

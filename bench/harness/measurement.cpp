@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/json.hpp"
 
@@ -55,7 +56,7 @@ const Protocol& protocol() {
     p.sample_s = 1e-4;
     p.max_calls_per_sample = 32;
     p.latency = StoppingRule{0.01, 10, 0.01, 0.5, 0.02};
-    p.cpu = StoppingRule{0.01, 10, 0.2, 3.0, 0.02};
+    p.cpu = StoppingRule{0.01, 10, 0.2, 1.5, 0.02};
     p.cpu_sample_s = 0.01;  // long against the host clock and the scheduler's tick
     p.throttle = ThrottleRule{0.75, 0.05};  // nvbench's defaults
     // NVML's energy counter moves in steps; a second of sustained work spans enough of them.
@@ -111,15 +112,18 @@ StopReason stop_reason(const StoppingRule& rule, const std::vector<double>& samp
 bool settled(const WarmupRule& rule, const std::vector<double>& window_call_s,
              const std::vector<double>& window_clock_mhz) {
   const std::size_t count = static_cast<std::size_t>(rule.settle_windows);
-  const auto agree = [&](const std::vector<double>& values) {
+  // Steady: the last windows agree within the tolerance, or they go up and down, which is noise
+  // (a short call's host jitter), not the one-way drift of a clock that is still settling.
+  const auto steady = [&](const std::vector<double>& values) {
     if (values.size() < count) return false;
     const auto first = values.end() - static_cast<long>(count);
     if (std::any_of(first, values.end(), [](double v) { return std::isnan(v); })) return true;  // unknown: no say
     const auto [low, high] = std::minmax_element(first, values.end());
-    return *high <= *low * (1 + rule.settle_tolerance);
+    if (*high <= *low * (1 + rule.settle_tolerance)) return true;
+    return !std::is_sorted(first, values.end()) && !std::is_sorted(first, values.end(), std::greater<double>());
   };
-  return window_call_s.size() >= count && agree(window_call_s) &&
-         (window_clock_mhz.size() < count || agree(window_clock_mhz));
+  return window_call_s.size() >= count && steady(window_call_s) &&
+         (window_clock_mhz.size() < count || steady(window_clock_mhz));
 }
 
 int calls_for(double target_s, double call_s, int max_calls) {

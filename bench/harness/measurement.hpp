@@ -26,7 +26,8 @@ struct StoppingRule {
 };
 
 // When the warm-up ends: back-to-back batches grouped into windows; settled once the last
-// `settle_windows` windows agree within `settle_tolerance` in time per call (and in SM clock).
+// `settle_windows` windows agree within `settle_tolerance` in time per call (and in SM clock), or
+// move up and down rather than one way (noise, not a drift).
 struct WarmupRule {
   double batch_s = 0;   // device time of one batch of calls
   double window_s = 0;  // a window holds batches of at least this much time in all

@@ -115,7 +115,7 @@ class Invocation:
 # OpenMP threads are pinned one per core, in order (thread t on core t), so a thread keeps
 # the caches and the memory it first wrote (core/first_touch.hpp) from call to call; gpubench_env
 # records what that gave (software.gpubench_env.affinity). A value the user set wins.
-STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive", "OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
 
 
 def study_environment():

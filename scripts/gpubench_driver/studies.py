@@ -185,7 +185,7 @@ CONV2D = BatchStudy(
 STUDIES = (
     # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
     # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
-    Study(name="matmul", quick_sizes=(256, 1024), suite_sizes=(64, 256, 1024, 4096),
+    Study(name="matmul", quick_sizes=(1024,), suite_sizes=(64, 256, 1024, 4096),
           refined=True, derive=lambda study, document, rounds: derive.derive(study["entries"], rounds),
           summary=_summary("summary_matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
           gemm_cost=True,

@@ -110,12 +110,18 @@ class WarmUpTest(unittest.TestCase):
         self.assertEqual(len(warm.window_per_call_s), 4)
 
     def test_it_gives_up_at_max_s(self):
-        clock = FakeClock()  # alternating windows of T and 1.25 T never agree
-        warm = reference_timing.warm_up(T, fake_batches(lambda i: T if i // 4 % 2 == 0 else 1.25 * T, clock),
-                                        WARMUP, clock)
+        clock = FakeClock()  # every window 2% slower than the one before: a drift that never settles
+        warm = reference_timing.warm_up(T, fake_batches(lambda i: T * 1.02 ** (i // 4), clock), WARMUP, clock)
         self.assertFalse(warm.settled)
         self.assertGreaterEqual(warm.seconds, WARMUP["max_s"])
         self.assertLess(warm.seconds - 8 * 1.25 * T, WARMUP["max_s"])  # the batch that crossed it was the last
+
+    def test_windows_that_go_up_and_down_are_noise(self):
+        clock = FakeClock()  # alternating windows of T and 1.25 T: no drift, so settled after min_s
+        warm = reference_timing.warm_up(T, fake_batches(lambda i: T if i // 4 % 2 == 0 else 1.25 * T, clock),
+                                        WARMUP, clock)
+        self.assertTrue(warm.settled)
+        self.assertLess(warm.seconds, WARMUP["max_s"])
 
     def test_calls_per_batch_from_the_first_call(self):
         # batch_s is 8 T: ceil(8 / 3), at least 1, as the binaries' calls_for.
