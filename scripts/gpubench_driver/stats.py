@@ -109,6 +109,12 @@ class Interval:
         return Interval(self.low / items, self.high / items, self.basis) if self.known else self
 
 
+def _half_binomial_pmf(count, k):
+    """P(Binomial(count, 1/2) = k), in logarithms: comb(count, k) / 2^count overflows a float from a
+    thousand samples on (the steady-state loop takes that many of short calls)."""
+    return math.exp(math.lgamma(count + 1) - math.lgamma(k + 1) - math.lgamma(count - k + 1) - count * math.log(2))
+
+
 def _order_statistic_rank(count, confidence):
     """(k, coverage): the interval x(k)..x(count + 1 - k) of the sorted samples (1-based) covers the
     true median with probability coverage = 1 - 2 P(Binomial(count, 1/2) < k); k is the largest with
@@ -116,7 +122,7 @@ def _order_statistic_rank(count, confidence):
     below = 0.0  # P(Binomial(count, 1/2) < k)
     rank, coverage = 1, 1 - 2 * 0.5 ** count
     for k in range(1, (count + 1) // 2 + 1):
-        below += math.comb(count, k - 1) * 0.5 ** count
+        below += _half_binomial_pmf(count, k - 1)
         if 1 - 2 * below < confidence:
             break
         rank, coverage = k, 1 - 2 * below

@@ -93,5 +93,13 @@ class BeyondSpreadTest(unittest.TestCase):
         self.assertFalse(stats.beyond_spread(self.interval(noisy(1.0, 0.2)), self.interval(noisy(1.03, 0.2, seed=2))))
 
 
+class ManySamplesTest(unittest.TestCase):
+    def test_thousands_of_samples_have_the_textbook_rank(self):
+        # comb(n, k) / 2^n overflowed a float past ~1000 samples; the steady-state loop takes more.
+        self.assertEqual(stats._order_statistic_rank(100, 0.95)[0], 40)
+        rank, coverage = stats._order_statistic_rank(20000, 0.95)
+        self.assertGreaterEqual(coverage, 0.95)
+        self.assertLess(abs(rank - (10000 - 1.96 * 70.7)), 3)  # the normal approximation n/2 - 1.96 sqrt(n)/2
+
 if __name__ == "__main__":
     unittest.main()
