@@ -18,7 +18,7 @@ import math
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # The parameters each section of the protocol must give (the study's --describe has more: throttle
 # and energy belong to its NVML telemetry, which the references do not sample).
@@ -28,7 +28,7 @@ PROTOCOL_KEYS = {
                    "plateau_tolerance"),
     "latency": ("max_noise", "min_samples", "min_time_s", "timeout_s", "plateau_tolerance"),
     "cpu": ("sample_s", "max_noise", "min_samples", "min_time_s", "timeout_s", "plateau_tolerance"),
-    "energy": ("window_s", "min_call_s"),
+    "energy": ("window_s",),
 }
 MAX_BATCH_CALLS = 10000  # as the study binaries' warm-up and energy batches
 RULE_KEYS = PROTOCOL_KEYS["latency"]  # what the stopping rule reads of a section
@@ -267,14 +267,6 @@ def held_sample_taker(torch, operation, calls, cycles_per_s):
     return take_sample
 
 
-def _sustain(batches, seconds, clock=time.perf_counter):
-    """Runs batches for `seconds`: the study's energy window, here for the same thermal history."""
-    start = clock()
-    for _ in batches:
-        if clock() - start >= seconds:
-            return
-
-
 def _batch_sample_taker(batches, calls):
     def take_sample():
         seconds = next(batches)
@@ -284,9 +276,9 @@ def _batch_sample_taker(batches, calls):
 
 def cuda_event_timing(torch, operation, protocol):
     """record() of operation() on the device as the study times a resident entry: warm-up to the
-    steady state; for calls of energy.min_call_s and more a further energy.window_s of back-to-back
-    batches (the study's energy window: the same thermal history); then samples: calls shorter than
-    throughput.sample_s held behind a spin, longer ones in back-to-back batches of warmup.batch_s."""
+    steady state; then samples: calls shorter than throughput.sample_s held behind a spin, longer
+    ones in back-to-back batches of warmup.batch_s for at least energy.window_s (the study reads
+    its energy counter over them: the same thermal history)."""
     operation()  # the first call: kernels loaded and chosen (cudnn.benchmark searches here)
     torch.cuda.synchronize()
     start = _event(torch)
@@ -295,16 +287,15 @@ def cuda_event_timing(torch, operation, protocol):
     end.synchronize()
     warm = warm_up(start.elapsed_time(end) / 1000.0, lambda k: _device_batches(torch, operation, k),
                    protocol["warmup"])
-    per_call_s = warm.per_call_s
-    if per_call_s >= protocol["energy"]["min_call_s"]:
-        _sustain(_device_batches(torch, operation, warm.calls_per_batch), protocol["energy"]["window_s"])
+    per_call_s, rule = warm.per_call_s, StoppingRule.of(protocol["throughput"])
     if per_call_s >= protocol["throughput"]["sample_s"]:
         calls = calls_for(protocol["warmup"]["batch_s"], per_call_s, MAX_BATCH_CALLS)
         take_sample = _batch_sample_taker(_device_batches(torch, operation, calls), calls)
+        rule = replace(rule, min_time_s=max(rule.min_time_s, protocol["energy"]["window_s"]))
     else:
         calls = calls_per_sample(per_call_s, protocol["throughput"])
         take_sample = held_sample_taker(torch, operation, calls, spin_cycles_per_s(torch))
-    sampling = sample_until_stopped(take_sample, StoppingRule.of(protocol["throughput"]))
+    sampling = sample_until_stopped(take_sample, rule)
     return record("throughput", warm, sampling, calls)
 
 

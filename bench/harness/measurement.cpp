@@ -35,19 +35,18 @@ std::string Protocol::json() const {
   cpu_json += ", \"sample_s\": " + json_number(cpu_sample_s) + "}";
   return "{\"warmup\": " + warmup.json() + ", \"throughput\": " + throughput_json + ", \"latency\": " +
          latency.json() + ", \"cpu\": " + cpu_json + ", \"throttle\": " + throttle.json() +
-         ", \"energy\": {\"window_s\": " + json_number(energy_window_s) +
-         ", \"min_call_s\": " + json_number(energy_min_call_s) + "}}";
+         ", \"energy\": {\"window_s\": " + json_number(energy_window_s) + "}}";
 }
 
 const Protocol& protocol() {
   static const Protocol kProtocol = [] {
     Protocol p;
-    // Windows of 50 ms: clocks under a power limit move within tens of milliseconds, and three
-    // windows agreeing to 1% is when an FP16 GEMM's time stopped drifting on the H100.
-    p.warmup = WarmupRule{0.01, 0.05, 3, 0.01, 0.15, 3.0};
+    // Windows of 30 ms: clocks under a power limit move within tens of milliseconds; three windows
+    // without a one-way drift, after at least 0.1 s.
+    p.warmup = WarmupRule{0.01, 0.03, 3, 0.01, 0.1, 3.0};
     // nvbench's stdrel defaults (0.5% noise, 10 samples) with a shorter minimum time: the suite
     // has hundreds of entries and must stay within ten minutes.
-    p.throughput = StoppingRule{0.005, 10, 0.1, 2.0, 0.02};
+    p.throughput = StoppingRule{0.005, 10, 0.1, 1.0, 0.02};
     // Calls shorter than this are held behind the blocking kernel in samples of about this
     // length (long against the events' 0.5 us resolution); longer calls hide their own launch and
     // are sampled in back-to-back batches of warmup.batch_s, so the GPU never idles between
@@ -56,12 +55,11 @@ const Protocol& protocol() {
     p.sample_s = 1e-4;
     p.max_calls_per_sample = 32;
     p.latency = StoppingRule{0.01, 10, 0.01, 0.5, 0.02};
-    p.cpu = StoppingRule{0.01, 10, 0.2, 1.5, 0.02};
+    p.cpu = StoppingRule{0.01, 10, 0.2, 1.0, 0.02};
     p.cpu_sample_s = 0.01;  // long against the host clock and the scheduler's tick
     p.throttle = ThrottleRule{0.75, 0.05};  // nvbench's defaults
     // NVML's energy counter moves in steps; a second of sustained work spans enough of them.
     p.energy_window_s = 1.0;
-    p.energy_min_call_s = 1e-4;
     return p;
   }();
   return kProtocol;

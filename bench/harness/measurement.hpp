@@ -55,8 +55,8 @@ struct Protocol {
   StoppingRule cpu;         // CPU entries: batches of calls on the host clock
   double cpu_sample_s = 0;
   ThrottleRule throttle;
-  double energy_window_s = 0;   // the energy counter is read over this much sustained work ...
-  double energy_min_call_s = 0;  // ... for calls at least this long
+  double energy_window_s = 0;  // the energy counter is read over at least this much of the headline's
+                               // back-to-back batches (calls of sample_s and longer)
   std::string json() const;
 };
 const Protocol& protocol();

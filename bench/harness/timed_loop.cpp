@@ -2,7 +2,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <stdexcept>
 #include <thread>
@@ -166,37 +168,37 @@ double host_observed_call(PreparedEntry& entry) {
   return now_s() - start;
 }
 
-// Back-to-back batches for the energy window, reading the energy counter while each batch runs.
-void measure_energy(PreparedEntry& entry, EntryMeasurement& m) {
-  const Protocol& rules = protocol();
-  const TelemetryRecorder& recorder = TelemetryRecorder::instance();
-  if (!recorder.running() || std::isnan(recorder.energy_j())) {
-    m.energy_note = "not measured: NVML gives no energy counter here";
-    return;
+// NVML's energy counter, read whenever the host waits for the device, kept where it was seen to
+// change: both ends of the energy window are then synchronous with the work.
+class EnergyPoller {
+ public:
+  EnergyPoller() : last_energy_(TelemetryRecorder::instance().energy_j()), last_poll_(now_s()) {}
+  static bool available() {
+    const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+    return recorder.running() && !std::isnan(recorder.energy_j());
   }
-  GpuInstruments& gpu = gpu_instruments();
-  const int calls = calls_for(rules.warmup.batch_s, m.warmup.settled_call_s(), 10000);
-  std::vector<EnergyTick> ticks;
-  double last_energy = recorder.energy_j(), last_poll = now_s(), poll_gap = 0, device_s = 0;
-  long total_calls = 0;
-  const auto poll = [&] {
-    const double energy = recorder.energy_j(), t = now_s();
-    poll_gap = std::max(poll_gap, t - last_poll);
-    last_poll = t;
-    if (energy != last_energy) ticks.push_back({t, energy});
-    last_energy = energy;
-  };
-  const double start = now_s();
-  while (now_s() - start < rules.energy_window_s) {
-    gpu.events.start();
-    for (int i = 0; i < calls; ++i) entry.run_once();
-    gpu.events.stop();
-    device_s += gpu.events.wait_seconds(poll);
-    total_calls += calls;
+  void poll() {
+    const double energy = TelemetryRecorder::instance().energy_j(), t = now_s();
+    poll_gap_ = std::max(poll_gap_, t - last_poll_);
+    last_poll_ = t;
+    if (energy != last_energy_) ticks_.push_back({t, energy});
+    last_energy_ = energy;
   }
-  m.power = power_from_ticks(ticks, poll_gap);
-  m.sustained_call_s = device_s / total_calls;
-  if (std::isnan(m.power.power_w)) m.energy_note = "not measured: the energy counter moved fewer than 3 times";
+  PowerEstimate estimate() const { return power_from_ticks(ticks_, poll_gap_); }
+
+ private:
+  std::vector<EnergyTick> ticks_;
+  double last_energy_, last_poll_, poll_gap_ = 0;
+};
+
+// One sample of `calls` back-to-back calls, the energy counter polled while they run.
+Sample batch_sample(PreparedEntry& entry, int calls, EnergyPoller* energy) {
+  EventPair& events = gpu_instruments().events;
+  events.start();
+  for (int i = 0; i < calls; ++i) entry.run_once();
+  events.stop();
+  const double seconds = energy ? events.wait_seconds([energy] { energy->poll(); }) : events.wait_seconds();
+  return Sample{seconds / calls, seconds};
 }
 
 // The "throughput" protocol.
@@ -212,18 +214,34 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   m.warmup = run_warmup(rules.warmup, first_call_s,
                         {[&](int calls) { return device_batch(entry, calls, gpu.events); }, sm_clock_mhz, now_s});
   telemetry.open();
-  if (m.warmup.settled_call_s() >= rules.energy_min_call_s) {
-    measure_energy(entry, m);
-  } else {
-    m.energy_note = "not measured: calls shorter than " + json_number(rules.energy_min_call_s * 1e6) + " us";
-  }
   const double call_s = m.warmup.settled_call_s();
   m.held = call_s < rules.sample_s;
+  // Long calls are sampled in back-to-back batches: the GPU stays busy, and the phase, made to last
+  // the energy window, is the window the energy counter is read over.
+  StoppingRule rule = rules.throughput;
+  std::optional<EnergyPoller> energy;
+  if (m.held) {
+    m.energy_note = "not measured: calls shorter than " + json_number(rules.sample_s * 1e6) + " us";
+  } else if (!EnergyPoller::available()) {
+    m.energy_note = "not measured: NVML gives no energy counter here";
+  } else {
+    energy.emplace();
+    rule.min_time_s = std::max(rule.min_time_s, rules.energy_window_s);
+  }
   const int calls = m.held ? calls_for(rules.sample_s, call_s, rules.max_calls_per_sample)
                            : calls_for(rules.warmup.batch_s, call_s, 10000);
-  m.headline = run_phase(rules.throughput, rules.throttle, m.busy_clock_mhz,
-                         {[&] { return held_sample(entry, calls, m.held, false); }, sm_clock_mhz, now_s, sleep_s});
+  m.headline = run_phase(rule, rules.throttle, m.busy_clock_mhz,
+                         {[&] {
+                            return m.held ? held_sample(entry, calls, m.held, false)
+                                          : batch_sample(entry, calls, energy ? &*energy : nullptr);
+                          },
+                          sm_clock_mhz, now_s, sleep_s});
   m.headline.calls_per_sample = calls;
+  if (energy) {
+    m.power = energy->estimate();
+    m.sustained_call_s = m.headline.measured_s / (static_cast<double>(m.headline.samples_s.size()) * calls);
+    if (std::isnan(m.power.power_w)) m.energy_note = "not measured: the energy counter moved fewer than 3 times";
+  }
   m.latency = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
                         {[&] {
                            const double seconds = host_observed_call(entry);

@@ -185,7 +185,7 @@ CONV2D = BatchStudy(
 STUDIES = (
     # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
     # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
-    Study(name="matmul", quick_sizes=(1024,), suite_sizes=(64, 256, 1024, 4096),
+    Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096),
           refined=True, derive=lambda study, document, rounds: derive.derive(study["entries"], rounds),
           summary=_summary("summary_matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
           gemm_cost=True,
@@ -198,7 +198,7 @@ STUDIES = (
                        Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
                                   tuple((n, None) for n in NUMPY_SIZES)))),
     # 4096 and 8192: the sizes each precision is compared with PyTorch at (TORCH_SIZES).
-    Study(name="precision", quick_sizes=(1024,), suite_sizes=(1024, 4096, 8192),
+    Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096, 8192),
           derive=lambda study, document, rounds: derive_precision.derive(study["entries"], study.get("precisions")),
           summary=_summary("summary_precision"), plots=plots.precision_plots, roofline_marker="s", rates=flop_rates,
           gemm_cost=True,
@@ -220,7 +220,7 @@ STUDIES = (
                                               "torch eager step", {"dtype": dtype},
                                               tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                                    for precision, dtype in MLP_DTYPES.items())),
-    _batch_study("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 14, 56),
+    _batch_study("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 56),
                  quick_batches=(1, 32), suite_batches=(1, 16, 256), roofline_marker="D",
                  rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
                  nominal_flop="a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "

@@ -406,7 +406,7 @@ class OptionsTest(unittest.TestCase):
         description = support.load_fixture("conv2d_describe.json")
         self.assertEqual(options.for_study(run_options(sizes=[7, 64, 56]), "conv2d", description).sizes, [7, 56])
         self.assertEqual(options.for_study(run_options(quick=True), "conv2d", description).sizes, [56])
-        self.assertEqual(options.for_study(run_options(), "conv2d", description).sizes, [7, 14, 56])  # the suite's
+        self.assertEqual(options.for_study(run_options(), "conv2d", description).sizes, [7, 56])  # the suite's
         self.assertEqual(options.for_study(run_options(full=True), "conv2d", description).sizes, [7, 14, 28, 56])
         with self.assertRaises(options.NothingToRun) as caught:
             options.for_study(run_options(sizes=[64]), "conv2d", description)

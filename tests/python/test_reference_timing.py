@@ -70,7 +70,8 @@ class StoppingRuleTest(unittest.TestCase):
 
     def test_the_rule_from_a_protocol_section(self):
         rule = StoppingRule.of(PROTOCOL["throughput"])  # sample_s and max_calls_per_sample are not the rule's
-        self.assertEqual((rule.max_noise, rule.min_samples, rule.timeout_s), (0.005, 10, 2.0))
+        self.assertEqual((rule.max_noise, rule.min_samples, rule.timeout_s),
+                         tuple(PROTOCOL["throughput"][key] for key in ("max_noise", "min_samples", "timeout_s")))
 
 
 # Warm-up parameters in powers of two, so that the windows close after exactly known batches.
@@ -202,7 +203,7 @@ class FakeTorch:
 
 class DeviceTimingTest(unittest.TestCase):
     """cuda_event_timing chooses the study's sampling by the settled time per call."""
-    PROTOCOL = {**PROTOCOL, "energy": {**PROTOCOL["energy"], "window_s": 0.01}}  # a short sustain, for the test
+    PROTOCOL = {**PROTOCOL, "energy": {"window_s": 0.2}}
 
     def test_long_calls_are_sampled_in_back_to_back_batches(self):
         torch = FakeTorch(host_s_per_call=1e-6, device_s_per_call=2e-4)
@@ -210,6 +211,7 @@ class DeviceTimingTest(unittest.TestCase):
         self.assertEqual(measured["measurement"]["calls_per_sample"], 50)  # ceil(batch_s 10 ms / 200 us)
         self.assertEqual(torch.spins, [])  # never held
         self.assertAlmostEqual(measured["time_s"]["median"], 2e-4)
+        self.assertGreaterEqual(measured["measurement"]["measured_s"], 0.2)  # the energy window's length
 
     def test_short_calls_are_held(self):
         torch = FakeTorch(host_s_per_call=1e-6, device_s_per_call=5e-6)
