@@ -2,6 +2,7 @@
 import contextlib
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -294,6 +295,18 @@ class CostTest(unittest.TestCase):
         self.assertAlmostEqual(compare.usd_per_epoch(mlp, 60000, 3.6), 0.006)
         self.assertIsNone(compare.usd_per_epoch(mlp, None, 3.6))
 
+
+
+class LargeSampleTest(unittest.TestCase):
+    """Hundreds of samples a side (the steady-state loop's): the normal approximation, in no time."""
+
+    def test_separated_and_interleaved_samples(self):
+        low = [1.0 + 0.001 * i for i in range(400)]
+        self.assertEqual(significance.mann_whitney(low, [x + 1.0 for x in low]).verdict, significance.A_FASTER)
+        interleaved = significance.mann_whitney(low[::2], low[1::2])
+        self.assertEqual(interleaved.verdict, significance.NO_DIFFERENCE)
+        # 200 vs 200 interleaved by one step: rank sums 40000 and 40200, z = 100 / sqrt(200*200/12*401)
+        self.assertAlmostEqual(interleaved.p_value, math.erfc(100 / math.sqrt(2 * 200 * 200 / 12 * 401)))
 
 if __name__ == "__main__":
     unittest.main()
