@@ -74,13 +74,29 @@ class EventTimer {
   EventTimer& operator=(const EventTimer&) = delete;
 
   void start() { CUDA_CHECK(cudaEventRecord(start_, 0)); }
-  // Waits for the work and returns its duration in seconds.
-  double stop_seconds() {
-    CUDA_CHECK(cudaEventRecord(stop_, 0));
-    CUDA_CHECK(cudaEventSynchronize(stop_));
+  void stop() { CUDA_CHECK(cudaEventRecord(stop_, 0)); }
+  // Waits for the stop event, calling `poll` while the work runs (the timed loop reads NVML's
+  // energy counter so), and returns the seconds between the two events.
+  template <typename Poll>
+  double wait_seconds(Poll&& poll) {
+    while (true) {
+      const cudaError_t status = cudaEventQuery(stop_);
+      if (status == cudaSuccess) break;
+      if (status != cudaErrorNotReady) CUDA_CHECK(status);
+      poll();
+    }
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
     return ms * 1e-3;
+  }
+  double wait_seconds() {
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    return wait_seconds([] {});
+  }
+  // stop(), then waits for the work and returns its duration in seconds.
+  double stop_seconds() {
+    stop();
+    return wait_seconds();
   }
 
  private:

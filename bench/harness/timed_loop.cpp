@@ -17,6 +17,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/device_timing.hpp"
+#include "core/gpu_runtime.hpp"
 #endif
 
 namespace gpubench {
@@ -78,46 +79,10 @@ EntryMeasurement measure_on_host(PreparedEntry& entry, Clock clock, bool on_gpu,
 }
 
 #if GPUBENCH_HAVE_CUDA
-// Events on the default stream, where every entry's GPU work is enqueued.
-class EventPair {
- public:
-  EventPair() {
-    CUDA_CHECK(cudaEventCreate(&start_));
-    CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventPair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  void start() { CUDA_CHECK(cudaEventRecord(start_, 0)); }
-  void stop() { CUDA_CHECK(cudaEventRecord(stop_, 0)); }
-  // Waits for the stop event (calling `poll` meanwhile) and returns the seconds between the two.
-  template <typename Poll>
-  double wait_seconds(Poll&& poll) {
-    while (true) {
-      const cudaError_t status = cudaEventQuery(stop_);
-      if (status == cudaSuccess) break;
-      if (status != cudaErrorNotReady) CUDA_CHECK(status);
-      poll();
-    }
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms * 1e-3;
-  }
-  double wait_seconds() {
-    CUDA_CHECK(cudaEventSynchronize(stop_));
-    return wait_seconds([] {});
-  }
-
- private:
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-};
-
 // What a process keeps across its GPU entries: the blocking kernel's flags, the L2 flush buffer,
 // the idle power seen before the first entry.
 struct GpuInstruments {
-  EventPair events;
+  EventTimer events;
   StreamHold hold;
   L2Flush l2;
   double idle_power_w = kUnknown;
@@ -133,7 +98,7 @@ GpuInstruments& gpu_instruments() {
   return *instruments;
 }
 
-double device_batch(PreparedEntry& entry, int calls, EventPair& events) {
+double device_batch(PreparedEntry& entry, int calls, EventTimer& events) {
   events.start();
   for (int i = 0; i < calls; ++i) entry.run_once();
   events.stop();
@@ -193,7 +158,7 @@ class EnergyPoller {
 
 // One sample of `calls` back-to-back calls, the energy counter polled while they run.
 Sample batch_sample(PreparedEntry& entry, int calls, EnergyPoller* energy) {
-  EventPair& events = gpu_instruments().events;
+  EventTimer& events = gpu_instruments().events;
   events.start();
   for (int i = 0; i < calls; ++i) entry.run_once();
   events.stop();
