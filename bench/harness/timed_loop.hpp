@@ -1,9 +1,10 @@
 // The timed loop of every entry, on the rules of measurement.hpp. Three protocols:
 //   - throughput (GPU entries on the device clock, operands resident): warm up until time and clock
-//     settle; read the energy counter over a second of sustained back-to-back calls; then the
-//     headline's samples of device time: short calls held behind a blocking kernel, so launch
-//     latency is excluded, longer ones in back-to-back batches that keep the GPU busy; beside it, the host-observed latency of one call and, where the working set fits
-//     in L2, the device time with L2 flushed before each call;
+//     settle; then the headline's samples of device time: short calls held behind a blocking
+//     kernel, so launch latency is excluded; longer ones in back-to-back batches that keep the GPU
+//     busy, for at least the energy window, over which NVML's energy counter is read; beside it,
+//     the host-observed latency of one call and, where the working set fits in L2, the device time
+//     with L2 flushed before each call;
 //   - latency (GPU entries whose timed region holds copies, or timed on the host clock): warm up,
 //     then single calls on the host clock until their work is done (the headline);
 //   - cpu: warm up, then batches of calls on the host clock.
