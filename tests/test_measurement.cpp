@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/measurement.hpp"
+#include "json_value.hpp"
 
 namespace gpubench {
 namespace {
@@ -44,6 +45,33 @@ TEST(StoppingRule, ADriftTimesOut) {
   for (int i = 0; i < 60; ++i) drifting.push_back(1.0 + 0.05 * i);  // the noise keeps growing
   EXPECT_EQ(stop_reason(kRule, drifting, 60, 99), StopReason::none);
   EXPECT_EQ(stop_reason(kRule, drifting, 60, 100), StopReason::timeout);
+}
+
+// The cases the reference scripts' Python rule is tested on too (scripts/reference_timing.py): the
+// two implement one rule. After the i-th sample, measured_s is the sum of the first i of
+// measured_s_per_sample (one number: i times it) and elapsed_s is i x elapsed_s_per_sample.
+TEST(StoppingRule, TheCasesSharedWithThePythonRule) {
+  const test::JsonValue cases =
+      test::read_json_file(std::string(GPUBENCH_SOURCE_DIR) + "/tests/python/fixtures/stopping_rule_cases.json");
+  ASSERT_FALSE(cases.array.empty());
+  for (const test::JsonValue& c : cases.array) {
+    const test::JsonValue& r = c["rule"];
+    const StoppingRule rule{r["max_noise"].number, static_cast<int>(r["min_samples"].number), r["min_time_s"].number,
+                            r["timeout_s"].number, r["plateau_tolerance"].number};
+    const test::JsonValue& measured = c["measured_s_per_sample"];
+    std::vector<double> samples;
+    double measured_s = 0;
+    StopReason reason = StopReason::none;
+    for (const test::JsonValue& sample : c["samples_s"].array) {
+      samples.push_back(sample.number);
+      measured_s += measured.kind == test::JsonValue::Kind::array ? measured.array[samples.size() - 1].number
+                                                                   : measured.number;
+      reason = stop_reason(rule, samples, measured_s, samples.size() * c["elapsed_s_per_sample"].number);
+      if (reason != StopReason::none) break;
+    }
+    EXPECT_EQ(static_cast<double>(samples.size()), c["expect"]["stop_after"].number) << c["name"].string;
+    EXPECT_EQ(stop_reason_name(reason), c["expect"]["reason"].string) << c["name"].string;
+  }
 }
 
 TEST(StoppingRule, NoiseOfConstantSamplesIsZero) {
