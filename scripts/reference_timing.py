@@ -30,7 +30,7 @@ PROTOCOL_KEYS = {
     "cpu": ("sample_s", "max_noise", "min_samples", "min_time_s", "timeout_s", "plateau_tolerance"),
     "energy": ("window_s",),
 }
-MAX_BATCH_CALLS = 10000  # as the study binaries' warm-up and energy batches
+MAX_BATCH_CALLS = 10000  # as the study binaries' kMaxBatchCalls (warm-up, long calls' and CPU samples)
 RULE_KEYS = PROTOCOL_KEYS["latency"]  # what the stopping rule reads of a section
 FIRST_HOLD_S = 50e-6    # the spin before a sample's calls; doubled while the host is slower to enqueue
 MAX_HOLD_S = 0.1        # a hold the host still cannot beat means the operation waits for the device
@@ -314,7 +314,7 @@ def host_clock_timing(operation, protocol, complete=lambda: None, kind="latency"
     timed(1)  # the first call: allocations, pages mapped, libraries loaded
     warm = warm_up(timed(1), lambda k: (timed(k) for _ in itertools.count()), protocol["warmup"])
 
-    calls = 1 if kind == "latency" else calls_for(protocol["cpu"]["sample_s"], warm.per_call_s, 1 << 20)
+    calls = 1 if kind == "latency" else calls_for(protocol["cpu"]["sample_s"], warm.per_call_s, MAX_BATCH_CALLS)
 
     def take_sample():
         seconds = timed(calls)

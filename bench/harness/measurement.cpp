@@ -171,7 +171,6 @@ std::string WarmupRecord::json() const {
 }
 
 WarmupRecord run_warmup(const WarmupRule& rule, double first_call_s, const WarmupHooks& hooks) {
-  constexpr int kMaxBatchCalls = 10000;
   WarmupRecord record;
   const double start = hooks.now_s();
   int calls = calls_for(rule.batch_s, first_call_s, kMaxBatchCalls);

@@ -78,6 +78,8 @@ bool settled(const WarmupRule& rule, const std::vector<double>& window_call_s, c
 
 // Calls in one sample or batch of `target_s` for calls of `call_s`, between 1 and `max_calls`.
 int calls_for(double target_s, double call_s, int max_calls);
+// The most calls in one back-to-back batch (warm-up, long calls' samples, CPU samples).
+constexpr int kMaxBatchCalls = 10000;
 
 // Whether a sample at `clock_mhz` was throttled below rule.threshold x `busy_mhz` (false when either is unknown).
 bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz);
@@ -86,6 +88,7 @@ bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz);
 struct Sample {
   double call_s = 0;
   double measured_s = 0;
+  static Sample of(double seconds, int calls) { return Sample{seconds / calls, seconds}; }
 };
 
 // What the loop can do and read, as functions (a GPU, a CPU, or a test's fakes).

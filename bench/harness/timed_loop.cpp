@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -60,17 +60,15 @@ EntryMeasurement measure_on_host(PreparedEntry& entry, Clock clock, bool on_gpu,
   EntryMeasurement m;
   m.protocol = on_gpu ? "latency" : "cpu";
   if (on_gpu && clock != Clock::host) clock = Clock::host_to_completion;  // the host waits for the work
-  if (on_gpu && TelemetryRecorder::instance().running()) m.busy_clock_mhz = TelemetryRecorder::instance().max_sm_clock_mhz();
+  const TelemetryRecorder& recorder = TelemetryRecorder::instance();
+  if (on_gpu && recorder.running()) m.busy_clock_mhz = recorder.max_sm_clock_mhz();
   const double first_call_s = host_timed_calls(entry, clock, 1);
   m.warmup = run_warmup(rules.warmup, first_call_s,
                         {[&](int calls) { return host_timed_calls(entry, clock, calls); },
                          on_gpu ? sm_clock_mhz : unknown, now_s});
   if (on_gpu) telemetry.open();
-  const int calls = on_gpu ? 1 : calls_for(rules.cpu_sample_s, m.warmup.settled_call_s(), 1 << 20);
-  const SampleHooks hooks{[&] {
-                            const double seconds = host_timed_calls(entry, clock, calls);
-                            return Sample{seconds / calls, seconds};
-                          },
+  const int calls = on_gpu ? 1 : calls_for(rules.cpu_sample_s, m.warmup.settled_call_s(), kMaxBatchCalls);
+  const SampleHooks hooks{[&] { return Sample::of(host_timed_calls(entry, clock, calls), calls); },
                           on_gpu ? sm_clock_mhz : unknown, now_s, sleep_s};
   m.headline = run_phase(on_gpu ? rules.latency : rules.cpu, rules.throttle, m.busy_clock_mhz, hooks);
   m.headline.calls_per_sample = calls;
@@ -98,39 +96,12 @@ GpuInstruments& gpu_instruments() {
   return *instruments;
 }
 
-double device_batch(PreparedEntry& entry, int calls, EventTimer& events) {
+// Enqueues `calls` back-to-back calls between the timer's events.
+void enqueue_calls(PreparedEntry& entry, int calls) {
+  EventTimer& events = gpu_instruments().events;
   events.start();
   for (int i = 0; i < calls; ++i) entry.run_once();
   events.stop();
-  return events.wait_seconds();
-}
-
-// One sample of `calls` calls held behind the blocking kernel; falls back for good to unheld
-// samples once the hold times out (a call that waits for the device cannot be enqueued behind it).
-Sample held_sample(PreparedEntry& entry, int calls, bool& held, bool flush_l2) {
-  GpuInstruments& gpu = gpu_instruments();
-  if (flush_l2) gpu.l2.flush();
-  if (held) {
-    gpu.hold.hold();
-    gpu.events.start();
-    for (int i = 0; i < calls; ++i) entry.run_once();
-    gpu.events.stop();
-    gpu.hold.release();
-    const double seconds = gpu.events.wait_seconds();
-    if (!gpu.hold.timed_out()) return Sample{seconds / calls, seconds};
-    held = false;
-    if (flush_l2) gpu.l2.flush();
-  }
-  const double seconds = device_batch(entry, calls, gpu.events);
-  return Sample{seconds / calls, seconds};
-}
-
-double host_observed_call(PreparedEntry& entry) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const double start = now_s();
-  entry.run_once();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return now_s() - start;
 }
 
 // NVML's energy counter, read whenever the host waits for the device, kept where it was seen to
@@ -156,14 +127,36 @@ class EnergyPoller {
   double last_energy_, last_poll_, poll_gap_ = 0;
 };
 
-// One sample of `calls` back-to-back calls, the energy counter polled while they run.
-Sample batch_sample(PreparedEntry& entry, int calls, EnergyPoller* energy) {
+// Device seconds of `calls` back-to-back calls, the energy counter polled while they run if given.
+double device_batch(PreparedEntry& entry, int calls, EnergyPoller* energy = nullptr) {
+  enqueue_calls(entry, calls);
   EventTimer& events = gpu_instruments().events;
-  events.start();
-  for (int i = 0; i < calls; ++i) entry.run_once();
-  events.stop();
-  const double seconds = energy ? events.wait_seconds([energy] { energy->poll(); }) : events.wait_seconds();
-  return Sample{seconds / calls, seconds};
+  return energy ? events.wait_seconds([energy] { energy->poll(); }) : events.wait_seconds();
+}
+
+// One sample of `calls` calls held behind the blocking kernel; falls back for good to unheld
+// samples once the hold times out (a call that waits for the device cannot be enqueued behind it).
+Sample held_sample(PreparedEntry& entry, int calls, bool& held, bool flush_l2) {
+  GpuInstruments& gpu = gpu_instruments();
+  if (flush_l2) gpu.l2.flush();
+  if (held) {
+    gpu.hold.hold();
+    enqueue_calls(entry, calls);
+    gpu.hold.release();
+    const double seconds = gpu.events.wait_seconds();
+    if (!gpu.hold.timed_out()) return Sample::of(seconds, calls);
+    held = false;
+    if (flush_l2) gpu.l2.flush();
+  }
+  return Sample::of(device_batch(entry, calls), calls);
+}
+
+double host_observed_call(PreparedEntry& entry) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const double start = now_s();
+  entry.run_once();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return now_s() - start;
 }
 
 // The "throughput" protocol.
@@ -175,9 +168,9 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   m.protocol = "throughput";
   m.idle_power_w = gpu.idle_power_w;
   if (recorder.running()) m.busy_clock_mhz = recorder.max_sm_clock_mhz();
-  const double first_call_s = device_batch(entry, 1, gpu.events);
+  const double first_call_s = device_batch(entry, 1);
   m.warmup = run_warmup(rules.warmup, first_call_s,
-                        {[&](int calls) { return device_batch(entry, calls, gpu.events); }, sm_clock_mhz, now_s});
+                        {[&](int calls) { return device_batch(entry, calls); }, sm_clock_mhz, now_s});
   telemetry.open();
   const double call_s = m.warmup.settled_call_s();
   m.held = call_s < rules.sample_s;
@@ -194,11 +187,11 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
     rule.min_time_s = std::max(rule.min_time_s, rules.energy_window_s);
   }
   const int calls = m.held ? calls_for(rules.sample_s, call_s, rules.max_calls_per_sample)
-                           : calls_for(rules.warmup.batch_s, call_s, 10000);
+                           : calls_for(rules.warmup.batch_s, call_s, kMaxBatchCalls);
   m.headline = run_phase(rule, rules.throttle, m.busy_clock_mhz,
                          {[&] {
                             return m.held ? held_sample(entry, calls, m.held, false)
-                                          : batch_sample(entry, calls, energy ? &*energy : nullptr);
+                                          : Sample::of(device_batch(entry, calls, energy ? &*energy : nullptr), calls);
                           },
                           sm_clock_mhz, now_s, sleep_s});
   m.headline.calls_per_sample = calls;
@@ -208,11 +201,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
     if (std::isnan(m.power.power_w)) m.energy_note = "not measured: the energy counter moved fewer than 3 times";
   }
   m.latency = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
-                        {[&] {
-                           const double seconds = host_observed_call(entry);
-                           return Sample{seconds, seconds};
-                         },
-                         sm_clock_mhz, now_s, sleep_s});
+                        {[&] { return Sample::of(host_observed_call(entry), 1); }, sm_clock_mhz, now_s, sleep_s});
   m.l2_bytes = static_cast<double>(gpu.l2.l2_bytes());
   const auto counter = entry.counters.find("memory_read_bytes");
   if (counter != entry.counters.end())

@@ -249,11 +249,13 @@ def measurement_rows(studies):
                 other = positive((entry.get(field) or {}).get("median"))
                 if other:
                     target.append({**row, "other_s": other, "ratio": other / median})
-    return {"studies": per_study, "burst": largest(burst), "burst_count": len(burst), "cold_l2": largest(cold),
-            "cold_l2_count": len(cold), "latency": largest(latency), "latency_count": len(latency)}
+    found = {"studies": per_study}
+    for key, rows in (("burst", burst), ("cold_l2", cold), ("latency", latency)):
+        found.update({key: largest_ratios(rows), f"{key}_count": len(rows)})
+    return found
 
 
-def largest(rows):
+def largest_ratios(rows):
     return sorted(rows, key=lambda row: -row["ratio"])[:MEASUREMENT_ROWS]
 
 
