@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 
 from gpubench_driver.gbench import SKIP_PREFIX
-from gpubench_driver.stats import beyond_spread, median_interval
+from gpubench_driver.stats import medians_differ
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
@@ -134,7 +134,7 @@ def _gpu_wins(cpu, gpu, measure):
 
 
 def _beyond_noise(cpu, gpu, measure):
-    return beyond_spread(median_interval(_times(gpu, measure)), median_interval(_times(cpu)))
+    return medians_differ(_times(gpu, measure), _times(cpu))
 
 
 def _note_noise(result, best_cpu, best_gpu, values, axis, measure):

@@ -8,7 +8,7 @@ ideal time / pipelined time (1 when the pipeline hides the shorter of copying an
 completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import Interval, beyond_spread, median_interval
+from gpubench_driver.stats import Interval, beyond_spread, median_interval, medians_differ
 
 SERIAL = "serial"
 COPY_ONLY, COMPUTE_ONLY = "copy_only", "compute_only"
@@ -21,8 +21,7 @@ def _median(entry):
 
 def _apart(first, second):
     """Whether two entries' median times differ beyond noise (None without the second or an interval)."""
-    return None if second is None else beyond_spread(median_interval(first["time_s"]),
-                                                     median_interval(second["time_s"]))
+    return None if second is None else medians_differ(first["time_s"], second["time_s"])
 
 
 def pipeline_rows(entries):

@@ -1,5 +1,5 @@
-"""Statistics over the per-repetition times of one entry, and over its repetitions' counters; the
-uncertainty of an entry's median and whether two entries differ beyond it."""
+"""Statistics over the sample times of one entry, and over its runs' counters; the uncertainty of an
+entry's median and whether two entries differ beyond it."""
 import math
 import statistics
 from dataclasses import dataclass
@@ -154,6 +154,11 @@ def time_per_item(point, rate_key):
     that count different items compare through it. The point has `median_s`, its rate under
     rate_key and `interval_s` (Interval.record)."""
     return Interval.of_record(point["interval_s"]).per(point[rate_key] * point["median_s"])
+
+
+def medians_differ(first_time_s, second_time_s):
+    """beyond_spread of two `time_s` summaries' median intervals."""
+    return beyond_spread(median_interval(first_time_s), median_interval(second_time_s))
 
 
 def beyond_spread(first, second):
