@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <vector>
 
 #include "harness/measurement.hpp"
@@ -110,12 +111,37 @@ struct SaggingDevice {
 TEST(Warmup, RunsUntilTheTimeStopsDriftingAndKeepsTheBurst) {
   SaggingDevice device;
   const WarmupRule rule{0.01, 0.05, 3, 0.01, 0.15, 3.0};
-  const WarmupRecord record = run_warmup(rule, 0.8e-3, {[&](int calls) { return device.run(calls); }, [] { return kUnknown; },
+  const WarmupRecord record = run_warmup(rule, 0.8e-3, {[&](int calls) { return Sample::of(device.run(calls), calls); }, [] { return kUnknown; },
                                                         [&] { return device.clock_s; }});
   EXPECT_TRUE(record.settled);
   EXPECT_NEAR(record.burst_call_s, 0.8e-3, 0.01e-3);
   EXPECT_GE(record.elapsed_s, 0.5);  // not settled while it drifted
   EXPECT_NEAR(record.settled_call_s(), 1.0e-3, 1e-9);
+}
+
+TEST(Warmup, CountsTheCallsOfTheBatchThatFinishedWhenBatchesAreQueuedAhead) {
+  // Each run_batch queues a batch and returns the one queued before it, as the GPU loop does: the
+  // first batch (sized from a slow first call) has fewer calls than the rest, and the windows must
+  // count each finished batch's own calls, not the ones just asked for.
+  double clock_s = 0;
+  std::deque<int> queued;
+  const auto finish = [&](int calls) {
+    const double seconds = calls * 1e-3;
+    clock_s += seconds;
+    return Sample::of(seconds, calls);
+  };
+  const WarmupRule rule{0.01, 0.05, 3, 0.01, 0.15, 3.0};
+  const WarmupRecord record = run_warmup(rule, 5e-3,
+                                         {[&](int calls) {
+                                            if (queued.empty()) queued.push_back(calls);
+                                            queued.push_back(calls);
+                                            const int finished = queued.front();
+                                            queued.pop_front();
+                                            return finish(finished);
+                                          },
+                                          [] { return kUnknown; }, [&] { return clock_s; }});
+  EXPECT_TRUE(record.settled);
+  for (double window_call_s : record.window_call_s) EXPECT_NEAR(window_call_s, 1e-3, 1e-12);
 }
 
 TEST(Warmup, GivesUpAtItsLimit) {
@@ -126,7 +152,7 @@ TEST(Warmup, GivesUpAtItsLimit) {
                                          {[&](int calls) {  // every batch 1% slower than the one before
                                             const double t = calls * 1e-3 * std::pow(1.01, ++batch);
                                             clock_s += t;
-                                            return t;
+                                            return Sample::of(t, calls);
                                           },
                                           [] { return kUnknown; }, [&] { return clock_s; }});
   EXPECT_FALSE(record.settled);

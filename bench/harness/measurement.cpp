@@ -177,11 +177,11 @@ WarmupRecord run_warmup(const WarmupRule& rule, double first_call_s, const Warmu
   double window_s = 0;
   int window_calls = 0;
   while (true) {
-    const double batch_s = hooks.run_batch(calls);
-    window_s += batch_s;
-    window_calls += calls;
+    const Sample batch = hooks.run_batch(calls);
+    window_s += batch.measured_s;
+    window_calls += batch.calls;
     if (std::isnan(record.burst_call_s)) {
-      record.burst_call_s = batch_s / calls;
+      record.burst_call_s = batch.call_s;
       calls = calls_for(rule.batch_s, record.burst_call_s, kMaxBatchCalls);  // the first call may have been slow
     }
     record.elapsed_s = hooks.now_s() - start;

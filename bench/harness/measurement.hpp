@@ -84,11 +84,13 @@ constexpr int kMaxBatchCalls = 10000;
 // Whether a sample at `clock_mhz` was throttled below rule.threshold x `busy_mhz` (false when either is unknown).
 bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz);
 
-// One sample: seconds per call, and the time it measured (calls x per call, or the sample's span).
+// One sample: seconds per call, the time it measured (calls x per call, or the sample's span), and
+// its calls.
 struct Sample {
   double call_s = 0;
   double measured_s = 0;
-  static Sample of(double seconds, int calls) { return Sample{seconds / calls, seconds}; }
+  int calls = 1;
+  static Sample of(double seconds, int calls) { return Sample{seconds / calls, seconds, calls}; }
 };
 
 // What the loop can do and read, as functions (a GPU, a CPU, or a test's fakes).
@@ -115,9 +117,10 @@ struct PhaseRecord {
 // Takes samples until the rule stops; throttled samples are dropped and followed by a pause.
 PhaseRecord run_phase(const StoppingRule& rule, const ThrottleRule& throttle, double busy_mhz, const SampleHooks& hooks);
 
-// The warm-up's hooks: `run_batch(calls)` runs that many calls back to back and returns their seconds.
+// The warm-up's hooks: `run_batch(calls)` starts that many calls back to back and returns the batch
+// that finished meanwhile (this one, or with batches kept queued one ahead, the one before it).
 struct WarmupHooks {
-  std::function<double(int calls)> run_batch;
+  std::function<Sample(int calls)> run_batch;
   std::function<double()> clock_mhz;
   std::function<double()> now_s;
 };

@@ -64,7 +64,7 @@ EntryMeasurement measure_on_host(PreparedEntry& entry, Clock clock, bool on_gpu,
   if (on_gpu && recorder.running()) m.busy_clock_mhz = recorder.max_sm_clock_mhz();
   const double first_call_s = host_timed_calls(entry, clock, 1);
   m.warmup = run_warmup(rules.warmup, first_call_s,
-                        {[&](int calls) { return host_timed_calls(entry, clock, calls); },
+                        {[&](int calls) { return Sample::of(host_timed_calls(entry, clock, calls), calls); },
                          on_gpu ? sm_clock_mhz : unknown, now_s});
   if (on_gpu) telemetry.open();
   const int calls = on_gpu ? 1 : calls_for(rules.cpu_sample_s, m.warmup.settled_call_s(), kMaxBatchCalls);
@@ -127,12 +127,57 @@ class EnergyPoller {
   double last_energy_, last_poll_, poll_gap_ = 0;
 };
 
-// Device seconds of `calls` back-to-back calls, the energy counter polled while they run if given.
-double device_batch(PreparedEntry& entry, int calls, EnergyPoller* energy = nullptr) {
+// Device seconds of `calls` back-to-back calls, enqueued and waited for.
+double device_batch(PreparedEntry& entry, int calls) {
   enqueue_calls(entry, calls);
-  EventTimer& events = gpu_instruments().events;
-  return energy ? events.wait_seconds([energy] { energy->poll(); }) : events.wait_seconds();
+  return gpu_instruments().events.wait_seconds();
 }
+
+// Back-to-back batches, each between its own events, the next enqueued before the last is waited
+// for: the device does not idle while the host reads clocks and the energy counter between samples
+// (NVML calls can take milliseconds), so a long call's samples are its sustained rate, not bursts
+// after idle gaps that let a power-capped GPU recover its clock. The references' _device_batches
+// time the same way.
+class QueuedBatches {
+ public:
+  explicit QueuedBatches(PreparedEntry& entry) : entry_(entry) {}
+  QueuedBatches(const QueuedBatches&) = delete;
+  QueuedBatches& operator=(const QueuedBatches&) = delete;
+
+  // Enqueues a batch of `calls` and returns the one queued before it once done (the first call
+  // queues two), polling the energy counter while it runs if given.
+  Sample next(int calls, EnergyPoller* energy = nullptr) {
+    if (pending_ < 0) {
+      enqueue(0, calls);
+      pending_ = 0;
+    }
+    const int finishing = pending_;
+    enqueue(1 - finishing, calls);
+    EventTimer& timer = timers_[finishing];
+    const double seconds = energy ? timer.wait_seconds([energy] { energy->poll(); }) : timer.wait_seconds();
+    pending_ = 1 - finishing;
+    return Sample::of(seconds, calls_[finishing]);
+  }
+
+  // Waits for the batch still queued: before a pause, or before anything else uses the device.
+  void drain() {
+    if (pending_ >= 0) timers_[pending_].wait_seconds();
+    pending_ = -1;
+  }
+
+ private:
+  void enqueue(int slot, int calls) {
+    timers_[slot].start();
+    for (int i = 0; i < calls; ++i) entry_.run_once();
+    timers_[slot].stop();
+    calls_[slot] = calls;
+  }
+
+  PreparedEntry& entry_;
+  EventTimer timers_[2];
+  int calls_[2] = {0, 0};
+  int pending_ = -1;  // the slot of the oldest batch not yet waited for; -1 when none is queued
+};
 
 // One sample of `calls` calls held behind the blocking kernel; falls back for good to unheld
 // samples once the hold times out (a call that waits for the device cannot be enqueued behind it).
@@ -169,11 +214,14 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   m.idle_power_w = gpu.idle_power_w;
   if (recorder.running()) m.busy_clock_mhz = recorder.max_sm_clock_mhz();
   const double first_call_s = device_batch(entry, 1);
+  // One queue of batches from the warm-up into a long call's samples: the GPU's load never pauses.
+  QueuedBatches batches(entry);
   m.warmup = run_warmup(rules.warmup, first_call_s,
-                        {[&](int calls) { return device_batch(entry, calls); }, sm_clock_mhz, now_s});
+                        {[&](int calls) { return batches.next(calls); }, sm_clock_mhz, now_s});
   telemetry.open();
   const double call_s = m.warmup.settled_call_s();
   m.held = call_s < rules.sample_s;
+  if (m.held) batches.drain();
   // Long calls are sampled in back-to-back batches: the GPU stays busy, and the phase, made to last
   // the energy window, is the window the energy counter is read over.
   StoppingRule rule = rules.throughput;
@@ -191,9 +239,14 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   m.headline = run_phase(rule, rules.throttle, m.busy_clock_mhz,
                          {[&] {
                             return m.held ? held_sample(entry, calls, m.held, false)
-                                          : Sample::of(device_batch(entry, calls, energy ? &*energy : nullptr), calls);
+                                          : batches.next(calls, energy ? &*energy : nullptr);
                           },
-                          sm_clock_mhz, now_s, sleep_s});
+                          sm_clock_mhz, now_s,
+                          [&](double seconds) {
+                            batches.drain();  // idle means idle: nothing left queued during the pause
+                            sleep_s(seconds);
+                          }});
+  batches.drain();
   m.headline.calls_per_sample = calls;
   if (energy) {
     m.power = energy->estimate();
