@@ -159,6 +159,20 @@ TEST(Warmup, GivesUpAtItsLimit) {
   EXPECT_GE(record.elapsed_s, 1.0);
 }
 
+TEST(Throttle, IsHeldAgainstTheClockTheWarmupSettledAt) {
+  WarmupRecord warmup;
+  EXPECT_TRUE(std::isnan(warmup.settled_clock_mhz()));
+  EXPECT_EQ(throttle_reference_mhz(warmup.settled_clock_mhz(), 1980), 1980);  // no reading: the maximum
+  warmup.window_clock_mhz = {1980, 1575, 1470};
+  const double reference = throttle_reference_mhz(warmup.settled_clock_mhz(), 1980);
+  EXPECT_EQ(reference, 1470);
+  // A power-capped GEMM's steady 1440 MHz is below 75% of 1980 but not of its own steady clock.
+  const ThrottleRule rule{0.75, 0.05};
+  EXPECT_TRUE(throttled(rule, 1440, 1980));
+  EXPECT_FALSE(throttled(rule, 1440, reference));
+  EXPECT_TRUE(throttled(rule, 1000, reference));
+}
+
 TEST(Phase, ThrottledSamplesAreDroppedAfterAPause) {
   // Every third sample is taken at 1000 MHz on a GPU whose busy clock is 1980 MHz.
   int taken = 0;

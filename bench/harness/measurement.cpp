@@ -130,6 +130,10 @@ int calls_for(double target_s, double call_s, int max_calls) {
   return static_cast<int>(std::clamp(calls, 1.0, static_cast<double>(max_calls)));
 }
 
+double throttle_reference_mhz(double settled_clock_mhz, double max_clock_mhz) {
+  return std::isnan(settled_clock_mhz) ? max_clock_mhz : settled_clock_mhz;
+}
+
 bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz) {
   if (std::isnan(clock_mhz) || !(busy_mhz > 0)) return false;
   return clock_mhz < rule.threshold * busy_mhz;

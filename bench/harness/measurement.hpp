@@ -84,6 +84,12 @@ constexpr int kMaxBatchCalls = 10000;
 // Whether a sample at `clock_mhz` was throttled below rule.threshold x `busy_mhz` (false when either is unknown).
 bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz);
 
+// The clock a sample's is held against: the one the warm-up settled at, or the GPU's maximum where
+// the warm-up read none. A power-capped GPU's steady clock for heavy work can sit near 75% of the
+// maximum: measured against the maximum, its ordinary state would count as throttled and every
+// recovery pause would let the next samples run as bursts.
+double throttle_reference_mhz(double settled_clock_mhz, double max_clock_mhz);
+
 // One sample: seconds per call, the time it measured (calls x per call, or the sample's span), and
 // its calls.
 struct Sample {
@@ -132,6 +138,8 @@ struct WarmupRecord {
   bool settled = false;
   double elapsed_s = 0;
   double settled_call_s() const { return window_call_s.empty() ? burst_call_s : window_call_s.back(); }
+  // The SM clock of the last window (NaN when unknown): the entry's own steady clock.
+  double settled_clock_mhz() const { return window_clock_mhz.empty() ? kUnknown : window_clock_mhz.back(); }
   std::string json() const;
 };
 

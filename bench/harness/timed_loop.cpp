@@ -66,11 +66,12 @@ EntryMeasurement measure_on_host(PreparedEntry& entry, Clock clock, bool on_gpu,
   m.warmup = run_warmup(rules.warmup, first_call_s,
                         {[&](int calls) { return Sample::of(host_timed_calls(entry, clock, calls), calls); },
                          on_gpu ? sm_clock_mhz : unknown, now_s});
+  m.steady_clock_mhz = throttle_reference_mhz(m.warmup.settled_clock_mhz(), m.busy_clock_mhz);
   if (on_gpu) telemetry.open();
   const int calls = on_gpu ? 1 : calls_for(rules.cpu_sample_s, m.warmup.settled_call_s(), kMaxBatchCalls);
   const SampleHooks hooks{[&] { return Sample::of(host_timed_calls(entry, clock, calls), calls); },
                           on_gpu ? sm_clock_mhz : unknown, now_s, sleep_s};
-  m.headline = run_phase(on_gpu ? rules.latency : rules.cpu, rules.throttle, m.busy_clock_mhz, hooks);
+  m.headline = run_phase(on_gpu ? rules.latency : rules.cpu, rules.throttle, m.steady_clock_mhz, hooks);
   m.headline.calls_per_sample = calls;
   m.energy_note = on_gpu ? "not measured: host-observed calls leave the GPU idle between them" : "";
   return m;
@@ -218,6 +219,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   QueuedBatches batches(entry);
   m.warmup = run_warmup(rules.warmup, first_call_s,
                         {[&](int calls) { return batches.next(calls); }, sm_clock_mhz, now_s});
+  m.steady_clock_mhz = throttle_reference_mhz(m.warmup.settled_clock_mhz(), m.busy_clock_mhz);
   telemetry.open();
   const double call_s = m.warmup.settled_call_s();
   m.held = call_s < rules.sample_s;
@@ -236,7 +238,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   }
   const int calls = m.held ? calls_for(rules.sample_s, call_s, rules.max_calls_per_sample)
                            : calls_for(rules.warmup.batch_s, call_s, kMaxBatchCalls);
-  m.headline = run_phase(rule, rules.throttle, m.busy_clock_mhz,
+  m.headline = run_phase(rule, rules.throttle, m.steady_clock_mhz,
                          {[&] {
                             return m.held ? held_sample(entry, calls, m.held, false)
                                           : batches.next(calls, energy ? &*energy : nullptr);
@@ -253,7 +255,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
     m.sustained_call_s = m.headline.measured_s / (static_cast<double>(m.headline.samples_s.size()) * calls);
     if (std::isnan(m.power.power_w)) m.energy_note = "not measured: the energy counter moved fewer than 3 times";
   }
-  m.latency = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
+  m.latency = run_phase(rules.latency, rules.throttle, m.steady_clock_mhz,
                         {[&] { return Sample::of(host_observed_call(entry), 1); }, sm_clock_mhz, now_s, sleep_s});
   m.l2_bytes = static_cast<double>(gpu.l2.l2_bytes());
   const auto counter = entry.counters.find("memory_read_bytes");
@@ -264,7 +266,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   m.measured_cold = std::isnan(m.working_set_bytes) || m.working_set_bytes <= m.l2_bytes;
   if (m.measured_cold) {
     bool held = true;  // one call: held, or its launch latency would be in it
-    m.cold_l2 = run_phase(rules.latency, rules.throttle, m.busy_clock_mhz,
+    m.cold_l2 = run_phase(rules.latency, rules.throttle, m.steady_clock_mhz,
                           {[&] { return held_sample(entry, 1, held, true); }, sm_clock_mhz, now_s, sleep_s});
   }
   return m;
@@ -276,7 +278,8 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
 std::string EntryMeasurement::json() const {
   const double energy_j = power.power_w * sustained_call_s;
   std::string out = "{\"protocol\": " + json_string(protocol) + ", \"warmup\": " + warmup.json() +
-                    ", \"headline\": " + headline.json() + ", \"busy_clock_mhz\": " + json_number(busy_clock_mhz);
+                    ", \"headline\": " + headline.json() + ", \"busy_clock_mhz\": " + json_number(busy_clock_mhz) +
+                    ", \"steady_clock_mhz\": " + json_number(steady_clock_mhz);
   if (protocol == "throughput") {
     out += ", \"held\": " + std::string(held ? "true" : "false") + ", \"latency\": " + latency.json() +
            ", \"cold_l2\": " + (measured_cold ? cold_l2.json() : "null") +

@@ -31,7 +31,8 @@ struct EntryMeasurement {
   bool measured_cold = false;
   double working_set_bytes = kUnknown;
   double l2_bytes = kUnknown;
-  double busy_clock_mhz = kUnknown;  // the throttle threshold's reference: the maximum SM clock
+  double busy_clock_mhz = kUnknown;    // the maximum SM clock (clock_limited's reference)
+  double steady_clock_mhz = kUnknown;  // the throttle threshold's reference (throttle_reference_mhz)
   PowerEstimate power;               // over the energy window
   double sustained_call_s = kUnknown;  // per call over the energy window
   double idle_power_w = kUnknown;      // before the process's first GPU entry
