@@ -19,7 +19,7 @@ def _run_parser(subparsers):
                               for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
                         help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
-                             f"no refinement (explicit flags still win)")
+                             f"no refinement; no references (explicit flags still win: --reference adds them)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
@@ -46,6 +46,8 @@ def _run_parser(subparsers):
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
     parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
     parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
+    parser.add_argument("--reference", action="store_true",
+                        help="time the numpy/PyTorch references (the default, except with --quick)")
     parser.add_argument("--like", metavar="RESULTS", help="repeat the configuration a results.json recorded (studies, "
                                                          "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
@@ -86,6 +88,9 @@ def resolve_run_options(args):
     """argparse namespace -> RunOptions, every value validated (UsageError otherwise)."""
     if args.quick and args.full:
         raise opts.UsageError("--quick and --full: choose one")
+    if args.reference and (args.no_reference or args.cpu_only):
+        raise opts.UsageError(f"--reference and {'--no-reference' if args.no_reference else '--cpu-only'}: "
+                              f"choose one")
     # The sizes and batches of each are per study (opts.for_study).
     if args.quick:
         rounds = opts.QUICK_REFINE_ROUNDS
@@ -105,7 +110,8 @@ def resolve_run_options(args):
         refine_rounds=0 if args.no_refine else rounds,
         build_dir=os.path.abspath(args.build_dir or session.default_build_dir()),
         build=not args.no_build,
-        reference=not (args.no_reference or args.cpu_only),
+        # References take a third of a quick run's time (a torch start and a second per point).
+        reference=args.reference or not (args.no_reference or args.cpu_only or args.quick),
         quick=args.quick,
         full=args.full,
         telemetry=not args.no_telemetry,
@@ -125,7 +131,7 @@ def resolve_like(args, options):
     taken = {}
     for name, value in recorded.items():
         argument = _ARGUMENT_OF.get(name, name)
-        if getattr(args, argument) in (_NOT_GIVEN.get(name), False):
+        if getattr(args, argument) in (_NOT_GIVEN.get(name), False) and not (name == "reference" and args.reference):
             taken[name] = value
     print(f"run --like {args.like}: repeating run {run_id}", flush=True)
     return replace(options, **taken, like=os.path.abspath(args.like),

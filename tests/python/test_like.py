@@ -52,6 +52,12 @@ class LikeTest(unittest.TestCase):
         self.assertEqual((options.refine_rounds, options.sizes, options.study_sizes), (0, [64], None))
         self.assertEqual(options.caps, {"naive_loop": 0})  # not given: still the recorded one
 
+    def test_reference_given_wins_over_a_recorded_no_reference(self):
+        self.document["run"]["options"]["reference"] = False
+        self.path = self.write(self.document)
+        self.assertFalse(self.options().reference)
+        self.assertTrue(self.options("--reference").reference)
+
     def test_old_timing_options_are_ignored(self):
         # The binaries' own loop decides how long to sample: whatever an old file says of it is not read.
         expected = self.options()
@@ -87,3 +93,23 @@ class LikeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReferenceFlagsTest(unittest.TestCase):
+    """References run by default, not with --quick unless --reference asks; contradictions are refused."""
+
+    @staticmethod
+    def reference(*flags):
+        return cli.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).reference
+
+    def test_defaults(self):
+        self.assertTrue(self.reference())
+        self.assertFalse(self.reference("--quick"))
+        self.assertTrue(self.reference("--quick", "--reference"))
+        self.assertFalse(self.reference("--no-reference"))
+        self.assertFalse(self.reference("--cpu-only"))
+
+    def test_contradictions_are_refused(self):
+        for flags in (("--reference", "--no-reference"), ("--reference", "--cpu-only")):
+            with self.assertRaises(cli.opts.UsageError, msg=str(flags)):
+                self.reference(*flags)
