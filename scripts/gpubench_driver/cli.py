@@ -24,6 +24,10 @@ def _run_parser(subparsers):
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
                              "all the studies then took over 25 minutes on an H100")
+    parser.add_argument("--trials", help=f"measure each entry in this many independent trials (separate processes, "
+                                         f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
+                                         f"{opts.DEFAULT_TRIALS}): the spread between trials is what another run "
+                                         f"would see, and what compare reads")
     parser.add_argument("--no-telemetry", action="store_true",
                         help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
                              "measure what sampling costs")
@@ -115,13 +119,23 @@ def resolve_run_options(args):
         quick=args.quick,
         full=args.full,
         telemetry=not args.no_telemetry,
+        trials=_trials(args.trials),
     )
+
+
+def _trials(text):
+    if text is None:
+        return opts.DEFAULT_TRIALS
+    value = opts.parse_positive_int(text, "--trials")
+    if value > opts.MAX_TRIALS:
+        raise opts.UsageError(f"--trials: at most {opts.MAX_TRIALS}, got {value}")
+    return value
 
 
 # Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
 _NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False,
               "refine_rounds": None, "reference": None, "quick": False,
-              "full": False, "telemetry": None}
+              "full": False, "telemetry": None, "trials": None}
 _ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
 
 

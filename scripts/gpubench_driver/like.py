@@ -7,7 +7,7 @@ from gpubench_driver import options as opts, results, studies
 # per study from what each study swept (its defaults may have changed since).
 # (Runs before the steady-state loop also recorded repetitions and min_time, which no longer exist.)
 RECORDED_OPTIONS = ("studies", "impls", "modes", "caps", "cpu_only", "refine_rounds", "reference", "quick", "full",
-                    "telemetry")
+                    "telemetry", "trials")
 BOOLEAN_OPTIONS = ("cpu_only", "reference", "quick", "full", "telemetry")
 # What the report compares: (what it is, path into results.json).
 ENVIRONMENT = (
@@ -53,6 +53,8 @@ def _checked(name, value):
         if name == "caps":
             return opts.parse_caps(",".join(f"{k}={v}" for k, v in value.items())) if value else {}
         if name == "refine_rounds" and isinstance(value, int) and value >= 0:
+            return value
+        if name == "trials" and isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= opts.MAX_TRIALS:
             return value
     except (opts.UsageError, AttributeError, TypeError) as error:
         raise results.ResultsError(f"run.options.{name}: {error}") from None

@@ -9,6 +9,10 @@ MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 SUITE_REFINE_ROUNDS = 2
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
+# Independent trials per entry (separate processes, trials.py). One until an A/A experiment on the
+# H100 has chosen how many trials, of how long a sampling budget each, fit the suite's ten minutes.
+DEFAULT_TRIALS = 1
+MAX_TRIALS = 20
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -38,6 +42,7 @@ class RunOptions:
     quick: bool
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
+    trials: int = DEFAULT_TRIALS  # independent processes per entry (trials.py)
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them

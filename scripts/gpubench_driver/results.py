@@ -290,6 +290,23 @@ def _validate_entry(entry, path):
         _expect_type(entry["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
     for key in ("time_s", "latency_s", "cold_l2_s"):
         _validate_times(entry.get(key), f"{path}.{key}")
+    _validate_trials(entry.get("trials"), f"{path}.trials")
+
+
+def _validate_trials(records, path):
+    """Each trial's own figures (trials.py), absent for an entry measured once."""
+    _expect_type(records, (list, type(None)), path)
+    for index, record in enumerate(records or []):
+        where = f"{path}[{index}]"
+        _expect_type(record, dict, where)
+        _expect(record.get("status") in ENTRY_STATUSES, f"{where}.status",
+                f"expected one of {', '.join(ENTRY_STATUSES)}, got {record.get('status')!r}")
+        _expect_type(record.get("trial"), _NUMBER, f"{where}.trial")
+        if record["status"] == "ok":
+            _expect_type(record.get("time_s"), dict, f"{where}.time_s")
+            _expect_type(record["time_s"].get("median"), _NUMBER, f"{where}.time_s.median")
+        for key in ("time_s", "latency_s", "cold_l2_s"):
+            _validate_times(record.get(key), f"{where}.{key}")
 
 
 def _validate_times(times, path):
@@ -299,6 +316,7 @@ def _validate_times(times, path):
         return
     for key in TIME_FIELDS:
         _expect_type(times.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    _expect(times.get("over") in (None, "trials"), f"{path}.over", f"expected 'trials' or nothing, got {times.get('over')!r}")
     _expect_type(times.get("samples"), list, f"{path}.samples")
     for index, sample in enumerate(times["samples"]):
         _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")

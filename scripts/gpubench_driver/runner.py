@@ -7,7 +7,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver import derive, formatting, gbench, measurements, studies, telemetry
+from gpubench_driver import derive, formatting, gbench, measurements, studies, telemetry, trials
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -79,12 +79,15 @@ class Progress:
     def __init__(self, total):
         self.total = total
         self.done = set()
+        self.trial = 1  # of the invocation running now
+        self.trials = 1
 
     def report(self, result):
-        if result.name in self.done:
+        if (self.trial, result.name) in self.done:
             return  # Google Benchmark prints a failure once per repetition
-        self.done.add(result.name)
-        print(f"[{len(self.done)}/{self.total}] {result.name}  {self._outcome(result)}", flush=True)
+        self.done.add((self.trial, result.name))
+        which = f"  (trial {self.trial} of {self.trials})" if self.trials > 1 else ""
+        print(f"[{len(self.done)}/{self.total}] {result.name}  {self._outcome(result)}{which}", flush=True)
 
     @staticmethod
     def _outcome(result):
@@ -216,15 +219,21 @@ class Study:
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
         self.planned = list_entries(self.binary, study_flags(self.options, self.options.sizes))
-        self.progress.total += len(self.planned)
+        self.progress.total += len(self.planned) * self.options.trials
+        self.progress.trials = self.options.trials
 
     def run(self):
         sizes = self.options.sizes
         batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
-        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}", flush=True)
-        for n in sizes:
-            self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
-                           study_flags(self.options, [n]))
+        times = f", {self.options.trials} trials each" if self.options.trials > 1 else ""
+        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{times}", flush=True)
+        self.record["trial_size_orders"] = []
+        for trial in range(1, self.options.trials + 1):
+            order = trials.size_order(sizes, trial, self.options.run_id)
+            self.record["trial_size_orders"].append(order)
+            for n in order:
+                self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
+                               study_flags(self.options, [n]), trial)
         for round_number in range(1, self.options.refine_rounds + 1):
             if not self._refine(round_number):
                 break
@@ -236,21 +245,26 @@ class Study:
         # The caps stay: they keep implementations that cannot be the fastest (single-thread
         # loops) away from sizes where one call takes many seconds.
         print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, plan))}", flush=True)
+        runs = []
         for n, (impls, modes) in plan.items():
             flags = study_flags(self.options, [n], impls, modes)
             planned = list_entries(self.binary, flags)
-            self.progress.total += len(planned)
-            self._run_size(n, planned, "refinement", flags)
+            self.progress.total += len(planned) * self.options.trials
+            runs.append((n, planned, flags))
+        for trial in range(1, self.options.trials + 1):
+            for n, planned, flags in runs:
+                self._run_size(n, planned, "refinement", flags, trial)
         return True
 
-    def _run_size(self, n, planned, phase, flags):
+    def _run_size(self, n, planned, phase, flags, trial):
         if not planned:
             return
+        self.progress.trial = trial
         invocation = invoke(self.binary, flags, self.options, self.progress)
         for entry in invocation.entries:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)
-        self._merge(invocation.entries)
+        self._merge(invocation.entries, trial)
         if self.options.telemetry:
             self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
             self.record["telemetry"] = self.series.record()
@@ -258,17 +272,18 @@ class Study:
             self.record["telemetry"] = {"note": "turned off (run --no-telemetry)"}
         failed = invocation.returncode != 0 and not invocation.interrupted
         if failed:
-            self._record_failure(n, invocation, planned, phase)
+            self._record_failure(n, invocation, planned, phase, trial)
         self.save()
         if invocation.interrupted:
             raise Interrupted()
 
-    def _merge(self, new_entries):
+    def _merge(self, new_entries, trial=1):
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
-        by_name.update({entry["name"]: entry for entry in new_entries})
+        for entry in new_entries:
+            by_name[entry["name"]] = trials.combine(by_name.get(entry["name"]) if trial > 1 else None, entry, trial)
         self.record["entries"] = sorted(by_name.values(), key=_entry_order)
 
-    def _record_failure(self, n, invocation, planned, phase):
+    def _record_failure(self, n, invocation, planned, phase, trial):
         finished = {entry["name"] for entry in invocation.entries}
         missing = [name for name in planned if name not in finished]
         how = describe_exit(invocation.returncode)
@@ -276,8 +291,8 @@ class Study:
               flush=True)
         self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
-            "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing})
-        self._merge([_unfinished_entry(name, how, phase, self.axis_names) for name in missing])
+            "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
+        self._merge([_unfinished_entry(name, how, phase, self.axis_names) for name in missing], trial)
 
 
 def _size_of(name):

@@ -135,14 +135,17 @@ def median_interval(time_s, confidence=CONFIDENCE):
     median at `confidence`, from 6 samples on; with 2 to 5 samples min..max, whose coverage is less
     (50% to 94%: the basis says how much). Without samples (Google Benchmark's aggregates, an old
     file) q1..q3, else min..max, where time_s has them: a spread, not a confidence interval. One
-    sample, or none of these: no interval."""
+    sample, or none of these: no interval. A time summarised over independent trials (`over`:
+    "trials", trials.py) has the trials' medians as its samples: the interval is between trials."""
     samples = sorted(value for value in (time_s.get("samples") or []) if finite(value) is not None)
+    unit = "trials' medians" if time_s.get("over") == "trials" else "samples"
     if len(samples) > 1:
         rank, coverage = _order_statistic_rank(len(samples), confidence)
         return Interval(samples[rank - 1], samples[-rank],
-                        f"{coverage:.1%} order-statistic interval of the median of {len(samples)} samples")
+                        f"{coverage:.1%} order-statistic interval of the median of {len(samples)} {unit}")
     if len(samples) == 1:
-        return Interval(None, None, "one sample: no interval")
+        return Interval(None, None, "one trial: no interval" if time_s.get("over") == "trials"
+                        else "one sample: no interval")
     for low, high in (("q1", "q3"), ("min", "max")):
         if finite(time_s.get(low)) is not None and finite(time_s.get(high)) is not None:
             return Interval(time_s[low], time_s[high], f"{low}..{high} (no samples)")

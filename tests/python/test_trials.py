@@ -1,0 +1,120 @@
+"""Independent trials: an entry measured in several processes becomes the summary of their medians,
+with every trial's samples kept; a failed trial makes the entry an error; the sizes change order
+between trials; `run --trials` runs each size once per trial and records it."""
+import os
+import unittest
+
+import support
+from support import make_entry
+from test_run_studies import FakeMachine
+
+from gpubench_driver import results, stats, trials
+
+
+def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):
+    entry = make_entry("cublas", "gpu", "resident", 1024, median_s, status=status)
+    if status == "ok":
+        entry["time_s"] = stats.summarize([median_s * factor for factor in samples])
+        entry["latency_s"] = stats.summarize([2 * median_s])
+        entry["energy_j_per_op"] = median_s * 100
+        entry["converged"] = True
+        entry["flop"] = 2.0 * 1024 ** 3
+    entry["wall_s"] = 1.5
+    return entry
+
+
+class CombineTest(unittest.TestCase):
+    def combined(self, *entries):
+        entry = None
+        for trial, new in enumerate(entries, start=1):
+            entry = trials.combine(entry, new, trial)
+        return entry
+
+    def test_one_trial_leaves_the_entry_as_measured(self):
+        entry = measured(1e-3)
+        self.assertIs(trials.combine(None, entry, 1), entry)
+        self.assertEqual(trials.count(entry), 1)
+
+    def test_the_estimate_is_the_median_of_the_trials_medians(self):
+        entry = self.combined(measured(1.00e-3), measured(1.10e-3), measured(1.02e-3))
+        self.assertEqual(trials.count(entry), 3)
+        self.assertEqual(entry["time_s"]["over"], "trials")
+        self.assertAlmostEqual(entry["time_s"]["median"], 1.02e-3)
+        self.assertEqual(sorted(entry["time_s"]["samples"]), sorted([1.00e-3, 1.10e-3, 1.02e-3]))
+        self.assertAlmostEqual(entry["flop_per_s"], 2.0 * 1024 ** 3 / 1.02e-3)
+        self.assertAlmostEqual(entry["latency_s"]["median"], 2.04e-3)
+        self.assertAlmostEqual(entry["energy_j_per_op"], 0.102)
+        self.assertAlmostEqual(entry["wall_s"], 4.5)
+        # Every trial keeps its own samples.
+        self.assertEqual([len(record["time_s"]["samples"]) for record in entry["trials"]], [3, 3, 3])
+        self.assertEqual([record["trial"] for record in entry["trials"]], [1, 2, 3])
+
+    def test_the_interval_is_between_trials(self):
+        entry = self.combined(measured(1.00e-3), measured(1.10e-3), measured(1.02e-3))
+        interval = stats.median_interval(entry["time_s"])
+        self.assertEqual((interval.low, interval.high), (1.00e-3, 1.10e-3))
+        self.assertIn("3 trials' medians", interval.basis)
+
+    def test_a_failed_trial_makes_the_entry_an_error(self):
+        failed = measured(1e-3, status="error")
+        failed["message"] = "wrong answer: max rel error 0.5"
+        entry = self.combined(measured(1e-3), failed, measured(1e-3))
+        self.assertEqual(entry["status"], "error")
+        self.assertIsNone(entry["time_s"])
+        self.assertEqual(entry["message"], "trial 2 of 3: wrong answer: max rel error 0.5")
+        entry = self.combined(failed, measured(1e-3))
+        self.assertEqual(entry["status"], "error")
+        self.assertTrue(entry["message"].startswith("trial 1 of 2"))
+
+    def test_a_skipped_entry_stays_skipped(self):
+        skipped = measured(1e-3, status="skipped")
+        skipped["message"] = "skipped: above the size cap"
+        self.assertIs(self.combined(skipped, dict(skipped)), skipped)
+
+    def test_a_combined_entry_passes_validation(self):
+        document = support.precision_document()
+        document["studies"]["precision"]["entries"] = [
+            self.combined(measured(1.00e-3), measured(1.10e-3), measured(1.02e-3))]
+        results.validate(document)
+        document["studies"]["precision"]["entries"][0]["trials"][1]["time_s"]["samples"] = [-1.0]
+        with self.assertRaises(results.ResultsError):
+            results.validate(document)
+
+
+class SizeOrderTest(unittest.TestCase):
+    def test_first_trial_as_given_later_ones_shuffled_reproducibly(self):
+        sizes = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+        self.assertEqual(trials.size_order(sizes, 1, "run"), sizes)
+        later = [trials.size_order(sizes, trial, "run") for trial in (2, 3)]
+        self.assertTrue(all(sorted(order) == sizes for order in later))
+        self.assertNotEqual(later[0], sizes)
+        self.assertEqual(later, [trials.size_order(sizes, trial, "run") for trial in (2, 3)])
+
+
+class RunTrialsTest(unittest.TestCase):
+    def setUp(self):
+        self.machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(self.machine.close)
+
+    def test_each_size_runs_once_per_trial(self):
+        process, out = self.machine.run("--sizes", "64,128", "--trials", "3", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        study = results.load(out)["studies"]["matmul"]
+        self.assertEqual(len(study["trial_size_orders"]), 3)
+        self.assertTrue(all(sorted(order) == [64, 128] for order in study["trial_size_orders"]))
+        self.assertTrue(study["entries"])
+        for entry in study["entries"]:
+            self.assertEqual(trials.count(entry), 3, entry["name"])
+        self.assertIn(f"[{4 * 3}/{4 * 3}]", process.stdout)
+        self.assertIn("(trial 3 of 3)", process.stdout)
+        self.assertEqual(results.load(out)["run"]["options"]["trials"], 3)
+
+    def test_bad_trial_counts_are_refused(self):
+        for value in ("0", "-1", "x", "21"):
+            process, _ = self.machine.run("--trials", value)
+            self.assertEqual(process.returncode, 2, value)
+            self.assertIn("--trials", process.stderr + process.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
