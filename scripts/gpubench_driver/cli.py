@@ -5,7 +5,7 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import build, compare, like, options as opts, report, results, runner, session, studies
+from gpubench_driver import build, compare, like, options as opts, report, results, runner, session, studies, verdicts
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -59,11 +59,13 @@ def _run_parser(subparsers):
 
 
 def _compare_parser(subparsers):
-    parser = subparsers.add_parser("compare", help="side-by-side report of results files, with significance and cost",
+    parser = subparsers.add_parser("compare", help="side-by-side report of results files, with verdicts and cost",
                                    description="Compare the entries two or more results files share: medians, ratios "
-                                               "to the first file, a Mann-Whitney U verdict on the samples, "
-                                               "and, with a price per file, cost per 1000 GEMMs, TFLOP/s per "
-                                               "USD-hour and USD per MLP epoch. Writes compare.md.")
+                                               "to the first file with their intervals, a verdict per entry (same, "
+                                               "faster, slower, unclear) from the files' independent trials or the "
+                                               "between-run noise floor, and, with a price per file, cost per 1000 "
+                                               "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
+                                               "compare.md, compare.html and compare.json.")
     parser.add_argument("results", nargs="+", help="results.json files (or directories holding one); the first is "
                                                    "the baseline")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
@@ -173,7 +175,8 @@ def main(argv):
     except opts.UsageError as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
-    except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError) as error:
+    except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
+            verdicts.MissingScipy) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,11 +1,14 @@
-"""The 'compare' command: results files side by side, with significance and cost per dollar.
+"""The 'compare' command: results files side by side, with calibrated verdicts and cost per dollar.
 
 Entries are matched by name across the files (ok in each); each study is compared on the entries
 every file shares, and what only some files hold is listed. Times are each file's median; the
-ratio is a file's median over the first file's (below 1: faster than the first), and the verdict is
-the Mann–Whitney U test on the samples (significance.py). With a price per file (an
-instance of the price table, or USD per hour), the GEMM studies get USD per 1000 products and
-TFLOP/s per USD-hour, the MLP study USD per epoch.
+ratio is a file's median over the first file's (below 1: faster than the first), and each entry's
+verdict (same, faster, slower, unclear) comes from the two files' between-trial spread or, for
+files measured in one trial, the between-run noise floor (verdicts.py). The page opens with the
+counts per verdict and the differences that matter, largest first; compare.json holds every
+entry's estimates, ratio, interval and verdict. With a price per file (an instance of the price
+table, or USD per hour), the GEMM studies get USD per 1000 products and TFLOP/s per USD-hour, the
+MLP study USD per epoch.
 """
 import json
 import math
@@ -13,7 +16,7 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from gpubench_driver import document as page, html_report, options as opts, results, session, significance, studies
+from gpubench_driver import document as page, html_report, options as opts, results, session, studies, trials, verdicts
 from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -225,31 +228,105 @@ def _per_usd_hour(value):
     return "n/a" if value is None else f"{value:.3g}"
 
 
+# --- verdicts ----------------------------------------------------------------------------
+def shared_pairs(sources, number):
+    """[(study, name, entry in #1, entry in #number)] over every study both hold, ok in both."""
+    found = []
+    for study_name in shared_studies(sources):
+        first = _entries_by_name(sources[0].document["studies"][study_name])
+        other = _entries_by_name(sources[number - 1].document["studies"][study_name])
+        found += [(study_name, name, first[name], other[name]) for name in first
+                  if name in other and first[name]["status"] == "ok" and other[name]["status"] == "ok"]
+    return found
+
+
+def all_verdicts(sources):
+    """{file number >= 2: {(study, name): Verdict}}: each file against the first, all its shared
+    entries one family (verdicts.compare_entries)."""
+    found = {}
+    for number in range(2, len(sources) + 1):
+        pairs = shared_pairs(sources, number)
+        decided = verdicts.compare_entries([(first, other) for _, _, first, other in pairs])
+        found[number] = {(study, name): verdict for (study, name, _, _), verdict in zip(pairs, decided)}
+    return found
+
+
+def comparison_record(sources, decided):
+    """compare.json's content: the files, and per file after the first its counts and every entry."""
+    files = [{"number": number, "label": source.label, "path": source.path, "run": source.document["run"]["id"]}
+             for number, source in enumerate(sources, start=1)]
+    comparisons = []
+    for number, by_entry in decided.items():
+        pairs = {(study, name): (first, other) for study, name, first, other in shared_pairs(sources, number)}
+        entries = [{"study": study, "name": name,
+                    "medians_s": [pairs[(study, name)][0]["time_s"]["median"], pairs[(study, name)][1]["time_s"]["median"]],
+                    "trials": [trials.count(pairs[(study, name)][0]), trials.count(pairs[(study, name)][1])],
+                    **verdict.record()} for (study, name), verdict in by_entry.items()]
+        comparisons.append({"file": number, "against": 1, "counts": verdicts.counts(by_entry.values()),
+                            "entries": entries})
+    return {"schema": "gpubench-compare", "files": files, "comparisons": comparisons}
+
+
 # --- rendering ---------------------------------------------------------------------------
-def _verdict_text(test, number):
-    named = {significance.A_FASTER: "#1 faster", significance.B_FASTER: f"#{number} faster"}
-    text = named.get(test.verdict, test.verdict)
-    if test.verdict == significance.TOO_FEW:
-        return f"{text} (smallest p {test.smallest_p:.3g})"
-    return text if test.p_value is None else f"{text} (p = {test.p_value:.3g})"
+def _verdict_text(verdict, number):
+    named = {verdicts.FASTER: f"#{number} faster", verdicts.SLOWER: f"#{number} slower"}
+    text = named.get(verdict.verdict, verdict.verdict)
+    if verdict.basis == "trials":
+        return f"{text} (trials, p = {verdict.p_value:.2g})"
+    return f"{text} (noise floor)"
 
 
-def _comparison_cells(first, other, number):
-    first_time, other_time = first["time_s"], other["time_s"]
-    test = significance.mann_whitney(first_time["samples"], other_time["samples"])
-    return [ratio(other_time["median"] / first_time["median"]), _verdict_text(test, number)]
+def _interval_text(verdict):
+    return f"{ratio(verdict.ratio)} ({ratio(verdict.low)}–{ratio(verdict.high)})"
 
 
-def _time_table(sources, study_name, names):
+def _time_table(sources, study_name, names, decided):
     others = range(2, len(sources) + 1)
     header = ["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)),
-              *(column for n in others for column in (f"#{n}/#1", f"#{n} vs #1"))]
+              *(column for n in others for column in (f"#{n}/#1 (interval)", f"#{n} vs #1"))]
     rows = []
     for name in names:
         entries = [_entries_by_name(source.document["studies"][study_name])[name] for source in sources]
-        rows.append([md(name), *(seconds(entry["time_s"]["median"]) for entry in entries),
-                     *(cell for n in others for cell in _comparison_cells(entries[0], entries[n - 1], n))])
+        cells = []
+        for n in others:
+            verdict = decided[n][(study_name, name)]
+            cells += [_interval_text(verdict), _verdict_text(verdict, n)]
+        rows.append([md(name), *(seconds(entry["time_s"]["median"]) for entry in entries), *cells])
     return page.table(header, rows, rule=RULE)
+
+
+DIFFERENCES_SHOWN = 20
+
+
+def _verdicts_section(sources, decided):
+    """The counts per verdict of each file against the first, then its largest differences."""
+    rows = [[f"#{number}", *(str(count) for count in verdicts.counts(by_entry.values()).values()),
+             str(sum(verdict.basis == "trials" for verdict in by_entry.values()))]
+            for number, by_entry in decided.items()]
+    blocks = [page.table(["file", *verdicts.VERDICTS, "decided on trials"], rows, rule=RULE),
+              page.paragraph(
+                  f"Each shared entry against #1: a ratio and its {verdicts.CONFIDENCE:.0%} interval, from the "
+                  f"two files' independent trials where both have at least two (Welch's t-test on the logarithms "
+                  f"of the trials' medians, the family held to a {verdicts.FALSE_DISCOVERY_RATE:.0%} false "
+                  f"discovery rate), else from the between-run noise floor of the entry's protocol measured on "
+                  f"an A/A pair (results/{' and results/'.join(verdicts.NOISE_FLOOR_PAIR)}: "
+                  + ", ".join(f"{protocol} {percent(math.expm1(floor))}" for protocol, floor in
+                              verdicts.NOISE_FLOOR.items()) +
+                  f"). faster/slower: the interval excludes no change and the difference is at least "
+                  f"{percent(verdicts.MIN_EFFECT_LONG_DEVICE, 0)} (device-timed entries of 100 us or more) or "
+                  f"{percent(verdicts.MIN_EFFECT_OTHER, 0)} (the rest); same: the whole interval lies within that; "
+                  f"unclear: neither.")]
+    for number, by_entry in decided.items():
+        differing = sorted(((key, verdict) for key, verdict in by_entry.items()
+                            if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER)),
+                           key=lambda item: -abs(math.log(item[1].ratio)))
+        lines = [f"{md(name)}: {_interval_text(verdict)}, {_verdict_text(verdict, number)}"
+                 for (_, name), verdict in differing[:DIFFERENCES_SHOWN]]
+        more = len(differing) - DIFFERENCES_SHOWN
+        blocks += [page.paragraph(f"#{number} against #1, the differences, largest first"
+                                  + (f" ({DIFFERENCES_SHOWN} of {len(differing)}):" if more > 0 else ":")),
+                   page.bullets(lines) if lines else page.paragraph("None.")]
+    return page.section("Verdicts", blocks)
 
 
 def _cost_cells(study_name, study, entry, usd_per_hour):
@@ -271,11 +348,11 @@ def _cost_table(sources, study_name, names):
     return page.table(header, rows, rule=RULE)
 
 
-def _study_section(sources, study_name):
+def _study_section(sources, study_name, decided):
     names, _ = match_entries(sources, study_name)
     if not names:
         return page.section(md(study_name), [page.paragraph("No entry is ok in every file.")])
-    blocks = [_time_table(sources, study_name, names)]
+    blocks = [_time_table(sources, study_name, names, decided)]
     if all(source.usd_per_hour for source in sources) and cost_kind(study_name):
         blocks += [page.paragraph("Cost at each file's price:"), _cost_table(sources, study_name, names)]
     return page.section(md(study_name), blocks)
@@ -321,20 +398,20 @@ def _missing_section(sources):
                                          else page.paragraph("Nothing: every file holds the same ok entries.")])
 
 
-def blocks(sources, table=None):
+def blocks(sources, decided, table=None):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
-        f"Times are each entry's median over its samples; #k/#1 is #k's median over #1's (below 1: #k faster). "
-        f"The verdict is a two-sided Mann–Whitney U test on the samples, exact, at alpha "
-        f"{significance.ALPHA}.", *_prices_note(sources, table)])] + _agreement_section(sources)
+        "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
+        "#k's median over #1's (below 1: #k faster).", *_prices_note(sources, table)])]
+    found += _verdicts_section(sources, decided) + _agreement_section(sources)
     for study_name in shared_studies(sources):
-        found += _study_section(sources, study_name)
+        found += _study_section(sources, study_name, decided)
     return found + _missing_section(sources)
 
 
 def render(sources, table=None):
     """compare.md's text."""
-    return page.to_markdown(blocks(sources, table))
+    return page.to_markdown(blocks(sources, all_verdicts(sources), table))
 
 
 def default_out_dir():
@@ -346,11 +423,14 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
-    found = blocks(sources, table)
+    decided = all_verdicts(sources)
+    found = blocks(sources, decided, table)
     out_dir = out_dir or default_out_dir()
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "compare.md")
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(page.to_markdown(found) + "\n")
+    with open(os.path.join(out_dir, "compare.json"), "w", encoding="utf-8") as stream:
+        json.dump(comparison_record(sources, decided), stream, indent=1)
     html_report.write(found, [], out_dir, name="compare.html")
     return path

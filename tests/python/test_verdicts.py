@@ -1,0 +1,105 @@
+"""compare's verdicts on synthetic trials: a real shift is found, an A/A family is not flagged more
+than the calibration allows, drift and heavy tails end unclear rather than flagged, a change below
+the minimum effect is no difference; one-trial entries are held to the noise floor, whose figures
+are those of the committed A/A pair."""
+import json
+import math
+import os
+import random
+import unittest
+
+import support
+
+from gpubench_driver import stats, verdicts
+
+
+def entry(medians, protocol="throughput"):
+    """An ok entry measured in len(medians) trials (one: a plain entry of one process)."""
+    time_s = stats.summarize(list(medians))
+    if len(medians) > 1:
+        time_s["over"] = "trials"
+    return {"status": "ok", "protocol": protocol, "time_s": time_s}
+
+
+def noisy(median, spread, count, rng):
+    return [median * math.exp(rng.gauss(0, spread)) for _ in range(count)]
+
+
+class TrialVerdictTest(unittest.TestCase):
+    def test_a_clear_shift_is_found_in_its_direction(self):
+        rng = random.Random(1)
+        faster, slower = verdicts.compare_entries([
+            (entry(noisy(1e-3, 0.005, 3, rng)), entry(noisy(0.9e-3, 0.005, 3, rng))),
+            (entry(noisy(1e-3, 0.005, 3, rng)), entry(noisy(1.1e-3, 0.005, 3, rng)))])
+        self.assertEqual((faster.verdict, slower.verdict), (verdicts.FASTER, verdicts.SLOWER))
+        self.assertEqual(faster.basis, "trials")
+        self.assertTrue(faster.low < faster.ratio < faster.high < 1)
+
+    def test_an_aa_family_is_rarely_flagged(self):
+        # 400 entries, both files from one distribution of trial medians (1% between trials).
+        rng = random.Random(2)
+        pairs = [(entry(noisy(1e-3, 0.01, 3, rng)), entry(noisy(1e-3, 0.01, 3, rng))) for _ in range(400)]
+        counts = verdicts.counts(verdicts.compare_entries(pairs))
+        self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * 400)
+        self.assertGreater(counts[verdicts.SAME], 0)
+
+    def test_a_change_below_the_minimum_effect_is_no_difference(self):
+        # 1% faster, measured very precisely: real, but under the 2% worth a verdict.
+        rng = random.Random(3)
+        (verdict,) = verdicts.compare_entries([(entry(noisy(1e-3, 0.0005, 5, rng)),
+                                                entry(noisy(0.99e-3, 0.0005, 5, rng)))])
+        self.assertEqual(verdict.verdict, verdicts.SAME)
+
+    def test_drift_and_heavy_tails_are_unclear_rather_than_flagged(self):
+        drifting = entry([1.00e-3, 1.06e-3, 1.12e-3])  # the trials drift: the spread is wide
+        heavy = entry([1.0e-3, 1.0e-3, 1.6e-3])  # one trial far out
+        steady = entry([1.04e-3, 1.05e-3, 1.06e-3])
+        for other in (drifting, heavy):
+            (verdict,) = verdicts.compare_entries([(steady, other)])
+            self.assertEqual(verdict.verdict, verdicts.UNCLEAR, other["time_s"]["samples"])
+
+    def test_the_family_is_held_to_the_false_discovery_rate(self):
+        # Thresholds for 4 tests at 5%: 0.0125, 0.025, 0.0375, 0.05 (step-up: the largest rank under its own).
+        self.assertEqual(verdicts.benjamini_hochberg([0.001, 0.02, 0.04, 0.3]), {0, 1})
+        self.assertEqual(verdicts.benjamini_hochberg([0.001, 0.03, 0.04, 0.3]), {0})
+        self.assertEqual(verdicts.benjamini_hochberg([0.3, 0.001, 0.04, 0.049]), {1})  # indices in the given order
+        self.assertEqual(verdicts.benjamini_hochberg([0.001, 0.01, 0.012, 0.3]), {0, 1, 2})
+        self.assertEqual(verdicts.benjamini_hochberg([0.2, 0.5]), set())
+
+
+class NoiseFloorVerdictTest(unittest.TestCase):
+    def test_one_trial_is_held_to_its_protocols_floor(self):
+        floor = verdicts.NOISE_FLOOR["throughput"]
+        within, beyond = verdicts.compare_entries([
+            (entry([1e-3]), entry([1e-3 * math.exp(floor / 2)])),
+            (entry([1e-3]), entry([1e-3 * math.exp(-2 * floor)]))])
+        self.assertEqual((within.verdict, beyond.verdict), (verdicts.UNCLEAR, verdicts.FASTER))
+        self.assertEqual(within.basis, "noise floor")
+        self.assertIsNone(within.p_value)
+        self.assertAlmostEqual(math.log(beyond.high / beyond.ratio), floor)
+
+    def test_one_side_in_trials_is_not_enough_for_a_test(self):
+        (verdict,) = verdicts.compare_entries([(entry([1e-3, 1.01e-3, 0.99e-3]), entry([1.5e-3]))])
+        self.assertEqual(verdict.basis, "noise floor")
+
+    def test_floors_are_the_committed_aa_pairs(self):
+        """The 95th percentile of |log(B/A)| per protocol over the entries ok in both runs of the pair."""
+        def load(run_id):
+            with open(os.path.join(support.SOURCE_DIR, "results", run_id, "results.json"), encoding="utf-8") as stream:
+                return json.load(stream)
+        first, second = map(load, verdicts.NOISE_FLOOR_PAIR)
+        offsets = {}
+        for name, study in first["studies"].items():
+            other = {e["name"]: e for e in second["studies"][name]["entries"] if e["status"] == "ok"}
+            for e in study["entries"]:
+                if e["status"] == "ok" and e["name"] in other:
+                    offsets.setdefault(e["protocol"], []).append(
+                        abs(math.log(other[e["name"]]["time_s"]["median"] / e["time_s"]["median"])))
+        for protocol, values in offsets.items():
+            values.sort()
+            percentile = values[min(len(values) - 1, int(0.95 * len(values)))]
+            self.assertAlmostEqual(verdicts.NOISE_FLOOR[protocol], percentile, places=4, msg=protocol)
+
+
+if __name__ == "__main__":
+    unittest.main()
