@@ -5,7 +5,8 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import build, compare, like, options as opts, report, results, runner, session, studies, verdicts
+from gpubench_driver import (build, compare, like, options as opts, repeatability, report, results, runner, session,
+                             studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -28,6 +29,10 @@ def _run_parser(subparsers):
                                          f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
                                          f"{opts.DEFAULT_TRIALS}): the spread between trials is what another run "
                                          f"would see, and what compare reads")
+    parser.add_argument("--repeatability", action="store_true",
+                        help="the run twice, back to back, and how far this machine varies from itself per kind of "
+                             "entry (results/repeatability-<run-id>/: both runs, their comparison, "
+                             "repeatability.md): the noise below which a difference between machines is none")
     parser.add_argument("--no-telemetry", action="store_true",
                         help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
                              "measure what sampling costs")
@@ -122,6 +127,7 @@ def resolve_run_options(args):
         full=args.full,
         telemetry=not args.no_telemetry,
         trials=_trials(args.trials),
+        repeatability=args.repeatability,
     )
 
 
@@ -157,7 +163,8 @@ def resolve_like(args, options):
 def _command(args, argv):
     if args.command == "run":
         options = resolve_run_options(args)
-        return session.run(resolve_like(args, options) if args.like else options, argv)
+        options = resolve_like(args, options) if args.like else options
+        return repeatability.run(options, argv) if options.repeatability else session.run(options, argv)
     if args.command == "compare":
         print(f"comparison: {compare.run(args.results, args.label, args.price, args.prices, args.out)}")
         return 0

@@ -43,6 +43,7 @@ class RunOptions:
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
     trials: int = DEFAULT_TRIALS  # independent processes per entry (trials.py)
+    repeatability: bool = False  # run twice and report how far this machine varies from itself
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them

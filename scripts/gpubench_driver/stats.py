@@ -62,6 +62,12 @@ def summarize(samples):
     }
 
 
+def nearest_rank_percentile(values, fraction):
+    """The smallest value with at least `fraction` of the values at or below it (None for none)."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)] if ordered else None
+
+
 def _quartiles(ordered):
     if len(ordered) < 2:
         return ordered[0], ordered[0]

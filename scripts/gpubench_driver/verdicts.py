@@ -30,7 +30,7 @@ FALSE_DISCOVERY_RATE = 0.05
 LONG_ENTRY_S = 1e-4
 MIN_EFFECT_LONG_DEVICE = 0.02
 MIN_EFFECT_OTHER = 0.05
-# Between-run noise of one-trial entries: the 95th percentile of |log(B/A)| per protocol over the
+# Between-run noise of one-trial entries: the 95th percentile (nearest rank) of |log(B/A)| per protocol over the
 # A/A pair results/20261124-000002 and results/20261124-000955 (one H100, back to back, one trial
 # each; test_verdicts recomputes these from those files).
 NOISE_FLOOR_PAIR = ("20261124-000002", "20261124-000955")

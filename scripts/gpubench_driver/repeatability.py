@@ -1,0 +1,100 @@
+"""run --repeatability: the same run twice on this machine, back to back (an A/A pair), and how far
+it varies from itself, per kind of entry: the noise floor below which a difference between two
+machines or two instances, measured the same way, is no difference.
+
+Writes <out>/a/ and <out>/b/ (two ordinary runs), <out>/compare.md|html|json (their comparison)
+and <out>/repeatability.md and .json (the floors)."""
+import json
+import os
+import statistics
+from dataclasses import replace
+
+from gpubench_driver import compare, document as page, session, stats, verdicts
+from gpubench_driver.formatting import percent
+
+LONG_ENTRY_S = verdicts.LONG_ENTRY_S
+# Kinds of entry, by what the binaries report (the protocol) and the headline's length.
+KINDS = (("GPU, device time, 100 us or more", lambda e: e.get("protocol") == "throughput"
+          and e["time_s"]["median"] >= LONG_ENTRY_S),
+         ("GPU, device time, under 100 us", lambda e: e.get("protocol") == "throughput"
+          and e["time_s"]["median"] < LONG_ENTRY_S),
+         ("GPU, host-observed (copies in the call)", lambda e: e.get("protocol") == "latency"),
+         ("CPU", lambda e: e.get("protocol") == "cpu"))
+BANDS = (0.02, 0.05)
+
+
+def default_out_dir(run_id):
+    return os.path.join(session.SOURCE_DIR, "results", f"repeatability-{run_id}")
+
+
+def noise_by_kind(first, second):
+    """Per kind: the entries ok in both runs, the median and 95th percentile of |B/A - 1|, the share
+    within each band."""
+    offsets = {name: [] for name, _ in KINDS}
+    for study_name, study in first["studies"].items():
+        other = {e["name"]: e for e in (second["studies"].get(study_name) or {}).get("entries", []) if e["status"] == "ok"}
+        for entry in study["entries"]:
+            if entry["status"] != "ok" or entry["name"] not in other:
+                continue
+            for name, member in KINDS:
+                if member(entry):
+                    offsets[name].append(abs(other[entry["name"]]["time_s"]["median"] / entry["time_s"]["median"] - 1))
+    rows = []
+    for name, values in offsets.items():
+        values.sort()
+        rows.append({"kind": name, "entries": len(values),
+                     "median_offset": statistics.median(values) if values else None,
+                     "p95_offset": stats.nearest_rank_percentile(values, 0.95),
+                     "within": {str(band): sum(v <= band for v in values) / len(values) if values else None
+                                for band in BANDS}})
+    return rows
+
+
+def record(rows, counts, paths):
+    flagged = counts[verdicts.FASTER] + counts[verdicts.SLOWER]
+    total = sum(counts.values())
+    return {"schema": "gpubench-repeatability", "runs": paths, "noise": rows, "verdicts": counts,
+            "flagged_fraction": flagged / total if total else None}
+
+
+def render(found):
+    rows = [[row["kind"], str(row["entries"]), percent(row["median_offset"]), percent(row["p95_offset"]),
+             *(percent(row["within"][str(band)]) for band in BANDS)] for row in found["noise"]]
+    counts = found["verdicts"]
+    return page.to_markdown([
+        page.Heading(1, "gpubench repeatability"),
+        page.paragraph(f"The same run twice, back to back: {found['runs'][0]} and {found['runs'][1]}. Per kind of "
+                       f"entry, how far the second run's medians lie from the first's: a difference between two "
+                       f"machines measured the same way that is no larger than this is no difference."),
+        page.table(["kind of entry", "entries", "median of abs(B/A - 1)", "95th percentile",
+                    *(f"within {100 * band:.0f}%" for band in BANDS)], rows),
+        page.paragraph(f"compare's verdicts on the pair (compare.md): {counts[verdicts.SAME]} same, "
+                       f"{counts[verdicts.FASTER]} faster, {counts[verdicts.SLOWER]} slower, "
+                       f"{counts[verdicts.UNCLEAR]} unclear: {percent(found['flagged_fraction'])} flagged where an A/A "
+                       f"pair should have about 5% at most.")])
+
+
+def run(options, argv):
+    """Both runs, their comparison and the floors; the exit status of the first run that did not
+    complete, else 0."""
+    out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
+    paths = []
+    for label in ("a", "b"):
+        path = os.path.join(out_dir, label)
+        print(f"repeatability: run {label.upper()} of 2 into {path}", flush=True)
+        status = session.run(replace(options, run_id=f"{options.run_id}-{label}", out=path, repeatability=False), argv)
+        if status != 0:
+            print(f"repeatability: run {label.upper()} did not complete: no comparison", flush=True)
+            return status
+        paths.append(path)
+    compare.run(paths, out_dir=out_dir)
+    sources = compare.load_sources(paths, [])
+    decided = compare.all_verdicts(sources)[2].values()
+    found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided), paths)
+    with open(os.path.join(out_dir, "repeatability.json"), "w", encoding="utf-8") as stream:
+        json.dump(found, stream, indent=1)
+    path = os.path.join(out_dir, "repeatability.md")
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(render(found) + "\n")
+    print(f"repeatability: {path}", flush=True)
+    return 0
