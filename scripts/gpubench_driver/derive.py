@@ -3,6 +3,7 @@ entries grouped for the summary."""
 import math
 from dataclasses import dataclass
 
+from gpubench_driver import trials
 from gpubench_driver.gbench import SKIP_PREFIX
 from gpubench_driver.stats import medians_differ
 
@@ -176,7 +177,21 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
 def crossovers(entries, axis=SIZE, with_latency=True):
     """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) on the
     entries' headline times, and for a mode whose entries also measured one call's host-observed
-    latency (resident operands), a second one on that latency."""
+    latency (resident operands), a second one on that latency. Where entries were measured in
+    several trials, each crossover also gets `estimate_<axis>_trials`: its estimate on each trial's
+    figures alone (None where a trial brackets none), whose range is the estimate's spread."""
+    found = _crossovers(entries, axis, with_latency)
+    if trials.most(entries) > 1:
+        per_trial = [{(c["mode"], c["measure"]): c for c in _crossovers(trials.view(entries, trial), axis, with_latency)}
+                     for trial in range(1, trials.most(entries) + 1)]
+        estimate = f"estimate_{axis.name}"
+        for result in found:
+            key = (result["mode"], result["measure"])
+            result[f"{estimate}_trials"] = [(run.get(key) or {}).get(estimate) for run in per_trial]
+    return found
+
+
+def _crossovers(entries, axis, with_latency):
     best_cpu = best_by_size(cpu_entries(entries), axis.name)
     found = []
     for mode in gpu_modes(entries):

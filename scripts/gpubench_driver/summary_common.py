@@ -2,6 +2,7 @@
 skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate
+from gpubench_driver.stats import finite
 
 AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
 REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
@@ -33,9 +34,13 @@ def crossover_cells(found, axis="n"):
     """What the GPU side timed, estimate, bracket, GPU implementation and method of a crossover along
     the axis ('n' or 'batch')."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
-    estimate = found.get(f"estimate_{axis}") or found.get("upper") or "none"
+    estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
+    listed = found.get(f"estimate_{axis}_trials")
+    per_trial = [value for value in (listed if isinstance(listed, list) else []) if finite(value) is not None]
+    if per_trial:
+        estimate += f" ({min(per_trial)}–{max(per_trial)} over {len(per_trial)} trials)"
     how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
-    return [md(found.get("timed_as") or "each entry's headline time"), str(estimate), bracket,
+    return [md(found.get("timed_as") or "each entry's headline time"), estimate, bracket,
             md(found.get("gpu_impl")), how]
 
 

@@ -78,3 +78,25 @@ def _summarise(entry, records):
 def count(entry):
     """How many trials an entry's time summarises."""
     return len(entry.get("trials") or []) or 1
+
+
+def most(entries):
+    """The largest number of trials any of the entries was measured in."""
+    return max((count(entry) for entry in entries), default=1)
+
+
+def view(entries, trial):
+    """The entries as trial `trial` alone measured them: each entry measured in trials takes that
+    trial's figures (an entry whose trial failed, or that has fewer, is left out); an entry measured
+    once is kept as it is. Derivations run on each view give the spread of a derived figure."""
+    found = []
+    for entry in entries:
+        records = entry.get("trials")
+        if not records:
+            found.append(entry)
+        elif len(records) >= trial and records[trial - 1]["status"] == "ok":
+            record = records[trial - 1]
+            found.append({**entry, **{key: record.get(key) for key in ("time_s", "latency_s", "cold_l2_s")},
+                          "status": "ok"})
+    return found
+

@@ -1,14 +1,13 @@
 """Independent trials: an entry measured in several processes becomes the summary of their medians,
 with every trial's samples kept; a failed trial makes the entry an error; the sizes change order
 between trials; `run --trials` runs each size once per trial and records it."""
-import os
 import unittest
 
 import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver import results, stats, trials
+from gpubench_driver import derive, results, stats, summary_common, trials
 
 
 def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):
@@ -79,6 +78,32 @@ class CombineTest(unittest.TestCase):
         document["studies"]["precision"]["entries"][0]["trials"][1]["time_s"]["samples"] = [-1.0]
         with self.assertRaises(results.ResultsError):
             results.validate(document)
+
+
+def timed(impl, device, mode, n, medians):
+    """An entry measured in one trial per median."""
+    combined = None
+    for trial, median in enumerate(medians, start=1):
+        entry = make_entry(impl, device, mode, n, median)
+        entry["time_s"] = stats.summarize([median])
+        entry["wall_s"] = 1.0
+        combined = trials.combine(combined, entry, trial)
+    return combined
+
+
+class CrossoverOverTrialsTest(unittest.TestCase):
+    def test_each_trial_gives_its_own_estimate(self):
+        # The CPU is steady; the GPU at n = 128 wins in trial 1 only: the crossover moves between the trials.
+        entries = [timed("openblas", "cpu", "host", n, [t] * 2) for n, t in ((64, 1e-5), (128, 8e-5), (256, 6e-4))]
+        entries += [timed("cublas", "gpu", "resident", 64, [2e-5, 2e-5]),
+                    timed("cublas", "gpu", "resident", 128, [4e-5, 1.6e-4]),
+                    timed("cublas", "gpu", "resident", 256, [5e-5, 5e-5])]
+        (found,) = derive.crossovers(entries, with_latency=False)
+        first, second = found["estimate_n_trials"]
+        self.assertTrue(64 <= first <= 128 < second <= 256, found["estimate_n_trials"])
+        self.assertEqual(len(trials.view(entries, 2)), 6)
+        cells = summary_common.crossover_cells(found)
+        self.assertIn("over 2 trials)", cells[1])
 
 
 class SizeOrderTest(unittest.TestCase):
