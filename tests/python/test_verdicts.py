@@ -10,7 +10,7 @@ import unittest
 
 import support
 
-from gpubench_driver import stats, verdicts
+from gpubench_driver import compare, stats, verdicts
 
 
 def entry(medians, protocol="throughput"):
@@ -98,6 +98,18 @@ class NoiseFloorVerdictTest(unittest.TestCase):
         for protocol, values in offsets.items():
             self.assertAlmostEqual(verdicts.NOISE_FLOOR[protocol], stats.nearest_rank_percentile(values, 0.95),
                                    places=4, msg=protocol)
+
+
+class RealPairTest(unittest.TestCase):
+    """The first A/A pair with trials, as the H100 wrote it (results/aa-quick-trials3-20261124)."""
+
+    def test_compare_flags_at_most_five_percent_of_it(self):
+        folder = os.path.join(support.SOURCE_DIR, "results", "aa-quick-trials3-20261124")
+        paths = [os.path.join(folder, f"aa{run}-quick-trials3-20261124-005923") for run in (1, 2)]
+        decided = list(compare.all_verdicts(compare.load_sources(paths, []))[2].values())
+        counts = verdicts.counts(decided)
+        self.assertGreater(sum(verdict.basis == "trials" for verdict in decided), 100)
+        self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * len(decided), counts)
 
 
 if __name__ == "__main__":
