@@ -110,6 +110,37 @@ def capture_gpus():
     return gpus
 
 
+def capture_gpu_processes():
+    """Compute processes nvidia-smi lists on the GPUs ({pid, name, used_memory_mib}); none without
+    nvidia-smi. Called when no study binary of this run is running: whatever it lists is another's."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    return parse_gpu_processes(_run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                                     "--format=csv,noheader,nounits"]) or "")
+
+
+def parse_gpu_processes(text):
+    found = []
+    for line in text.splitlines():
+        values = [value.strip() for value in line.split(",")]
+        if len(values) != 3 or not values[0].isdigit():
+            continue
+        found.append({"pid": int(values[0]), "name": values[1], "used_memory_mib": smi_value("used_memory", values[2])})
+    return found
+
+
+def gpu_processes_warning(processes, when):
+    """A warning naming the other processes on the GPU, or None: their work competes with the studies'
+    for the GPU's time, memory and power, and moves the numbers between runs."""
+    if not processes:
+        return None
+    named = ", ".join(f"{p['pid']} {p['name']}" + (f" ({p['used_memory_mib']} MiB)" if p["used_memory_mib"] is not None
+                                                   else "") for p in processes[:5])
+    more = f" and {len(processes) - 5} more" if len(processes) > 5 else ""
+    return (f"{len(processes)} other process(es) on the GPU {when}: {named}{more}; their work competes with the "
+            f"studies' and moves the numbers")
+
+
 def parse_nvidia_smi(text):
     gpus = []
     for line in text.splitlines():

@@ -46,6 +46,11 @@ def capture_environment(document, options, descriptions):
                     environment.affinity_warning(env_json)):
         if warning:
             document["warnings"].append(warning)
+    if not options.cpu_only:
+        machine["gpu_processes"] = environment.capture_gpu_processes()
+        warning = environment.gpu_processes_warning(machine["gpu_processes"], "when the run started")
+        if warning:
+            document["warnings"].append(warning)
     if options.cpu_only:
         document["gpu"] = {"available": False, "reason": "--cpu-only was given"}
     else:
@@ -108,6 +113,11 @@ def describe_studies(options):
 def run_study(study, document, options):
     """One study (its processes sample the GPU's telemetry themselves), then its reference timings."""
     study.run()
+    if not options.cpu_only:
+        warning = environment.gpu_processes_warning(environment.capture_gpu_processes(), f"after study {study.name}")
+        if warning:
+            print(f"WARNING: {warning}", flush=True)
+            document["warnings"].append(warning)
     if options.reference and studies.BY_NAME[study.name].references:  # batched_gemm has no reference to run
         document["references"] = {**(document["references"] or {}),
                                   **reference.run_references(study.name, with_gpu=document["gpu"]["available"],

@@ -100,6 +100,16 @@ class MachineTest(unittest.TestCase):
     def test_short_nvidia_smi_lines_are_ignored(self):
         self.assertEqual(environment.parse_nvidia_smi("No devices were found"), [])
 
+    def test_other_processes_on_the_gpu_are_named(self):
+        processes = environment.parse_gpu_processes("1234, python3, 10240\n77, /usr/bin/miner, [N/A]\n"
+                                                    "No running processes found\n")
+        self.assertEqual(processes, [{"pid": 1234, "name": "python3", "used_memory_mib": 10240},
+                                     {"pid": 77, "name": "/usr/bin/miner", "used_memory_mib": None}])
+        warning = environment.gpu_processes_warning(processes, "when the run started")
+        self.assertTrue(warning.startswith("2 other process(es) on the GPU when the run started: "
+                                           "1234 python3 (10240 MiB), 77 /usr/bin/miner;"), warning)
+        self.assertIsNone(environment.gpu_processes_warning([], "after study matmul"))
+
     def test_small_parsers(self):
         self.assertEqual(environment.transparent_hugepages("always [madvise] never"), "madvise")
         self.assertEqual(environment.memory_total_bytes("MemTotal:  1024 kB\n"), 1024 * 1024)

@@ -263,6 +263,25 @@ class SelectionTest(unittest.TestCase):
         self.assertEqual({e["n"] for e in document["studies"]["matmul"]["entries"]}, set(matmul))
 
 
+class OtherGpuProcessTest(unittest.TestCase):
+    def test_a_process_already_on_the_gpu_is_a_warning(self):
+        machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(machine.close)
+        tools = os.path.join(machine.directory.name, "tools")
+        os.makedirs(tools)
+        write_executable(os.path.join(tools, "nvidia-smi"), textwrap.dedent("""\
+            #!/bin/sh
+            case "$*" in *--query-compute-apps*) echo "4242, stranger, 512" ;; esac
+            """))
+        machine.env["PATH"] = tools + os.pathsep + machine.env.get("PATH", "")
+        process, out = machine.run("--sizes", "64", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        warnings = results.load(out)["warnings"]
+        self.assertTrue(any(w.startswith("1 other process(es) on the GPU when the run started: 4242 stranger (512 MiB)")
+                            for w in warnings), warnings)
+        self.assertTrue(any("after study matmul" in w for w in warnings), warnings)
+
+
 class MissingBinaryTest(unittest.TestCase):
     def setUp(self):
         self.machine = FakeMachine(studies=("matmul",))
