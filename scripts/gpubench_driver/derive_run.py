@@ -13,7 +13,7 @@
 A study whose precision slot holds no number format (its axis_names, studies.format_note: the
 transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
 The result is document["findings"]; report.derive_findings rewrites it on every report."""
-from gpubench_driver import studies as registry
+from gpubench_driver import studies as registry, trials
 from gpubench_driver.derive import ok_entries
 from gpubench_driver.gbench import TRAFFIC_COUNTERS
 from gpubench_driver.stats import finite as number
@@ -238,7 +238,9 @@ def measurement_rows(studies):
             "median_noise": noises[len(noises) // 2] if noises else None,
             "throttled_samples": sum(int(number(e["measurement"]["headline"].get("throttled_samples")) or 0)
                                      for e in measured),
-            "warmup_not_settled": sum(not (e["measurement"].get("warmup") or {}).get("settled") for e in measured)})
+            "warmup_not_settled": sum(not (e["measurement"].get("warmup") or {}).get("settled") for e in measured),
+            "trials": trials.most(measured),
+            "choices_varied": sum(bool(e.get("choices_varied")) for e in measured)})
         for entry in measured:
             median = entry["time_s"]["median"]
             row = {**_where(name, entry), "name": entry["name"], "protocol": entry.get("protocol"), "median_s": median}

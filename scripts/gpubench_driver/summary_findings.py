@@ -158,7 +158,8 @@ def _measurement(findings):
     per_study = [[md(row["study"]), str(row["entries"]),
                   ", ".join(f"{count} {name}" for name, count in row["protocols"].items() if count),
                   f"{row['converged']} of {row['entries']}", percent(row["median_noise"], 2),
-                  str(row["warmup_not_settled"]), str(row["throttled_samples"])] for row in found["studies"]]
+                  str(row["warmup_not_settled"]), str(row["throttled_samples"]), str(row.get("trials") or 1),
+                  str(row.get("choices_varied") or 0)] for row in found["studies"]]
     blocks = [paragraph("Every entry is warmed up until its time per call (and SM clock) settles, then sampled "
                         "until the samples' relative spread is below its target or stops shrinking "
                         "(docs/methodology.md). Headline times: **throughput** = device time with launch latency "
@@ -166,7 +167,7 @@ def _measurement(findings):
                         "clock until its work is done (GPU entries with copies in the timed region, and the "
                         "transfer and overlap studies); **cpu** = batches of calls on the host clock."),
               table(["study", "entries", "protocols", "converged", "median noise", "warm-up unsettled",
-                     "throttled samples dropped"], per_study)]
+                     "throttled samples dropped", "trials", "library choice varied between trials"], per_study)]
     for key, title, other in (("burst", "Burst faster than sustained", "burst (first calls)"),
                               ("cold_l2", "Cold L2 beside warm", "cold L2"),
                               ("latency", "Host-observed latency beside device time", "one call, host clock")):

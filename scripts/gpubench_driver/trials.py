@@ -15,10 +15,13 @@ from gpubench_driver import stats
 PHASES = ("latency_s", "cold_l2_s")
 # Per-call figures whose median over the trials stands for the entry.
 MEDIAN_FIELDS = ("burst_s", "energy_j_per_op", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle")
+# What a library chose for the entry in its process (cuDNN's algorithm and engine, the workspace): a
+# choice that differs between processes is a source of between-run variance, named on the entry.
+CHOICES = ("algorithm", "engine", "workspace_bytes")
 # What a trial record keeps of its entry: the measured figures, not the entry's identity.
 TRIAL_FIELDS = ("status", "message", "time_s", "protocol", "latency_s", "cold_l2_s", "burst_s", "converged",
                 "energy_j_per_op", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle", "clock_limited",
-                "sm_clock_mhz", "power_w", "temperature_c_max", "measurement", "wall_s")
+                "sm_clock_mhz", "power_w", "temperature_c_max", "measurement", "wall_s", *CHOICES)
 
 
 def size_order(sizes, trial, seed):
@@ -73,6 +76,9 @@ def _summarise(entry, records):
     limited = [record.get("clock_limited") for record in records if record.get("clock_limited") is not None]
     entry["clock_limited"] = any(limited) if limited else None
     entry["flop_per_s"] = entry["flop"] / entry["time_s"]["median"] if entry.get("flop") is not None else None
+    varied = {name: [record.get(name) for record in records] for name in CHOICES
+              if len({record.get(name) for record in records}) > 1}
+    entry["choices_varied"] = varied or None
 
 
 def count(entry):

@@ -54,6 +54,13 @@ class CombineTest(unittest.TestCase):
         self.assertEqual((interval.low, interval.high), (1.00e-3, 1.10e-3))
         self.assertIn("3 trials' medians", interval.basis)
 
+    def test_a_library_choice_that_differs_between_trials_is_named(self):
+        first, second = measured(1e-3), measured(1.2e-3)
+        first["algorithm"], second["algorithm"] = 1.0, 6.0
+        entry = self.combined(first, second)
+        self.assertEqual(entry["choices_varied"], {"algorithm": [1.0, 6.0]})
+        self.assertIsNone(self.combined(measured(1e-3), measured(1e-3))["choices_varied"])
+
     def test_a_failed_trial_makes_the_entry_an_error(self):
         failed = measured(1e-3, status="error")
         failed["message"] = "wrong answer: max rel error 0.5"
