@@ -222,18 +222,20 @@ class Study:
         self.progress.total += len(self.planned) * self.options.trials
         self.progress.trials = self.options.trials
 
-    def run(self):
+    def sweep(self, trial):
+        """One trial of the sweep: every size once, in this trial's order."""
         sizes = self.options.sizes
         batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
-        times = f", {self.options.trials} trials each" if self.options.trials > 1 else ""
-        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{times}", flush=True)
-        self.record["trial_size_orders"] = []
-        for trial in range(1, self.options.trials + 1):
-            order = trials.size_order(sizes, trial, self.options.run_id)
-            self.record["trial_size_orders"].append(order)
-            for n in order:
-                self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
-                               study_flags(self.options, [n]), trial)
+        which = f", trial {trial} of {self.options.trials}" if self.options.trials > 1 else ""
+        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
+        order = trials.size_order(sizes, trial, self.options.run_id)
+        self.record.setdefault("trial_size_orders", []).append(order)
+        for n in order:
+            self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
+                           study_flags(self.options, [n]), trial)
+
+    def refine(self):
+        """Refinement rounds around the crossovers the sweep found (every trial of each round)."""
         for round_number in range(1, self.options.refine_rounds + 1):
             if not self._refine(round_number):
                 break

@@ -110,9 +110,10 @@ def describe_studies(options):
     return plans, warnings
 
 
-def run_study(study, document, options):
-    """One study (its processes sample the GPU's telemetry themselves), then its reference timings."""
-    study.run()
+def finish_study(study, document, options):
+    """After a study's last sweep trial: its refinement, a check for other processes on the GPU, its
+    reference timings."""
+    study.refine()
     if not options.cpu_only:
         warning = environment.gpu_processes_warning(environment.capture_gpu_processes(), f"after study {study.name}")
         if warning:
@@ -134,8 +135,13 @@ def measure(plans, options, document, save):
     try:
         for study in studies:
             study.plan()
-        for study in studies:
-            run_study(study, document, options)
+        # Trials outermost: an entry's trials lie a whole pass over the studies apart, so the GPU's
+        # heat and the host's state differ between them as between two runs.
+        for trial in range(1, options.trials + 1):
+            for study in studies:
+                study.sweep(trial)
+                if trial == options.trials:
+                    finish_study(study, document, options)
     except (runner.Interrupted, KeyboardInterrupt):
         print("interrupted: writing what finished", flush=True)
         return "interrupted"

@@ -137,8 +137,8 @@ class SessionTest(unittest.TestCase):
         study.name = "matmul"
         document = {"references": None, "gpu": {"available": True}}
         with mock.patch.object(reference, "run_references", return_value={"torch": {"note": "x"}}) as run_references:
-            session.run_study(study, document, mock.Mock(reference=True))
-        study.run.assert_called_once_with()
+            session.finish_study(study, document, mock.Mock(reference=True, cpu_only=True))
+        study.refine.assert_called_once_with()
         run_references.assert_called_once_with("matmul", with_gpu=True, protocol=PROTOCOL, sizes=[4096],
                                                 batches=None)
         self.assertEqual(document["references"], {"torch": {"note": "x"}})

@@ -141,6 +141,16 @@ class RunTrialsTest(unittest.TestCase):
         self.assertIn("(trial 3 of 3)", process.stdout)
         self.assertEqual(results.load(out)["run"]["options"]["trials"], 3)
 
+    def test_trials_are_outermost_across_the_studies(self):
+        machine = FakeMachine(studies=("matmul", "precision"))
+        self.addCleanup(machine.close)
+        process, _ = machine.run("--sizes", "4096", "--trials", "2", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        headings = [line.split(":")[0] + line.split(",")[-1] for line in process.stdout.splitlines()
+                    if " entries at " in line]
+        self.assertEqual(headings, ["matmul trial 1 of 2", "precision trial 1 of 2", "matmul trial 2 of 2",
+                                    "precision trial 2 of 2"])
+
     def test_bad_trial_counts_are_refused(self):
         for value in ("0", "-1", "x", "21"):
             process, _ = self.machine.run("--trials", value)
