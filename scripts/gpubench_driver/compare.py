@@ -298,6 +298,32 @@ def _time_table(sources, study_name, names, decided):
 DIFFERENCES_SHOWN = 20
 
 
+def is_headline(study_name, entry):
+    """An entry the study compares with a reference (its record's comparisons: cuBLAS SGEMM at 4096,
+    each precision, the MLP step, the convolutions, the 256 MiB copies): the figures people quote."""
+    record = studies.BY_NAME.get(study_name)
+    return bool(record) and any(
+        (entry.get("impl"), entry.get("mode"), entry.get("precision")) == (c.impl, c.mode, c.precision)
+        and (entry.get("n"), entry.get("batch")) in c.points for c in record.comparisons)
+
+
+def _headline_section(sources, decided):
+    header = ["entry", "#1 median", *(column for n in decided for column in (f"#{n}/#1 (interval)", f"#{n} vs #1"))]
+    rows = []
+    for study_name in shared_studies(sources):
+        names, _ = match_entries(sources, study_name)
+        first = _entries_by_name(sources[0].document["studies"][study_name])
+        for name in names:
+            if is_headline(study_name, first[name]):
+                cells = []
+                for n, by_entry in decided.items():
+                    verdict = by_entry.get((study_name, name))
+                    cells += [_interval_text(verdict), _verdict_text(verdict, n)] if verdict else ["n/a", "n/a"]
+                rows.append([md(name), seconds(first[name]["time_s"]["median"]), *cells])
+    return [page.paragraph("Headline entries (those each study compares with PyTorch or numpy):"),
+            page.table(header, rows, rule=RULE) if rows else page.paragraph("None shared.")]
+
+
 def _verdicts_section(sources, decided):
     """The counts per verdict of each file against the first, then its largest differences."""
     rows = [[f"#{number}", *(str(count) for count in verdicts.counts(by_entry.values()).values()),
@@ -316,6 +342,7 @@ def _verdicts_section(sources, decided):
                   f"{percent(verdicts.MIN_EFFECT_LONG_DEVICE, 0)} (device-timed entries of 100 us or more) or "
                   f"{percent(verdicts.MIN_EFFECT_OTHER, 0)} (the rest); same: the whole interval lies within that; "
                   f"unclear: neither.")]
+    blocks += _headline_section(sources, decided)
     for number, by_entry in decided.items():
         differing = sorted(((key, verdict) for key, verdict in by_entry.items()
                             if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER)),

@@ -90,6 +90,15 @@ class CompareFilesTest(unittest.TestCase):
         self.assertEqual(record["comparisons"][0]["counts"], {"same": 0, "faster": 0, "slower": 0, "unclear": 1})
         self.assertEqual(record["comparisons"][0]["entries"][0]["basis"], "noise floor")
 
+    def test_headline_entries_are_the_studies_reference_comparisons(self):
+        status, _, report = self.main(*self.two_files())  # GEMM: cuBLAS SGEMM resident, but at n = 1024
+        self.assertEqual(status, 0)
+        self.assertIn("Headline entries (those each study compares with PyTorch or numpy):\n\nNone shared.", report)
+        cublas_4096 = {"impl": "cublas", "mode": "resident", "precision": "fp32", "n": 4096, "batch": None}
+        self.assertTrue(compare.is_headline("matmul", cublas_4096))
+        self.assertFalse(compare.is_headline("matmul", {**cublas_4096, "n": 1024}))
+        self.assertFalse(compare.is_headline("unknown", cublas_4096))
+
     def test_files_measured_in_trials_get_a_tested_verdict(self):
         def in_trials(medians):
             record = entry(GEMM, medians, flop=2e9)
