@@ -55,6 +55,8 @@ def load_price_table(path):
         raise PriceTableError(f"cannot read the price table {path}: {error}") from None
     except ValueError as error:
         raise PriceTableError(f"the price table {path} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise PriceTableError(f"the price table {path} nests its JSON too deeply") from None
     if not isinstance(table, dict) or table.get("schema") != PRICES_SCHEMA:
         raise PriceTableError(f"{path} is not a price table (expected \"schema\": \"{PRICES_SCHEMA}\")")
     if not isinstance(table.get("instances"), dict):

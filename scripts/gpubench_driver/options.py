@@ -108,8 +108,10 @@ def parse_caps(text):
 
 
 def parse_run_id(text):
-    if not _NAME.match(text):
-        raise UsageError(f"--run-id: '{text}' may only contain letters, digits, '.', '_' and '-'")
+    # The run id names a folder under results/: '.' and '..' would name results/ itself or its parent.
+    if not _NAME.match(text) or set(text) == {"."}:
+        raise UsageError(f"--run-id: '{text}' may only contain letters, digits, '.', '_' and '-', "
+                         f"and not only dots")
     return text
 
 

@@ -276,6 +276,8 @@ def _validate_entry(entry, path):
                *gbench.COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
     for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    for key in ("flop_per_s", "flop", "bytes_transferred"):  # rates and counts: a negative one is damage
+        _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}", f"expected zero or more, got {entry.get(key)}")
     _expect_type(entry.get(CLOCK_LIMITED), (bool, type(None)), f"{path}.{CLOCK_LIMITED}")
     for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
         _expect(entry.get(key) is None or entry[key] > 0, f"{path}.{key}",
@@ -321,8 +323,11 @@ def _validate_times(times, path):
     for index, sample in enumerate(times["samples"]):
         _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")
         _expect(sample > 0, f"{path}.samples[{index}]", f"expected a positive time, got {sample}")
-    _expect(times.get("median") is None or times["median"] > 0, f"{path}.median",
-            f"expected a positive time, got {times.get('median')}")
+    for key in ("median", "min", "max", "q1", "q3", "mean"):
+        _expect(times.get(key) is None or times[key] > 0, f"{path}.{key}", f"expected a positive time, got {times.get(key)}")
+    for key in ("stddev", "cv"):
+        _expect(times.get(key) is None or times[key] >= 0, f"{path}.{key}",
+                f"expected a spread of zero or more, got {times.get(key)}")
 
 
 # The findings across the studies (derive_run), rewritten by every report: typed here for the tools
@@ -415,6 +420,8 @@ def load(path):
         document = json.loads(text, parse_constant=_reject_constant)
     except ValueError as error:
         raise ResultsError(f"{path} is not valid JSON (damaged or truncated?): {error}") from None
+    except RecursionError:
+        raise ResultsError(f"{path} nests its JSON too deeply to be a gpubench results file") from None
     try:
         validate(document)
     except ResultsError as error:

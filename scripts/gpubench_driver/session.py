@@ -23,11 +23,18 @@ def default_build_dir():
 
 
 def prepare_out_dir(options):
+    """The output folder, made before the build so that a bad --out or --run-id is said at once: it
+    must be a folder (or not exist) and hold no results.json yet."""
     out_dir = os.path.abspath(options.out or os.path.join(SOURCE_DIR, "results", options.run_id))
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise options_module.UsageError(f"--out: {out_dir} exists and is not a folder")
     if os.path.exists(os.path.join(out_dir, "results.json")):
         raise options_module.UsageError(f"--out: {out_dir} already holds a results.json "
                                         f"(choose another --out or --run-id)")
-    os.makedirs(out_dir, exist_ok=True)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as error:
+        raise options_module.UsageError(f"--out: cannot create {out_dir}: {error.strerror}") from None
     return out_dir
 
 
@@ -164,9 +171,15 @@ def like_record(path, document):
 
 
 def run(options, argv):
-    plans, study_warnings = describe_studies(options)
-    options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
+    existed = options.out is not None and os.path.isdir(options.out)
     out_dir = prepare_out_dir(options)
+    try:
+        plans, study_warnings = describe_studies(options)
+    except BaseException:
+        if not existed and not os.listdir(out_dir):  # nothing measured: leave no empty folder made for it
+            os.rmdir(out_dir)
+        raise
+    options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
     results_path = os.path.join(out_dir, "results.json")
     document = new_run_document(options, argv)
     document["warnings"] += study_warnings

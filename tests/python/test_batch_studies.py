@@ -466,7 +466,8 @@ class RunTest(unittest.TestCase):
                 self.assertIn(f"`plots/{name}.png`", self.summary)
 
     def test_sizes_no_layer_has(self):
-        process, _ = self.machine.run("--studies", "conv2d", "--sizes", "1024")
+        process, _ = self.machine.run("--studies", "conv2d", "--sizes", "1024",
+                                      "--out", os.path.join(self.machine.directory.name, "no-layer"))
         self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
         self.assertIn("study conv2d not run: none of --sizes is one of its layers (n = 7, 14, 28, 56)", process.stderr)
 

@@ -1,0 +1,93 @@
+"""Bad input fails cleanly: a clear message and an exit status, never a traceback, and nothing
+written where it does not belong (bad --out and --run-id said before the build; hostile results
+files refused)."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from support import ENTRY
+from test_run_studies import FakeMachine
+
+
+def gpubench(*args):
+    return subprocess.run(["bash", ENTRY, *args], capture_output=True, text=True, timeout=300)
+
+
+class BadOutputTest(unittest.TestCase):
+    def setUp(self):
+        self.machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(self.machine.close)
+        self.root = self.machine.directory.name
+
+    def refused(self, *args):
+        process, _ = self.machine.run("--sizes", "64", *args)
+        self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
+        self.assertNotIn("Traceback", process.stdout + process.stderr)
+        return process.stderr
+
+    def test_out_naming_a_file(self):
+        path = os.path.join(self.root, "a-file")
+        open(path, "w").close()
+        self.assertIn("exists and is not a folder", self.refused("--out", path))
+
+    def test_out_that_cannot_be_created(self):
+        self.assertIn("cannot create /proc/gpubench-forbidden", self.refused("--out", "/proc/gpubench-forbidden/x"))
+
+    def test_run_ids_that_leave_results(self):
+        for run_id in ("..", ".", "a/b"):
+            self.assertIn("--run-id", self.refused("--run-id", run_id))
+
+    def test_no_empty_folder_is_left_when_nothing_could_run(self):
+        out = os.path.join(self.root, "never")
+        process, _ = self.machine.run("--sizes", "64", "--studies", "matmul", "--impls", "nothing_like_it",
+                                      "--out", out)
+        self.assertNotEqual(process.returncode, 0)
+        self.assertFalse(os.path.exists(out))
+
+
+class HostileFileTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+
+    def write(self, name, text):
+        path = os.path.join(self.directory.name, name)
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return path
+
+    def test_deeply_nested_json_is_refused_everywhere(self):
+        path = self.write("deep.json", "[" * 100000 + "]" * 100000)
+        out = os.path.join(self.directory.name, "out")
+        for args in (("report", path, "--out", out), ("compare", path, path, "--out", out),
+                     ("run", "--no-setup", "--no-build", "--like", path)):
+            process = gpubench(*args)
+            self.assertEqual(process.returncode, 1, args)
+            self.assertIn("nests its JSON too deeply", process.stderr, args)
+            self.assertNotIn("Traceback", process.stderr, args)
+
+    def test_negative_times_and_rates_are_refused(self):
+        machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(machine.close)
+        process, out = machine.run("--sizes", "64", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stderr)
+        with open(os.path.join(out, "results.json"), encoding="utf-8") as stream:
+            good = json.load(stream)
+        for field, value in (("min", -2.55e-3), ("stddev", -1.0)):
+            damaged = json.loads(json.dumps(good))
+            damaged["studies"]["matmul"]["entries"][0]["time_s"][field] = value
+            process = gpubench("report", self.write(f"{field}.json", json.dumps(damaged)), "--out",
+                               os.path.join(self.directory.name, field))
+            self.assertEqual(process.returncode, 1, field)
+            self.assertIn(f"time_s.{field}", process.stderr)
+        damaged = json.loads(json.dumps(good))
+        damaged["studies"]["matmul"]["entries"][0]["flop_per_s"] = -38.62
+        process = gpubench("report", self.write("rate.json", json.dumps(damaged)), "--out",
+                           os.path.join(self.directory.name, "rate"))
+        self.assertIn("flop_per_s: expected zero or more", process.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
