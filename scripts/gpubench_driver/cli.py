@@ -1,6 +1,7 @@
 """Command line of the driver: run, report, compare, build."""
 import argparse
 import os
+import signal
 import sys
 
 from dataclasses import replace
@@ -175,8 +176,16 @@ def _command(args, argv):
     return 0
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv):
     args = build_parser().parse_args(argv)  # exits 2 on its own errors
+    # kill (SIGTERM) and a closed terminal (SIGHUP) stop a run as Ctrl-C does: the benchmark process
+    # is stopped, what finished is written and the summary drawn.
+    for name in ("SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), _interrupt)
     try:
         return _command(args, argv)
     except opts.UsageError as error:

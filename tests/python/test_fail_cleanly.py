@@ -3,8 +3,11 @@ written where it does not belong (bad --out and --run-id said before the build; 
 files refused)."""
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
 from support import ENTRY
@@ -45,6 +48,38 @@ class BadOutputTest(unittest.TestCase):
                                       "--out", out)
         self.assertNotEqual(process.returncode, 0)
         self.assertFalse(os.path.exists(out))
+
+
+class SignalTest(unittest.TestCase):
+    """kill PID of the launcher reaches the driver (the launcher execs it), and SIGTERM or SIGHUP stop
+    the run as Ctrl-C does: the benchmark process stopped, the results written, exit status 130."""
+
+    def interrupted_run(self, signum):
+        machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(machine.close)
+        out = os.path.join(machine.directory.name, "run")
+        env = dict(machine.env, GPUBENCH_FAKE_SLEEP="30", GPUBENCH_PYTHON=sys.executable)
+        process = subprocess.Popen(["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", machine.build_dir,
+                                    "--no-reference", "--sizes", "64", "--out", out], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not os.path.exists(os.path.join(out, "results.json")):
+            time.sleep(0.1)  # the driver writes results.json before the first benchmark process starts
+        with open(f"/proc/{process.pid}/cmdline", "rb") as stream:
+            self.assertIn(b"gpubench_driver", stream.read())  # the launcher's PID is the driver now
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=60)
+        return process.returncode, stdout, stderr, out
+
+    def test_sigterm_and_sighup_stop_like_ctrl_c(self):
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            status, stdout, stderr, out = self.interrupted_run(signum)
+            self.assertEqual(status, 130, stdout + stderr)
+            self.assertIn("interrupted: writing what finished", stdout)
+            self.assertNotIn("Traceback", stderr)
+            with open(os.path.join(out, "results.json"), encoding="utf-8") as stream:
+                self.assertEqual(json.load(stream)["run"]["status"], "interrupted")
+            self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
 
 
 class HostileFileTest(unittest.TestCase):

@@ -16,7 +16,8 @@ from gpubench_driver import plots, results, studies
 # objects from another (and their times as its measurements file's samples), honouring the flags
 # the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
 # without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
-# its arguments to that file, one JSON line per invocation.
+# its arguments to that file, one JSON line per invocation; with GPUBENCH_FAKE_SLEEP it waits that
+# many seconds before it measures (a run to interrupt).
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
     import json, os, sys
@@ -54,6 +55,8 @@ FAKE_STUDY = textwrap.dedent('''\
     if "--benchmark_list_tests=true" in args:
         print("\\n".join(dict.fromkeys(run["run_name"] for run in runs)))
         sys.exit(0)
+    import time
+    time.sleep(float(os.environ.get("GPUBENCH_FAKE_SLEEP", "0")))
     series = next((a.split("=", 1)[1] for a in args if a.startswith("--telemetry-out=")), None)
     if series:  # one NVML sample, as the real binaries write them
         import time
