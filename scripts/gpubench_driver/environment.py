@@ -246,7 +246,8 @@ def capture_git(source_dir):
         return {"revision": given, "dirty": None, "source": "GPUBENCH_GIT_REVISION"}
     revision = _run(["git", "-C", source_dir, "rev-parse", "HEAD"])
     if revision:
-        status = _run(["git", "-C", source_dir, "status", "--porcelain"])
+        # The results folder is the runs' own output: a run does not make the next one's tree dirty.
+        status = _run(["git", "-C", source_dir, "status", "--porcelain", "--", ".", ":(exclude)results"])
         return {"revision": revision.strip(), "dirty": bool(status.strip()) if status is not None else None,
                 "source": "git"}
     return {"revision": None, "dirty": None, "source": "no git repository and no GPUBENCH_GIT_REVISION"}

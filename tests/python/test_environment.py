@@ -1,5 +1,7 @@
 """What the run records about the machine, and the OpenBLAS generic-kernel warning."""
 import os
+import subprocess
+import tempfile
 import unittest
 from unittest import mock
 
@@ -123,6 +125,23 @@ class GitTest(unittest.TestCase):
             for directory in ("/", support.SOURCE_DIR):
                 git = environment.capture_git(directory)
                 self.assertEqual((git["revision"], git["source"]), ("abc123", "GPUBENCH_GIT_REVISION"))
+
+    def test_results_do_not_make_the_tree_dirty(self):
+        with tempfile.TemporaryDirectory() as directory, mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": ""}):
+            def git(*args):
+                subprocess.run(["git", "-C", directory, *args], check=True, capture_output=True)
+            git("init", "-q")
+            with open(os.path.join(directory, "source.cpp"), "w") as stream:
+                stream.write("int main() {}\n")
+            git("add", "source.cpp")
+            git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "source")
+            os.makedirs(os.path.join(directory, "results", "20261124-000000"))
+            with open(os.path.join(directory, "results", "20261124-000000", "results.json"), "w") as stream:
+                stream.write("{}")
+            self.assertFalse(environment.capture_git(directory)["dirty"])
+            with open(os.path.join(directory, "source.cpp"), "a") as stream:
+                stream.write("// changed\n")
+            self.assertTrue(environment.capture_git(directory)["dirty"])
 
     def test_no_revision_at_all(self):
         with mock.patch.dict(os.environ, {"GPUBENCH_GIT_REVISION": ""}):
