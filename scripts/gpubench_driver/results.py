@@ -8,7 +8,7 @@ from gpubench_driver import gbench, measurements, telemetry
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
-RUN_STATUSES = ("running", "complete", "interrupted", "partial")
+RUN_STATUSES = ("running", "complete", "interrupted", "partial", "empty")
 ENTRY_STATUSES = ("ok", "error", "skipped")
 TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
 _NUMBER = (int, float)

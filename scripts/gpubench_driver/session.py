@@ -195,9 +195,15 @@ def run(options, argv):
     save = lambda: results.write(document, results_path)  # noqa: E731 (called after every size)
     save()
     status = measure(plans, options, document, save)
+    if status == "complete" and not any(entry["status"] == "ok" for study in document["studies"].values()
+                                        for entry in study["entries"]):
+        status = "empty"
+        reason = "nothing was measured: every entry was skipped or failed (their reasons are in the summary)"
+        print(f"gpubench: {reason}", flush=True)
+        document["warnings"].append(reason)
     document["run"].update(status=status, finished=utc_now())
     report.derive_findings(document, options.refine_rounds)
     save()
     summary_path = report.write_outputs(document, out_dir)
     print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
-    return {"complete": 0, "partial": 1, "interrupted": 130}[status]
+    return {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]

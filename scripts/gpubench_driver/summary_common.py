@@ -2,6 +2,7 @@
 skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate
+from gpubench_driver.derive import failure_text
 from gpubench_driver.stats import finite
 
 AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
@@ -65,8 +66,7 @@ def invocation_items(study):
 
 def failed_entries(study):
     """Every entry that is not ok (derived failed_entries) and the processes that ended badly."""
-    items = [f"{md(row['name'])}: {md(row['status'])}: {md(row['message'])}"
-             for row in study["derived"].get("failed_entries", [])]
+    items = [f"{md(row['name'])}: {md(failure_text(row))}" for row in study["derived"].get("failed_entries", [])]
     items += invocation_items(study)
     return section("Skipped and failed entries", [bullets(items)]) if items else []
 

@@ -42,6 +42,18 @@ class BadOutputTest(unittest.TestCase):
         for run_id in ("..", ".", "a/b"):
             self.assertIn("--run-id", self.refused("--run-id", run_id))
 
+    def test_a_run_that_measured_nothing_says_so_and_fails(self):
+        self.machine.env["GPUBENCH_FAKE_SKIP"] = "1"
+        process, out = self.machine.run("--sizes", "64", "--no-refine")
+        self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+        self.assertIn("nothing was measured: every entry was skipped or failed", process.stdout)
+        with open(os.path.join(out, "results.json"), encoding="utf-8") as stream:
+            self.assertEqual(json.load(stream)["run"]["status"], "empty")
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+            summary = stream.read()
+        self.assertIn("matmul/openblas/cpu/host/fp32/n:64: skipped: does not fit (stand-in)", summary)
+        self.assertNotIn("skipped: skipped:", summary)
+
     def test_no_empty_folder_is_left_when_nothing_could_run(self):
         out = os.path.join(self.root, "never")
         process, _ = self.machine.run("--sizes", "64", "--studies", "matmul", "--impls", "nothing_like_it",

@@ -17,7 +17,7 @@ from gpubench_driver import plots, results, studies
 # the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
 # without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
 # its arguments to that file, one JSON line per invocation; with GPUBENCH_FAKE_SLEEP it waits that
-# many seconds before it measures (a run to interrupt).
+# many seconds before it measures (a run to interrupt); with GPUBENCH_FAKE_SKIP every entry is skipped.
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
     import json, os, sys
@@ -57,6 +57,9 @@ FAKE_STUDY = textwrap.dedent('''\
         sys.exit(0)
     import time
     time.sleep(float(os.environ.get("GPUBENCH_FAKE_SLEEP", "0")))
+    if os.environ.get("GPUBENCH_FAKE_SKIP"):
+        for run in runs:
+            run.update(error_occurred=True, error_message="skipped: does not fit (stand-in)")
     series = next((a.split("=", 1)[1] for a in args if a.startswith("--telemetry-out=")), None)
     if series:  # one NVML sample, as the real binaries write them
         import time
