@@ -387,12 +387,19 @@ def without_non_finite(value):
     return value
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write(document, path):
     """Validate, then replace the file atomically so a crash never leaves half a file."""
     clean = without_non_finite(document)
     validate(clean)
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".results.", suffix=".tmp", dir=directory)
+    os.fchmod(handle, 0o666 & ~_umask())  # mkstemp's 0600 would make results.json alone unreadable to others
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             json.dump(clean, stream, indent=1, allow_nan=False)

@@ -114,6 +114,14 @@ class WriteAndLoadTest(unittest.TestCase):
         self.assertIsNone(loaded["studies"]["matmul"]["entries"][0]["max_rel_error"])
         self.assertEqual(os.listdir(self.directory.name), ["results.json"])  # no temporary left
 
+    def test_written_with_the_umask_like_the_other_outputs(self):
+        previous = os.umask(0o022)
+        try:
+            results.write(fixture_document(), self.path)
+        finally:
+            os.umask(previous)
+        self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o644)
+
     def test_invalid_document_leaves_the_previous_file(self):
         results.write(fixture_document(), self.path)
         broken = copy.deepcopy(fixture_document())
