@@ -93,7 +93,18 @@ def build_parser():
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
+    for command in subparsers.choices.values():
+        command.set_defaults(command_parser=command)
     return parser
+
+
+def parse(argv):
+    """The arguments; an unknown flag is its command's error, with that command's usage (argparse
+    leaves unknown flags to the top-level parser, which would print the list of commands)."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def resolve_run_options(args):
@@ -181,7 +192,7 @@ def _interrupt(signum, frame):
 
 
 def main(argv):
-    args = build_parser().parse_args(argv)  # exits 2 on its own errors
+    args = parse(argv)  # exits 2 on its own errors
     # kill (SIGTERM) and a closed terminal (SIGHUP) stop a run as Ctrl-C does: the benchmark process
     # is stopped, what finished is written and the summary drawn.
     for name in ("SIGTERM", "SIGHUP"):

@@ -94,6 +94,15 @@ class SignalTest(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
 
 
+class UnknownFlagTest(unittest.TestCase):
+    def test_an_unknown_flag_shows_its_commands_usage(self):
+        for command, args in (("run", ("--no-setup",)), ("report", ("x.json",)), ("compare", ("x.json", "y.json"))):
+            process = gpubench(command, *args, "--bogus")
+            self.assertEqual(process.returncode, 2, command)
+            self.assertIn(f"usage: gpubench {command} ", process.stderr)
+            self.assertIn("unrecognized arguments: ", process.stderr)
+
+
 class HostileFileTest(unittest.TestCase):
     def setUp(self):
         self.directory = tempfile.TemporaryDirectory()
