@@ -2,7 +2,6 @@
 import contextlib
 import io
 import json
-import math
 import os
 import subprocess
 import sys
