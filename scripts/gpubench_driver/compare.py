@@ -35,8 +35,9 @@ class Source:
     path: str
     label: str
     document: dict
-    usd_per_hour: float = None
+    usd_per_hour: float = None  # what this run's GPUs cost: its share of the instance
     instance: str = None
+    instance_record: dict = None  # the price table's record of the instance
 
 
 # --- the price table and --price ----------------------------------------------------
@@ -46,8 +47,36 @@ def _positive_price(value, where, error):
     return float(value)
 
 
+# A run measures one GPU (the studies run on device 0): it is priced at one GPU's share of an instance.
+GPUS_PER_RUN = 1
+
+
+def instance_gpu_price(record):
+    """USD per GPU-hour of a price table instance: quoted so, or its instance-hour price over its GPUs."""
+    if "usd_per_gpu_hour" in record:
+        return record["usd_per_gpu_hour"]
+    return record["usd_per_hour"] / record["gpus"]
+
+
+def _check_instance(instance, record, path):
+    where = f"{path}: instances.{instance}"
+    if not isinstance(record, dict):
+        raise PriceTableError(f"{where}: expected an object with usd_per_hour or usd_per_gpu_hour")
+    quoted = [key for key in ("usd_per_hour", "usd_per_gpu_hour") if key in record]
+    if len(quoted) != 1:
+        raise PriceTableError(f"{where}: give exactly one of usd_per_hour and usd_per_gpu_hour")
+    _positive_price(record[quoted[0]], f"{where}.{quoted[0]}", PriceTableError)
+    gpus = record.get("gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise PriceTableError(f"{where}.gpus: expected a positive whole number of GPUs, got {gpus!r}")
+    for key in ("gpu_model", "source", "retrieved"):  # a price is only as good as its date and source
+        if not isinstance(record.get(key), str) or not record[key].strip():
+            raise PriceTableError(f"{where}.{key}: expected text")
+
+
 def load_price_table(path):
-    """The price table: {instance: {"usd_per_hour": ..., ...}, ...}, plus where it came from."""
+    """The price table: {instance: {"usd_per_hour" or "usd_per_gpu_hour", "gpus", "gpu_model", "source",
+    "retrieved", ...}, ...}."""
     try:
         with open(path, encoding="utf-8") as stream:
             table = json.load(stream, parse_constant=_reject_constant)
@@ -62,9 +91,7 @@ def load_price_table(path):
     if not isinstance(table.get("instances"), dict):
         raise PriceTableError(f"{path}: instances: expected an object of instance types")
     for instance, record in table["instances"].items():
-        if not isinstance(record, dict):
-            raise PriceTableError(f"{path}: instances.{instance}: expected an object with usd_per_hour")
-        _positive_price(record.get("usd_per_hour"), f"{path}: instances.{instance}.usd_per_hour", PriceTableError)
+        _check_instance(instance, record, path)
     return table
 
 
@@ -73,7 +100,8 @@ def _reject_constant(name):
 
 
 def _price_of(value, table_path, tables):
-    """--price's value: a number of USD per hour, or an instance type of the price table."""
+    """--price's value: (USD per hour of this run, instance name, its record): a number, taken as
+    the run's own price, or an instance of the price table, priced at the run's share of its GPUs."""
     try:
         number = float(value)
     except ValueError:
@@ -83,8 +111,9 @@ def _price_of(value, table_path, tables):
         if value not in instances:
             raise opts.UsageError(f"--price: unknown instance type '{value}' (the price table {table_path} has: "
                                   f"{', '.join(sorted(instances)) or 'none'}; or give USD per hour)") from None
-        return instances[value]["usd_per_hour"], value
-    return _positive_price(number, f"--price {value}", opts.UsageError), None
+        record = instances[value]
+        return instance_gpu_price(record) * min(GPUS_PER_RUN, record["gpus"]), value, record
+    return _positive_price(number, f"--price {value}", opts.UsageError), None, None
 
 
 def apply_prices(sources, specs, table_path):
@@ -98,7 +127,7 @@ def apply_prices(sources, specs, table_path):
         source = by_path.get(os.path.abspath(path))
         if source is None:
             raise opts.UsageError(f"--price: '{path}' is not one of the files compared")
-        source.usd_per_hour, source.instance = _price_of(value, table_path, tables)
+        source.usd_per_hour, source.instance, source.instance_record = _price_of(value, table_path, tables)
     return tables.get(table_path)
 
 
@@ -390,7 +419,19 @@ def _study_section(sources, study_name, decided):
 def _price_cell(source):
     if source.usd_per_hour is None:
         return "none"
-    return f"{source.usd_per_hour:g} USD/h" + (f" ({md(source.instance)})" if source.instance else "")
+    record = source.instance_record
+    if record is None:
+        return f"{source.usd_per_hour:.4g} USD/h"
+    return f"{source.usd_per_hour:.4g} USD/h ({md(source.instance)}: {_share(record)})"
+
+
+def _share(record):
+    """How an instance's price became a run's: its GPUs, and the run's share of them."""
+    quoted = (f"{record['usd_per_gpu_hour']:g} USD per GPU-hour" if "usd_per_gpu_hour" in record
+              else f"{record['usd_per_hour']:g} USD/h for {record['gpus']} {md(record['gpu_model'])}")
+    if record["gpus"] > GPUS_PER_RUN:
+        return f"{quoted}; the run used {GPUS_PER_RUN} of its {record['gpus']} GPUs"
+    return quoted
 
 
 def _files_section(sources):
@@ -406,8 +447,12 @@ def _files_section(sources):
 def _prices_note(sources, table):
     lines = []
     if table is not None:
-        lines.append(f"Instance prices from the price table: retrieved {md(table.get('retrieved'))}, source "
-                     f"{md(table.get('source'))}. {md(table.get('note'))}")
+        lines.append(f"Prices from the price table: {md(table.get('note'))}")
+        for source in sources:
+            if source.instance_record:
+                lines.append(f"{md(source.instance)}: {md(source.instance_record['source'])}, retrieved "
+                             f"{md(source.instance_record['retrieved'])}; a run on one GPU is priced at one GPU's "
+                             f"share of the instance.")
     priced = [number for number, source in enumerate(sources, start=1) if source.usd_per_hour]
     if priced and len(priced) < len(sources):
         lines.append("Cost columns need a price for every file (--price FILE=INSTANCE or FILE=USD_PER_HOUR); "

@@ -166,8 +166,9 @@ class CompareFilesTest(unittest.TestCase):
         self.assertEqual(status, 0)
         # 22 ms a product at 3.6 USD/h: 0.022 USD per 1000; 2 GFLOP / 22 ms = 0.0909 TFLOP/s over 3.6 USD/h.
         self.assertIn("| 0.022 USD | 0.0253 |", report)
-        self.assertIn("98.32 USD/h (p5.48xlarge)", report)
-        self.assertIn("retrieved 2026-03", report)
+        # One of p5.48xlarge's eight GPUs: 55.04 / 8 = 6.88 USD/h.
+        self.assertIn("6.88 USD/h (p5.48xlarge: 55.04 USD/h for 8 H100; the run used 1 of its 8 GPUs)", report)
+        self.assertIn("retrieved 2026-01-21", report)
 
     def test_a_price_for_some_files_only_is_named(self):
         first, second = self.two_files()
@@ -232,11 +233,14 @@ class PriceTableTest(unittest.TestCase):
             stream.write(text)
         return path
 
-    def test_shipped_table_is_dated_and_sourced(self):
+    def test_shipped_table_is_dated_and_sourced_per_instance(self):
         table = compare.load_price_table(compare.DEFAULT_PRICES)
-        self.assertTrue(table["retrieved"])
-        self.assertIn("https://", table["source"])
         self.assertIn("check current prices", table["note"])
+        for name, record in table["instances"].items():
+            self.assertTrue(record["retrieved"] and record["source"] and record["gpu_model"], name)
+        # A one-GPU run on an 8-GPU instance costs an eighth of it; a per-GPU-hour quote is taken as it is.
+        self.assertAlmostEqual(compare.instance_gpu_price(table["instances"]["p5.48xlarge"]), 55.04 / 8)
+        self.assertAlmostEqual(compare.instance_gpu_price(table["instances"]["runpod-h200"]), 4.59)
 
     def assert_refused(self, text, message):
         with self.assertRaises(compare.PriceTableError) as caught:
@@ -249,10 +253,14 @@ class PriceTableTest(unittest.TestCase):
         self.assert_refused("{", "not valid JSON")
         self.assert_refused('{"schema": "other"}', "not a price table")
         self.assert_refused(instances([]), "instances")
-        self.assert_refused(instances({"x": {"usd_per_hour": -1}}), "instances.x.usd_per_hour")
-        self.assert_refused(instances({"x": {"usd_per_hour": "3"}}), "positive number")
+        dated = {"gpus": 8, "gpu_model": "H100", "source": "a page", "retrieved": "2026-01"}
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": -1}}), "instances.x.usd_per_hour")
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": "3"}}), "positive number")
         self.assert_refused(instances({"x": 3}), "instances.x")
-        self.assert_refused(instances({"x": {"usd_per_hour": 1}}).replace("1}", "NaN}"), "not valid JSON")
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1, "usd_per_gpu_hour": 1}}), "exactly one of")
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1, "gpus": 0}}), "instances.x.gpus")
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1, "source": ""}}), "instances.x.source")
+        self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1}}).replace(": 1}", ": NaN}"), "not valid JSON")
         with self.assertRaises(compare.PriceTableError):
             compare.load_price_table(os.path.join(self.directory.name, "absent.json"))
 
