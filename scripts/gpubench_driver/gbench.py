@@ -1,5 +1,6 @@
 """Reading Google Benchmark's JSON output (1.7 and 1.8 styles) and console lines."""
 import json
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -290,3 +291,13 @@ def parse_console_line(line):
         return None
     return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]],
                          counters=console_counters(line[timed.end():]))
+
+
+def write_file(document, path):
+    """Google Benchmark JSON as it writes it (NaN unquoted), replaced atomically."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as stream:
+        json.dump(document, stream, indent=2)
+    os.replace(temporary, path)
+

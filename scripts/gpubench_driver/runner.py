@@ -111,6 +111,7 @@ class Invocation:
     interrupted: bool = False
     telemetry_samples: list = field(default_factory=list)
     telemetry_note: str = None
+    raw: gbench.GbenchOutput = None  # Google Benchmark's own output, as the binary wrote it
 
 
 # Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
@@ -154,7 +155,7 @@ def invoke(binary, flags, options, progress):
     measurements.join(entries, measured)
     for entry in entries:
         entry["wall_s"] = wall_s.get(entry["name"])
-    return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note)
+    return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note, output)
 
 
 def _stream(child, progress):
@@ -204,8 +205,10 @@ class Study:
     through `save` after each size (a study with a batch axis runs every batch of a size in
     one invocation). `progress` is shared by the studies of a run."""
 
-    def __init__(self, name, binary, options, record, save, progress):
+    def __init__(self, name, binary, options, record, save, progress, raw_path=None):
         self.name = name
+        self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
+        self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
         self.record = record  # its part of results.json
@@ -267,6 +270,7 @@ class Study:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)
         self._merge(invocation.entries, trial)
+        self._keep_raw(invocation.raw)
         if self.options.telemetry:
             self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
             self.record["telemetry"] = self.series.record()
@@ -278,6 +282,14 @@ class Study:
         self.save()
         if invocation.interrupted:
             raise Interrupted()
+
+    def _keep_raw(self, output):
+        """Google Benchmark's JSON of the study so far, in its own format (every invocation's
+        benchmarks, the first context), for tools that read it (its tools/compare.py)."""
+        if self.raw_path is None or output is None:
+            return
+        self.raw = gbench.GbenchOutput(self.raw.context or output.context, self.raw.benchmarks + output.benchmarks)
+        gbench.write_file({"context": self.raw.context, "benchmarks": self.raw.benchmarks}, self.raw_path)
 
     def _merge(self, new_entries, trial=1):
         by_name = {entry["name"]: entry for entry in self.record["entries"]}

@@ -134,10 +134,11 @@ def finish_study(study, document, options):
                                                              batches=study.options.batches)}
 
 
-def measure(plans, options, document, save):
+def measure(plans, options, document, save, out_dir):
     """Run the studies and their references; returns the final run status."""
     progress = runner.Progress(0)  # one count over every study
-    studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress)
+    studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
+                            raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"))
                for plan in plans]
     try:
         for study in studies:
@@ -194,7 +195,7 @@ def run(options, argv):
         document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes, plan.options.batches)
     save = lambda: results.write(document, results_path)  # noqa: E731 (called after every size)
     save()
-    status = measure(plans, options, document, save)
+    status = measure(plans, options, document, save, out_dir)
     if status == "complete" and not any(entry["status"] == "ok" for study in document["studies"].values()
                                         for entry in study["entries"]):
         status = "empty"

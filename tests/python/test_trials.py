@@ -1,6 +1,8 @@
 """Independent trials: an entry measured in several processes becomes the summary of their medians,
 with every trial's samples kept; a failed trial makes the entry an error; the sizes change order
 between trials; `run --trials` runs each size once per trial and records it."""
+import json
+import os
 import unittest
 
 import support
@@ -140,6 +142,16 @@ class RunTrialsTest(unittest.TestCase):
         self.assertIn(f"[{4 * 3}/{4 * 3}]", process.stdout)
         self.assertIn("(trial 3 of 3)", process.stdout)
         self.assertEqual(results.load(out)["run"]["options"]["trials"], 3)
+
+    def test_google_benchmarks_own_json_is_kept_per_study(self):
+        process, out = self.machine.run("--sizes", "64,128", "--trials", "2", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        with open(os.path.join(out, "gbench", "matmul.json"), encoding="utf-8") as stream:
+            raw = json.load(stream)
+        self.assertIn("context", raw)
+        names = [run["name"] for run in raw["benchmarks"]]
+        self.assertEqual(len(names), 2 * 4)  # two trials of two sizes, two implementations each
+        self.assertEqual(len(set(names)), 4)
 
     def test_trials_are_outermost_across_the_studies(self):
         machine = FakeMachine(studies=("matmul", "precision"))
