@@ -34,18 +34,27 @@ def _series(entries, label):
     return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
 
 
-LEGEND_ROWS = 10  # more lines than this: the legend takes two columns
-COLOURS = 10  # matplotlib's default colour cycle
+LEGEND_ROWS = 20  # more lines than this: the legend takes two columns
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+           "tab:olive", "tab:cyan")  # matplotlib's default cycle
 LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 7, prime to the 10 colours: 70 series before a pair repeats
+
+
+def series_style(index):
+    """The colour, marker and line style of the index-th series of a chart: no two of a chart's
+    series look alike (the colours alone repeat after ten)."""
+    return {"color": COLOURS[index % len(COLOURS)], "marker": MARKERS[index % len(MARKERS)],
+            "linestyle": LINE_STYLES[index // len(COLOURS) % len(LINE_STYLES)]}
 
 
 def _finish(pyplot, figure, axes, path):
     axes.grid(True, which="both", alpha=0.3)
     handles, labels = axes.get_legend_handles_labels()  # labels hold names from the results file
-    axes.legend(handles, [plain(label) for label in labels], fontsize="small",
-                ncol=2 if len(handles) > LEGEND_ROWS else 1)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    # Beside the axes, not over the data; the saved image widens to hold it (bbox_inches), the axes keep their size.
+    axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",
+                bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=2 if len(handles) > LEGEND_ROWS else 1)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
     pyplot.close(figure)
 
 
@@ -55,9 +64,8 @@ def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square mat
     for index, (label, points) in enumerate(series.items()):
         xs = [x for x, point in points if value(point) is not None]
         ys = [value(point) for _, point in points if value(point) is not None]
-        if xs:  # the colour cycle has 10 colours: past them the line style tells the series apart
-            axes.plot(xs, ys, marker="o", markersize=3, label=label,
-                      linestyle=LINE_STYLES[index // COLOURS % len(LINE_STYLES)])
+        if xs:
+            axes.plot(xs, ys, markersize=4, label=label, **series_style(index))
     if mark:
         mark(axes)
     axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=plain(title))
@@ -67,11 +75,11 @@ def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square mat
 def _speedup_plot(pyplot, path, entries, crossovers):
     best_cpu = derive.best_by_size(derive.cpu_entries(entries))
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    for mode in derive.gpu_modes(entries):
+    for index, mode in enumerate(derive.gpu_modes(entries)):
         best_gpu = derive.best_by_size(derive.gpu_entries(entries, mode))
         sizes = sorted(set(best_cpu) & set(best_gpu))
         speedups = [best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"] for n in sizes]
-        line, = axes.plot(sizes, speedups, marker="o", markersize=3, label=f"best GPU, {mode}")
+        line, = axes.plot(sizes, speedups, markersize=4, label=f"best GPU, {mode}", **series_style(index))
         found = next((c for c in crossovers if c["mode"] == mode and c.get("measure", "time") == "time"), {})
         marker_n = found.get("estimate_n") or found.get("upper")
         if marker_n:
