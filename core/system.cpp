@@ -22,11 +22,16 @@ std::size_t host_memory_available_bytes() {
   return 0;
 }
 
+// The kernel driver's version file: present wherever an NVIDIA driver is loaded.
+constexpr const char* kNvidiaDriverVersion = "/proc/driver/nvidia/version";
+
 std::string gpu_unavailable_reason() {
 #if GPUBENCH_HAVE_CUDA
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
+    // Without a driver the runtime says its driver is "insufficient": say what the machine lacks.
+    if (!std::ifstream(kNvidiaDriverVersion)) return "no NVIDIA GPU driver is loaded on this machine (no GPU to measure)";
     return std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
            cudaGetErrorString(status) + ")";
   }

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "core/host_memory.hpp"
+#include "core/system.hpp"
 #include "host_memory_probes.hpp"
 
 namespace gpubench {
@@ -58,6 +61,22 @@ TEST(HostMemory, RandomFillIsReproducibleAndComparisonFindsTheFirstChange) {
   EXPECT_EQ(first_difference(a.data(), b.data(), a.size()), 777777u);
   fill_random_bytes(b.data(), b.size(), 43);
   EXPECT_LT(first_difference(a.data(), b.data(), a.size()), 16u);  // another seed differs at once
+}
+
+}  // namespace
+}  // namespace gpubench
+
+namespace gpubench {
+namespace {
+
+TEST(System, AMachineWithoutAnNvidiaDriverIsSaidToHaveNone) {
+  if (std::ifstream("/proc/driver/nvidia/version")) GTEST_SKIP() << "an NVIDIA driver is loaded here";
+  const std::string reason = gpu_unavailable_reason();
+#if GPUBENCH_HAVE_CUDA
+  EXPECT_EQ(reason, "no NVIDIA GPU driver is loaded on this machine (no GPU to measure)");
+#else
+  EXPECT_NE(reason.find("no GPU side"), std::string::npos) << reason;
+#endif
 }
 
 }  // namespace
