@@ -98,7 +98,9 @@ def run_references(study, with_gpu, protocol, sizes=None, batches=None):
 
 
 def compare(references, entries, study):
-    """Study median time / reference median time at each point both measured (< 1: the study is faster)."""
+    """Study median time / reference median time at each point both measured (< 1: the study is faster);
+    a point one side measured gets a row saying what the other lacks; one neither measured, none (a
+    run on a machine without a GPU lists no GPU comparisons)."""
     rows = []
     for comparison in getattr(studies.BY_NAME.get(study), "comparisons", ()):
         measured = _reference_results(references, comparison)
@@ -106,8 +108,10 @@ def compare(references, entries, study):
         for n, batch in comparison.points:
             if batch is not None and entries and (n, batch) not in swept and (n, batch) not in measured:
                 continue  # a batch neither side ran: the study swept other batches (the suite's, say)
-            rows.append(_compare_one(comparison, n, batch, measured.get((n, batch)),
-                                     _study_median(entries, comparison, n, batch)))
+            study_s = _study_median(entries, comparison, n, batch)
+            if study_s is None and (n, batch) not in measured:
+                continue
+            rows.append(_compare_one(comparison, n, batch, measured.get((n, batch)), study_s))
     return rows
 
 

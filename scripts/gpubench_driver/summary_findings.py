@@ -242,7 +242,10 @@ def _telemetry_text(record):
     return "; ".join(parts) + (f" ({md(record['note'])})" if record.get("note") else "")
 
 
-def clocks(studies):
-    items = [f"{md(name)}: {_telemetry_text(study['telemetry'])}" for name, study in studies.items()
+def clocks(document):
+    """Per study, its NVML telemetry; nothing on a run without a GPU (the warnings say why once)."""
+    if not (document.get("gpu") or {}).get("available", True):
+        return []
+    items = [f"{md(name)}: {_telemetry_text(study['telemetry'])}" for name, study in document["studies"].items()
              if study.get("telemetry")]
     return section("GPU clocks during each study (NVML)", [bullets(items)]) if items else []

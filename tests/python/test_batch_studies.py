@@ -243,7 +243,9 @@ class ReferenceComparisonTest(unittest.TestCase):
     def test_convolution_same_layer_dtype_layout_and_batch(self):
         document = support.conv_document(with_references())
         rows = self.rows(document, "conv2d")
-        self.assertEqual(len(rows), 2 * 3 * 4 * 3)  # layouts x precisions x layers x batches
+        # layouts x precisions x layers x batches, less the one point neither side measured (nchw fp16 at
+        # n = 56, batch 256: the study skipped it and torch did not run it)
+        self.assertEqual(len(rows), 2 * 3 * 4 * 3 - 1)
         row = rows[("cudnn_nhwc/resident", "fp16", 56, 32)]
         study = next(e for e in document["studies"]["conv2d"]["entries"]
                      if e["name"] == CONV.format(impl="cudnn_nhwc", mode="resident", precision="fp16", n=56, batch=32))
@@ -253,8 +255,7 @@ class ReferenceComparisonTest(unittest.TestCase):
         self.assertEqual((row["reference"], row["reference_dtype"], row["reference_layout"]),
                          ("torch.nn.functional.conv2d", "float16", "nhwc"))
         self.assertIn("within 5%", row["target"])
-        self.assertEqual(rows[("cudnn_nchw/resident", "fp16", 56, 256)]["note"],
-                         "the study has no ok cudnn_nchw/resident fp16 entry at n=56, batch=256")
+        self.assertNotIn(("cudnn_nchw/resident", "fp16", 56, 256), rows)
 
     def test_mlp_from_batch_256(self):
         rows = self.rows(support.mlp_document(with_references()), "mlp_training")
@@ -266,10 +267,10 @@ class ReferenceComparisonTest(unittest.TestCase):
         self.assertIn("within 10%", rows[("cublas_kernels/resident", "fp32", 1024, 256)]["target"])
 
     def test_matmul_rows_have_no_batch(self):
-        [row, *_] = reference.compare({}, [], "matmul")
+        [row] = reference.compare({}, [support.make_entry("cublas", "gpu", "resident", 4096, 1e-3)], "matmul")
         self.assertEqual((row["batch"], row["reference_layout"]), (None, None))
         self.assertIn("a time ratio within 0.98-1.02", row["target"])
-        self.assertEqual(row["note"], "the study has no ok cublas/resident fp32 entry at n=4096")
+        self.assertEqual(row["note"], "no torch float32 reference at n=4096")
 
 
 class SummaryTest(unittest.TestCase):
@@ -336,7 +337,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("| 1024 | 8192 | 0.95 (2.41 ms vs 2.53 ms) | no reference |", self.text)
         self.assertIn("Target (stated, not checked): within 10% of an equivalent eager PyTorch training step",
                       self.text)
-        self.assertIn("| 56 | 256 | 1.03 (3.96 ms vs 3.85 ms) | no study entry | no study entry |", self.text)
+        self.assertIn("| 56 | 256 | 1.03 (3.96 ms vs 3.85 ms) | no study entry | – |", self.text)
         self.assertNotIn("| 28 | 1 |", self.text)  # a layer the study did not sweep
         self.assertIn("Target (stated, not checked): within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True)",
                       self.text)

@@ -103,6 +103,29 @@ class UnknownFlagTest(unittest.TestCase):
             self.assertIn("unrecognized arguments: ", process.stderr)
 
 
+BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
+
+
+@unittest.skipUnless(os.access(os.path.join(BUILD_DIR, "bench", "gpubench_precision"), os.X_OK),
+                     "GPUBENCH_BUILD_DIR unset or the study binaries not built")
+@unittest.skipIf(os.path.exists("/proc/driver/nvidia/version"), "this machine has an NVIDIA driver")
+class NoGpuReportTest(unittest.TestCase):
+    """On a machine without a GPU the report says so once, and shows nothing the run did not measure."""
+
+    def test_no_gpu_stubs(self):
+        with tempfile.TemporaryDirectory() as directory:
+            out = os.path.join(directory, "run")
+            process = gpubench("run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--studies",
+                               "matmul,precision", "--sizes", "64", "--no-refine", "--out", out)
+            self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+            with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+                summary = stream.read()
+        self.assertEqual(summary.count("no NVIDIA GPU driver is loaded on this machine"), 1, summary)
+        self.assertNotIn("CUDA driver version is insufficient", summary)
+        self.assertNotIn("GPU clocks during each study", summary)
+        self.assertNotIn("cublas/resident n/a", summary)
+
+
 class HostileFileTest(unittest.TestCase):
     def setUp(self):
         self.directory = tempfile.TemporaryDirectory()

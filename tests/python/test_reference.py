@@ -52,8 +52,8 @@ class CompareTest(unittest.TestCase):
 
     def test_each_precision_against_torch_of_the_same_dtype(self):
         rows = self.rows("precision", self.entries)
-        self.assertEqual(set(rows), {(p, n) for p in ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3")
-                                     for n in (4096, 8192)})
+        # Points neither side measured (every precision at 4096) have no row.
+        self.assertEqual(set(rows), {(p, 8192) for p in ("fp32", "tf32", "fp16", "bf16", "fp8_e4m3")})
         fp16 = rows[("fp16", 8192)]
         self.assertEqual((fp16["study"], fp16["reference"], fp16["reference_dtype"]),
                          ("cublas/resident", "torch", "float16"))
@@ -72,8 +72,7 @@ class CompareTest(unittest.TestCase):
         entries = [make_entry("cublas", "gpu", "resident", 4096, 1.0e-3)]
         rows = {(row["study"], row["precision"], row["n"]): row
                 for row in reference.compare(self.references, entries, "matmul")}
-        self.assertEqual(set(rows), {("cublas/resident", "fp32", 4096), ("cublas/resident", "fp32", 8192),
-                                     ("openblas/host", "fp32", 4096)})
+        self.assertEqual(set(rows), {("cublas/resident", "fp32", 4096)})  # neither side measured the rest
         self.assertAlmostEqual(rows[("cublas/resident", "fp32", 4096)]["time_ratio"], 0.5)
         self.assertEqual(rows[("cublas/resident", "fp32", 4096)]["reference"], "torch")
         self.assertEqual(reference.compare(self.references, entries, "other"), [])
