@@ -161,16 +161,24 @@ def precision_plots(pyplot, study, plot_dir):
 CROSSOVER_STYLES = ("--", ":", "-.")  # one per GPU mode (and precision)
 
 
+def crossover_lines(crossovers, with_precision):
+    """{batch: [which GPU mode (and precision) beats the CPU from it]}: one line per distinct batch,
+    so crossovers at the same batch (often the smallest) are marked once, not piled up."""
+    lines = {}
+    for found in crossovers:
+        batch = found.get("estimate_batch") or found.get("upper")  # the estimate, else the bracket's upper end
+        if batch:
+            lines.setdefault(batch, []).append(f"{found['mode']}, {found['precision']}" if with_precision
+                                               else found["mode"])
+    return dict(sorted(lines.items()))
+
+
 def _crossover_marks(crossovers, with_precision):
-    """Draws a vertical line at each GPU mode's (and precision's) crossover batch: its estimate,
-    else the bracket's upper end."""
+    """Draws a vertical line at each batch from which some GPU mode (and precision) beats the CPU."""
     def mark(axes):
-        for index, found in enumerate(crossovers):
-            batch = found.get("estimate_batch") or found.get("upper")
-            if batch:
-                which = f"{found['mode']}, {found['precision']}" if with_precision else found["mode"]
-                axes.axvline(batch, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
-                             label=f"GPU ({which}) beats CPU from batch {batch}")
+        for index, (batch, which) in enumerate(crossover_lines(crossovers, with_precision).items()):
+            axes.axvline(batch, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
+                         label=textwrap.fill(f"GPU beats CPU from batch {batch}: " + "; ".join(which), 60))
     return mark
 
 

@@ -37,5 +37,15 @@ class SeriesStyleTest(unittest.TestCase):
         self.assertGreater(anchor.x0, 1.0)  # right of the axes
 
 
+class CrossoverLinesTest(unittest.TestCase):
+    def test_crossovers_at_one_batch_are_one_line(self):
+        crossovers = [{"mode": "resident", "precision": "fp16", "estimate_batch": None, "upper": 1},
+                      {"mode": "transfer_pinned", "precision": "fp16", "estimate_batch": None, "upper": 1},
+                      {"mode": "resident", "precision": "fp32", "estimate_batch": 12, "upper": 16},
+                      {"mode": "transfer_pinned", "precision": "fp32", "estimate_batch": None, "upper": None}]
+        self.assertEqual(plots.crossover_lines(crossovers, with_precision=True),
+                         {1: ["resident, fp16", "transfer_pinned, fp16"], 12: ["resident, fp32"]})
+
+
 if __name__ == "__main__":
     unittest.main()
