@@ -16,7 +16,7 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from gpubench_driver import document as page, html_report, options as opts, results, session, studies, trials, verdicts
+from gpubench_driver import document as page, html_report, options as opts, results, session, stats, studies, trials, verdicts
 from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -178,33 +178,26 @@ def match_entries(sources, study_name):
 
 # --- agreement --------------------------------------------------------------------------
 AGREEMENT_BANDS = (0.02, 0.05)
-LONG_ENTRY_S = 1e-4  # from 100 us on, launch latency and the timer's grain no longer dominate an entry
 AGREEMENT_GROUPS = (("every entry", lambda entry: True),
                     ("CPU", lambda entry: entry["device"] == "cpu"),
                     ("GPU", lambda entry: entry["device"] == "gpu"),
                     ("GPU, 100 us or more", lambda entry: entry["device"] == "gpu"
-                     and entry["time_s"]["median"] >= LONG_ENTRY_S))
+                     and entry["time_s"]["median"] >= verdicts.LONG_ENTRY_S))
 
 
-def agreement(sources):
+def agreement(sources, groups=AGREEMENT_GROUPS):
     """How far each file's medians lie from the first's, over the entries both measured: per file
-    after the first and per group of entries (by the first file's entry), the count, the median of
-    |#k/#1 - 1| and the share within each band. A pair of runs of one configuration (A/A) shows the
-    noise between runs; another pair is read against it."""
+    after the first and per group of entries (by the first file's entry), the count, the median and
+    95th percentile of |#k/#1 - 1| and the share within each band. A pair of runs of one
+    configuration (A/A) shows the noise between runs; another pair is read against it."""
     rows = []
-    for number, source in enumerate(sources[1:], start=2):
-        pairs = []
-        for study_name in sources[0].document["studies"]:
-            if study_name not in source.document["studies"]:
-                continue
-            first = _entries_by_name(sources[0].document["studies"][study_name])
-            other = _entries_by_name(source.document["studies"][study_name])
-            pairs += [(first[name], other[name]) for name in first
-                      if name in other and first[name]["status"] == "ok" and other[name]["status"] == "ok"]
-        for group, member in AGREEMENT_GROUPS:
+    for number in range(2, len(sources) + 1):
+        pairs = [(first, other) for _, _, first, other in shared_pairs(sources, number)]
+        for group, member in groups:
             offsets = [abs(b["time_s"]["median"] / a["time_s"]["median"] - 1) for a, b in pairs if member(a)]
             rows.append({"file": number, "group": group, "entries": len(offsets),
                          "median_offset": statistics.median(offsets) if offsets else None,
+                         "p95_offset": stats.nearest_rank_percentile(offsets, 0.95),
                          "within": {band: sum(offset <= band for offset in offsets) / len(offsets) if offsets
                                     else None for band in AGREEMENT_BANDS}})
     return rows
@@ -263,9 +256,10 @@ def _per_usd_hour(value):
 def shared_pairs(sources, number):
     """[(study, name, entry in #1, entry in #number)] over every study both hold, ok in both."""
     found = []
-    for study_name in shared_studies(sources):
+    studies_of = sources[number - 1].document["studies"]
+    for study_name in (name for name in sources[0].document["studies"] if name in studies_of):
         first = _entries_by_name(sources[0].document["studies"][study_name])
-        other = _entries_by_name(sources[number - 1].document["studies"][study_name])
+        other = _entries_by_name(studies_of[study_name])
         found += [(study_name, name, first[name], other[name]) for name in first
                   if name in other and first[name]["status"] == "ok" and other[name]["status"] == "ok"]
     return found
@@ -497,9 +491,13 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
-    decided = all_verdicts(sources)
+    return write(sources, all_verdicts(sources), out_dir or default_out_dir(), table)
+
+
+def write(sources, decided, out_dir, table=None):
+    """compare.md, compare.html and compare.json of the loaded files and their verdicts (all_verdicts)
+    in out_dir; returns the Markdown's path."""
     found = blocks(sources, decided, table)
-    out_dir = out_dir or default_out_dir()
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "compare.md")
     with open(path, "w", encoding="utf-8") as stream:

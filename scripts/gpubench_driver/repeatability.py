@@ -6,21 +6,19 @@ Writes <out>/a/ and <out>/b/ (two ordinary runs), <out>/compare.md|html|json (th
 and <out>/repeatability.md and .json (the floors)."""
 import json
 import os
-import statistics
 from dataclasses import replace
 
-from gpubench_driver import compare, document as page, session, stats, verdicts
+from gpubench_driver import compare, document as page, session, verdicts
 from gpubench_driver.formatting import percent
 
-LONG_ENTRY_S = verdicts.LONG_ENTRY_S
 # Kinds of entry, by what the binaries report (the protocol) and the headline's length.
 KINDS = (("GPU, device time, 100 us or more", lambda e: e.get("protocol") == "throughput"
-          and e["time_s"]["median"] >= LONG_ENTRY_S),
+          and e["time_s"]["median"] >= verdicts.LONG_ENTRY_S),
          ("GPU, device time, under 100 us", lambda e: e.get("protocol") == "throughput"
-          and e["time_s"]["median"] < LONG_ENTRY_S),
+          and e["time_s"]["median"] < verdicts.LONG_ENTRY_S),
          ("GPU, host-observed (copies in the call)", lambda e: e.get("protocol") == "latency"),
          ("CPU", lambda e: e.get("protocol") == "cpu"))
-BANDS = (0.02, 0.05)
+BANDS = compare.AGREEMENT_BANDS
 
 
 def default_out_dir(run_id):
@@ -29,25 +27,11 @@ def default_out_dir(run_id):
 
 def noise_by_kind(first, second):
     """Per kind: the entries ok in both runs, the median and 95th percentile of |B/A - 1|, the share
-    within each band."""
-    offsets = {name: [] for name, _ in KINDS}
-    for study_name, study in first["studies"].items():
-        other = {e["name"]: e for e in (second["studies"].get(study_name) or {}).get("entries", []) if e["status"] == "ok"}
-        for entry in study["entries"]:
-            if entry["status"] != "ok" or entry["name"] not in other:
-                continue
-            for name, member in KINDS:
-                if member(entry):
-                    offsets[name].append(abs(other[entry["name"]]["time_s"]["median"] / entry["time_s"]["median"] - 1))
-    rows = []
-    for name, values in offsets.items():
-        values.sort()
-        rows.append({"kind": name, "entries": len(values),
-                     "median_offset": statistics.median(values) if values else None,
-                     "p95_offset": stats.nearest_rank_percentile(values, 0.95),
-                     "within": {str(band): sum(v <= band for v in values) / len(values) if values else None
-                                for band in BANDS}})
-    return rows
+    within each band (compare.agreement over these kinds)."""
+    sources = [compare.Source(None, label, document) for label, document in (("A", first), ("B", second))]
+    return [{"kind": row["group"], "entries": row["entries"], "median_offset": row["median_offset"],
+             "p95_offset": row["p95_offset"], "within": {str(band): share for band, share in row["within"].items()}}
+            for row in compare.agreement(sources, KINDS)]
 
 
 def record(rows, counts, paths):
@@ -87,10 +71,10 @@ def run(options, argv):
             print(f"repeatability: run {label.upper()} did not complete: no comparison", flush=True)
             return status
         paths.append(path)
-    compare.run(paths, out_dir=out_dir)
     sources = compare.load_sources(paths, [])
-    decided = compare.all_verdicts(sources)[2].values()
-    found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided), paths)
+    decided = compare.all_verdicts(sources)
+    compare.write(sources, decided, out_dir)
+    found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided[2].values()), paths)
     with open(os.path.join(out_dir, "repeatability.json"), "w", encoding="utf-8") as stream:
         json.dump(found, stream, indent=1)
     path = os.path.join(out_dir, "repeatability.md")

@@ -261,11 +261,22 @@ def _validate_telemetry(record, path):
         _expect_type(sample.get("throttle_reasons"), (list, type(None)), f"{path}.samples[{index}].throttle_reasons")
 
 
+def _validate_measured(record, path):
+    """What an entry and each of its trials share: a status, and for an ok one a median time; the
+    time summaries (headline, latency, cold L2) well formed."""
+    _expect_type(record, dict, path)
+    _expect(record.get("status") in ENTRY_STATUSES, f"{path}.status",
+            f"expected one of {', '.join(ENTRY_STATUSES)}, got {record.get('status')!r}")
+    if record["status"] == "ok":
+        _expect_type(record.get("time_s"), dict, f"{path}.time_s")
+        _expect_type(record["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
+    for key in ("time_s", "latency_s", "cold_l2_s"):
+        _validate_times(record.get(key), f"{path}.{key}")
+
+
 def _validate_entry(entry, path):
-    _expect_type(entry, dict, path)
+    _validate_measured(entry, path)
     _expect_type(entry.get("name"), str, f"{path}.name")
-    _expect(entry.get("status") in ENTRY_STATUSES, f"{path}.status",
-            f"expected one of {', '.join(ENTRY_STATUSES)}, got {entry.get('status')!r}")
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
     _expect_type(entry.get("axes"), (dict, type(None)), f"{path}.axes")  # absent in older files
@@ -287,11 +298,6 @@ def _validate_entry(entry, path):
             f"expected one of {', '.join(measurements.PROTOCOLS)}, got {entry.get('protocol')!r}")
     _expect_type(entry.get("converged"), (bool, type(None)), f"{path}.converged")
     _expect_type(entry.get("measurement"), (dict, type(None)), f"{path}.measurement")
-    if entry["status"] == "ok":
-        _expect_type(entry.get("time_s"), dict, f"{path}.time_s")
-        _expect_type(entry["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
-    for key in ("time_s", "latency_s", "cold_l2_s"):
-        _validate_times(entry.get(key), f"{path}.{key}")
     _validate_trials(entry.get("trials"), f"{path}.trials")
 
 
@@ -299,16 +305,8 @@ def _validate_trials(records, path):
     """Each trial's own figures (trials.py), absent for an entry measured once."""
     _expect_type(records, (list, type(None)), path)
     for index, record in enumerate(records or []):
-        where = f"{path}[{index}]"
-        _expect_type(record, dict, where)
-        _expect(record.get("status") in ENTRY_STATUSES, f"{where}.status",
-                f"expected one of {', '.join(ENTRY_STATUSES)}, got {record.get('status')!r}")
-        _expect_type(record.get("trial"), _NUMBER, f"{where}.trial")
-        if record["status"] == "ok":
-            _expect_type(record.get("time_s"), dict, f"{where}.time_s")
-            _expect_type(record["time_s"].get("median"), _NUMBER, f"{where}.time_s.median")
-        for key in ("time_s", "latency_s", "cold_l2_s"):
-            _validate_times(record.get(key), f"{where}.{key}")
+        _validate_measured(record, f"{path}[{index}]")
+        _expect_type(record.get("trial"), _NUMBER, f"{path}[{index}].trial")
 
 
 def _validate_times(times, path):
