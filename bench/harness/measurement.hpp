@@ -84,7 +84,7 @@ constexpr int kMaxBatchCalls = 10000;
 // Whether a sample at `clock_mhz` was throttled below rule.threshold x `busy_mhz` (false when either is unknown).
 bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz);
 
-// The clock a sample's is held against: the one the warm-up settled at, or the GPU's maximum where
+// The clock a sample's clock is held against: the one the warm-up settled at, or the GPU's maximum where
 // the warm-up read none. A power-capped GPU's steady clock for heavy work can sit near 75% of the
 // maximum: measured against the maximum, its ordinary state would count as throttled and every
 // recovery pause would let the next samples run as bursts.

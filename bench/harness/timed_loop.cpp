@@ -98,8 +98,7 @@ GpuInstruments& gpu_instruments() {
 }
 
 // Enqueues `calls` back-to-back calls between the timer's events.
-void enqueue_calls(PreparedEntry& entry, int calls) {
-  EventTimer& events = gpu_instruments().events;
+void enqueue_calls(PreparedEntry& entry, int calls, EventTimer& events) {
   events.start();
   for (int i = 0; i < calls; ++i) entry.run_once();
   events.stop();
@@ -130,8 +129,9 @@ class EnergyPoller {
 
 // Device seconds of `calls` back-to-back calls, enqueued and waited for.
 double device_batch(PreparedEntry& entry, int calls) {
-  enqueue_calls(entry, calls);
-  return gpu_instruments().events.wait_seconds();
+  EventTimer& events = gpu_instruments().events;
+  enqueue_calls(entry, calls, events);
+  return events.wait_seconds();
 }
 
 // Back-to-back batches, each between its own events, the next enqueued before the last is waited
@@ -168,9 +168,7 @@ class QueuedBatches {
 
  private:
   void enqueue(int slot, int calls) {
-    timers_[slot].start();
-    for (int i = 0; i < calls; ++i) entry_.run_once();
-    timers_[slot].stop();
+    enqueue_calls(entry_, calls, timers_[slot]);
     calls_[slot] = calls;
   }
 
@@ -187,7 +185,7 @@ Sample held_sample(PreparedEntry& entry, int calls, bool& held, bool flush_l2) {
   if (flush_l2) gpu.l2.flush();
   if (held) {
     gpu.hold.hold();
-    enqueue_calls(entry, calls);
+    enqueue_calls(entry, calls, gpu.events);
     gpu.hold.release();
     const double seconds = gpu.events.wait_seconds();
     if (!gpu.hold.timed_out()) return Sample::of(seconds, calls);
@@ -312,7 +310,7 @@ EntryMeasurement measure_entry(PreparedEntry& entry, const Entry& point, Clock c
 #endif
   if (m.headline.samples_s.empty())
     throw std::runtime_error("every sample was taken below " + json_number(protocol().throttle.threshold * 100) +
-                             "% of the maximum SM clock (throttled)");
+                             "% of the SM clock the warm-up settled at (throttled)");
   return m;
 }
 
