@@ -196,7 +196,7 @@ def _clock_limited(findings):
         f"{len(rows)} of {measured} entries with per-entry telemetry ran, over their sustained measurement, with NVML "
         "reporting a power cap or thermal slowdown in most readings and the SM clock below 97% of its maximum: "
         "their times are the GPU's sustained rate under that limit (what a long job gets), not a burst. Samples "
-        "taken below 75% of the maximum clock are dropped and re-taken after a pause.")])
+        "taken below 75% of the clock the entry's warm-up settled at are dropped and re-taken after a pause.")])
 
 
 def sections(document, plot_paths):
