@@ -181,9 +181,10 @@ def crossovers(entries, axis=SIZE, with_latency=True):
     several trials, each crossover also gets `estimate_<axis>_trials`: its estimate on each trial's
     figures alone (None where a trial brackets none), whose range is the estimate's spread."""
     found = _crossovers(entries, axis, with_latency)
-    if trials.most(entries) > 1:
+    count = trials.most(entries)
+    if count > 1:
         per_trial = [{(c["mode"], c["measure"]): c for c in _crossovers(trials.view(entries, trial), axis, with_latency)}
-                     for trial in range(1, trials.most(entries) + 1)]
+                     for trial in range(1, count + 1)]
         estimate = f"estimate_{axis.name}"
         for result in found:
             key = (result["mode"], result["measure"])
