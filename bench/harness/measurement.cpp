@@ -44,9 +44,10 @@ const Protocol& protocol() {
     // Windows of 30 ms: clocks under a power limit move within tens of milliseconds; three windows
     // without a one-way drift, after at least 0.1 s.
     p.warmup = WarmupRule{0.01, 0.03, 3, 0.01, 0.1, 3.0};
-    // nvbench's stdrel defaults (0.5% noise, 10 samples) with a shorter minimum time: the suite
-    // has hundreds of entries and must stay within ten minutes.
-    p.throughput = StoppingRule{0.005, 10, 0.1, 1.0, 0.02};
+    // nvbench's stdrel noise target (0.5%) on a short budget per process: samples inside one process
+    // agree to 1-2% while the next process lands elsewhere, so the run spends its time on independent
+    // trials (the driver's --trials) rather than on more samples of one (docs/methodology.md).
+    p.throughput = StoppingRule{0.005, 5, 0.05, 0.3, 0.02};
     // Calls shorter than this are held behind the blocking kernel in samples of about this
     // length (long against the events' 0.5 us resolution); longer calls hide their own launch and
     // are sampled in back-to-back batches of warmup.batch_s, so the GPU never idles between
@@ -54,12 +55,13 @@ const Protocol& protocol() {
     // rose and fell with that).
     p.sample_s = 1e-4;
     p.max_calls_per_sample = 32;
-    p.latency = StoppingRule{0.01, 10, 0.01, 0.5, 0.02};
-    p.cpu = StoppingRule{0.01, 10, 0.2, 1.0, 0.02};
+    p.latency = StoppingRule{0.01, 5, 0.005, 0.2, 0.02};
+    p.cpu = StoppingRule{0.01, 5, 0.05, 0.3, 0.02};
     p.cpu_sample_s = 0.01;  // long against the host clock and the scheduler's tick
     p.throttle = ThrottleRule{0.75, 0.05};  // nvbench's defaults
-    // NVML's energy counter moves in steps; a second of sustained work spans enough of them.
-    p.energy_window_s = 1.0;
+    // NVML's energy counter moves in steps (100 ms on the H100): half a second spans five of them,
+    // and the trials' median narrows what one window leaves uncertain.
+    p.energy_window_s = 0.5;
     return p;
   }();
   return kProtocol;

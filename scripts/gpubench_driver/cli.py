@@ -28,7 +28,7 @@ def _run_parser(subparsers):
                              "all the studies then took over 25 minutes on an H100")
     parser.add_argument("--trials", help=f"measure each entry in this many independent trials (separate processes, "
                                          f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
-                                         f"{opts.DEFAULT_TRIALS}): the spread between trials is what another run "
+                                         f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread between trials is what another run "
                                          f"would see, and what compare reads")
     parser.add_argument("--repeatability", action="store_true",
                         help="the run twice, back to back, and how far this machine varies from itself per kind of "
@@ -138,14 +138,14 @@ def resolve_run_options(args):
         quick=args.quick,
         full=args.full,
         telemetry=not args.no_telemetry,
-        trials=_trials(args.trials),
+        trials=_trials(args.trials, args.quick),
         repeatability=args.repeatability,
     )
 
 
-def _trials(text):
+def _trials(text, quick):
     if text is None:
-        return opts.DEFAULT_TRIALS
+        return opts.QUICK_TRIALS if quick else opts.DEFAULT_TRIALS
     value = opts.parse_positive_int(text, "--trials")
     if value > opts.MAX_TRIALS:
         raise opts.UsageError(f"--trials: at most {opts.MAX_TRIALS}, got {value}")

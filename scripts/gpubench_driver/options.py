@@ -9,9 +9,12 @@ MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 SUITE_REFINE_ROUNDS = 2
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
-# Independent trials per entry (separate processes, trials.py). One until an A/A experiment on the
-# H100 has chosen how many trials, of how long a sampling budget each, fit the suite's ten minutes.
-DEFAULT_TRIALS = 1
+# Independent trials per entry (separate processes, trials.py): three in the default suite, the fewest
+# that give a between-trial spread and a t-test, and the most whose short per-trial budget (protocol()
+# in bench/harness/measurement.cpp) fits the suite's ten minutes on the H100; one in --quick, whose two
+# minutes hold one pass (docs/methodology.md, "Reproducibility").
+DEFAULT_TRIALS = 3
+QUICK_TRIALS = 1
 MAX_TRIALS = 20
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -42,7 +45,7 @@ class RunOptions:
     quick: bool
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
-    trials: int = DEFAULT_TRIALS  # independent processes per entry (trials.py)
+    trials: int = 1          # independent processes per entry (trials.py; the command line defaults to DEFAULT_TRIALS)
     repeatability: bool = False  # run twice and report how far this machine varies from itself
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats

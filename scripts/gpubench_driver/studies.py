@@ -222,7 +222,7 @@ STUDIES = (
                                               tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                                    for precision, dtype in MLP_DTYPES.items())),
     _batch_study("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 56),
-                 quick_batches=(1, 32), suite_batches=(1, 16, 256), roofline_marker="D",
+                 quick_batches=(1, 32), suite_batches=(1, 256), roofline_marker="D",
                  rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
                  nominal_flop="a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
                               "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply "

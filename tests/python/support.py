@@ -23,8 +23,10 @@ def fixture(name):
 
 
 def gpubench_run(*args, build_dir, env=None, **kwargs):
-    """scripts/gpubench run without set-up or build, with this Python as the driver's."""
-    command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", build_dir, *args]
+    """scripts/gpubench run without set-up or build, with this Python as the driver's; one trial unless
+    the test asks for more (the tests count entries and progress lines of one pass)."""
+    trials = [] if "--trials" in args else ["--trials", "1"]
+    command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", build_dir, *trials, *args]
     environment = dict(os.environ if env is None else env, GPUBENCH_PYTHON=sys.executable)
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, **kwargs)
 

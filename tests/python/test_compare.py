@@ -181,14 +181,17 @@ class CompareFilesTest(unittest.TestCase):
         good = self.two_files()[0]
         with open(good, encoding="utf-8") as stream:
             text = stream.read()
-        nan = json.loads(text)
+        nan, newer, missing = (json.loads(text) for _ in range(3))
         nan["studies"]["matmul"]["entries"][0]["time_s"]["samples"][0] = "NAN"
+        newer["schema_version"] = 2
+        first = missing["studies"]["matmul"]["entries"][0]
+        first["time_s_renamed"] = first.pop("time_s")
         cases = {
             "truncated.json": (text[: len(text) // 2], "damaged or truncated"),
             "foreign.json": ('{"name": "not ours", "version": 3}', "not a gpubench results file"),
             "nan.json": (json.dumps(nan).replace('"NAN"', "NaN"), "NaN is not allowed"),
-            "newer.json": (text.replace('"schema_version": 1', '"schema_version": 2'), "schema_version"),
-            "missing.json": (text.replace('"time_s"', '"time_s_renamed"', 1), "time_s"),
+            "newer.json": (json.dumps(newer), "schema_version"),
+            "missing.json": (json.dumps(missing), "time_s"),
         }
         for name, (content, message) in cases.items():
             with self.subTest(name):

@@ -253,7 +253,7 @@ class InterruptTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             out = os.path.join(directory, "run")
             # naive_loop at 512 takes a fraction of a second per call: time to interrupt after n=64.
-            command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--cpu-only",
+            command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", BUILD_DIR, "--trials", "1", "--cpu-only",
                        "--studies", "matmul", "--sizes", "64,512", "--impls", "naive_loop", "--out", out]
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        start_new_session=True, env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))

@@ -9,7 +9,7 @@ import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver import derive, results, stats, summary_common, trials
+from gpubench_driver import cli, derive, results, stats, summary_common, trials
 
 
 def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):
@@ -113,6 +113,17 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         self.assertEqual(len(trials.view(entries, 2)), 6)
         cells = summary_common.crossover_cells(found)
         self.assertIn("over 2 trials)", cells[1])
+
+
+class DefaultTrialsTest(unittest.TestCase):
+    def trials(self, *flags):
+        return cli.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).trials
+
+    def test_the_suite_takes_three_trials_and_quick_one(self):
+        self.assertEqual(self.trials(), 3)
+        self.assertEqual(self.trials("--quick"), 1)
+        self.assertEqual(self.trials("--quick", "--trials", "4"), 4)
+        self.assertEqual(self.trials("--trials", "1"), 1)
 
 
 class SizeOrderTest(unittest.TestCase):
