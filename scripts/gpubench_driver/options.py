@@ -6,7 +6,7 @@ from gpubench_driver import studies
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 # The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).
-SUITE_REFINE_ROUNDS = 2
+SUITE_REFINE_ROUNDS = 1
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
 # Independent trials per entry (separate processes, trials.py): three in the default suite, the fewest

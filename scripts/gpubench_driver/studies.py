@@ -74,7 +74,7 @@ MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
 PRECISION_DTYPES = {"fp32": ("torch", "float32"), "tf32": ("torch", "tf32"), "fp16": ("torch", "float16"),
                     "bf16": ("torch", "bfloat16"),
                     "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
-TRANSFER_BYTES = 1 << 28  # 256 MiB, one of the transfer study's default sizes
+TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
 # (host memory, direction) of the transfer study -> what its torch counterpart is held to.
 TRANSFER_TARGETS = {
     ("pinned", "h2d"): "within 2% of torch's pinned copy",
@@ -209,11 +209,11 @@ STUDIES = (
           comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
                                        {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
                             for precision, (reference, dtype) in PRECISION_DTYPES.items())),
-    _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 256),
+    _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 128),
                  quick_batches=(1, 256), suite_batches=(1, 16, 256, 4096), roofline_marker="^",
                  rates=item_rates("products", with_flop=True)),
     _batch_study("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
-                 quick_batches=(1, 256), suite_batches=(1, 8, 64, 256, 1024, 8192),
+                 quick_batches=(1, 256), suite_batches=(1, 64, 256, 1024, 8192),
                  rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
                  references={"torch_mlp": Run("torch", "reference_mlp.py", (
                      "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
@@ -234,7 +234,7 @@ STUDIES = (
                                               "torch.nn.functional.conv2d", {"dtype": dtype, "layout": layout},
                                               tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES), CONV_TARGET)
                                    for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())),
-    Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 1 << 20, 256 << 20),
+    Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 1 << 20, 64 << 20),
           derive=lambda study, document, rounds: derive_transfer.derive(
               study["entries"], (document["machine"].get("gpus") or [None])[0]),
           summary=_summary("summary_transfer"), plots=plots.transfer_plots, rates=copy_rates,
@@ -245,7 +245,7 @@ STUDIES = (
                                        {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
                             for (memory, direction), target in TRANSFER_TARGETS.items())),
     # overlap's entries are whole pipelined runs: no rate on the progress line.
-    Study(name="overlap", quick_sizes=(4096,), suite_sizes=(8192,), batch_axis=True, quick_batches=(1, 4),
+    Study(name="overlap", quick_sizes=(4096,), suite_sizes=(4096,), batch_axis=True, quick_batches=(1, 4),
           suite_batches=(1, 8), derive=lambda study, document, rounds: derive_overlap.derive(study["entries"]),
           summary=_summary("summary_overlap"), plots=plots.overlap_plots, rates=no_rates,
           axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}),
