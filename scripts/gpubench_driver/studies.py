@@ -210,10 +210,10 @@ STUDIES = (
                                        {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
                             for precision, (reference, dtype) in PRECISION_DTYPES.items())),
     _batch_study("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 128),
-                 quick_batches=(1, 256), suite_batches=(1, 16, 256, 4096), roofline_marker="^",
+                 quick_batches=(1, 256), suite_batches=(1, 64, 4096), roofline_marker="^",
                  rates=item_rates("products", with_flop=True)),
     _batch_study("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
-                 quick_batches=(1, 256), suite_batches=(1, 64, 256, 1024, 8192),
+                 quick_batches=(1, 256), suite_batches=(1, 256, 1024, 8192),
                  rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
                  references={"torch_mlp": Run("torch", "reference_mlp.py", (
                      "torch", _csv(MLP_BATCHES), _csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
@@ -222,7 +222,7 @@ STUDIES = (
                                               tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                                    for precision, dtype in MLP_DTYPES.items())),
     _batch_study("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 56),
-                 quick_batches=(1, 32), suite_batches=(1, 256), roofline_marker="D",
+                 quick_batches=(1, 32), suite_batches=(1, 32), roofline_marker="D",
                  rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
                  nominal_flop="a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or "
                               "FFT algorithms, which do fewer operations, so its rate can exceed what the multiply "
