@@ -101,15 +101,22 @@ class NoiseFloorVerdictTest(unittest.TestCase):
 
 
 class RealPairTest(unittest.TestCase):
-    """The first A/A pair with trials, as the H100 wrote it (results/aa-quick-trials3-20261124)."""
+    """Real A/A pairs with trials, as the H100 wrote them: the default suite in three trials twice
+    (results/aa-trials3-20261124, the code of the default today) and the first quick pair."""
 
-    def test_compare_flags_at_most_five_percent_of_it(self):
-        folder = os.path.join(support.SOURCE_DIR, "results", "aa-quick-trials3-20261124")
-        paths = [os.path.join(folder, f"aa{run}-quick-trials3-20261124-005923") for run in (1, 2)]
+    def assert_calibrated(self, paths, at_least_on_trials):
         decided = list(compare.all_verdicts(compare.load_sources(paths, []))[2].values())
         counts = verdicts.counts(decided)
-        self.assertGreater(sum(verdict.basis == "trials" for verdict in decided), 100)
+        self.assertGreater(sum(verdict.basis == "trials" for verdict in decided), at_least_on_trials)
         self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * len(decided), counts)
+
+    def test_compare_flags_at_most_five_percent_of_the_default_suite_pair(self):
+        folder = os.path.join(support.SOURCE_DIR, "results", "aa-trials3-20261124")
+        self.assert_calibrated([os.path.join(folder, f"h100-aa-b{run}-20261124") for run in (1, 2)], 250)
+
+    def test_compare_flags_at_most_five_percent_of_the_quick_pair(self):
+        folder = os.path.join(support.SOURCE_DIR, "results", "aa-quick-trials3-20261124")
+        self.assert_calibrated([os.path.join(folder, f"aa{run}-quick-trials3-20261124-005923") for run in (1, 2)], 100)
 
 
 if __name__ == "__main__":
