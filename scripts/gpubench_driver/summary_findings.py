@@ -125,9 +125,10 @@ def _energy_gemm(findings):
         paragraph(("Every size measured with an energy reading. " if found["every_size"] else
                    "Each series at its largest size with an energy reading (every size: `findings.energy` in "
                    "results.json). ")
-                  + "Energy per GEMM: the board's mean power over a window of at least a second of back-to-back "
-                    "calls at steady state (NVML's total-energy counter, read where it was seen to tick, so both "
-                    "ends are synchronous with the work), times the sustained time of one call in that window; "
+                  + "Energy per GEMM: the board's mean power over a window of back-to-back calls at steady state "
+                    "(NVML's total-energy counter, read where it was seen to tick, so both ends are synchronous with the "
+                    "work; the window's least length is `energy.window_s` under each study's `measurement` in "
+                    "results.json), times the sustained time of one call in that window; "
                     "± its uncertainty (the window's two halves' difference and the ticks' timing). Board energy: "
                     "idle and memory power included; above idle subtracts the power NVML read before the process's "
                     "first GPU entry. GFLOP per joule: the GEMM's FLOP (int8: operations) over it. Only resident "
