@@ -23,6 +23,7 @@
 #include "core/random.hpp"
 #include "core/verify.hpp"
 #include "harness/cpu_entry.hpp"
+#include "harness/held_choices.hpp"
 #include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDNN
@@ -206,9 +207,15 @@ std::unique_ptr<DeviceBuffer<std::uint8_t>> upload(const std::vector<std::uint8_
   return buffer;
 }
 
+// What names a configuration among a run's held choices (harness/held_choices.hpp).
+std::string choice_key(const ConvImplementation& impl, Precision precision, const Conv2dShape& s) {
+  return "conv2d/" + impl.id + "/" + precision_info(precision).name + "/n:" + std::to_string(s.height) +
+         "/batch:" + std::to_string(s.batch);
+}
+
 // Inputs converted to the precision on the host (FP16: rounded to nearest even), the
-// engine chosen on them, then one run into an output poisoned with NaN (all-ones bits
-// are NaN in FP32 and FP16 alike), read back and verified.
+// engine chosen on them (or the one an earlier trial chose), then one run into an output
+// poisoned with NaN (all-ones bits are NaN in FP32 and FP16 alike), read back and verified.
 GpuConfiguration configure(const ConvImplementation& impl, Precision precision, const ConvProblem& problem) {
   const Conv2dShape s = problem.shape;
   const double element = static_cast<double>(conv2d_element_bytes(precision));
@@ -218,8 +225,10 @@ GpuConfiguration configure(const ConvImplementation& impl, Precision precision, 
   c.input = upload(encode_conv2d_tensor(problem.input, precision));
   c.filter = upload(encode_conv2d_tensor(problem.filter, precision));
   c.output = std::make_unique<DeviceBuffer<std::uint8_t>>(static_cast<std::size_t>(element) * s.output_elements());
+  const std::string key = choice_key(impl, precision, s);
   c.plan = std::make_unique<CudnnConv2dPlan>(s, impl.layout, precision, c.input->get(), c.filter->get(),
-                                             c.output->get());
+                                             c.output->get(), held_choices().find(key));
+  held_choices().record(key, c.plan->engine_choice());
   c.device_bytes = free_before - static_cast<double>(device_free_bytes());  // includes the workspace
   CUDA_CHECK(cudaMemset(c.output->get(), 0xFF, c.output->bytes()));
   c.plan->run(c.input->get(), c.filter->get(), c.output->get());
@@ -260,6 +269,7 @@ class GpuConv : public PreparedEntry {
     counters["engine"] = static_cast<double>(c_.plan->engine());
     counters["algorithm"] = static_cast<double>(c_.plan->engine());
     counters["tensor_cores"] = c_.plan->tensor_cores() ? 1 : 0;
+    counters["engine_held"] = c_.plan->engine_held() ? 1 : 0;
     label = c_.plan->engine_description();  // counters are numbers; the engine in words
   }
 
@@ -348,7 +358,9 @@ constexpr const char* kEngineNotes =
     "fallback list) timed on the entry's buffers; its meaning may change between cuDNN "
     "versions. tensor_cores: 1 when the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE. Each "
     "entry's label describes the engine: its numerical notes, its knob choices (kN=V, N a cudnnBackendKnobType_t "
-    "value) and how many engine configurations were timed.";
+    "value) and how many engine configurations were timed. engine_held: 1 when the engine is the one an earlier "
+    "process of the run chose (--held-choices), taken without timing the others, so that every trial of an entry "
+    "times the same engine.";
 
 // The layers, the precisions, cuDNN, and whether the GPU entries' utilization counters can be
 // sampled (NVML).

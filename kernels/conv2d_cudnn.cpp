@@ -318,25 +318,39 @@ bool measure(Candidate& candidate, const TensorPointers& tensors, Rejections& re
   return true;
 }
 
-// "engine 12 (tensor cores) knobs k2=3 k15=1: fastest of 10, 53.1 us"
-std::string describe(const Candidate& chosen, std::size_t measured) {
+// "12 k2=3 k15=1": what identifies an engine configuration across processes.
+std::string choice_of(const EngineInfo& engine) { return std::to_string(engine.index) + engine.knobs; }
+
+// "engine 12 (tensor cores) knobs k2=3 k15=1: fastest of 10, 53.1 us"; `how` says how it was chosen.
+std::string describe(const Candidate& chosen, const std::string& how) {
   std::string notes;
   for (cudnnBackendNumericalNote_t note : chosen.engine.notes)
     notes += (notes.empty() ? "" : ", ") + std::string(note_name(note));
-  char timing[64];
-  std::snprintf(timing, sizeof timing, ": fastest of %zu, %.1f us", measured, chosen.seconds * 1e6);
+  char timing[32];
+  std::snprintf(timing, sizeof timing, ", %.1f us", chosen.seconds * 1e6);
   const std::string& knobs = chosen.engine.knobs;
   return engine_name(chosen.engine.index) + (notes.empty() ? "" : " (" + notes + ")") +
-         (knobs.empty() ? "" : " knobs" + knobs) + timing;
+         (knobs.empty() ? "" : " knobs" + knobs) + ": " + how + timing;
+}
+
+// The held engine configuration among the candidates, measured, or none when the heuristics did
+// not propose it here or it does not run.
+std::optional<std::size_t> take_held(std::vector<Candidate>& candidates, const std::string& held,
+                                     const TensorPointers& tensors, Rejections& rejections) {
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (choice_of(candidates[i].engine) == held)
+      return measure(candidates[i], tensors, rejections) ? std::optional<std::size_t>(i) : std::nullopt;
+  return std::nullopt;
 }
 
 // The measured choice, as torch's cudnn.benchmark makes it: the candidates of heuristics mode A,
 // then for the places left those of cuDNN's fallback list; each timed, the fastest kept. Other
 // engines with their default knobs, which torch does not try, are not tried either: with them the
 // GPU tests on the H100 met a misaligned-address fault on small odd shapes, and such a fault
-// poisons the process's CUDA context. Throws as Rejections::throw_none_usable says when none can run.
+// poisons the process's CUDA context. A held choice (an earlier process's) is taken without timing
+// the others when the heuristics propose it. Throws as Rejections::throw_none_usable says when none can run.
 Candidate choose(const CudnnDescriptor& graph, Precision precision, const TensorPointers& tensors,
-                 std::string& description) {
+                 const std::optional<std::string>& held, std::string& description, bool& was_held) {
   Rejections rejections;
   const double available = std::max(static_cast<double>(device_free_bytes()) - kWorkspaceHeadroomBytes, 0.0);
   std::vector<Candidate> candidates;
@@ -344,7 +358,12 @@ Candidate choose(const CudnnDescriptor& graph, Precision precision, const Tensor
                  rejections);
   add_candidates(candidates, heuristic_configs(graph, CUDNN_HEUR_MODE_FALLBACK, "fallback", rejections), precision,
                  available, rejections);
-  std::optional<std::size_t> fastest;
+  std::optional<std::size_t> fastest = held ? take_held(candidates, *held, tensors, rejections) : std::nullopt;
+  was_held = fastest.has_value();
+  if (was_held) {
+    description = describe(candidates[*fastest], "held from an earlier process");
+    return std::move(candidates[*fastest]);
+  }
   std::size_t measured = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!measure(candidates[i], tensors, rejections)) continue;
@@ -352,7 +371,8 @@ Candidate choose(const CudnnDescriptor& graph, Precision precision, const Tensor
     if (!fastest || candidates[i].seconds < candidates[*fastest].seconds) fastest = i;
   }
   if (!fastest) rejections.throw_none_usable();
-  description = describe(candidates[*fastest], measured);
+  description = describe(candidates[*fastest], "fastest of " + std::to_string(measured) +
+                                                   (held ? " (the held engine " + *held + " was not usable here)" : ""));
   return std::move(candidates[*fastest]);
 }
 
@@ -366,6 +386,7 @@ Dims output_dims(const Conv2dShape& s) { return {s.batch, s.out_channels, s.out_
 struct CudnnConv2dPlan::Resources {
   CudnnDescriptor input, filter, output, convolution, operation, graph;
   std::string description;
+  bool held = false;  // the engine is an earlier process's choice, not timed against the others here
   Candidate chosen;
   std::unique_ptr<DeviceBuffer<std::uint8_t>> workspace;  // none when the plan needs none
   // run()'s variant pack, made again only when run() is given other addresses: making one
@@ -374,22 +395,24 @@ struct CudnnConv2dPlan::Resources {
   TensorPointers packed{nullptr, nullptr, nullptr};
 
   // Filters follow the data layout (KCRS for NCHW, KRSC for NHWC), as core/operations.hpp says.
-  Resources(const Conv2dShape& s, TensorLayout layout, Precision precision, const TensorPointers& tensors)
+  Resources(const Conv2dShape& s, TensorLayout layout, Precision precision, const TensorPointers& tensors,
+            const std::optional<std::string>& held_engine)
       : input(make_tensor(kInputId, input_dims(s), layout, storage_type(precision))),
         filter(make_tensor(kFilterId, filter_dims(s), layout, storage_type(precision))),
         output(make_tensor(kOutputId, output_dims(s), layout, storage_type(precision))),
         convolution(make_convolution(s)),
         operation(make_forward_operation(input, filter, output, convolution)),
         graph(make_graph(operation)),
-        chosen(choose(graph, precision, tensors, description)),
+        chosen(choose(graph, precision, tensors, held_engine, description, held)),
         workspace(device_bytes_or_none(chosen.workspace_bytes)) {}
 };
 
 CudnnConv2dPlan::CudnnConv2dPlan(Conv2dShape shape, TensorLayout layout, Precision precision, const void* input,
-                                 const void* filter, void* output)
+                                 const void* filter, void* output, const std::optional<std::string>& held_engine)
     : shape_(shape), layout_(layout), precision_(precision) {
   require_conv2d_precision(precision);
-  resources_ = std::make_unique<Resources>(shape, layout, precision, TensorPointers{input, filter, output});
+  resources_ =
+      std::make_unique<Resources>(shape, layout, precision, TensorPointers{input, filter, output}, held_engine);
 }
 
 CudnnConv2dPlan::~CudnnConv2dPlan() = default;
@@ -397,6 +420,10 @@ CudnnConv2dPlan::~CudnnConv2dPlan() = default;
 std::int64_t CudnnConv2dPlan::engine() const { return resources_->chosen.engine.index; }
 
 const std::string& CudnnConv2dPlan::engine_description() const { return resources_->description; }
+
+std::string CudnnConv2dPlan::engine_choice() const { return choice_of(resources_->chosen.engine); }
+
+bool CudnnConv2dPlan::engine_held() const { return resources_->held; }
 
 bool CudnnConv2dPlan::tensor_cores() const { return resources_->chosen.engine.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE); }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/operations.hpp"
@@ -26,7 +27,8 @@ namespace gpubench {
 // precision refuses (below), those whose plan cuDNN will not finalize for this graph and those
 // whose workspace does not fit in free device memory are passed over; up to 10 (torch's default) are run on the
 // given buffers (one warm-up, then the median of 5 runs timed with CUDA events) and the fastest
-// is kept. The precision's rule, from each engine's numerical notes: fp32 takes no tensor-core
+// is kept; or, given `held_engine` (engine_choice() of an earlier process, so that every trial of a run
+// times the same engine), that engine when the heuristics propose it. The precision's rule, from each engine's numerical notes: fp32 takes no tensor-core
 // engine (on FP32 data those compute in TF32, which is the tf32 entry); tf32 (FP32 data) and
 // fp16 allow tensor cores; none takes an engine that down-converts its inputs (e.g. FP32 to
 // FP16) or reduces in less than FP32 (torch passes over the first too).
@@ -37,7 +39,7 @@ class CudnnConv2dPlan {
   // fp16, CudnnUnsupported (kernels/cudnn_check.hpp) when no engine can run the configuration,
   // GpuOutOfMemory when none that can fits, GpuError on any other failure.
   CudnnConv2dPlan(Conv2dShape shape, TensorLayout layout, Precision precision, const void* input,
-                  const void* filter, void* output);
+                  const void* filter, void* output, const std::optional<std::string>& held_engine = std::nullopt);
   ~CudnnConv2dPlan();
   CudnnConv2dPlan(const CudnnConv2dPlan&) = delete;
   CudnnConv2dPlan& operator=(const CudnnConv2dPlan&) = delete;
@@ -51,6 +53,9 @@ class CudnnConv2dPlan {
   // "engine 12 (tensor cores) knobs k2=3 k15=1: fastest of 10, 53.1 us": the index, its
   // numerical notes, its knob choices (cudnnBackendKnobType_t values), and the autotuning.
   const std::string& engine_description() const;
+  // "12 k2=3 k15=1": the engine's index and knob choices, what held_engine takes.
+  std::string engine_choice() const;
+  bool engine_held() const;  // held_engine was given and taken
   bool tensor_cores() const;  // the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE
   std::size_t workspace_bytes() const;
 

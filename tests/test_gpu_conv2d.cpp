@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -199,6 +200,32 @@ TEST(CudnnFp32, TakesNoTensorCoreEngine) {
       const Verification v = problem.verify(gpu, Precision::fp32);
       EXPECT_TRUE(v.passed()) << describe(shape, layout, Precision::fp32) << ": " << v.describe();
     }
+}
+
+// A later trial's process, given the first one's engine, runs that engine without timing the others;
+// an engine the heuristics do not propose here is autotuned past and said so.
+TEST(CudnnHeldEngine, IsTakenWhenProposedAndNamedWhenNot) {
+  const std::string reason = gpu_unavailable_reason();
+  if (!reason.empty()) GTEST_SKIP() << "no GPU: " << reason;
+  const Conv2dShape shape{4, 64, 64, 14, 14, 3, 1, 1};
+  const Problem problem(shape, TensorLayout::nhwc, 29);
+  const auto input = upload(encode_conv2d_tensor(problem.input, Precision::tf32));
+  const auto filter = upload(encode_conv2d_tensor(problem.filter, Precision::tf32));
+  DeviceBuffer<std::uint8_t> output(shape.output_elements() * conv2d_element_bytes(Precision::tf32));
+  const auto plan = [&](const std::optional<std::string>& held) {
+    return std::make_unique<CudnnConv2dPlan>(shape, TensorLayout::nhwc, Precision::tf32, input->get(), filter->get(),
+                                             output.get(), held);
+  };
+  const auto autotuned = plan(std::nullopt);
+  EXPECT_FALSE(autotuned->engine_held());
+  const auto held = plan(autotuned->engine_choice());
+  EXPECT_TRUE(held->engine_held()) << held->engine_description();
+  EXPECT_EQ(held->engine_choice(), autotuned->engine_choice());
+  EXPECT_NE(held->engine_description().find("held from an earlier process"), std::string::npos);
+  const auto unknown = plan(std::string("999999 k1=1"));
+  EXPECT_FALSE(unknown->engine_held());
+  EXPECT_NE(unknown->engine_description().find("the held engine 999999 k1=1 was not usable here"), std::string::npos)
+      << unknown->engine_description();
 }
 
 }  // namespace

@@ -47,6 +47,12 @@ TEST(StudyOptions, SizesTakeBinarySuffixes) {
   }
 }
 
+TEST(StudyOptions, TakesAHeldChoicesFile) {
+  EXPECT_EQ(parse({"--held-choices=/tmp/run/held_choices.tsv"}).held_choices, "/tmp/run/held_choices.tsv");
+  EXPECT_EQ(parse({}).held_choices, "");
+  EXPECT_THROW(parse({"--held-choices="}), UsageError);
+}
+
 TEST(StudyOptions, RejectsUnknownFlagsAndBadCaps) {
   EXPECT_THROW(parse({"--size=64"}), UsageError);
   EXPECT_THROW(parse({"--caps=naive_loop"}), UsageError);

@@ -13,6 +13,7 @@
 #include "core/system.hpp"
 #include "harness/gpu_telemetry.hpp"
 #include "harness/gpu_utilization.hpp"
+#include "harness/held_choices.hpp"
 #include "harness/timed_loop.hpp"
 
 #if GPUBENCH_HAVE_CUDA
@@ -340,7 +341,8 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
   try {
     options = parse_study_options(&argc, argv);
     check_study_options(options, study);
-  } catch (const UsageError& e) {
+    held_choices().open(options.held_choices);
+  } catch (const std::runtime_error& e) {  // a bad flag, or a held-choices file that is not one
     std::cerr << binary << ": " << e.what() << "\n";
     return 2;
   }

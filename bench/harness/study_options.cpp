@@ -116,6 +116,9 @@ StudyOptions parse_study_options(int* argc, char** argv) {
     } else if (const char* v = flag_value(arg, "measurements-out")) {
       if (!*v) throw UsageError("--measurements-out: no file given");
       options.measurements_out = v;
+    } else if (const char* v = flag_value(arg, "held-choices")) {
+      if (!*v) throw UsageError("--held-choices: no file given");
+      options.held_choices = v;
     } else if (flag == "--no-telemetry") {
       options.telemetry = false;
     } else if (flag == "--cpu-only") {
@@ -147,6 +150,8 @@ std::string study_options_help() {
          "  --telemetry-out=F   write the telemetry series sampled while the study ran to F (JSON)\n"
          "  --measurements-out=F  append each entry's samples, warm-up, stop reason and energy to F\n"
          "                      (one JSON object per line, as the entry finishes)\n"
+         "  --held-choices=F    take each library choice (cuDNN's engine) F holds; autotune and record\n"
+         "                      the others there (one 'key<TAB>choice' line each)\n"
          "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
          "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
 }

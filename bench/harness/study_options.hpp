@@ -23,6 +23,7 @@ struct StudyOptions {
   bool telemetry = true;                  // --no-telemetry: no NVML sampling at all (to measure its cost)
   std::string telemetry_out;              // where the sampled series goes at the end; empty: nowhere
   std::string measurements_out;           // where each entry's samples go as it finishes; empty: nowhere
+  std::string held_choices;               // library choices held across a run's processes; empty: none
   bool describe = false;
   bool help = false;
 };

@@ -11,15 +11,15 @@ SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
 # 'products' (batched GEMM) and 'samples' (MLP, convolution) count what one call processes, the batch;
-# 'device_bytes' is the batch studies', 'workspace_bytes' and 'algorithm' the convolution's, 'loss_rel_error'
-# the MLP's. Traffic of one call: memory_read_bytes and memory_written_bytes in the memory the
-# implementation computes in (absent where the binary has no model of it), h2d_bytes and d2h_bytes
-# across the host-device link (bytes_transferred: their sum, or a copy's size where it crosses none).
+# 'device_bytes' is the batch studies', 'workspace_bytes', 'algorithm' and 'engine_held' (1: an earlier
+# trial's choice, held) the convolution's, 'loss_rel_error' the MLP's. Traffic of one call:
+# memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
+# the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred: their sum, or a copy's size where it crosses none).
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
             "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
-            "workspace_bytes", "algorithm", "engine", "tensor_cores", "loss_rel_error", "huge_page_bytes",
-            "streams", "chunk_bytes", "copy_engines", *TRAFFIC_COUNTERS)
+            "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held", "loss_rel_error",
+            "huge_page_bytes", "streams", "chunk_bytes", "copy_engines", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.

@@ -11,6 +11,10 @@ from gpubench_driver import derive, formatting, gbench, measurements, studies, t
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
+# The library choices (cuDNN's engines) held across a run's processes, in its results folder: the
+# binaries record what their first trial chose and take it in the later ones (bench/harness/held_choices.hpp).
+HELD_CHOICES_FILE = "held_choices.tsv"
+HELD_CHOICES_FLAG = "--held-choices="
 
 
 class RunnerError(Exception):
@@ -205,9 +209,10 @@ class Study:
     through `save` after each size (a study with a batch axis runs every batch of a size in
     one invocation). `progress` is shared by the studies of a run."""
 
-    def __init__(self, name, binary, options, record, save, progress, raw_path=None):
+    def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None):
         self.name = name
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
+        self.held_path = held_path  # where the library choices held across the run's processes are
         self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
@@ -265,7 +270,8 @@ class Study:
         if not planned:
             return
         self.progress.trial = trial
-        invocation = invoke(self.binary, flags, self.options, self.progress)
+        held = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []
+        invocation = invoke(self.binary, flags + held, self.options, self.progress)
         for entry in invocation.entries:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)

@@ -137,8 +137,11 @@ def finish_study(study, document, options):
 def measure(plans, options, document, save, out_dir):
     """Run the studies and their references; returns the final run status."""
     progress = runner.Progress(0)  # one count over every study
+    held_path = os.path.join(out_dir, runner.HELD_CHOICES_FILE)
+    if os.path.exists(held_path):
+        os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
-                            raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"))
+                            raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path)
                for plan in plans]
     try:
         for study in studies:

@@ -44,5 +44,44 @@ class GpuStudyEndToEnd(unittest.TestCase):
         self.assertEqual(len(entries), 3 * 3 * len(gpu_impls))
 
 
+CONV2D = os.path.join(BUILD_DIR, "bench", "gpubench_conv2d")
+
+
+@unittest.skipUnless(os.access(CONV2D, os.X_OK), "GPUBENCH_BUILD_DIR unset or study binary not built")
+class HeldEngineEndToEnd(unittest.TestCase):
+    """Two processes of the convolution study given one held-choices file: the second times the
+    engine the first chose, and says it held it."""
+
+    def setUp(self):
+        out = subprocess.run([CONV2D, "--describe"], check=True, capture_output=True, text=True).stdout
+        gpu = json.loads(out)["gpu"]
+        if not gpu["available"]:
+            self.skipTest("no GPU: " + gpu["reason"])
+
+    def run_study(self, tmp, held):
+        out = os.path.join(tmp, "out.json")
+        subprocess.run([CONV2D, "--sizes=7", "--batches=2", "--impls=cudnn_nhwc", "--modes=resident",
+                        "--held-choices=" + held, "--benchmark_out_format=json", "--benchmark_out=" + out],
+                       check=True, capture_output=True)
+        with open(out) as f:
+            return {entry["name"]: entry for entry in json.load(f)["benchmarks"]}
+
+    def test_the_second_process_holds_the_first_ones_engines(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            held = os.path.join(tmp, "held_choices.tsv")
+            first = self.run_study(tmp, held)
+            with open(held) as f:
+                lines = f.read().splitlines()
+            second = self.run_study(tmp, held)
+        self.assertEqual(len(lines), 3)  # one per precision: fp32, tf32, fp16
+        self.assertEqual(first.keys(), second.keys())
+        for name, entry in first.items():
+            self.assertFalse(entry.get("error_occurred"), name + ": " + entry.get("error_message", ""))
+            self.assertEqual(entry["engine_held"], 0, name)
+            self.assertEqual(second[name]["engine_held"], 1, name)
+            self.assertEqual(second[name]["engine"], entry["engine"], name)
+            self.assertIn("held from an earlier process", second[name]["label"], name)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -174,6 +174,24 @@ class RunTrialsTest(unittest.TestCase):
         self.assertEqual(headings, ["matmul trial 1 of 2", "precision trial 1 of 2", "matmul trial 2 of 2",
                                     "precision trial 2 of 2"])
 
+    def test_every_process_of_the_run_gets_its_held_choices_and_an_old_file_goes(self):
+        log = os.path.join(self.machine.directory.name, "invocations.jsonl")
+        self.machine.env["GPUBENCH_FAKE_LOG"] = log
+        out = os.path.join(self.machine.directory.name, "run")
+        os.makedirs(out)
+        held = os.path.join(out, "held_choices.tsv")
+        with open(held, "w", encoding="utf-8") as stream:
+            stream.write("matmul/stale\t1\n")  # an earlier attempt's, with no results.json beside it
+        process, _ = self.machine.run("--sizes", "64,128", "--trials", "2", "--no-refine")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        self.assertFalse(os.path.exists(held))  # removed; the stand-in binary records nothing
+        with open(log, encoding="utf-8") as stream:
+            measuring = [args for args in map(json.loads, stream)
+                         if not {"--describe", "--benchmark_list_tests=true"} & set(args)]
+        self.assertEqual(len(measuring), 2 * 2)  # two sizes, two trials
+        for args in measuring:
+            self.assertIn("--held-choices=" + held, args)
+
     def test_bad_trial_counts_are_refused(self):
         for value in ("0", "-1", "x", "21"):
             process, _ = self.machine.run("--trials", value)
