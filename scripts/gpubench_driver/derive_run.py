@@ -13,7 +13,7 @@
 A study whose precision slot holds no number format (its axis_names, studies.format_note: the
 transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
 The result is document["findings"]; report.derive_findings rewrites it on every report."""
-from gpubench_driver import studies as registry, trials
+from gpubench_driver import noise_floor, studies as registry, trials
 from gpubench_driver.derive import ok_entries
 from gpubench_driver.gbench import TRAFFIC_COUNTERS
 from gpubench_driver.stats import finite as number
@@ -354,5 +354,5 @@ def derive(studies):
     return {"fraction_of_peak": rows, "roofline": roof, "energy": energy, "clock_limited": clock_limited_rows(studies),
             "telemetry": telemetry_found(studies), "gpu_entries": gpu_entry_count(studies),
             "nominal_flop": nominal_flop(rows), "energy_per_gemm": energy_per_gemm(energy),
-            "measurement": measurement_rows(studies),
+            "measurement": measurement_rows(studies), "noise_floor": noise_floor.derive(studies),
             "energy_per_call": energy_per_call(energy)}

@@ -83,8 +83,8 @@ def blocks(document, plot_paths, out_dir):
     for name, study in document["studies"].items():
         if name in studies.BY_NAME:
             found += studies.BY_NAME[name].summary(study, document)
-    return (found + summary_findings.sections(document, plot_paths) + summary_findings.clocks(document)
-            + _plots(plot_paths, out_dir))
+    return (found + summary_findings.sections(document, plot_paths) + summary_findings.noise_floor(document)
+            + summary_findings.clocks(document) + _plots(plot_paths, out_dir))
 
 
 def render(document, plot_paths, out_dir):

@@ -211,6 +211,45 @@ def sections(document, plot_paths):
     return blocks + _energy_gemm(findings) + _energy_calls(findings) + _clock_limited(findings)
 
 
+# --- how far the machine varies from itself (the trials' pairs) -----------------------------------
+def _band(value):
+    return f"{100 * value:.0f}%"
+
+
+def _short_of_target(row):
+    return (f"This host cannot hold {row['kind']} within {_band(row['band'])} from one process to the next: "
+            f"{percent(row['within_band'], 0)} of trial pairs agree that closely (the target is "
+            f"{_band(row['target_share'])}), and {_band(row['target_share'])} of them lie within "
+            f"{percent(row['floor'])}. Read a difference smaller than that between two runs or two machines in "
+            f"these entries as noise.")
+
+
+def noise_floor(document):
+    """The section on the trials' agreement, for any run with entries (a CPU-only one too)."""
+    found = (document.get("findings") or {}).get("noise_floor")
+    if found is None:
+        return []
+    title = "How far this machine varies from itself"
+    if not found["rows"]:
+        return section(title, [paragraph(
+            "Each entry was measured in one process (`--quick` or `--trials 1`), so this run cannot say how far the "
+            "machine varies from one process to the next: run with three trials (the default), or run "
+            "`gpubench run --repeatability` for an A/A pair of runs.")])
+    rows = [[row["kind"], str(row["entries"]), str(row["pairs"]), percent(row["within_band"], 0),
+             f"{_band(row['target_share'])} within {_band(row['band'])}", percent(row["floor"]),
+             "yes" if row["met"] else "no"] for row in found["rows"]]
+    short = [_short_of_target(row) for row in found["rows"] if not row["met"]]
+    return section(title, [
+        paragraph(f"Each entry was measured in up to {found['trials']} separate processes (trials). Two trials of "
+                  "one entry are an A/A pair in miniature: per kind of entry, the share of trial pairs whose medians "
+                  "agree within the target's band, and the floor, the difference within which the target share "
+                  "of the pairs lies. A run's figure is the median of its trials, so two runs agree more closely "
+                  "than two trials: the floor bounds what this machine can tell apart from above. The floor is the "
+                  "kind's as a whole; `gpubench compare` judges each entry by its own trials' interval."),
+        table(["kind of entry", "entries", "trial pairs", "pairs within the band", "target",
+               "floor", "target met"], rows)] + ([bullets(short)] if short else []))
+
+
 # --- the GPU's clocks during each study (its telemetry record) ------------------------------------
 def _mhz(value):
     return "n/a" if value is None else f"{value:.0f}"
