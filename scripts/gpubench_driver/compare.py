@@ -16,7 +16,8 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from gpubench_driver import document as page, html_report, options as opts, results, session, stats, studies, trials, verdicts
+from gpubench_driver import (document as page, html_report, journal, options as opts, session, stats, studies, trials,
+                             verdicts)
 from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -144,7 +145,7 @@ def load_sources(paths, labels):
         raise opts.UsageError(f"--label: give one per file ({len(paths)}), or none; got {len(labels)}")
     sources = []
     for index, path in enumerate(paths):
-        document = results.load(path)
+        document = journal.load(path)
         label = labels[index] if labels else f"{document['run']['id']} {_gpu_name(document) or 'no GPU'}"
         sources.append(Source(path, label, document))
     return sources

@@ -187,6 +187,12 @@ def entries_from_output(output):
     return [_entry(run_name, group) for run_name, group in group_runs(output.benchmarks).items()]
 
 
+def entry_order(entry):
+    """How a study's entries are sorted in results.json: by n, batch, device, implementation, mode, precision."""
+    return (entry.get("n") or 0, entry.get("batch") or 0,
+            *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
+
+
 def blank_entry(key):
     """An entry with every field present, its axes taken from the name."""
     axes = parse_entry_name(key) or {}

@@ -1,7 +1,7 @@
 """run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and
 batches each swept and options), and where this machine's environment differs from
 the one it recorded."""
-from gpubench_driver import options as opts, results, studies
+from gpubench_driver import journal, options as opts, results, studies
 
 # Options taken from the recorded run unless given on the command line; sizes and batches come
 # per study from what each study swept (its defaults may have changed since).
@@ -63,7 +63,7 @@ def _checked(name, value):
 
 def recorded_configuration(path):
     """(run id, {option: value} for RECORDED_OPTIONS, {study: {"sizes", "batches"}}) of a results file."""
-    document = results.load(path)
+    document = journal.load(path)
     recorded = document["run"].get("options") or {}
     chosen = {name: _checked(name, recorded.get(name)) for name in RECORDED_OPTIONS if name in recorded}
     swept = {name: {"sizes": _positive_ints(study.get("sizes"), f"studies.{name}.sizes"),

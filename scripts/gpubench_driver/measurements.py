@@ -32,15 +32,43 @@ def read_file(path):
             record = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("name"), str) and _usable(record.get("measurement")):
+        if isinstance(record, dict) and isinstance(record.get("name"), str) and usable(record.get("measurement")):
             found[record["name"]] = record["measurement"]
     return found
 
 
-def _usable(measurement):
+def usable(measurement):
     if not isinstance(measurement, dict) or measurement.get("protocol") not in PROTOCOLS:
         return False
     return bool(_samples(measurement.get("headline")))
+
+
+class Tail:
+    """The measurements file as the binary appends to it: the measurement of an entry that has just
+    finished, reading only the lines added since the last call."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.found = {}
+
+    def get(self, name):
+        try:
+            with open(self.path, "rb") as stream:
+                stream.seek(self.offset)
+                added = stream.read()
+        except OSError:
+            added = b""
+        complete = added[:added.rfind(b"\n") + 1]  # a line still being written waits for the next call
+        self.offset += len(complete)
+        for line in complete.decode("utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict) and isinstance(record.get("name"), str):
+                self.found[record["name"]] = record.get("measurement")
+        return self.found.get(name)
 
 
 def _samples(phase):

@@ -1,7 +1,7 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import derive, derive_run, html_report, plots, reference, results, studies, summary
+from gpubench_driver import derive, derive_run, html_report, journal, plots, reference, studies, summary
 from gpubench_driver.document import to_markdown
 
 
@@ -36,7 +36,7 @@ def write_outputs(document, out_dir):
 
 def regenerate(path, out_dir=None):
     """The 'report' command: plots and summary again from an existing results.json."""
-    document = results.load(path)
+    document = journal.load(path)
     # Findings are a function of the entries: derived again, so that a run cut off before its end
     # (whose file holds entries but no findings) still gets them, and an older file today's.
     derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)

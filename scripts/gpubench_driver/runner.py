@@ -7,7 +7,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver import derive, formatting, gbench, measurements, studies, telemetry, trials
+from gpubench_driver import derive, formatting, gbench, journal, measurements, studies, telemetry, trials
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -136,9 +136,10 @@ def telemetry_flags(options, series_path):
     return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
 
 
-def invoke(binary, flags, options, progress):
+def invoke(binary, flags, options, progress, on_finished=None):
     """Run the binary once; return its entries (each with its wall time) and its telemetry
-    series, even when it crashed or was interrupted."""
+    series, even when it crashed or was interrupted. `on_finished(result, measurement, wall_s)` is
+    called for each entry as its console line arrives, before its progress line is printed."""
     with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
@@ -149,7 +150,9 @@ def invoke(binary, flags, options, progress):
                                       *benchmark_flags(json_path, measurements_path)],
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
                                      env={**os.environ, **study_environment()})
-            interrupted, wall_s = _stream(child, progress)
+            tail = measurements.Tail(measurements_path)
+            finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
+            interrupted, wall_s = _stream(child, progress, finished)
             stderr.seek(0)
             stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
         output = gbench.load_file(json_path)
@@ -162,8 +165,9 @@ def invoke(binary, flags, options, progress):
     return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note, output)
 
 
-def _stream(child, progress):
-    """Print progress from the console lines; on Ctrl-C stop the child and say so. Returns
+def _stream(child, progress, on_finished=None):
+    """Print progress from the console lines (after `on_finished(result, wall_s)`, for an entry's
+    first line); on Ctrl-C stop the child and say so. Returns
     (interrupted, {entry: wall seconds from the previous entry's end to its own, set-up,
     verification, warm-up and every sample included})."""
     wall_s = {}
@@ -172,11 +176,13 @@ def _stream(child, progress):
         for line in child.stdout:
             result = gbench.parse_console_line(line)
             if result:
-                progress.report(result)
                 if result.name not in wall_s:
                     now = time.monotonic()
                     wall_s[result.name] = round(now - last, 3)
                     last = now
+                    if on_finished:
+                        on_finished(result, wall_s[result.name])
+                progress.report(result)
         child.wait()
         return False, wall_s
     except KeyboardInterrupt:
@@ -209,10 +215,12 @@ class Study:
     through `save` after each size (a study with a batch axis runs every batch of a size in
     one invocation). `progress` is shared by the studies of a run."""
 
-    def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None):
+    def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
+                 journal_path=None):
         self.name = name
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
         self.held_path = held_path  # where the library choices held across the run's processes are
+        self.journal_path = journal_path  # where each finished entry goes before its progress line
         self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
@@ -271,11 +279,16 @@ class Study:
             return
         self.progress.trial = trial
         held = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []
-        invocation = invoke(self.binary, flags + held, self.options, self.progress)
+        on_finished = None
+        if self.journal_path:
+            on_finished = lambda result, measurement, wall: journal.append(  # noqa: E731
+                self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
+        invocation = invoke(self.binary, flags + held, self.options, self.progress, on_finished)
         for entry in invocation.entries:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)
         self._merge(invocation.entries, trial)
+        recovered = self._fold_journal()
         self._keep_raw(invocation.raw)
         if self.options.telemetry:
             self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
@@ -284,10 +297,21 @@ class Study:
             self.record["telemetry"] = {"note": "turned off (run --no-telemetry)"}
         failed = invocation.returncode != 0 and not invocation.interrupted
         if failed:
-            self._record_failure(n, invocation, planned, phase, trial)
+            self._record_failure(n, invocation, planned, phase, trial, recovered)
         self.save()
+        if self.journal_path:
+            journal.remove(self.journal_path)  # its entries are in results.json now
         if invocation.interrupted:
             raise Interrupted()
+
+    def _fold_journal(self):
+        """The entries the process printed but its output lacks (a crash cut its JSON short), from the
+        journal; returns their names."""
+        if not self.journal_path:
+            return set()
+        lines = [line for line in journal.read(self.journal_path) if line["study"] == self.name]
+        journal.fold({"studies": {self.name: self.record}}, lines)
+        return {line["name"] for line in lines}
 
     def _keep_raw(self, output):
         """Google Benchmark's JSON of the study so far, in its own format (every invocation's
@@ -301,10 +325,10 @@ class Study:
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
         for entry in new_entries:
             by_name[entry["name"]] = trials.combine(by_name.get(entry["name"]) if trial > 1 else None, entry, trial)
-        self.record["entries"] = sorted(by_name.values(), key=_entry_order)
+        self.record["entries"] = sorted(by_name.values(), key=gbench.entry_order)
 
-    def _record_failure(self, n, invocation, planned, phase, trial):
-        finished = {entry["name"] for entry in invocation.entries}
+    def _record_failure(self, n, invocation, planned, phase, trial, recovered):
+        finished = {entry["name"] for entry in invocation.entries} | recovered
         missing = [name for name in planned if name not in finished]
         how = describe_exit(invocation.returncode)
         print(f"{self.name} n={n}: the benchmark process {how}; {len(missing)} entries not finished",
@@ -318,11 +342,6 @@ class Study:
 def _size_of(name):
     axes = gbench.parse_entry_name(name)
     return axes["n"] if axes else None
-
-
-def _entry_order(entry):
-    return (entry.get("n") or 0, entry.get("batch") or 0,
-            *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
 def _unfinished_entry(name, how, phase, axis_names):

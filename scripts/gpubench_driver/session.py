@@ -4,8 +4,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, like, options as options_module, reference, report, results, runner,
-                             studies)
+from gpubench_driver import (build, environment, journal, like, options as options_module, reference, report, results,
+                             runner, studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -141,7 +141,8 @@ def measure(plans, options, document, save, out_dir):
     if os.path.exists(held_path):
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
-                            raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path)
+                            raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path,
+                            journal_path=os.path.join(out_dir, journal.FILE))
                for plan in plans]
     try:
         for study in studies:
@@ -166,7 +167,7 @@ def measure(plans, options, document, save, out_dir):
 
 def like_record(path, document):
     """run --like: which run was repeated and where this machine's environment differs from it."""
-    recorded = results.load(path)
+    recorded = journal.load(path)
     found = like.differences(recorded, document)
     for difference in found:
         print(f"differs from the recorded run: {difference['what']}: {difference['recorded']} there, "

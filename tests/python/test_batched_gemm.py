@@ -63,7 +63,7 @@ class NamesTest(unittest.TestCase):
     def test_entries_sort_by_size_then_batch(self):
         names = [STRIDED, "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:8",
                  "batched_gemm/openblas_loop/cpu/host/fp32/n:32/batch:4096"]
-        ordered = sorted((gbench.blank_entry(name) for name in names), key=runner._entry_order)
+        ordered = sorted((gbench.blank_entry(name) for name in names), key=gbench.entry_order)
         self.assertEqual([(e["n"], e["batch"]) for e in ordered], [(32, 4096), (64, 8), (64, 1024)])
 
 

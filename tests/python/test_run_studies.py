@@ -17,7 +17,9 @@ from gpubench_driver import plots, results, studies
 # the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
 # without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
 # its arguments to that file, one JSON line per invocation; with GPUBENCH_FAKE_SLEEP it waits that
-# many seconds before it measures (a run to interrupt); with GPUBENCH_FAKE_SKIP every entry is skipped.
+# many seconds before it measures (a run to interrupt); with GPUBENCH_FAKE_SKIP every entry is skipped;
+# with GPUBENCH_FAKE_PACE it finishes one entry (measurements line, console line) every that many
+# seconds and writes its JSON output only at the end, as a process killed midway leaves none.
 FAKE_STUDY = textwrap.dedent('''\
     #!{python}
     import json, os, sys
@@ -69,15 +71,26 @@ FAKE_STUDY = textwrap.dedent('''\
                 "energy_j": 12.5, "temperature_c": 66, "gpu_util": 100, "mem_util": 50, "memory_used_mib": 1024,
                 "reasons": 4}}]}}, stream)
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
-    with open(out, "w") as stream:
-        json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
-    support.write_measurements(args, runs)
-    for run in runs:
+    pace = float(os.environ.get("GPUBENCH_FAKE_PACE", "0"))
+    def finish(run):
+        if pace:
+            support.write_measurements(args, [run])
         if run.get("error_occurred"):
-            print(run["run_name"] + "  ERROR OCCURRED: '" + run["error_message"] + "'")
+            print(run["run_name"] + "  ERROR OCCURRED: '" + run["error_message"] + "'", flush=True)
         elif run.get("repetition_index", 0) == 0 and run.get("run_type") == "iteration":
             counters = "".join(" " + key + "=" + str(run[key]) for key in ("flop", "bytes_transferred") if key in run)
-            print(run["run_name"] + "  " + str(run["real_time"]) + " " + run["time_unit"] + "  1" + counters)
+            print(run["run_name"] + "  " + str(run["real_time"]) + " " + run["time_unit"] + "  1" + counters,
+                  flush=True)
+        time.sleep(pace)
+    if not pace:
+        with open(out, "w") as stream:
+            json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
+        support.write_measurements(args, runs)
+    for run in runs:
+        finish(run)
+    if pace:
+        with open(out, "w") as stream:
+            json.dump({{"context": {{}}, "benchmarks": runs}}, stream)
 ''')
 
 MATMUL_SIZES = (64, 128, 200, 256, 512, 1024, 4096, 8192)
