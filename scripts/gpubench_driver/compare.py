@@ -182,8 +182,7 @@ AGREEMENT_BANDS = (0.02, 0.05)
 AGREEMENT_GROUPS = (("every entry", lambda entry: True),
                     ("CPU", lambda entry: entry["device"] == "cpu"),
                     ("GPU", lambda entry: entry["device"] == "gpu"),
-                    ("GPU, 100 us or more", lambda entry: entry["device"] == "gpu"
-                     and entry["time_s"]["median"] >= verdicts.LONG_ENTRY_S))
+                    ("GPU, 100 us or more", verdicts.long_gpu_entry))
 
 
 def agreement(sources, groups=AGREEMENT_GROUPS):

@@ -14,7 +14,8 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # 'device_bytes' is the batch studies', 'workspace_bytes', 'algorithm' and 'engine_held' (1: an earlier
 # trial's choice, held) the convolution's, 'loss_rel_error' the MLP's. Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
-# the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred: their sum, or a copy's size where it crosses none).
+# the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
+# their sum, or a copy's size where it crosses none).
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
             "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",

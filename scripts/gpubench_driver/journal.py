@@ -45,19 +45,11 @@ def read(path):
     """The journal's complete lines (a line cut by a kill is skipped); none without a journal."""
     try:
         with open(path, encoding="utf-8", errors="replace") as stream:
-            lines = stream.read().splitlines()
+            text = stream.read()
     except OSError:
         return []
-    found = []
-    for line in lines:
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict) and isinstance(value.get("study"), str) and isinstance(value.get("name"), str) \
-                and isinstance(value.get("trial"), int) and value["trial"] >= 1:
-            found.append(value)
-    return found
+    return [value for value in measurements.json_objects(text) if isinstance(value.get("study"), str)
+            and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
 
 
 def entry_of(line, axis_names):
@@ -82,12 +74,13 @@ def entry_of(line, axis_names):
 def fold(document, lines):
     """Adds to the document's studies each journal entry it lacks (an entry's trial counts once);
     returns how many were added."""
+    by_study = {}  # study name: its entries by name, for the studies the lines name
     added = 0
     for line in lines:
         study = document["studies"].get(line["study"])
         if not isinstance(study, dict):
             continue
-        by_name = {entry["name"]: entry for entry in study["entries"]}
+        by_name = by_study.setdefault(line["study"], {entry["name"]: entry for entry in study["entries"]})
         previous = by_name.get(line["name"])
         if previous is not None and (line["trial"] == 1 or trials.count(previous) >= line["trial"]):
             continue
@@ -95,8 +88,9 @@ def fold(document, lines):
             continue  # its earlier trials are not in the file: nothing to combine with
         entry = entry_of(line, studies.axis_names(line["study"], study))
         by_name[line["name"]] = trials.combine(previous, entry, line["trial"])
-        study["entries"] = sorted(by_name.values(), key=gbench.entry_order)
         added += 1
+    for name, by_name in by_study.items():
+        document["studies"][name]["entries"] = sorted(by_name.values(), key=gbench.entry_order)
     return added
 
 

@@ -19,22 +19,29 @@ FIELDS = ("protocol", "latency_s", "cold_l2_s", "burst_s", "converged", "energy_
           "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle")
 
 
-def read_file(path):
-    """{entry name: measurement}; lines that are not a complete object (a crash mid-line) are skipped."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return {}
-    found = {}
-    for line in lines:
+def json_objects(text):
+    """The JSON objects of a file of one per line; a line that is not a complete object (a crash or a
+    kill mid-line) is skipped. The binaries' measurements file and the driver's journal are such files."""
+    found = []
+    for line in text.splitlines():
         try:
-            record = json.loads(line)
+            value = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("name"), str) and usable(record.get("measurement")):
-            found[record["name"]] = record["measurement"]
+        if isinstance(value, dict):
+            found.append(value)
     return found
+
+
+def read_file(path):
+    """{entry name: measurement}, for the lines with a usable measurement."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    return {record["name"]: record["measurement"] for record in json_objects(text)
+            if isinstance(record.get("name"), str) and usable(record.get("measurement"))}
 
 
 def usable(measurement):
@@ -61,12 +68,8 @@ class Tail:
             added = b""
         complete = added[:added.rfind(b"\n") + 1]  # a line still being written waits for the next call
         self.offset += len(complete)
-        for line in complete.decode("utf-8", errors="replace").splitlines():
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict) and isinstance(record.get("name"), str):
+        for record in json_objects(complete.decode("utf-8", errors="replace")):
+            if isinstance(record.get("name"), str):
                 self.found[record["name"]] = record.get("measurement")
         return self.found.get(name)
 

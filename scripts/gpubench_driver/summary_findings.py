@@ -212,14 +212,10 @@ def sections(document, plot_paths):
 
 
 # --- how far the machine varies from itself (the trials' pairs) -----------------------------------
-def _band(value):
-    return f"{100 * value:.0f}%"
-
-
 def _short_of_target(row):
-    return (f"This host cannot hold {row['kind']} within {_band(row['band'])} from one process to the next: "
+    return (f"This host cannot hold {row['kind']} within {percent(row['band'], 0)} from one process to the next: "
             f"{percent(row['within_band'], 0)} of trial pairs agree that closely (the target is "
-            f"{_band(row['target_share'])}), and {_band(row['target_share'])} of them lie within "
+            f"{percent(row['target_share'], 0)}), and {percent(row['target_share'], 0)} of them lie within "
             f"{percent(row['floor'])}. Read a difference smaller than that between two runs or two machines in "
             f"these entries as noise.")
 
@@ -236,7 +232,7 @@ def noise_floor(document):
             "machine varies from one process to the next: run with three trials (the default), or run "
             "`gpubench run --repeatability` for an A/A pair of runs.")])
     rows = [[row["kind"], str(row["entries"]), str(row["pairs"]), percent(row["within_band"], 0),
-             f"{_band(row['target_share'])} within {_band(row['band'])}", percent(row["floor"]),
+             f"{percent(row['target_share'], 0)} within {percent(row['band'], 0)}", percent(row["floor"]),
              "yes" if row["met"] else "no"] for row in found["rows"]]
     short = [_short_of_target(row) for row in found["rows"] if not row["met"]]
     return section(title, [
