@@ -1,0 +1,175 @@
+"""The rank command: machines side by side on their headline figures, absolute and per dollar."""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import support
+from support import SCRIPTS_DIR, SOURCE_DIR
+
+from gpubench_driver import document as page, rank
+
+# Two committed runs of the default suite (every headline figure) and the quick fixture (three of them).
+H200 = os.path.join(SOURCE_DIR, "results", "aa-h200-20261124", "h200-aa-a-20261124", "results.json")
+H100 = os.path.join(SOURCE_DIR, "results", "aa-trials3-20261124", "h100-aa-a-20261124", "results.json")
+QUICK = support.fixture("results_v1.json")
+
+
+def tables(blocks):
+    return [block for block in blocks if isinstance(block, page.Table)]
+
+
+def column(table, key):
+    """The cells of the column headed `key`, one per row."""
+    index = table.header.index(key)
+    return [row[index] for row in table.rows]
+
+
+class RankPageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.runs = rank.load_runs([H200, H100, QUICK])  # read only: findings are derived in memory
+
+    def priced(self, *prices):
+        """The runs, each at its price (None: none)."""
+        return [dataclasses.replace(run, usd_per_hour=price) for run, price in zip(self.runs, prices)]
+
+    def test_one_row_per_run_labelled_by_run_and_gpu(self):
+        figures = tables(rank.blocks(self.runs))[0]
+        self.assertEqual(column(figures, "run"), ["h200-aa-a-20261124 (NVIDIA H200)",
+                                                  "h100-aa-a-20261124 (NVIDIA H100 80GB HBM3)",
+                                                  "fixture-h100-quick (NVIDIA H100 80GB HBM3)"])
+
+    def test_best_run_is_bold_and_every_run_ranked(self):
+        figures = tables(rank.blocks(self.runs))[0]
+        # FP32 peak: the H100 51.75, the H200 51.24, the fixture 31.09 TFLOP/s (higher is better).
+        self.assertEqual(column(figures, "rate/fp32"), ["51.24 TFLOP/s ±0.0% (2nd)", "**51.75 TFLOP/s ±0.6%** (1st)",
+                                                        "31.09 TFLOP/s ±1.4% (3rd)"])
+        # The GPU epoch: lower is better, the H200's 2.12 ms.
+        self.assertEqual(column(figures, "mlp\\_epoch/gpu"),
+                         ["**2.12 ms ±0.9%** (1st)", "2.28 ms ±1.4% (2nd)", "—"])
+        # A size has no better direction: neither bold nor ranked, a plain integer.
+        self.assertEqual(column(figures, "crossover/matmul/resident"), ["70 ±0.0%", "68 ±7.4%", "92 ±30.4%"])
+
+    def test_a_run_without_a_figure_shows_a_dash_and_no_run_with_it_no_column(self):
+        figures = tables(rank.blocks(self.runs))[0]
+        self.assertEqual(column(figures, "memory\\_bandwidth"), ["**3877.6 GB/s ±0.9%** (1st)",
+                                                                "2832.1 GB/s ±0.1% (2nd)", "—"])
+        alone = rank.blocks(self.runs[2:])
+        self.assertEqual(tables(alone)[0].header, ("run", "rate/fp32", "crossover/matmul/resident",
+                                                   "crossover/matmul/transfer\\_pinned"))
+        self.assertNotIn("n/a", page.to_markdown(alone))
+        self.assertIn("No run has a price", page.to_markdown(alone))
+        # The columns of a later run follow the first's: the fixture's three, then the H200's others.
+        header = tables(rank.blocks([self.runs[2], self.runs[0]]))[0].header
+        self.assertEqual(header[:5], ("run", "rate/fp32", "crossover/matmul/resident",
+                                      "crossover/matmul/transfer\\_pinned", "rate/tf32"))
+        self.assertEqual(len(header), 1 + 18)
+
+    def test_per_dollar_is_the_value_over_the_price(self):
+        runs = self.priced(None, 2.5, None)
+        record = rank.rank_record(runs)["runs"][1]
+        figures = {figure["key"]: figure for figure in record["figures"]}
+        per_dollar = {figure["key"]: figure for figure in record["per_dollar"]}
+        self.assertEqual(per_dollar["rate/fp32"]["value"], figures["rate/fp32"]["value"] / 2.5)
+        self.assertEqual(per_dollar["memory_bandwidth"]["high"], figures["memory_bandwidth"]["high"] / 2.5)
+        self.assertAlmostEqual(per_dollar["mlp_epoch/gpu"]["value"], 2.5 * figures["mlp_epoch/gpu"]["value"] / 3600)
+        self.assertNotIn("crossover/matmul/resident", per_dollar)  # sizes and energy are not priced
+        self.assertNotIn("energy/fp32", per_dollar)
+        self.assertEqual(rank.rank_record(runs)["runs"][0]["per_dollar"], [])
+        cost = tables(rank.blocks(runs))[1]  # the priced run only
+        self.assertEqual(column(cost, "run"), ["h100-aa-a-20261124 (NVIDIA H100 80GB HBM3)"])
+        self.assertEqual(column(cost, "rate/fp32 per USD/h"), ["20.70 TFLOP/s ±0.6%"])  # 51.75 / 2.5
+
+    def test_the_cheaper_run_ranks_first_per_dollar_and_its_price_is_named(self):
+        runs = self.priced(3.5, 7.0, None)
+        blocks = rank.blocks(runs)
+        cost = tables(blocks)[1]
+        # 51.75 / 7 = 7.39 against 51.24 / 3.5 = 14.64 TFLOP/s per USD/h.
+        self.assertEqual(column(cost, "rate/fp32 per USD/h"), ["**14.64 TFLOP/s ±0.0%** (1st)",
+                                                               "7.39 TFLOP/s ±0.6% (2nd)"])
+        self.assertEqual(column(cost, "mlp\\_epoch/gpu: USD per epoch"), ["**2.06e-06 USD ±0.9%** (1st)",
+                                                                         "4.43e-06 USD ±1.4% (2nd)"])
+        self.assertIn("- fixture-h100-quick (NVIDIA H100 80GB HBM3): no price", page.to_markdown(blocks))
+
+    def test_ranks_share_ties_and_need_two_values_and_a_direction(self):
+        self.assertEqual(rank.ranks([3.0, None, 5.0, 5.0], "higher"), {0: 3, 2: 1, 3: 1})
+        self.assertEqual(rank.ranks([3.0, 1.0, 2.0], "lower"), {0: 3, 1: 1, 2: 2})
+        self.assertEqual(rank.ranks([3.0, None], "higher"), {})
+        self.assertEqual(rank.ranks([3.0, 1.0], None), {})
+        self.assertEqual([rank.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 111)],
+                         ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "111th"])
+
+
+class RankCommandTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+        self.out = self.path("out")
+
+    def path(self, name):
+        return os.path.join(self.directory.name, name)
+
+    def gpubench_rank(self, *args):
+        """The driver's rank command in its own process, as scripts/gpubench runs the driver."""
+        environment = dict(os.environ, PYTHONPATH=SCRIPTS_DIR)
+        return subprocess.run([sys.executable, "-m", "gpubench_driver", "rank", *args, "--out", self.out],
+                              capture_output=True, text=True, timeout=300, env=environment)
+
+    def test_writes_the_page_the_html_and_the_record(self):
+        completed = self.gpubench_rank(H100, QUICK, "--label", "h100", "--label", "quick|fixture",
+                                       "--price", f"{H100}=p5.48xlarge")
+        self.assertEqual(completed.returncode, 0, completed.stderr)
+        self.assertIn(f"rank: {os.path.join(self.out, 'rank.md')}", completed.stdout)
+        self.assertEqual(sorted(os.listdir(self.out)), ["rank.html", "rank.json", "rank.md"])
+        with open(os.path.join(self.out, "rank.json"), encoding="utf-8") as stream:
+            record = json.load(stream)
+        self.assertEqual(record["schema"], "gpubench-rank")
+        self.assertEqual([run["label"] for run in record["runs"]], ["h100", "quick|fixture"])
+        self.assertEqual([run["usd_per_hour"] for run in record["runs"]], [55.04 / 8, None])
+        self.assertEqual(record["columns"][0], "rate/fp32")
+        with open(os.path.join(self.out, "rank.md"), encoding="utf-8") as stream:
+            markdown = stream.read()
+        self.assertIn("| quick\\|fixture |", markdown)  # labels are escaped
+        self.assertIn("6.88 USD/h (p5.48xlarge: 55.04 USD/h for 8 H100; the run used 1 of its 8 GPUs)", markdown)
+        with open(os.path.join(self.out, "rank.html"), encoding="utf-8") as stream:
+            self.assertIn("<strong>51.75 TFLOP/s ±0.6%</strong>", stream.read())
+
+    def test_one_run_is_enough(self):
+        completed = self.gpubench_rank(QUICK)
+        self.assertEqual(completed.returncode, 0, completed.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "rank.md")))
+
+    def test_a_damaged_file_is_a_one_line_error(self):
+        damaged = self.path("damaged.json")
+        with open(damaged, "w", encoding="utf-8") as stream:
+            stream.write('{"schema": "gpubench-results", ')
+        completed = self.gpubench_rank(QUICK, damaged)
+        self.assertEqual(completed.returncode, 1)
+        self.assertIn("gpubench: error:", completed.stderr)
+        self.assertIn("not valid JSON", completed.stderr)
+        self.assertNotIn("Traceback", completed.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_bad_prices_are_clear_errors(self):
+        table = self.path("prices.json")
+        with open(table, "w", encoding="utf-8") as stream:
+            stream.write('{"schema": "gpubench-prices", "instances": {"x": {"usd_per_hour": -1}}}')
+        cases = {"unknown instance": ((QUICK, "--price", f"{QUICK}=p9.huge"), 2, "unknown instance type"),
+                 "not a price": ((QUICK, "--price", f"{QUICK}=-3"), 2, "positive"),
+                 "not a file ranked": ((QUICK, "--price", "other.json=3"), 2, "not one of the files"),
+                 "labels": ((QUICK, "--label", "a", "--label", "b"), 2, "one per file"),
+                 "broken table": ((QUICK, "--price", f"{QUICK}=x", "--prices", table), 1, "instances.x")}
+        for name, (args, status, message) in cases.items():
+            with self.subTest(name):
+                completed = self.gpubench_rank(*args)
+                self.assertEqual(completed.returncode, status, completed.stderr)
+                self.assertIn(message, completed.stderr)
+                self.assertNotIn("Traceback", completed.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
