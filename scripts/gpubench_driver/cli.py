@@ -1,4 +1,4 @@
-"""Command line of the driver: run, report, compare, build."""
+"""Command line of the driver: run, report, compare, rank, expected, build."""
 import argparse
 import os
 import signal
@@ -6,8 +6,8 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import (build, compare, like, options as opts, repeatability, report, results, runner, session,
-                             studies, verdicts)
+from gpubench_driver import (build, compare, expected, headline, like, options as opts, rank, repeatability,
+                             report, results, runner, session, studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -20,7 +20,9 @@ def _run_parser(subparsers):
     quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
                               for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run: sizes {quick_sizes}; batches {quick_batches}; "
+                        help=f"a short run, the two-minute health check of a new machine (its headline figures set "
+                             f"against committed runs of the same GPU model): sizes {quick_sizes}; batches "
+                             f"{quick_batches}; "
                              f"no refinement; no references (explicit flags still win: --reference adds them)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
@@ -82,6 +84,24 @@ def _compare_parser(subparsers):
     parser.add_argument("--out", help="output directory (default: results/compare-<UTC time>)")
 
 
+def _rank_parser(subparsers):
+    parser = subparsers.add_parser("rank", help="machines side by side on their headline figures, absolute and "
+                                                "per dollar",
+                                   description="Rank one or more runs on their headline figures (derived again from "
+                                               "each file): one row per run, one column per figure any run has, the "
+                                               "best run in bold and each run's rank where a direction is better; "
+                                               "with a price per file, rates per USD-hour and USD per MLP epoch. "
+                                               "Writes rank.md, rank.html and rank.json.")
+    parser.add_argument("results", nargs="+", help="results.json files (or directories holding one), one per row")
+    parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
+    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
+                        help="FILE's price: an instance type of the price table (priced at one GPU's share), or USD "
+                             "per hour (repeatable)")
+    parser.add_argument("--prices", default=compare.DEFAULT_PRICES, metavar="TABLE",
+                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    parser.add_argument("--out", help="output directory (default: results/rank-<UTC time>)")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="gpubench", description=DESCRIPTION)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -90,6 +110,14 @@ def build_parser():
     report_parser.add_argument("results", help="a results.json or the directory holding it")
     report_parser.add_argument("--out", help="where to write (default: beside results.json)")
     _compare_parser(subparsers)
+    _rank_parser(subparsers)
+    expected_parser = subparsers.add_parser(
+        "expected", help="set the health check's expected ranges from committed runs",
+        description="Record every headline figure of the given runs as the expected range of their GPU model in "
+                    "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
+                    "the default suite on healthy machines, committed under results/.")
+    expected_parser.add_argument("results", nargs="+", help="results.json files (or directories holding one)")
+    expected_parser.add_argument("--file", default=expected.EXPECTED, help="the ranges file (default: %(default)s)")
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
@@ -180,6 +208,13 @@ def _command(args, argv):
     if args.command == "compare":
         print(f"comparison: {compare.run(args.results, args.label, args.price, args.prices, args.out)}")
         return 0
+    if args.command == "rank":
+        print(f"rank: {rank.run(args.results, args.label, args.price, args.prices, args.out)}")
+        return 0
+    if args.command == "expected":
+        for model, runs in expected.update(args.results, args.file).items():
+            print(f"expected ranges: {model} from {runs} run(s) in {args.file}")
+        return 0
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0
@@ -203,7 +238,7 @@ def main(argv):
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
-            verdicts.MissingScipy) as error:
+            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -42,6 +42,27 @@ class Figures:
     figures: tuple
 
 
+@dataclass(frozen=True)
+class Folded:
+    """Blocks a reader opens on demand (HTML <details>): a long table, the detail of a finding."""
+    summary: str  # plain text: the line shown while folded
+    blocks: tuple
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Blocks with figures beside them (HTML: side by side where the page is wide enough)."""
+    blocks: tuple
+    figures: Figures
+
+
+@dataclass(frozen=True)
+class Panel:
+    """Blocks set apart as one part of the page (HTML <section class=kind>): the first screen."""
+    kind: str
+    blocks: tuple
+
+
 # --- building blocks --------------------------------------------------------------------------
 def paragraph(*lines):
     return Paragraph(tuple(lines))
@@ -82,6 +103,12 @@ def block_markdown(block):
                           *(_row(row) for row in block.rows)])
     if isinstance(block, Figures):
         return "\n".join(f"- {found.caption}" for found in block.figures)
+    if isinstance(block, Folded):  # GitHub renders <details> in Markdown; the blank lines keep the table a table
+        return "\n\n".join([f"<details><summary>{block.summary}</summary>", to_markdown(block.blocks).rstrip("\n"),
+                             "</details>"])
+    if isinstance(block, (Beside, Panel)):
+        inner = block.blocks + ((block.figures,) if isinstance(block, Beside) else ())
+        return to_markdown(inner).rstrip("\n")
     raise TypeError(f"not a block: {block!r}")
 
 
@@ -91,6 +118,17 @@ def to_markdown(blocks):
 
 
 def is_empty(block):
-    """A list or figure list without items writes nothing (not an empty line)."""
+    """A list or figure list without items, or a fold or panel with nothing in it, writes nothing."""
+    if isinstance(block, (Folded, Panel)):
+        return all(is_empty(inner) for inner in block.blocks)
     return isinstance(block, (BulletList, Figures)) and not (block.items if isinstance(block, BulletList)
                                                              else block.figures)
+
+
+FOLD_ROWS = 12  # a table longer than this is folded: the page stays a page a reader scans
+
+
+def folded_long_tables(blocks):
+    """The blocks with each table of more than FOLD_ROWS rows folded, its row count in the fold's line."""
+    return [Folded(f"the table ({len(block.rows)} rows)", (block,)) if isinstance(block, Table)
+            and len(block.rows) > FOLD_ROWS else block for block in blocks]

@@ -14,7 +14,8 @@ VECTOR_OPENBLAS_CORES = ("haswell", "zen", "skylakex", "cooperlake", "sapphirera
 NVIDIA_SMI_FIELDS = (
     "name", "uuid", "pci.bus_id", "memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm",
     "power.limit", "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max",
-    "pcie.link.width.current", "ecc.mode.current", "driver_version", "temperature.gpu")
+    "pcie.link.width.current", "ecc.mode.current", "ecc.errors.uncorrected.volatile.total", "driver_version",
+    "temperature.gpu")
 _NVIDIA_SMI_TEXT_FIELDS = ("name", "uuid", "pci.bus_id", "ecc.mode.current", "driver_version")
 COMMAND_TIMEOUT_S = 60
 

@@ -22,7 +22,7 @@ _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (Common
 STYLE = """
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24;
        background: #fff; margin: 0; }
-main { max-width: 1100px; margin: 0 auto; padding: 1.5em 2em 3em; }
+main { max-width: 1500px; margin: 0 auto; padding: 1.5em 2em 3em; }
 h1 { font-size: 1.7em; border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
 h2 { font-size: 1.3em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
 h3, h4, h5, h6 { font-size: 1.1em; }
@@ -36,6 +36,17 @@ figure { margin: .6em 0 1.4em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
 figcaption { font-size: .9em; color: #57606a; }
 .missing { color: #9a3412; }
+ul.figures { list-style: none; padding: 0; }
+.beside { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.beside > .main { flex: 1 1 560px; min-width: 0; }
+.beside > .side { flex: 1 1 460px; min-width: 0; }
+details { margin: .6em 0; }
+details > summary { cursor: pointer; color: #0b5394; }
+section.first-screen { background: #eef5fc; border: 1px solid #b6d4f0; border-radius: 8px; padding: 0 1.2em .6em;
+                       margin-top: 1em; }
+section.first-screen h2 { margin-top: .8em; }
+section.first-screen table { background: #fff; }
+.verdict-ok { color: #116329; } .verdict-bad { color: #9a3412; }
 """
 
 # No script, no outside request: only the inline stylesheet and data: images.
@@ -140,7 +151,14 @@ def _block(block, images):
     if isinstance(block, document.Table):
         return _table(block)
     if isinstance(block, document.Figures):
-        return "<ul>\n" + "\n".join(_figure(found, images) for found in block.figures) + "\n</ul>"
+        return '<ul class="figures">\n' + "\n".join(_figure(found, images) for found in block.figures) + "\n</ul>"
+    if isinstance(block, document.Folded):
+        return f"<details><summary>{escape(block.summary)}</summary>\n{to_html(block.blocks, images)}\n</details>"
+    if isinstance(block, document.Beside):
+        return (f'<div class="beside"><div class="main">\n{to_html(block.blocks, images)}\n</div>'
+                f'<div class="side">\n{_block(block.figures, images)}\n</div></div>')
+    if isinstance(block, document.Panel):
+        return f'<section class="{escape(block.kind)}">\n{to_html(block.blocks, images)}\n</section>'
     raise TypeError(f"not a block: {block!r}")
 
 

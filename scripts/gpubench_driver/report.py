@@ -1,7 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import derive, derive_run, html_report, journal, plots, reference, studies, summary
+from gpubench_driver import (claims, derive, derive_run, headline, health, html_report, journal, plots, reference, studies,
+                             summary, summary_findings)
 from gpubench_driver.document import to_markdown
 
 
@@ -16,21 +17,26 @@ def derive_findings(document, refine_rounds):
                                                                          name)
     # Across the studies (peaks, roofline, energy, clock-limited entries): after each study's own findings.
     document["findings"] = derive_run.derive(document["studies"])
+    # The first screen: the headline figures, the health check against them, the claims answered.
+    document["findings"]["headline"] = headline.derive_headline(document)
+    document["findings"]["health"] = health.derive_health(document)
+    document["findings"]["claims"] = claims.derive_claims(document)
 
 
 def write_outputs(document, out_dir):
     """Plots, summary.md and summary.html (the same page, plots embedded) next to results.json;
     returns the summary path."""
-    plot_paths = plots.write_plots(document["studies"], out_dir)
-    if plot_paths is None:
+    plots_by_study = plots.write_plots(document["studies"], out_dir)
+    if plots_by_study is None:
         print(plots.MISSING_MATPLOTLIB, flush=True)
     elif (document.get("findings") or {}).get("roofline"):
-        plot_paths += [path for path in [plots.write_roofline(document["findings"]["roofline"], out_dir)] if path]
-    page = summary.blocks(document, plot_paths, out_dir)  # one page, written as Markdown and as HTML
+        roofline = plots.write_roofline(document["findings"]["roofline"], out_dir)
+        plots_by_study[summary_findings.ROOFLINE_KEY] = [roofline] if roofline else []
+    page = summary.blocks(document, plots_by_study, out_dir)  # one page, written as Markdown and as HTML
     summary_path = os.path.join(out_dir, "summary.md")
     with open(summary_path, "w", encoding="utf-8") as stream:
         stream.write(to_markdown(page) + "\n")
-    html_report.write(page, plot_paths, out_dir)
+    html_report.write(page, [path for paths in (plots_by_study or {}).values() for path in paths], out_dir)
     return summary_path
 
 

@@ -133,12 +133,13 @@ def _validate_run(run):
 # The fields of the machine, the software and the references that the report reads: typed here,
 # so a hostile or damaged file is refused with the field's name, never half-rendered.
 _MACHINE = {"cpu": (dict, type(None)), "gpus": (list, type(None)), "memory_total_bytes": _OPTIONAL_NUMBER,
-            "os": _OPTIONAL_STR, "kernel": _OPTIONAL_STR, "transparent_hugepages": _OPTIONAL_STR}
+            "os": _OPTIONAL_STR, "kernel": _OPTIONAL_STR, "transparent_hugepages": _OPTIONAL_STR,
+            "gpu_processes": (list, type(None))}
 _CPU = {"model": _OPTIONAL_STR, "sockets": _OPTIONAL_NUMBER, "cores": _OPTIONAL_NUMBER, "threads": _OPTIONAL_NUMBER}
 _GPU_TEXT = ("name", "uuid", "pci.bus_id", "driver_version", "ecc.mode.current")
 _GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm", "power.limit",
                 "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max", "pcie.link.width.current",
-                "temperature.gpu", "numa_node")
+                "temperature.gpu", "numa_node", "ecc.errors.uncorrected.volatile.total")
 _REFERENCE_RESULT = {"library": _OPTIONAL_STR, "version": _OPTIONAL_STR, "device": _OPTIONAL_STR,
                      "dtype": _OPTIONAL_STR, "layout": _OPTIONAL_STR, "memory": _OPTIONAL_STR,
                      "direction": _OPTIONAL_STR, "n": _OPTIONAL_NUMBER, "batch": _OPTIONAL_NUMBER,

@@ -4,8 +4,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, journal, like, options as options_module, reference, report, results,
-                             runner, studies)
+from gpubench_driver import (build, environment, health, journal, like, options as options_module, reference, report,
+                             results, runner, studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -210,5 +210,6 @@ def run(options, argv):
     report.derive_findings(document, options.refine_rounds)
     results.write(document, results_path)
     summary_path = report.write_outputs(document, out_dir)
+    print(health.verdict_line(document["findings"]["health"]), flush=True)
     print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
     return {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]

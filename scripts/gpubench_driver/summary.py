@@ -7,8 +7,9 @@ across the studies from summary_findings. Every section reads the study's `deriv
 document's `findings`, computed by report.derive_findings; none computes a finding itself."""
 import os
 
-from gpubench_driver import studies, summary_findings
-from gpubench_driver.document import Figures, Heading, bullets, figure_of, paragraph, section, table, to_markdown
+from gpubench_driver import studies, summary_findings, summary_headline
+from gpubench_driver.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables, paragraph,
+                                      section, table, to_markdown)
 from gpubench_driver.formatting import md
 
 
@@ -70,23 +71,44 @@ def _like(document):
     return section("Compared with the recorded run", blocks)
 
 
-def _plots(plot_paths, out_dir):
-    if plot_paths is None:
-        return section("Plots", [paragraph("Plots were skipped: matplotlib is not installed for this Python "
-                                           "(install python3-matplotlib).")])
-    return section("Plots", [Figures(tuple(figure_of(os.path.relpath(path, out_dir)) for path in plot_paths))])
+def _figures(paths, out_dir):
+    return Figures(tuple(figure_of(os.path.relpath(path, out_dir)) for path in paths))
 
 
-def blocks(document, plot_paths, out_dir):
-    """The whole page as blocks: summary.md and summary.html are both written from them."""
-    found = _header(document) + _warnings(document) + _like(document)
+def with_plots(blocks, paths, out_dir):
+    """A study's sections with its plots beside its first table (after the last block when it has
+    none), and its long tables folded."""
+    blocks = folded_long_tables(blocks)
+    if not paths:
+        return blocks
+    first = next((index for index, block in enumerate(blocks) if isinstance(block, Table)), None)
+    if first is None:
+        return blocks + [_figures(paths, out_dir)]
+    return blocks[:first] + [Beside((blocks[first],), _figures(paths, out_dir))] + blocks[first + 1:]
+
+
+def _no_plots(plots_by_study):
+    if plots_by_study is not None:
+        return []
+    return section("Plots", [paragraph("Plots were skipped: matplotlib is not installed for this Python "
+                                       "(install python3-matplotlib).")])
+
+
+def blocks(document, plots_by_study, out_dir):
+    """The whole page as blocks: summary.md and summary.html are both written from them. First the
+    header and the first screen (headline, health, claims), then each study's details with its plots
+    beside its tables, then the findings across the studies. plots_by_study: {study: [PNG paths]}
+    (the roofline's under summary_findings.ROOFLINE_KEY), None without matplotlib."""
+    found = _header(document) + summary_headline.first_screen(document) + _warnings(document) + _like(document)
     for name, study in document["studies"].items():
         if name in studies.BY_NAME:
-            found += studies.BY_NAME[name].summary(study, document)
-    return (found + summary_findings.sections(document, plot_paths) + summary_findings.noise_floor(document)
-            + summary_findings.clocks(document) + _plots(plot_paths, out_dir))
+            found += with_plots(studies.BY_NAME[name].summary(study, document), (plots_by_study or {}).get(name),
+                                out_dir)
+    across = summary_findings.sections(document, plots_by_study, out_dir)
+    return (found + folded_long_tables(across) + summary_findings.noise_floor(document)
+            + folded_long_tables(summary_findings.clocks(document)) + _no_plots(plots_by_study))
 
 
-def render(document, plot_paths, out_dir):
+def render(document, plots_by_study, out_dir):
     """summary.md's text."""
-    return to_markdown(blocks(document, plot_paths, out_dir))
+    return to_markdown(blocks(document, plots_by_study, out_dir))

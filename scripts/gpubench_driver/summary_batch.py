@@ -49,9 +49,20 @@ def _crossovers(study, spec):
         blocks.append(paragraph(f"Each GPU precision against the fastest CPU implementation at the same batch (the "
                                 f"CPU runs {md(', '.join(derived.get('cpu_precisions') or []))})."))
     header = [md(spec.size_name), *(["precision"] if with_precision else []), "GPU mode", *crossover_header("batch")]
+    # A GPU faster at every batch has no crossover to show: one sentence names them all, the table the rest.
+    everywhere = [found for found in crossovers if found.get("lower") is None and found.get("upper") is not None]
     rows = [[str(found["n"]), *([md(found["precision"])] if with_precision else []), md(found["mode"]),
-             *crossover_cells(found, "batch")] for found in crossovers]
-    return section(title, blocks + [table(header, rows)])
+             *crossover_cells(found, "batch")] for found in crossovers if found not in everywhere]
+    if everywhere:
+        blocks.append(paragraph("The GPU is faster than the best CPU at every measured batch, the smallest "
+                                "included, for: " + "; ".join(_crossover_series(found, spec, with_precision) for found in everywhere)
+                                + "."))
+    return section(title, blocks + ([table(header, rows)] if rows else []))
+
+
+def _crossover_series(found, spec, with_precision):
+    return (f"{md(spec.size_name)} {found['n']}" + (f" {md(found['precision'])}" if with_precision else "")
+            + f" {md(found['mode'])} ({md(found.get('timed_as') or 'headline time')})")
 
 
 def _ratio_at(row):
@@ -151,7 +162,14 @@ def _utilization(study, spec):
         return section(title, [paragraph(f"Not sampled: {md(found['reason'])}.")])
     if not found["rows"]:
         return section(title, [paragraph("No GPU entry was measured.")])
-    return section(title, [_batch_table(found["rows"], _axes(study["derived"]), _utilization_cell, spec.size_name),
+    # Series timed on the host (copies in the loop) have no readings at any batch: named once, not a row of blanks.
+    read = [row for row in found["rows"] if any(point[gbench.UTILIZATION_SAMPLES] for point in row["points"])]
+    unread = sorted({row["mode"] for row in found["rows"] if row not in read})
+    if not read:
+        return section(title, [paragraph("No NVML reading fell inside a timed loop.")])
+    return section(title, [_batch_table(read, _axes(study["derived"]), _utilization_cell, spec.size_name),
+                           *([paragraph(f"No readings in mode {md(', '.join(unread))}: each of its loops was "
+                                        "shorter than NVML's sampling period.")] if unread else []),
                            paragraph(
         "Each cell: NVML's GPU utilization (the percent of time a kernel ran), averaged over its readings inside the "
         "timed loops of every repetition, and in parentheses how many readings; \"no reading\": each loop was shorter "

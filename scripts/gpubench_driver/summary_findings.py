@@ -3,11 +3,11 @@ measured peak, roofline, per-entry telemetry (energy, clock-limited entries), an
 during each study (its telemetry record)."""
 import os
 
-from gpubench_driver import plots
-from gpubench_driver.document import bullets, paragraph, section, table
+from gpubench_driver.document import Beside, Figures, bullets, figure_of, paragraph, section, table
 from gpubench_driver.formatting import byte_size, joules, md, percent, rate, ratio, seconds
 
 CLOCK_LIMITED_LINES = 25
+ROOFLINE_KEY = "roofline"  # the roofline chart's key among the report's plots by study
 
 
 def _megahertz(value):
@@ -33,10 +33,13 @@ def _fraction_of_peak(findings):
     if not rows:
         return []
     peaks = {row["precision"]: row for row in findings["roofline"]["peaks"]}
+    # A study's best entry that is the peak itself says nothing: the headline gives the peaks.
     body = [[md(row["study"]), md(row["precision"]), _entry_where(row), rate(row["flop_per_s"]),
              percent(row["fraction_of_peak"]),
              f"{rate(peaks[row['precision']]['flop_per_s'])}: {_entry_where(peaks[row['precision']], True)}"]
-            for row in rows]
+            for row in rows if not _is_peak(row, peaks[row["precision"]])]
+    if not body:
+        return []
     nominal = findings["nominal_flop"]
     return section("Across the studies: fraction of the measured peak", [
         table(["study", "precision", "its best entry", "rate", "fraction of the peak", "the peak: where"], body),
@@ -46,6 +49,10 @@ def _fraction_of_peak(findings):
                   "no other study measured). Every GPU entry's rate over it is `fraction_of_peak` in results.json; "
                   "this table shows each study's best entry per precision."),
         bullets(f"{md(row['study'])}: {md(row['note'])}." for row in nominal["notes"])])
+
+
+def _is_peak(row, peak):
+    return all(row.get(key) == peak.get(key) for key in ("study", "impl", "mode", "precision", "n", "batch"))
 
 
 def _roof_items(roof):
@@ -73,31 +80,39 @@ def _roof_items(roof):
     return items
 
 
-def _roofline(findings, plot_paths):
+def _roofline(findings, plots_by_study, out_dir):
     roof = findings["roofline"]
     if not roof["peaks"]:
         return []
     blocks = [bullets(_roof_items(roof))]
+    chart = (plots_by_study or {}).get(ROOFLINE_KEY) or []
+    figures = Figures(tuple(figure_of(os.path.relpath(path, out_dir)) for path in chart))
     if roof["series"]:
-        blocks += [table(["study", "precision", "points", "intensity (FLOP/B)", "best rate", "at intensity",
-                          "of the roof there"],
-                         [[md(row["study"]), md(row["precision"]), str(row["point_count"]),
-                           f"{row['min_intensity']:.3g} .. {row['max_intensity']:.3g}",
-                           f"{rate(row['best']['flop_per_s'])} ({_entry_where(row['best'])})",
-                           f"{row['best']['intensity']:.3g}", percent(row["fraction_of_roof"])]
-                          for row in roof["series"]]),
+        rows = [[md(row["study"]), md(row["precision"]), str(row["point_count"]),
+                 f"{row['min_intensity']:.3g} .. {row['max_intensity']:.3g}",
+                 f"{rate(row['best']['flop_per_s'])} ({_entry_where(row['best'])})",
+                 f"{row['best']['intensity']:.3g}", _of_roof(row["fraction_of_roof"])] for row in roof["series"]]
+        blocks += [Beside((table(["study", "precision", "points", "intensity (FLOP/B)", "best rate", "at intensity",
+                                  "of the roof there"], rows),), figures),
                    paragraph("Of the roof there: the best rate over min(peak, bandwidth x intensity) at its intensity "
-                             "(over the peak alone when no memory roof was measured).")]
+                             "(over the peak alone when no memory roof was measured). Over 100%: the operands stayed "
+                             "in the L2 cache between calls, so the call moved less device memory than the model "
+                             "counts.")]
+    elif chart:
+        blocks.append(figures)
     if roof["not_placed_groups"]:
         blocks += [paragraph("Not placed:"), table(
             ["study", "mode", "entries", "implementations and precisions", "why"],
             [[md(row["study"]), md(row["mode"]), f"{row['entries']:.0f}",
               md(", ".join(f"{series['impl']} {series['precision']}" for series in row["series"])), md(row["reason"])]
              for row in roof["not_placed_groups"]])]
-    chart = any(os.path.basename(path) == plots.ROOFLINE_NAME for path in plot_paths or [])
-    blocks.append(paragraph(f"Chart: `plots/{plots.ROOFLINE_NAME}` (log-log; colour: precision, marker: study)."
-                            if chart else "No chart: matplotlib is not installed for this Python."))
+    if not chart:
+        blocks.append(paragraph("No chart: matplotlib is not installed for this Python."))
     return section("Across the studies: roofline (GPU, resident)", blocks)
+
+
+def _of_roof(fraction):
+    return percent(fraction) + (" (L2-resident)" if fraction is not None and fraction > 1 else "")
 
 
 def _no_telemetry(findings):
@@ -200,12 +215,12 @@ def _clock_limited(findings):
         "taken below 75% of the clock the entry's warm-up settled at are dropped and re-taken after a pause.")])
 
 
-def sections(document, plot_paths):
+def sections(document, plots_by_study, out_dir):
     """The sections across the studies; none when no GPU entry was measured (the warnings say why)."""
     findings = document.get("findings")
     if not findings or not findings["gpu_entries"]:
         return []
-    blocks = _fraction_of_peak(findings) + _roofline(findings, plot_paths) + _measurement(findings)
+    blocks = _fraction_of_peak(findings) + _roofline(findings, plots_by_study, out_dir) + _measurement(findings)
     if not findings["telemetry"]["entries"]:
         return blocks + _no_telemetry(findings)
     return blocks + _energy_gemm(findings) + _energy_calls(findings) + _clock_limited(findings)

@@ -27,7 +27,8 @@ def _headline_speedups(derived):
             for row in found.get("rows", [])]
     if not rows:
         return []
-    return section(f"Speedups at n = {', '.join(map(str, found['sizes']))} (where measured)",
+    measured = sorted({row["n"] for row in found["rows"]})  # the headline sizes this run has rows for
+    return section(f"Speedups at n = {', '.join(map(str, measured))}",
                    [table(["n", "best CPU", "GPU mode", "best GPU", "speedup"], rows)])
 
 

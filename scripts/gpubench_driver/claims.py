@@ -1,0 +1,207 @@
+"""The claims that bring people to gpubench, each answered on this machine from the run's findings.
+
+One registry (CLAIMS): a claim as people make it, where it comes from, and the function that
+answers it, returning {verdict, answer, numbers} from the studies' derived findings, or None where
+the run did not measure what it needs. A new study adds its claims with one record here. The
+verdicts: confirmed, refuted, or "depends on ..." naming what it depends on."""
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from gpubench_driver import derive
+from gpubench_driver.formatting import byte_size, ratio, seconds
+
+CONFIRMED, REFUTED = "confirmed", "refuted"
+CLOSE_TO = 0.10  # a measured factor within this share of the claimed one confirms it
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    text: str     # the claim, as it is usually made
+    source: str   # where it is made
+    answer: Callable  # document -> {verdict, answer, numbers} or None (not measured by this run)
+
+
+def _derived(document, study):
+    return ((document["studies"].get(study) or {}).get("derived")) or {}
+
+
+# --- "at 200x200 the GPU is about 6x faster, but the copies eat the gain" ------------------------
+SMALL_MATRIX = 200
+
+
+def small_matrix(document):
+    entries = (document["studies"].get("matmul") or {}).get("entries") or []
+    best_cpu = derive.best_by_size(derive.cpu_entries(entries))
+    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable") if derive.gpu_entries(entries, mode)]
+    if "resident" not in modes or not best_cpu:
+        return None
+    best_gpu = {mode: derive.best_by_size(derive.gpu_entries(entries, mode)) for mode in modes}
+    sizes = [n for n in best_cpu if all(n in best_gpu[mode] for mode in modes)]
+    if not sizes:
+        return None
+    n = min(sizes, key=lambda size: abs(math.log(size / SMALL_MATRIX)))
+    cpu_s = best_cpu[n]["time_s"]["median"]
+    speedups = {mode: cpu_s / best_gpu[mode][n]["time_s"]["median"] for mode in modes}
+    copies = [speedups[mode] for mode in modes if mode != "resident"]
+    if speedups["resident"] <= 1:
+        verdict = REFUTED
+    elif copies and all(value <= 1 for value in copies):
+        verdict = CONFIRMED
+    elif copies and any(value <= 1 for value in copies):
+        verdict = "depends on the host memory: pinned copies keep a gain, pageable ones eat it"
+    else:
+        verdict = REFUTED
+    parts = ", ".join(f"{ratio(speedups[mode])} {mode.replace('transfer_', 'with ')} copies"
+                      for mode in modes if mode != "resident")
+    return {"verdict": verdict, "numbers": {"n": n, "speedups": speedups},
+            "answer": f"At n = {n} (the measured size nearest {SMALL_MATRIX}), FP32 GEMM on the GPU against the best "
+                      f"CPU: {ratio(speedups['resident'])} with the data resident" + (f"; {parts}" if parts else "")
+                      + "."}
+
+
+# --- "a small MNIST model trains only about 2x faster on a GPU" ------------------------------------
+MNIST_FACTOR = 2.0
+
+
+def _epochs(row):
+    return {point["batch"]: point["epoch_s"] for point in row["points"]}
+
+
+def mnist_epoch(document):
+    found = _derived(document, "mlp_training").get("epoch_times") or {}
+    rows = found.get("rows") or []
+    cpu = next((row for row in rows if row["device"] == "cpu"), None)
+    gpu = next((row for row in rows if row["device"] == "gpu" and row["precision"] == "fp32"
+                and row["mode"] == "transfer_pinned"), None) or next(
+        (row for row in rows if row["device"] == "gpu" and row["precision"] == "fp32"), None)
+    if not cpu or not gpu:
+        return None
+    cpu_epochs, gpu_epochs = _epochs(cpu), _epochs(gpu)
+    factors = {batch: cpu_epochs[batch] / gpu_epochs[batch] for batch in sorted(cpu_epochs) if batch in gpu_epochs}
+    if not factors:
+        return None
+    near = [abs(value / MNIST_FACTOR - 1) <= 0.5 for value in factors.values()]
+    verdict = CONFIRMED if all(near) else REFUTED if not any(near) else "depends on the batch"
+    per_batch = "; ".join(f"batch {batch}: {seconds(cpu_epochs[batch])} against {seconds(gpu_epochs[batch])} "
+                          f"({ratio(value)})" for batch, value in factors.items())
+    return {"verdict": verdict, "numbers": {"factors": factors, "gpu_mode": gpu["mode"]},
+            "answer": f"One epoch of {found['samples']:,} samples of the 784-1024-1024-10 MLP (FP32), best CPU against "
+                      f"the GPU ({gpu['mode'].replace('_', ' ')}, each batch copied in): {per_batch}."}
+
+
+# --- "larger batches raise GPU utilisation, and memory decides the largest batch" ------------------
+def _utilization_rise(derived, precision="fp32"):
+    rows = (derived.get("utilization") or {}).get("rows") or []
+    row = next((row for row in rows if row["mode"] == "resident" and row["precision"] == precision), None)
+    points = [point for point in (row or {}).get("points", []) if point.get("gpu_util_mean") is not None]
+    return (points[0], points[-1]) if len(points) > 1 else None
+
+
+def _largest_batch(derived, gpu_bytes, precision="fp32"):
+    """(bytes per extra sample, the batch the GPU's memory would hold) from the device memory at the
+    smallest and largest batch measured."""
+    series = next((row for row in derived.get("device_memory_series") or []
+                   if row["mode"] == "resident" and row["precision"] == precision), None)
+    if not series or not gpu_bytes:
+        return None
+    small, large = series["smallest"], series["largest"]
+    if large["batch"] <= small["batch"] or large["device_bytes"] <= small["device_bytes"]:
+        return None
+    per_sample = (large["device_bytes"] - small["device_bytes"]) / (large["batch"] - small["batch"])
+    return per_sample, int((gpu_bytes - small["device_bytes"]) / per_sample)
+
+
+def batch_size(document):
+    derived = _derived(document, "mlp_training")
+    rise = _utilization_rise(derived)
+    gpus = document["machine"].get("gpus") or []
+    gpu_bytes = (gpus[0].get("memory.total") or 0) * 2 ** 20 if gpus else 0
+    fits = _largest_batch(derived, gpu_bytes)
+    throughput = next((row for row in derived.get("throughput") or [] if row["device"] == "gpu"
+                       and row["mode"] == "resident" and row["precision"] == "fp32"), None)
+    if not rise or not fits or not throughput:
+        return None
+    first, last = rise
+    saturation = throughput.get("saturation_batch")
+    rises = last["gpu_util_mean"] > first["gpu_util_mean"]
+    limit = saturation if saturation is not None else throughput["best_batch"]
+    verdict = (REFUTED if not rises else CONFIRMED if fits[1] <= 2 * limit else
+               f"depends on the model's memory per sample: this one's would allow a batch {fits[1] // limit:,}x "
+               f"the largest useful one measured")
+    grows = (f"throughput stops growing at batch {saturation}" if saturation is not None
+             else f"throughput still grows at the largest batch measured ({throughput['best_batch']})")
+    return {"verdict": verdict, "numbers": {"utilization": [first, last], "bytes_per_sample": fits[0],
+                                            "largest_batch": fits[1], "saturation_batch": saturation},
+            "answer": f"MLP step, FP32, data resident: NVML's GPU utilization {first['gpu_util_mean']:.0f}% at batch "
+                      f"{first['batch']} and {last['gpu_util_mean']:.0f}% at batch {last['batch']}; {grows}; each "
+                      f"further sample takes {byte_size(fits[0])} of device memory, so the GPU's memory would hold "
+                      f"a batch of about {fits[1]:,}."}
+
+
+# --- "16-bit tensor-core math is up to 8x faster than FP32" ----------------------------------------
+TENSOR_FACTOR = 8.0
+
+
+def tensor_cores(document):
+    claim = _derived(document, "precision").get("tensor_core_claim")
+    results = [row for row in (claim or {}).get("results", []) if row.get("max_speedup") is not None]
+    if not results:
+        return None
+    best = max(row["max_speedup"] for row in results)
+    verdict = (CONFIRMED if abs(best / TENSOR_FACTOR - 1) <= CLOSE_TO else
+               f"{REFUTED}: the gain is larger" if best > TENSOR_FACTOR else f"{REFUTED}: the gain is smaller")
+    found = ", ".join(f"{row['precision'].upper()} {ratio(row['max_speedup'])} (n = {row['n']})" for row in results)
+    return {"verdict": verdict, "numbers": {"speedups": {row["precision"]: row["max_speedup"] for row in results}},
+            "answer": f"cuBLAS GEMM against cuBLAS FP32 at the same size, data resident: {found}."}
+
+
+# --- "pinned memory speeds host-to-device copies and lets them overlap computation" ----------------
+def pinned_memory(document):
+    transfer = next((row for row in _derived(document, "transfer").get("pinned_over_pageable") or []
+                     if row["direction"] == "h2d"), None)
+    pipelines = {row["memory"]: row for row in _derived(document, "overlap").get("best") or []
+                 if row["workload"] == "matmul"}
+    if not transfer or not {"pinned", "pageable"} <= set(pipelines):
+        return None
+    faster = transfer["at_largest"]["ratio"] > 1 and transfer["at_largest"]["beyond_noise"]
+    overlaps = pipelines["pinned"]["saved_beyond_noise"]
+    verdict = (CONFIRMED if faster and overlaps else REFUTED if not faster and not overlaps else
+               "depends: " + ("copies are faster but do not overlap" if faster else "they overlap but are not faster"))
+    pinned, pageable = pipelines["pinned"], pipelines["pageable"]
+    return {"verdict": verdict, "numbers": {"copy_ratio": transfer["at_largest"]["ratio"],
+                                            "saved": {"pinned": pinned["saved_fraction"],
+                                                      "pageable": pageable["saved_fraction"]}},
+            "answer": f"Host to device, {byte_size(transfer['at_largest']['n'])} per copy: pinned "
+                      f"{ratio(transfer['at_largest']['ratio'])} the rate of pageable. A chunked transfer-inclusive "
+                      f"GEMM (n = {pinned['n']}) on several streams saves {pinned['saved_fraction']:.0%} of the serial "
+                      f"time from pinned memory" + ("" if pinned["saved_beyond_noise"] else " (within the noise)")
+                      + f", {pageable['saved_fraction']:.0%} from pageable"
+                      + ("" if pageable["saved_beyond_noise"] else " (within the noise)") + "."}
+
+
+CLAIMS = (
+    Claim("small_matrix", "At 200x200 the GPU is about 6x faster, but copying the data each call eats the gain",
+          "a blog benchmark of a K80 against a 4-core laptop", small_matrix),
+    Claim("mnist_epoch", "A small MNIST model trains only about 2x faster on a GPU (153 s against 83 s)",
+          "a widely shared MNIST timing", mnist_epoch),
+    Claim("batch_size", "Larger batches raise GPU utilisation, and memory decides the largest batch",
+          "common deep-learning advice", batch_size),
+    Claim("tensor_cores", "16-bit tensor-core math is up to 8x faster than FP32",
+          "a common reading of tensor-core marketing", tensor_cores),
+    Claim("pinned_memory", "Pinned memory speeds host-to-device copies and lets them overlap computation",
+          "the CUDA best-practices advice", pinned_memory),
+)
+
+
+def derive_claims(document):
+    """findings["claims"]: {"answered": [...], "not_measured": [claim texts]}."""
+    answered, not_measured = [], []
+    for claim in CLAIMS:
+        found = claim.answer(document)
+        if found is None:
+            not_measured.append(claim.text)
+        else:
+            answered.append({"key": claim.key, "claim": claim.text, "source": claim.source, **found})
+    return {"answered": answered, "not_measured": not_measured}

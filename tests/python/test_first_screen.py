@@ -1,0 +1,272 @@
+"""The report's first screen: headline figures with their intervals, the health check against
+expected ranges, the claims registry, and the page that leads with them. Inputs: a committed H200
+run of the default suite (read-only) and changed copies of it."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from support import ENTRY, SOURCE_DIR
+
+from gpubench_driver import claims, expected, headline, health, html_report, journal, report, summary
+from gpubench_driver.document import Panel
+
+H200_RUN = os.path.join(SOURCE_DIR, "results", "aa-h200-20261124", "h200-aa-a-20261124", "results.json")
+SHEETS = headline.load_datasheets()
+
+
+def derived(document):
+    report.derive_findings(document, 0)
+    return document
+
+
+def h200():
+    return derived(journal.load(H200_RUN))
+
+
+def by_key(document):
+    return {row["key"]: row for row in document["findings"]["headline"]["figures"]}
+
+
+class HeadlineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.document = h200()
+        cls.figures = by_key(cls.document)
+
+    def test_every_question_has_its_figure(self):
+        for key in ("rate/fp32", "rate/tf32", "rate/fp16", "rate/bf16", "rate/fp8_e4m3", "rate/int8",
+                    "memory_bandwidth", "link/h2d/pinned", "link/h2d/pageable", "link/d2h/pinned",
+                    "link/d2h/pageable", "crossover/matmul/resident", "crossover/matmul/transfer_pinned",
+                    "mlp_epoch/gpu", "mlp_epoch/cpu", "energy/fp32"):
+            self.assertIn(key, self.figures)
+
+    def test_the_peak_is_the_findings_peak_with_its_trials_interval(self):
+        peak = next(row for row in self.document["findings"]["roofline"]["peaks"] if row["precision"] == "fp32")
+        row = self.figures["rate/fp32"]
+        self.assertEqual(row["value"], peak["flop_per_s"])
+        self.assertLessEqual(row["low"], row["value"])
+        self.assertGreaterEqual(row["high"], row["value"])
+        self.assertLess(row["low"], row["high"])
+
+    def test_fractions_are_of_the_datasheet_and_the_link(self):
+        sheet = SHEETS["NVIDIA H200"]
+        row = self.figures["rate/bf16"]
+        self.assertAlmostEqual(row["fraction_of_reference"], row["value"] / sheet["peak_flop_per_s"]["bf16"])
+        memory = self.figures["memory_bandwidth"]
+        self.assertAlmostEqual(memory["fraction_of_reference"], memory["value"] / sheet["memory_bytes_per_s"])
+        link = self.document["studies"]["transfer"]["derived"]["link"]["bytes_per_s"]
+        row = self.figures["link/h2d/pinned"]
+        self.assertAlmostEqual(row["fraction_of_reference"], row["value"] / link)
+        self.assertLess(row["fraction_of_reference"], 1)
+
+    def test_an_unknown_model_has_no_datasheet_fraction(self):
+        document = journal.load(H200_RUN)
+        document["machine"]["gpus"][0]["name"] = "Some Other GPU"
+        derived(document)
+        self.assertIsNone(document["findings"]["headline"]["datasheet"])
+        self.assertIsNone(by_key(document)["rate/fp32"]["fraction_of_reference"])
+        self.assertEqual(document["findings"]["health"]["verdict"], health.NOT_JUDGED)
+
+    def test_a_run_without_the_gpu_part_has_only_cpu_figures(self):
+        document = journal.load(H200_RUN)
+        for study in document["studies"].values():
+            study["entries"] = [entry for entry in study["entries"] if entry["device"] == "cpu"]
+        document["gpu"] = {"available": False, "reason": "no NVIDIA driver"}
+        derived(document)
+        devices = {row["device"] for row in document["findings"]["headline"]["figures"]}
+        self.assertEqual(devices, {"cpu"})
+        self.assertEqual(document["findings"]["health"]["verdict"], health.NOT_JUDGED)
+
+
+def figure(value, low, high, better="higher", timed_as=headline.THROUGHPUT, key="rate/fp32"):
+    return headline.figure(key, "x", value, (low, high), "FLOP/s", better, timed_as)
+
+
+RANGE = {"values": [100.0, 102.0], "min": 100.0, "median": 101.0, "max": 102.0}
+
+
+class JudgeTest(unittest.TestCase):
+    def test_within_the_range_and_its_tolerance_is_as_expected(self):
+        self.assertEqual(health.judge(figure(98.0, 97.5, 98.5), RANGE)["status"], health.AS_EXPECTED)
+
+    def test_below_when_even_its_best_end_falls_short(self):
+        found = health.judge(figure(90.0, 89.0, 91.0), RANGE)
+        self.assertEqual(found["status"], health.BELOW)
+        self.assertAlmostEqual(found["by"], 1 - 90.0 / 101.0)
+
+    def test_a_wide_interval_reaching_the_range_is_not_below(self):
+        self.assertEqual(health.judge(figure(90.0, 80.0, 99.0), RANGE)["status"], health.AS_EXPECTED)
+
+    def test_host_paced_figures_have_a_wider_tolerance(self):
+        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0, timed_as=headline.LATENCY), RANGE)["status"],
+                         health.AS_EXPECTED)
+        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0), RANGE)["status"], health.BELOW)
+
+    def test_lower_is_better_turns_the_test_round(self):
+        self.assertEqual(health.judge(figure(120.0, 118.0, 122.0, better="lower"), RANGE)["status"], health.BELOW)
+        self.assertEqual(health.judge(figure(80.0, 79.0, 81.0, better="lower"), RANGE)["status"], health.ABOVE)
+
+    def test_a_figure_without_direction_or_range_is_not_judged(self):
+        self.assertEqual(health.judge(figure(1.0, 1.0, 1.0, better=None), RANGE)["status"], health.NOT_JUDGED)
+        self.assertEqual(health.judge(figure(1.0, 1.0, 1.0), None)["status"], health.NOT_JUDGED)
+
+
+class HealthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ranges = expected.model_records([H200_RUN])
+
+    def test_a_figure_measured_at_another_point_is_not_judged(self):
+        document = h200()
+        row = by_key(document)["rate/fp32"]
+        self.assertIsNotNone(expected.figure_range(self.ranges["NVIDIA H200"], row))
+        self.assertIsNone(expected.figure_range(self.ranges["NVIDIA H200"], {**row, "where": "n=1024"}))
+
+    def test_a_run_against_its_own_range_is_as_expected(self):
+        found = health.derive_health(h200(), self.ranges)
+        self.assertEqual(found["verdict"], health.AS_EXPECTED)
+        self.assertTrue(found["figures"])
+        self.assertTrue(all(row["status"] == health.AS_EXPECTED for row in found["figures"]))
+
+    def test_slow_copies_on_a_gen4_link_are_below_with_the_link_as_cause(self):
+        document = journal.load(H200_RUN)
+        document["machine"]["gpus"][0]["pcie.link.gen.max"] = 4
+        for entry in document["studies"]["transfer"]["entries"]:
+            if entry["mode"] == "pinned" and entry["status"] == "ok":
+                for times in [entry["time_s"]] + [trial["time_s"] for trial in entry.get("trials") or []]:
+                    for key in ("median", "min", "max", "q1", "q3", "mean"):
+                        if times.get(key) is not None:
+                            times[key] *= 2
+                    times["samples"] = [value * 2 for value in times.get("samples") or []]
+        found = health.derive_health(derived(document), self.ranges)
+        self.assertEqual(found["verdict"], health.BELOW)
+        below = {row["key"]: row for row in found["figures"] if row["status"] == health.BELOW}
+        self.assertIn("link/h2d/pinned", below)
+        self.assertTrue(any("Gen4" in cause for cause in below["link/h2d/pinned"]["causes"]))
+        self.assertNotIn("rate/fp32", below)
+
+    def test_a_lowered_power_limit_and_other_processes_are_problems(self):
+        document = h200()
+        document["machine"]["gpus"][0]["power.limit"] = 400.0
+        document["machine"]["gpu_processes"] = [{"pid": 1, "name": "x", "used_memory_mib": 10}]
+        found = health.derive_health(document, self.ranges)
+        failing = {check["check"] for check in found["checks"] if not check["ok"]}
+        self.assertEqual(failing, {"power_limit", "processes"})
+        self.assertEqual(found["verdict"], health.BELOW)
+
+    def test_ecc_errors_are_a_problem(self):
+        check = health.ecc_check({"ecc.mode.current": "Enabled", "ecc.errors.uncorrected.volatile.total": 3})
+        self.assertFalse(check["ok"])
+        self.assertTrue(health.ecc_check({"ecc.mode.current": "Enabled",
+                                          "ecc.errors.uncorrected.volatile.total": 0})["ok"])
+
+    def test_a_damaged_ranges_file_leaves_the_health_not_judged(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ranges.json")
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write("[" * 100000)
+            with self.assertRaises(expected.ExpectedError):
+                expected.load(path)
+
+
+class ExpectedCommandTest(unittest.TestCase):
+    def gpubench(self, *args):
+        return subprocess.run(["bash", ENTRY, *args], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+
+    def test_writes_the_models_ranges_from_the_runs(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ranges.json")
+            done = self.gpubench("expected", H200_RUN, "--file", path)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("NVIDIA H200 from 1 run(s)", done.stdout)
+            model = expected.load(path)["NVIDIA H200"]
+            self.assertEqual(model["runs"][0]["id"], "h200-aa-a-20261124")
+            [(where, found)] = model["figures"]["rate/fp32"].items()
+            self.assertEqual(where, "precision: cublas resident n=4096")
+            self.assertEqual(found["values"], [found["median"]])
+
+    def test_a_damaged_run_is_a_message_not_a_traceback(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "results.json")
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write("{not json")
+            done = self.gpubench("expected", path, "--file", os.path.join(directory, "ranges.json"))
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("gpubench: error:", done.stderr)
+            self.assertNotIn("Traceback", done.stderr)
+
+
+class ClaimsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.document = h200()
+
+    def answer(self, key, document=None):
+        claim = next(claim for claim in claims.CLAIMS if claim.key == key)
+        return claim.answer(document or self.document)
+
+    def test_every_claim_is_answered_by_the_default_suite(self):
+        found = claims.derive_claims(self.document)
+        self.assertEqual([row["key"] for row in found["answered"]], [claim.key for claim in claims.CLAIMS])
+        self.assertEqual(found["not_measured"], [])
+
+    def test_the_tensor_core_verdict_follows_the_measured_factor(self):
+        document = copy.deepcopy(self.document)
+        results = document["studies"]["precision"]["derived"]["tensor_core_claim"]["results"]
+        for factor, verdict in ((8.3, claims.CONFIRMED), (5.0, "refuted: the gain is smaller"),
+                                (13.0, "refuted: the gain is larger")):
+            for row in results:
+                row["max_speedup"] = factor
+            self.assertEqual(self.answer("tensor_cores", document)["verdict"], verdict)
+
+    def test_the_small_matrix_verdict_reads_the_copies(self):
+        found = self.answer("small_matrix")
+        speedups = found["numbers"]["speedups"]
+        self.assertGreater(speedups["resident"], 1)
+        if speedups["transfer_pinned"] > 1 >= speedups["transfer_pageable"]:
+            self.assertTrue(found["verdict"].startswith("depends on the host memory"))
+
+    def test_a_run_without_the_study_leaves_its_claim_unanswered(self):
+        document = copy.deepcopy(self.document)
+        del document["studies"]["overlap"]
+        found = claims.derive_claims(document)
+        self.assertIn("Pinned memory speeds host-to-device copies and lets them overlap computation",
+                      found["not_measured"])
+
+
+class FirstScreenPageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.document = h200()
+        cls.page = summary.blocks(cls.document, {}, tempfile.gettempdir())
+
+    def test_the_page_opens_with_the_headline_health_and_claims(self):
+        panel = self.page[2]
+        self.assertIsInstance(panel, Panel)
+        titles = [block.text for block in panel.blocks if hasattr(block, "level")]
+        self.assertEqual(titles, ["Headline", "Health", "Claims, measured here"])
+
+    def test_the_html_sets_the_first_screen_apart(self):
+        text = html_report.render(self.page, [], tempfile.gettempdir())
+        self.assertLess(text.index('<section class="first-screen">'), text.index("<h2>Crossover"))
+
+    def test_long_tables_are_folded(self):
+        text = html_report.render(self.page, [], tempfile.gettempdir())
+        self.assertIn("<details><summary>the table (", text)
+
+    def test_figures_the_run_lacks_are_not_shown(self):
+        document = h200()
+        del document["studies"]["mlp_training"]
+        derived(document)
+        text = summary.render(document, {}, tempfile.gettempdir())
+        self.assertNotIn("MLP training epoch", text)
+        self.assertNotIn("n/a", text.split("## Health")[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
