@@ -1,6 +1,13 @@
-"""PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib."""
+"""PNG plots of the studies (matplotlib, Agg backend), named after their study; None without matplotlib.
+
+Every line chart is a Chart: at most MAX_SERIES data series (a study with more splits its charts by
+mode, precision or memory, keeping the CPU lines on each), each series styled alike in all the charts
+of its study."""
 import os
+import re
 import textwrap
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 from gpubench_driver import derive, derive_batch, derive_transfer
 from gpubench_driver.formatting import rate
@@ -24,84 +31,214 @@ def plain(text):
     return str(text).replace("$", r"\$")
 
 
-def _series(entries, label):
-    """{label: [(n, entry), ...]} sorted by n; label(entry) names an entry's line, None leaves it out."""
+# --- which series go on which chart --------------------------------------------------------
+MAX_SERIES = 8  # data series on one chart: past this the lines tangle and the legend is a list to search
+HOST_MODE = "host"  # the CPU entries' mode: their lines are the baseline every chart of a split keeps
+
+
+def _series(entries, key):
+    """{key: [(n, entry), ...]} sorted by n; key(entry) is the entry's series, a tuple (implementation,
+    mode[, precision]), or None to leave it out."""
     series = {}
     for entry in derive.ok_entries(entries):
-        name = label(entry)
+        name = key(entry)
         if name is not None:
             series.setdefault(name, []).append((entry["n"], entry))
     return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
 
 
+def chart_shares(keys, levels, baseline=()):
+    """[(names of the chart's share, its keys)]: all the keys on one chart when they fit in MAX_SERIES;
+    else a chart per value of levels[0](key), each also holding the baseline keys (the CPU, which the
+    GPU lines are read against), a chart still too full split by the next level, past the last in parts."""
+    if len(keys) <= MAX_SERIES:
+        return [((), list(keys))]
+    shared = [key for key in keys if key in baseline] if len(baseline) < MAX_SERIES else []
+    rest = [key for key in keys if key not in shared]
+    if not levels:
+        room = MAX_SERIES - len(shared)
+        return [((f"part {start // room + 1}",), shared + rest[start:start + room])
+                for start in range(0, len(rest), room)]
+    groups = {}
+    for key in rest:
+        groups.setdefault(levels[0](key), []).append(key)
+    return [((group,) + names, chart) for group, members in groups.items()
+            for names, chart in chart_shares(shared + members, levels[1:], shared)]
+
+
+def _label(key):
+    return "/".join(key)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One log-log line chart: value(point) over x for each series ({key: [(x, point), ...]}); mark(axes,
+    keys) adds the lines that belong to the chart's series (crossovers, the link's rate) before it is saved."""
+    path: str
+    title: str
+    ylabel: str
+    series: dict
+    value: Callable = lambda point: point
+    xlabel: str = "n (square matrices: n x n)"
+    mark: Optional[Callable] = None
+
+
+def _file_part(name):
+    return re.sub(r"[^0-9A-Za-z]+", "_", str(name)).strip("_")  # names come from the results file
+
+
+def _scoped(title, names):
+    """The title with the chart's share of the series named at the end of its first line."""
+    first, *rest = title.split("\n")
+    return "\n".join([f"{first} ({', '.join(names)})", *rest]) if names else title
+
+
+def _line_charts(stem, title, series, levels=(), baseline=(), **chart):
+    """The Charts of `series`, at most MAX_SERIES each (chart_shares), at stem.png or stem_<share>.png."""
+    return [Chart(path="_".join([stem, *map(_file_part, names)]) + ".png", title=_scoped(title, names),
+                  series={key: series[key] for key in keys}, **chart)
+            for names, keys in chart_shares(list(series), levels, baseline)]
+
+
+def _cpu(series):
+    return [key for key in series if key[1] == HOST_MODE]
+
+
+# --- how the series look -------------------------------------------------------------------
 LEGEND_ROWS = 20  # more lines than this: the legend takes two columns
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
            "tab:olive", "tab:cyan")  # matplotlib's default cycle
 LINE_STYLES = ("-", "--", ":", "-.")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 7, prime to the 10 colours: 70 series before a pair repeats
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # as many as MAX_SERIES: a chart's lines all differ in marker
 
 
-def series_style(index):
-    """The colour, marker and line style of the index-th series of a chart: no two of a chart's
-    series look alike (the colours alone repeat after ten)."""
-    return {"color": COLOURS[index % len(COLOURS)], "marker": MARKERS[index % len(MARKERS)],
-            "linestyle": LINE_STYLES[index // len(COLOURS) % len(LINE_STYLES)]}
+def _least_taken(count, taken):
+    """The index below count that the fewest of `taken` hold, the lowest on a tie."""
+    return min(range(count), key=lambda index: (taken.count(index), index))
 
 
-def _finish(pyplot, figure, axes, path):
+def study_styles(charts_labels):
+    """{label: matplotlib style} for a study whose charts hold the given lists of labels: a label looks
+    the same in every chart (a reader follows cuBLAS from one to the next), and no two labels of a chart
+    share a colour or a marker (greedy colouring, the labels with the most chart-mates first: the CPU lines)."""
+    mates = {}
+    for labels in charts_labels:
+        for label in labels:
+            mates.setdefault(label, set()).update(other for other in labels if other != label)
+    colours, markers = {}, {}
+    for label in sorted(mates, key=lambda label: -len(mates[label])):  # stable: ties keep their order
+        colours[label] = _least_taken(len(COLOURS), [colours[m] for m in mates[label] if m in colours])
+        markers[label] = _least_taken(len(MARKERS), [markers[m] for m in mates[label] if m in markers])
+    return {label: {"color": COLOURS[colours[label]], "marker": MARKERS[markers[label]], "linestyle": "-"}
+            for label in mates}
+
+
+def _finish(pyplot, figure, axes, path, extra=()):
+    """Grid, legend and save; extra: (handle, label) pairs the legend shows beside the axes' own."""
     axes.grid(True, which="both", alpha=0.3)
-    handles, labels = axes.get_legend_handles_labels()  # labels hold names from the results file
+    handles, labels = axes.get_legend_handles_labels()
+    handles += [handle for handle, _ in extra]
+    labels += [label for _, label in extra]
     # Beside the axes, not over the data; the saved image widens to hold it (bbox_inches), the axes keep their size.
-    axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",
+    axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",  # names from the file
                 bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=2 if len(handles) > LEGEND_ROWS else 1)
     figure.savefig(path, dpi=120, bbox_inches="tight")
     pyplot.close(figure)
 
 
-def _line_plot(pyplot, path, title, ylabel, series, value, xlabel="n (square matrices)", mark=None):
-    """One line per series, value(point) over x, log-log; mark(axes) adds to the chart before it is saved."""
+def _line_plot(pyplot, chart, styles):
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    for index, (label, points) in enumerate(series.items()):
-        xs = [x for x, point in points if value(point) is not None]
-        ys = [value(point) for _, point in points if value(point) is not None]
-        if xs:
-            axes.plot(xs, ys, markersize=4, label=label, **series_style(index))
-    if mark:
-        mark(axes)
-    axes.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=plain(title))
-    _finish(pyplot, figure, axes, path)
+    for key, points in chart.series.items():
+        shown = [(x, chart.value(point)) for x, point in points if chart.value(point) is not None]
+        if shown:
+            axes.plot(*zip(*shown), markersize=4, label=_label(key), **styles[_label(key)])
+    if chart.mark:
+        chart.mark(axes, list(chart.series))
+    axes.set(xscale="log", yscale="log", xlabel=chart.xlabel, ylabel=chart.ylabel, title=plain(chart.title))
+    _finish(pyplot, figure, axes, chart.path)
 
 
-def _speedup_plot(pyplot, path, entries, crossovers):
+def _draw(pyplot, study_charts):
+    """Draws a study's Charts, styled alike across them; returns their paths."""
+    styles = study_styles([[_label(key) for key in chart.series] for chart in study_charts])
+    for chart in study_charts:
+        _line_plot(pyplot, chart, styles)
+    return [chart.path for chart in study_charts]
+
+
+# --- crossovers --------------------------------------------------------------------------
+CROSSOVER_STYLES = ("--", ":", "-.")  # one per distinct crossover on a chart
+
+
+def crossover_lines(crossovers, with_precision, axis="batch"):
+    """{value of the axis: [which GPU mode (and precision) beats the CPU from it]}: one line per distinct
+    value, so crossovers at the same batch or n (often the smallest) are marked once, not piled up."""
+    lines = {}
+    for found in crossovers:
+        at = found.get(f"estimate_{axis}") or found.get("upper")  # the estimate, else the bracket's upper end
+        if at:
+            lines.setdefault(at, []).append(f"{found['mode']}, {found['precision']}" if with_precision
+                                            else found["mode"])
+    return dict(sorted(lines.items()))
+
+
+def _crossover_marks(crossovers, with_precision, axis="batch"):
+    """mark(axes, keys): a vertical line at each value of the axis from which a GPU mode (and precision)
+    of the chart's series (keys (implementation, mode[, precision])) beats the CPU."""
+    def on_chart(found, keys):
+        return any(key[1] == found["mode"] and (not with_precision or key[2] == found["precision"])
+                   for key in keys)
+
+    def mark(axes, keys):
+        shown = [found for found in crossovers if on_chart(found, keys)]
+        for index, (at, which) in enumerate(crossover_lines(shown, with_precision, axis).items()):
+            axes.axvline(at, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
+                         label=textwrap.fill(f"GPU beats CPU from {axis} = {at}: " + "; ".join(which), 60))
+    return mark
+
+
+def _timed(crossovers):
+    return [found for found in crossovers if found.get("measure", "time") == "time"]
+
+
+# --- matmul ----------------------------------------------------------------------------
+def _speedup_series(entries):
+    """{("best GPU", mode): [(n, best CPU time / best GPU time of that mode)]} at the sizes both measured."""
     best_cpu = derive.best_by_size(derive.cpu_entries(entries))
-    figure, axes = pyplot.subplots(figsize=(9, 6))
-    for index, mode in enumerate(derive.gpu_modes(entries)):
+    series = {}
+    for mode in derive.gpu_modes(entries):
         best_gpu = derive.best_by_size(derive.gpu_entries(entries, mode))
-        sizes = sorted(set(best_cpu) & set(best_gpu))
-        speedups = [best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"] for n in sizes]
-        line, = axes.plot(sizes, speedups, markersize=4, label=f"best GPU, {mode}", **series_style(index))
-        found = next((c for c in crossovers if c["mode"] == mode and c.get("measure", "time") == "time"), {})
-        marker_n = found.get("estimate_n") or found.get("upper")
-        if marker_n:
-            axes.axvline(marker_n, color=line.get_color(), linestyle="--", alpha=0.6)
-    axes.axhline(1.0, color="black", linewidth=0.8)
-    axes.set(xscale="log", yscale="log", xlabel="n (square matrices)", ylabel="best CPU time / GPU time",
-             title="matmul FP32: GPU speedup over the best CPU (dashed: crossover)")
-    _finish(pyplot, figure, axes, path)
+        series[("best GPU", mode)] = [(n, best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"])
+                                      for n in sorted(set(best_cpu) & set(best_gpu))]
+    return series
+
+
+def _parity_and_crossovers(crossovers):
+    crossover_marks = _crossover_marks(crossovers, with_precision=False, axis="n")
+
+    def mark(axes, keys):
+        axes.axhline(1.0, color="black", linewidth=0.8)  # as fast as the CPU
+        crossover_marks(axes, keys)
+    return mark
 
 
 def matmul_plots(pyplot, study, plot_dir):
+    """Time and rate of every implementation and mode, split by GPU mode when over MAX_SERIES (the CPU
+    on each, e.g. matmul_time_resident.png); the best GPU's speedup over the best CPU per mode."""
     entries = study["entries"]
-    series = _series(entries, lambda entry: f"{entry['impl']}/{entry['mode']}")
-    paths = {name: os.path.join(plot_dir, f"matmul_{name}.png") for name in ("time", "rate", "speedup")}
-    _line_plot(pyplot, paths["time"], "matmul FP32: median time", "median time (s)", series,
-               lambda entry: entry["time_s"]["median"])
-    _line_plot(pyplot, paths["rate"], "matmul FP32: FLOP/s", "FLOP/s", series, lambda entry: entry.get("flop_per_s"))
+    series = _series(entries, lambda entry: (entry["impl"], entry["mode"]))
+    by_mode = (lambda key: key[1],)
+    study_charts = (
+        _line_charts(os.path.join(plot_dir, "matmul_time"), "matmul FP32: median time", series, by_mode,
+                     _cpu(series), ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
+        + _line_charts(os.path.join(plot_dir, "matmul_rate"), "matmul FP32: FLOP/s", series, by_mode, _cpu(series),
+                       ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
     if derive.gpu_modes(entries):
-        _speedup_plot(pyplot, paths["speedup"], entries, study["derived"].get("crossovers", []))
-    else:
-        del paths["speedup"]
-    return list(paths.values())
+        study_charts += _line_charts(os.path.join(plot_dir, "matmul_speedup"),
+                                     "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
+                                     ylabel="speedup: best CPU time / best GPU time (x)",
+                                     mark=_parity_and_crossovers(_timed(study["derived"].get("crossovers", []))))
+    return _draw(pyplot, study_charts)
 
 
 # --- precision study --------------------------------------------------------------
@@ -137,117 +274,113 @@ def _pareto_plot(pyplot, path, rows):
                       (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
                       xytext=(6, 5 if index % 2 else -12), fontsize="small")
     axes.axhline(1.0, color="black", linewidth=0.8)
-    axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64",
-             ylabel="speedup over cuBLAS FP32 (same size)",
+    axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64 (no unit)",
+             ylabel="speedup over cuBLAS FP32, same size (x)",
              title="precision: speed against accuracy (GPU resident, largest size of each precision)")
     _finish(pyplot, figure, axes, path)
 
 
+def _input_width(precision):
+    """'32-bit' for fp32 and tf32, '16-bit' for bf16 and fp16_acc16, '8-bit' for int8 and fp8_e4m3: the
+    first number in a precision's name, the bits an input is stored in."""
+    bits = re.search(r"\d+", precision)
+    return f"{bits.group()}-bit" if bits else precision
+
+
 def precision_plots(pyplot, study, plot_dir):
-    paths = [os.path.join(plot_dir, f"precision_{name}.png") for name in ("pareto", "rate")]
-    # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
-    series = _series(study["entries"], lambda entry: f"{entry['impl']}/{entry['mode']}/{entry['precision']}"
-                     if entry["mode"] in ("resident", "host") else None)
-    _line_plot(pyplot, paths[1], "precision: FLOP/s (int8: operations/s)", "FLOP/s", series,
-               lambda entry: entry.get("flop_per_s"))
+    """The speed-accuracy chart, and FLOP/s over n split by input width when over MAX_SERIES (the CPU on
+    each, e.g. precision_rate_16_bit.png)."""
+    paths = []
     if pareto_points(study["derived"].get("speedups_over_fp32", [])):
+        paths.append(os.path.join(plot_dir, "precision_pareto.png"))
         _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
-    else:
-        paths.pop(0)
-    return paths
+    # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
+    series = _series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
+                     if entry["mode"] in ("resident", HOST_MODE) else None)
+    return paths + _draw(pyplot, _line_charts(
+        os.path.join(plot_dir, "precision_rate"), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
+        _cpu(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 
 # --- studies with a batch axis ---------------------------------------------------------
-CROSSOVER_STYLES = ("--", ":", "-.")  # one per GPU mode (and precision)
-
-
-def crossover_lines(crossovers, with_precision):
-    """{batch: [which GPU mode (and precision) beats the CPU from it]}: one line per distinct batch,
-    so crossovers at the same batch (often the smallest) are marked once, not piled up."""
-    lines = {}
-    for found in crossovers:
-        batch = found.get("estimate_batch") or found.get("upper")  # the estimate, else the bracket's upper end
-        if batch:
-            lines.setdefault(batch, []).append(f"{found['mode']}, {found['precision']}" if with_precision
-                                               else found["mode"])
-    return dict(sorted(lines.items()))
-
-
-def _crossover_marks(crossovers, with_precision):
-    """Draws a vertical line at each batch from which some GPU mode (and precision) beats the CPU."""
-    def mark(axes):
-        for index, (batch, which) in enumerate(crossover_lines(crossovers, with_precision).items()):
-            axes.axvline(batch, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
-                         label=textwrap.fill(f"GPU beats CPU from batch {batch}: " + "; ".join(which), 60))
-    return mark
-
-
 def batch_plots(name, spec, pyplot, study, plot_dir):
     """One chart per size n of batch study `name` (spec: its BatchStudy): items/s of every
     implementation, mode (and precision) over the batch, CPU and GPU together, with the crossovers
-    marked."""
+    marked; split by precision, then mode, when over MAX_SERIES (e.g. conv2d_throughput_n56_fp16.png)."""
     derived = study["derived"]
     rows = derived.get("throughput", [])
     with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
+    fields = ("impl", "mode", "precision")[:2 + with_precision]
+    levels = ((lambda key: key[2],) if with_precision else ()) + (lambda key: key[1],)
     key = derive_batch.rate_key(spec)
-    paths = []
+    study_charts = []
     for n in sorted({row["n"] for row in rows}):
-        series = {"/".join(row[axis] for axis in ("impl", "mode", "precision")[:2 + with_precision]):
-                  [(point["batch"], point) for point in row["points"]] for row in rows if row["n"] == n}
-        paths.append(os.path.join(plot_dir, f"{name}_throughput_n{n}.png"))
-        _line_plot(pyplot, paths[-1], f"{spec.title}: {spec.unit} per second\n"
-                                      f"{derive_batch.size_text(spec, study.get('layers'), n)}", f"{spec.unit}/s",
-                   series, lambda point: point[key], xlabel=f"batch ({spec.unit} per call)",
-                   mark=_crossover_marks([c for c in derived.get("crossovers", [])
-                                          if c["n"] == n and c.get("measure", "time") == "time"], with_precision))
-    return paths
+        series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
+                  for row in rows if row["n"] == n}
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"{name}_throughput_n{n}"),
+            f"{spec.title}: {spec.unit} per second\n{derive_batch.size_text(spec, study.get('layers'), n)}",
+            series, levels, _cpu(series), ylabel=f"{spec.unit}/s", value=lambda point: point[key],
+            xlabel=f"batch ({spec.unit} per call)",
+            mark=_crossover_marks(_timed(c for c in derived.get("crossovers", []) if c["n"] == n), with_precision))
+    return _draw(pyplot, study_charts)
 
 
 # --- the transfer and overlap studies ----------------------------------------------------
 def _link_mark(link):
-    def mark(axes):
+    def mark(axes, keys):
         axes.axhline(link["bytes_per_s"] / derive_transfer.GIB, color="black", alpha=0.6, linestyle="--",
                      label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
     return mark
 
 
+def _memory_family(memory):
+    """'pageable' for the pageable memories (first touch, THP, zero page), 'page-locked' for the rest
+    (pinned, registered, write-combined; device memory's d2d chart has one line, never split)."""
+    return "pageable" if memory.startswith("pageable") else "page-locked"
+
+
 def transfer_plots(pyplot, study, plot_dir):
     """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
-    (and the link's theoretical rate across the link)."""
+    (and the link's theoretical rate across the link); split by memory family, then engine, when over
+    MAX_SERIES (e.g. transfer_bandwidth_h2d_page_locked.png)."""
     derived = study["derived"]
-    paths = []
+    study_charts = []
     for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
-        series = {f"{row['impl']}/{row['mode']}": [(point["n"], point) for point in row["points"]]
+        series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
                   for row in derived["curves"] if row["direction"] == direction}
         link = derived.get("link") if direction in derive_transfer.LINK_DIRECTIONS else None
-        paths.append(os.path.join(plot_dir, f"transfer_bandwidth_{direction}.png"))
-        _line_plot(pyplot, paths[-1], f"transfer {direction}: bandwidth against the size of one copy",
-                   "GiB/s (2^30 bytes per second)", series,
-                   lambda point: point["bytes_per_s"] / derive_transfer.GIB, xlabel="bytes per copy",
-                   mark=_link_mark(link) if link else None)
-    return paths
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"transfer_bandwidth_{direction}"),
+            f"transfer {direction}: bandwidth against the size of one copy", series,
+            (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
+            value=lambda point: point["bytes_per_s"] / derive_transfer.GIB, xlabel="bytes per copy (B)",
+            mark=_link_mark(link) if link else None)
+    return _draw(pyplot, study_charts)
+
+
+def _serial_mark(serial_s):
+    def mark(axes, keys):
+        axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
+    return mark
 
 
 def overlap_plots(pyplot, study, plot_dir):
     """One chart per workload, host memory and n: each schedule's time over the chunk count, with
     the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
     rows = study["derived"].get("pipelines", [])
-    paths = []
+    study_charts = []
     for workload, memory, n in dict.fromkeys((row["workload"], row["memory"], row["n"]) for row in rows):
         mine = [row for row in rows if (row["workload"], row["memory"], row["n"]) == (workload, memory, n)]
-        series = {schedule: [(row["chunks"], row["median_s"]) for row in mine if row["schedule"] == schedule]
+        series = {(schedule,): [(row["chunks"], row["median_s"]) for row in mine if row["schedule"] == schedule]
                   for schedule in dict.fromkeys(row["schedule"] for row in mine)}
-        series["ideal: max(copy-only, compute-only)"] = sorted(
-            {row["chunks"]: row["ideal_s"] for row in mine}.items())
-        serial_s = mine[0]["serial_s"]
-
-        def mark(axes, serial_s=serial_s):
-            axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
-
-        paths.append(os.path.join(plot_dir, f"overlap_{workload}_{memory}_n{n}.png"))
-        _line_plot(pyplot, paths[-1], f"overlap: {workload}, {memory} host memory, n = {n}", "seconds per run",
-                   series, lambda seconds: seconds, xlabel="chunks", mark=mark)
-    return paths
+        ideal = {row["chunks"]: row["ideal_s"] for row in mine}
+        series[("ideal: max(copy-only, compute-only)",)] = sorted(ideal.items())
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"overlap_{workload}_{memory}_n{n}"),
+            f"overlap: {workload}, {memory} host memory, n = {n}", series, ylabel="seconds per run (s)",
+            xlabel="chunks (pieces the data is copied and computed in)", mark=_serial_mark(mine[0]["serial_s"]))
+    return _draw(pyplot, study_charts)
 
 
 # --- across the studies: the roofline ---------------------------------------------------
@@ -284,7 +417,7 @@ def _roofline_plot(pyplot, path, roof):
     for index, row in enumerate(roof["peaks"]):
         axes.plot([low, high], [row["flop_per_s"]] * 2, color=colours[row["precision"]],
                   linestyle=LINE_STYLES[1 + index // len(ROOF_COLOURS) % (len(LINE_STYLES) - 1)], linewidth=1.2,
-                  label=plain(f"{row['precision']} peak {rate(row['flop_per_s'])}"))
+                  label=f"{row['precision']} peak {rate(row['flop_per_s'])}")
     bandwidth = roof.get("bandwidth")
     if bandwidth:
         top = max(row["flop_per_s"] for row in roof["peaks"]) if roof["peaks"] else bandwidth["bytes_per_s"] * high
@@ -298,22 +431,14 @@ def _roofline_plot(pyplot, path, roof):
             axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
                          marker=_marker(study), color=colours.get(precision, "grey"),
                          s=22, alpha=0.75, zorder=3)
-    handles, labels = axes.get_legend_handles_labels()
-    handles += [Line2D([], [], marker=_marker(study), color="grey", linestyle="none")
-                for study in studies]
-    labels += [plain(f"points: {study}") for study in studies]
     memory = "\n".join(textwrap.wrap(f"memory roof: {BANDWIDTH_CAPTION}" if bandwidth
                                     else plain(f"no memory roof: {roof.get('memory_roof_note')}"), 95))
     axes.set(xscale="log", yscale="log", xlim=(low, high),
              xlabel="arithmetic intensity (FLOP per byte of device memory traffic, compulsory-traffic model)",
              ylabel="FLOP/s (int8: operations/s)",
              title="Roofline: GPU entries in resident mode against the measured peaks\n" + memory)
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(handles, labels, fontsize="small", loc="lower right",
-                ncol=2 if len(handles) > LEGEND_ROWS else 1)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
+    _finish(pyplot, figure, axes, path, extra=[(Line2D([], [], marker=_marker(study), color="grey", linestyle="none"),
+                                                f"points: {study}") for study in studies])
 
 
 BANDWIDTH_CAPTION = "2 x the best device-to-device copy rate (a copy of B bytes reads B and writes B)"
@@ -332,7 +457,8 @@ def write_roofline(roof, out_dir):
 
 
 def write_plots(studies, out_dir):
-    """Paths of the PNGs written for every study (by its record's `plots` in the registry), or None
+    """{study name: paths of its PNGs} in the studies' order, for each study that drew any (by its
+    record's `plots` in the registry), so a report can put each study's charts beside its tables; None
     without matplotlib."""
     from gpubench_driver import studies as registry  # the registry imports this module
     pyplot = load_pyplot()
@@ -340,6 +466,10 @@ def write_plots(studies, out_dir):
         return None
     plot_dir = os.path.join(out_dir, "plots")
     os.makedirs(plot_dir, exist_ok=True)
-    records = {name: registry.BY_NAME.get(name) for name in studies}
-    return [path for name, study in studies.items() if records[name] and records[name].plots
-            for path in records[name].plots(pyplot, study, plot_dir)]
+    found = {}
+    for name, study in studies.items():
+        record = registry.BY_NAME.get(name)
+        paths = record.plots(pyplot, study, plot_dir) if record and record.plots else []
+        if paths:
+            found[name] = paths
+    return found

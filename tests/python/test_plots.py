@@ -1,40 +1,91 @@
-"""Charts a person can read: no two series of a chart drawn alike, the legend beside the axes."""
+"""Charts a person can read: at most MAX_SERIES series a chart (crowded studies split, the CPU on each
+chart), a series styled alike across its study's charts and unlike its chart-mates, the legend beside
+the axes, a crossover marked once; write_plots' paths by study."""
 import os
 import tempfile
 import unittest
 from unittest import mock
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import plots
 
+CPU_IMPLS = ("blocked_loop", "naive_loop", "openblas")
+GPU_IMPLS = ("cublas", "naive_kernel", "tiled_kernel")
+GPU_MODES = ("resident", "transfer_pageable", "transfer_pinned")
+SIZES = (64, 256, 1024, 4096)
 
-class SeriesStyleTest(unittest.TestCase):
-    def test_no_two_of_seventy_series_look_alike(self):
-        styles = [tuple(sorted(plots.series_style(index).items())) for index in range(70)]
-        self.assertEqual(len(set(styles)), 70)
-        colours = [plots.series_style(index)["color"] for index in range(14)]
-        self.assertEqual(colours[0], colours[10])  # the colour repeats after ten ...
-        self.assertNotEqual(plots.series_style(0)["marker"], plots.series_style(10)["marker"])  # ... the marker not
 
-    @unittest.skipIf(plots.load_pyplot() is None, "this Python has no matplotlib")
-    def test_a_crowded_chart_keeps_its_legend_beside_the_data(self):
-        pyplot = plots.load_pyplot()
-        series = {f"impl{index} mode": [(n, {"v": n * (index + 1)}) for n in (64, 256, 1024)] for index in range(14)}
-        drawn = {}
-        original = plots._finish
+def crowded_matmul_study(crossover_n=(("resident", 128), ("transfer_pinned", 128), ("transfer_pageable", 512))):
+    """A matmul study of 12 series (3 CPU, 3 GPU implementations in 3 modes), as the default suite runs
+    it, with the crossovers given as (mode, n)."""
+    entries = [support.make_entry(impl, "cpu", "host", n, 1e-9 * n ** 3 * (index + 1))
+               for index, impl in enumerate(CPU_IMPLS) for n in SIZES]
+    entries += [support.make_entry(impl, "gpu", mode, n, 1e-5 + 1e-12 * n ** 3 * (index + 1))
+                for index, (impl, mode) in enumerate((impl, mode) for impl in GPU_IMPLS for mode in GPU_MODES)
+                for n in SIZES]
+    return {"entries": entries, "derived": {"crossovers": [{"mode": mode, "measure": "time", "estimate_n": n,
+                                                            "upper": n} for mode, n in crossover_n]}}
 
-        def keep(pyplot_, figure, axes, path):
-            drawn["lines"] = [(line.get_color(), line.get_marker(), line.get_linestyle()) for line in axes.get_lines()]
-            original(pyplot_, figure, axes, path)
-            drawn["legend"] = axes.get_legend()
-        with tempfile.TemporaryDirectory() as directory, mock.patch.object(plots, "_finish", keep):
-            path = os.path.join(directory, "chart.png")
-            plots._line_plot(pyplot, path, "t", "y", series, lambda point: point["v"])
-            self.assertTrue(os.path.getsize(path) > 0)
-        self.assertEqual(len(set(drawn["lines"])), 14)
-        anchor = drawn["legend"].get_bbox_to_anchor().transformed(drawn["legend"].axes.transAxes.inverted())
-        self.assertGreater(anchor.x0, 1.0)  # right of the axes
+
+def matmul_keys():
+    return [(impl, "host") for impl in CPU_IMPLS] + [(impl, mode) for impl in GPU_IMPLS for mode in GPU_MODES]
+
+
+def by_mode(key):
+    return key[1]
+
+
+class ChartSharesTest(unittest.TestCase):
+    def test_series_that_fit_stay_on_one_chart(self):
+        keys = matmul_keys()[:plots.MAX_SERIES]
+        self.assertEqual(plots.chart_shares(keys, (by_mode,), keys[:3]), [((), keys)])
+
+    def test_a_crowded_chart_splits_by_mode_with_the_cpu_on_each(self):
+        keys = matmul_keys()
+        cpu = keys[:3]
+        shares = plots.chart_shares(keys, (by_mode,), cpu)
+        self.assertEqual([names for names, _ in shares], [(mode,) for mode in GPU_MODES])
+        for (mode,), chart in shares:
+            self.assertLessEqual(len(chart), plots.MAX_SERIES)
+            self.assertEqual(chart, cpu + [(impl, mode) for impl in GPU_IMPLS])
+
+    def test_a_share_still_too_full_splits_by_the_next_level_then_in_parts(self):
+        keys = [("cpu", "host", "fp32")] + [(f"impl{index}", mode, "fp16") for index in range(6)
+                                            for mode in ("resident", "transfer_pinned")]
+        by_precision = (lambda key: key[2], by_mode)
+        shares = plots.chart_shares(keys, by_precision, keys[:1])
+        self.assertEqual([names for names, _ in shares], [("fp16", "resident"), ("fp16", "transfer_pinned")])
+        in_parts = plots.chart_shares(keys, (), keys[:1])
+        self.assertEqual([names for names, _ in in_parts], [("part 1",), ("part 2",)])
+        for _, chart in shares + in_parts:
+            self.assertLessEqual(len(chart), plots.MAX_SERIES)
+            self.assertEqual(chart[0], keys[0])
+        self.assertEqual({key for _, chart in in_parts for key in chart}, set(keys))
+
+    def test_a_baseline_that_fills_a_chart_is_split_like_the_rest(self):
+        keys = [(f"cpu{index}", "host") for index in range(plots.MAX_SERIES)] + [("cublas", "resident")]
+        shares = plots.chart_shares(keys, (), keys[:plots.MAX_SERIES])
+        self.assertEqual([len(chart) for _, chart in shares], [plots.MAX_SERIES, 1])
+
+
+class StudyStylesTest(unittest.TestCase):
+    def test_a_label_keeps_its_style_and_differs_from_its_chart_mates(self):
+        cpu = ["cpu nchw", "cpu nhwc"]
+        charts = [cpu + [f"{impl}/{mode}/{precision}" for impl in ("nchw", "nhwc") for mode in ("res", "pin")]
+                  for precision in ("fp16", "fp32", "tf32")]
+        charts.append(["nchw/res/fp16", "other"])  # a label on two charts
+        styles = plots.study_styles(charts)
+        self.assertEqual(set(styles), {label for chart in charts for label in chart})
+        for chart in charts:
+            for part in ("color", "marker"):
+                self.assertEqual(len({styles[label][part] for label in chart}), len(chart), (part, chart))
+
+    def test_a_full_chart_differs_in_colour_and_marker(self):
+        chart = [f"series {index}" for index in range(plots.MAX_SERIES)]
+        styles = plots.study_styles([chart])
+        self.assertEqual(len({(styles[label]["color"]) for label in chart}), plots.MAX_SERIES)
+        self.assertEqual(len({(styles[label]["marker"]) for label in chart}), plots.MAX_SERIES)
 
 
 class CrossoverLinesTest(unittest.TestCase):
@@ -45,6 +96,106 @@ class CrossoverLinesTest(unittest.TestCase):
                       {"mode": "transfer_pinned", "precision": "fp32", "estimate_batch": None, "upper": None}]
         self.assertEqual(plots.crossover_lines(crossovers, with_precision=True),
                          {1: ["resident, fp16", "transfer_pinned, fp16"], 12: ["resident, fp32"]})
+
+    def test_crossovers_at_one_size_are_one_line(self):
+        crossovers = crowded_matmul_study()["derived"]["crossovers"]
+        self.assertEqual(plots.crossover_lines(crossovers, with_precision=False, axis="n"),
+                         {128: ["resident", "transfer_pinned"], 512: ["transfer_pageable"]})
+
+
+class SavedCharts:
+    """Patches Figure.savefig to record, for each saved chart, its data lines (label, colour, marker),
+    its vertical lines' labels, and its legend's and axes' extents as drawn."""
+    def __init__(self):
+        from matplotlib.figure import Figure
+        self.charts = {}
+        self.patch = mock.patch.object(Figure, "savefig", autospec=True, side_effect=self._record)
+        self.original = Figure.savefig
+
+    def _record(self, figure, path, *args, **kwargs):
+        self.original(figure, path, *args, **kwargs)
+        axes, = figure.axes
+        renderer = figure.canvas.get_renderer()
+        lines = [line for line in axes.get_lines() if not line.get_label().startswith("_")]
+        series = [line for line in lines if line.get_marker() not in ("None", "none", "", None)]  # marks have none
+        self.charts[os.path.basename(path)] = {
+            "series": [(line.get_label(), line.get_color(), line.get_marker()) for line in series],
+            "vertical": [line.get_label() for line in lines
+                         if line not in series and len(set(line.get_xdata())) == 1],
+            "legend": axes.get_legend().get_window_extent(renderer), "axes": axes.get_window_extent(renderer)}
+
+
+@unittest.skipIf(plots.load_pyplot() is None, "this Python has no matplotlib")
+class WritePlotsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        saved = SavedCharts()
+        cls.studies = {"matmul": crowded_matmul_study(), **support.conv_document()["studies"],
+                       **support.precision_document()["studies"]}
+        with tempfile.TemporaryDirectory() as out, saved.patch:
+            cls.found = plots.write_plots(cls.studies, out)
+            cls.exist = {name: [os.path.isfile(path) for path in paths] for name, paths in cls.found.items()}
+            cls.in_plot_dir = {os.path.dirname(path) for paths in cls.found.values() for path in paths}
+            cls.plot_dir = os.path.join(out, "plots")
+            roof = support.precision_document()["findings"]["roofline"]
+            cls.roofline = plots.write_roofline(roof, out)
+        cls.charts = saved.charts
+
+    def names(self, study):
+        return [os.path.basename(path) for path in self.found[study]]
+
+    def test_paths_are_by_study_in_study_order(self):
+        self.assertIsInstance(self.found, dict)
+        self.assertEqual(list(self.found), list(self.studies))
+        self.assertEqual(self.exist, {name: [True] * len(paths) for name, paths in self.found.items()})
+        self.assertEqual(self.in_plot_dir, {self.plot_dir})
+
+    def test_crowded_studies_split_into_named_charts(self):
+        self.assertEqual(self.names("matmul"), [f"matmul_{measure}_{mode}.png" for measure in ("time", "rate")
+                                                for mode in GPU_MODES] + ["matmul_speedup.png"])
+        self.assertEqual(self.names("conv2d"), [f"conv2d_throughput_n{n}_{precision}.png" for n in (7, 56)
+                                                for precision in ("fp16", "fp32")])
+        self.assertEqual(self.names("precision"), ["precision_pareto.png"] + [
+            f"precision_rate_{bits}_bit.png" for bits in (16, 32, 8)])
+
+    def test_no_chart_has_more_than_max_series(self):
+        for name, chart in self.charts.items():
+            self.assertLessEqual(len(chart["series"]), plots.MAX_SERIES, name)
+        self.assertGreater(max(len(chart["series"]) for chart in self.charts.values()), 4)  # charts were seen
+
+    def test_the_cpu_is_on_every_split_chart(self):
+        for mode in GPU_MODES:
+            labels = [label for label, _, _ in self.charts[f"matmul_time_{mode}.png"]["series"]]
+            self.assertEqual(labels, [f"{impl}/host" for impl in CPU_IMPLS] + [f"{impl}/{mode}" for impl in GPU_IMPLS])
+
+    def test_a_label_looks_alike_across_its_studys_charts_and_unlike_its_mates(self):
+        for study, paths in self.found.items():
+            looks = {}
+            for path in paths:
+                series = self.charts[os.path.basename(path)]["series"]
+                for label, colour, marker in series:
+                    self.assertEqual(looks.setdefault(label, (colour, marker)), (colour, marker), (path, label))
+                self.assertEqual(len({colour for _, colour, _ in series}), len(series), path)
+                self.assertEqual(len({marker for _, _, marker in series}), len(series), path)
+
+    def test_legends_are_beside_the_axes_not_over_them(self):
+        self.assertEqual(os.path.basename(self.roofline), plots.ROOFLINE_NAME)
+        self.assertIn(plots.ROOFLINE_NAME, self.charts)  # its legend was inside the axes before
+        for name, chart in self.charts.items():
+            self.assertGreaterEqual(chart["legend"].x0, chart["axes"].x1, name)
+
+    def test_crossovers_at_one_size_are_one_line_naming_both_modes(self):
+        self.assertEqual(self.charts["matmul_speedup.png"]["vertical"],
+                         ["GPU beats CPU from n = 128: resident; transfer_pinned",
+                          "GPU beats CPU from n = 512: transfer_pageable"])
+
+    def test_a_split_chart_marks_only_its_own_crossovers(self):
+        for precision, other in (("fp16", "fp32"), ("fp32", "fp16")):
+            vertical = self.charts[f"conv2d_throughput_n56_{precision}.png"]["vertical"]
+            self.assertTrue(vertical)
+            for label in vertical:
+                self.assertIn(f", {precision}", label)
+                self.assertNotIn(other, label)
 
 
 if __name__ == "__main__":
