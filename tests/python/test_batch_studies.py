@@ -363,7 +363,7 @@ class SummaryTest(unittest.TestCase):
         self.assertNotIn("GPU utilization", text)
         if plots.load_pyplot() is not None:
             with tempfile.TemporaryDirectory() as out:
-                self.assertEqual(len(plots.write_plots(document["studies"], out)), 2)
+                self.assertEqual(len(plots.write_plots(document["studies"], out)["batched_gemm"]), 2)
 
     def test_text_from_files_is_escaped(self):
         document = support.conv_document()
@@ -381,11 +381,13 @@ class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         studies = {**support.mlp_document()["studies"], **support.conv_document()["studies"]}
         with tempfile.TemporaryDirectory() as out:
-            paths = plots.write_plots(studies, out)
-            self.assertEqual([os.path.basename(p) for p in paths], ["mlp_training_throughput_n1024.png",
-                                                                    "conv2d_throughput_n7.png",
-                                                                    "conv2d_throughput_n56.png"])
-            for path in paths:
+            found = plots.write_plots(studies, out)
+            # conv2d's 10 series a size split by precision, the CPU on each chart
+            self.assertEqual({study: [os.path.basename(p) for p in paths] for study, paths in found.items()},
+                             {"mlp_training": ["mlp_training_throughput_n1024.png"],
+                              "conv2d": [f"conv2d_throughput_n{n}_{precision}.png" for n in (7, 56)
+                                         for precision in ("fp16", "fp32")]})
+            for path in [path for paths in found.values() for path in paths]:
                 with open(path, "rb") as stream:
                     self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
 
@@ -463,7 +465,7 @@ class RunTest(unittest.TestCase):
         self.assertIn("## Convolution: algorithm chosen and its workspace", self.summary)
         self.assertIn("## MLP training: time per epoch of 60,000 samples", self.summary)
         if plots.load_pyplot() is not None:
-            for name in ("mlp_training_throughput_n1024", "conv2d_throughput_n56"):
+            for name in ("mlp_training_throughput_n1024", "conv2d_throughput_n56_fp16", "conv2d_throughput_n56_fp32"):
                 self.assertIn(f"`plots/{name}.png`", self.summary)
 
     def test_sizes_no_layer_has(self):

@@ -296,7 +296,7 @@ class SummaryTest(unittest.TestCase):
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         with tempfile.TemporaryDirectory() as out:
-            paths = plots.write_plots(support.batched_document()["studies"], out)
+            paths = plots.write_plots(support.batched_document()["studies"], out)["batched_gemm"]
             self.assertEqual([os.path.basename(p) for p in paths],
                              ["batched_gemm_throughput_n64.png", "batched_gemm_throughput_n256.png"])
             for path in paths:

@@ -294,7 +294,7 @@ class RooflineTest(unittest.TestCase):
                 with open(os.path.join(out, "plots", "roofline.png"), "rb") as stream:
                     self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
                 with open(summary_path, encoding="utf-8") as stream:
-                    self.assertIn("Chart: `plots/roofline.png`", stream.read())
+                    self.assertIn("- `plots/roofline.png`", stream.read())  # the chart beside the roofline table
                 with open(os.path.join(out, "summary.html"), encoding="utf-8") as stream:
                     self.assertIn('alt="plots/roofline.png"', stream.read())
 

@@ -22,10 +22,12 @@ BROWSER_TIMEOUT_S = 60
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_IMPL = "cu|blas<img src=x onerror=alert(2)>"
 PLOT_NAMES = ("matmul_time.png", "matmul_rate.png", "matmul_speedup.png", "roofline.png")
-HEADINGS = ("Crossover (GPU faster than the best CPU)", "Speedups at n = 200, 1024, 4096, 8192 (where measured)",
-            "Best rates", "Size caps", "Reference libraries", "Across the studies: fraction of the measured peak",
-            "Across the studies: roofline (GPU, resident)", "Per-entry telemetry",
-            "How far this machine varies from itself", "Plots")
+FIRST_SCREEN = ("Headline", "Health", "Claims, measured here")
+STUDY_HEADINGS = ("Crossover (GPU faster than the best CPU)", "Speedups at n = 200, 1024", "Best rates", "Size caps",
+                  "Reference libraries", "Across the studies: roofline (GPU, resident)", "Per-entry telemetry",
+                  "How far this machine varies from itself")
+HEADINGS = FIRST_SCREEN + STUDY_HEADINGS
+FIRST_SCREEN_RGB = (0xee, 0xf5, 0xfc)  # section.first-screen's background (html_report.STYLE)
 
 
 def fixture_document():
@@ -278,7 +280,7 @@ class BrowserTest(unittest.TestCase):
 
     def test_dom_has_the_sections_and_the_plots(self):
         headings = [html.unescape(text) for text in re.findall(r"<h2>(.*?)</h2>", self.dom)]
-        self.assertEqual(headings, ["Warnings", *HEADINGS])  # the hostile warning adds its section
+        self.assertEqual(headings, [*FIRST_SCREEN, "Warnings", *STUDY_HEADINGS])  # the hostile warning adds its own
         self.assertIn("<table>", self.dom)
         images = re.findall(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+" alt="plots/([^"]+)">', self.dom)
         self.assertEqual(images, list(PLOT_NAMES) if has_matplotlib() else [])
@@ -288,6 +290,19 @@ class BrowserTest(unittest.TestCase):
         self.assertNotIn("<iframe", self.dom.lower())
         self.assertNotIn("onerror", re.sub(r"&lt;img src=x onerror=alert\(2\)&gt;", "", self.dom))
         self.assertIn("GPU &lt;script&gt;alert(1)&lt;/script&gt;", self.dom)
+
+    @unittest.skipUnless(has_matplotlib(), "reading the screenshot's pixels takes matplotlib")
+    def test_the_first_screen_shows_the_headline(self):
+        """A laptop-sized window: the first screen's panel, and so the headline, fills a good part of it."""
+        from matplotlib import image
+        shot = os.path.join(self.out, "first-screen.png")
+        chromium(self.url, f"--screenshot={shot}", "--window-size=1280,800", workdir=self.out)
+        pixels = image.imread(shot)[:, :, :3]
+        target = [channel / 255 for channel in FIRST_SCREEN_RGB]
+        matches = (abs(pixels - target) < 2 / 255).all(axis=2).mean()
+        self.assertGreater(matches, 0.05)
+        top_rows = (abs(pixels[:400] - target) < 2 / 255).all(axis=2).any(axis=1).mean()
+        self.assertGreater(top_rows, 0.2)  # the panel starts within the top half of the window
 
     def test_screenshot(self):
         shot = os.path.join(self.out, "page.png")

@@ -153,7 +153,8 @@ class SummaryTest(unittest.TestCase):
 
     def test_rows_follow_the_order_of_precisions_gpu_first(self):
         text = self.render(support.precision_document())
-        table = text.split("## Precision: speed and accuracy at n = 4096")[1].split("\n\n")[1]
+        section = text.split("## Precision: speed and accuracy at n = 4096")[1]
+        table = next(part for part in section.split("\n\n") if part.startswith("| precision"))
         firsts = [line.split(" | ")[0:2] for line in table.splitlines()[2:]]
         self.assertEqual(firsts[:6], [["| fp32", "cublas"], ["| tf32", "cublas"], ["| fp16", "cublas"],
                                       ["| fp16\\_acc16", "cublas"], ["| bf16", "cublas"], ["| int8", "cublas"]])
@@ -209,8 +210,10 @@ class PlotsTest(unittest.TestCase):
     def test_precision_plots_are_pngs(self):
         document = support.precision_document()
         with tempfile.TemporaryDirectory() as out:
-            paths = plots.write_plots(document["studies"], out)
-            self.assertEqual([os.path.basename(p) for p in paths], ["precision_pareto.png", "precision_rate.png"])
+            paths = plots.write_plots(document["studies"], out)["precision"]
+            # 10 rate series split by input width, the CPU on each chart
+            self.assertEqual([os.path.basename(p) for p in paths],
+                             ["precision_pareto.png"] + [f"precision_rate_{bits}_bit.png" for bits in (16, 32, 8)])
             for path in paths:
                 with open(path, "rb") as stream:
                     self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
@@ -228,7 +231,7 @@ class PlotsTest(unittest.TestCase):
         study["entries"] = [e for e in study["entries"] if e["device"] == "cpu"]
         study["derived"] = derive_precision.derive(study["entries"])
         with tempfile.TemporaryDirectory() as out:
-            paths = plots.write_plots(copy.deepcopy(document["studies"]), out)
+            paths = plots.write_plots(copy.deepcopy(document["studies"]), out)["precision"]
             self.assertEqual([os.path.basename(p) for p in paths], ["precision_rate.png"])
 
 

@@ -231,7 +231,8 @@ class TwoStudiesTest(unittest.TestCase):
 
     @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
     def test_plots_of_both_studies(self):
-        for name in ("matmul_time", "matmul_rate", "matmul_speedup", "precision_pareto", "precision_rate"):
+        for name in ("matmul_time", "matmul_rate", "matmul_speedup", "precision_pareto", "precision_rate_16_bit",
+                     "precision_rate_32_bit", "precision_rate_8_bit"):
             with open(os.path.join(self.out, "plots", f"{name}.png"), "rb") as stream:
                 self.assertEqual(stream.read(4), b"\x89PNG", name)
             self.assertIn(f"`plots/{name}.png`", self.summary)

@@ -113,7 +113,8 @@ class BlocksTest(unittest.TestCase):
         made["studies"].update(support.batched_document()["studies"])
         made["studies"].update(support.precision_document()["studies"])
         report.derive_findings(made, 0)
-        kinds = (document.Heading, document.Paragraph, document.BulletList, document.Table, document.Figures)
+        kinds = (document.Heading, document.Paragraph, document.BulletList, document.Table, document.Figures,
+                 document.Folded, document.Beside, document.Panel)
         page = summary.blocks(made, [], tempfile.gettempdir())
         self.assertTrue(all(isinstance(block, kinds) for block in page))
         self.assertEqual(document.to_markdown(page), render(made))

@@ -220,8 +220,8 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| matmul | pinned | 8192 |", text)
         self.assertNotIn("<script>", text)
         if paths is not None:  # matplotlib present
-            self.assertTrue(any(p.endswith("transfer_bandwidth_h2d.png") for p in paths))
-            self.assertTrue(any(p.endswith("overlap_matmul_pinned_n8192.png") for p in paths))
+            self.assertTrue(any(p.endswith("transfer_bandwidth_h2d.png") for p in paths["transfer"]))
+            self.assertTrue(any(p.endswith("overlap_matmul_pinned_n8192.png") for p in paths["overlap"]))
 
 
 class SizeSuffixTest(unittest.TestCase):
