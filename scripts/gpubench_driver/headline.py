@@ -140,7 +140,9 @@ def crossovers(document):
             continue
         trials = [value for value in row.get("estimate_n_trials") or [] if value is not None]
         value = row.get("estimate_n") or row["upper"]
-        interval = (min(trials), max(trials)) if len(trials) > 1 else (row.get("lower"), row["upper"])
+        # Over the trials where they cross; else the bracket of measured sizes, stretched to an extrapolated estimate.
+        interval = ((min(trials), max(trials)) if len(trials) > 1 else
+                    (min(row["lower"], value), max(row["upper"], value)) if row.get("lower") else (None, None))
         found.append(figure(f"crossover/matmul/{row['mode']}",
                             f"GPU beats CPU from n (FP32 GEMM, {MODE_NAMES.get(row['mode'], row['mode'])})",
                             value, interval, "n", None, THROUGHPUT if row["mode"] == "resident" else LATENCY,
