@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench_driver import derive
+from gpubench_driver import derive, headline
 from gpubench_driver.formatting import byte_size, ratio, seconds
 
 CONFIRMED, REFUTED = "confirmed", "refuted"
@@ -116,8 +116,7 @@ def _largest_batch(derived, gpu_bytes, precision="fp32"):
 def batch_size(document):
     derived = _derived(document, "mlp_training")
     rise = _utilization_rise(derived)
-    gpus = document["machine"].get("gpus") or []
-    gpu_bytes = (gpus[0].get("memory.total") or 0) * 2 ** 20 if gpus else 0
+    gpu_bytes = (headline.first_gpu(document).get("memory.total") or 0) * 2 ** 20  # nvidia-smi: MiB
     fits = _largest_batch(derived, gpu_bytes)
     throughput = next((row for row in derived.get("throughput") or [] if row["device"] == "gpu"
                        and row["mode"] == "resident" and row["precision"] == "fp32"), None)

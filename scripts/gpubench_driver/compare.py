@@ -133,21 +133,23 @@ def apply_prices(sources, specs, table_path):
 
 
 # --- loading and labels ------------------------------------------------------------
-def _gpu_name(document):
+def gpu_name(document):
     gpus = document["machine"].get("gpus") or []
     return gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None
 
 
-def load_sources(paths, labels):
-    if len(paths) < 2:
-        raise opts.UsageError("compare needs at least two results files")
+def load_sources(paths, labels, least=2, command="compare", label_of=None):
+    """A Source per results file, labelled as given or by label_of(document) (default: run id and GPU);
+    at least `least` (1 or 2) files, as `command` needs."""
+    if len(paths) < least:
+        raise opts.UsageError(f"{command} needs at least {('one results file', 'two results files')[least - 1]}")
     if labels and len(labels) != len(paths):
         raise opts.UsageError(f"--label: give one per file ({len(paths)}), or none; got {len(labels)}")
+    label_of = label_of or (lambda document: f"{document['run']['id']} {gpu_name(document) or 'no GPU'}")
     sources = []
     for index, path in enumerate(paths):
         document = journal.load(path)
-        label = labels[index] if labels else f"{document['run']['id']} {_gpu_name(document) or 'no GPU'}"
-        sources.append(Source(path, label, document))
+        sources.append(Source(path, labels[index] if labels else label_of(document), document))
     return sources
 
 
@@ -410,7 +412,7 @@ def _study_section(sources, study_name, decided):
     return page.section(md(study_name), blocks)
 
 
-def _price_cell(source):
+def price_cell(source):
     if source.usd_per_hour is None:
         return "none"
     record = source.instance_record
@@ -434,11 +436,11 @@ def _files_section(sources):
         run = source.document["run"]
         git = run.get("git") if isinstance(run.get("git"), dict) else {}
         rows.append([f"#{number}", md(source.label), md(source.path), md(run["id"]), md(run["status"]),
-                     md(_gpu_name(source.document)), md(git.get("revision")), _price_cell(source)])
+                     md(gpu_name(source.document)), md(git.get("revision")), price_cell(source)])
     return page.table(["#", "label", "file", "run", "status", "GPU", "git revision", "price"], rows, rule=RULE)
 
 
-def _prices_note(sources, table):
+def prices_note(sources, table):
     lines = []
     if table is not None:
         lines.append(f"Prices from the price table: {md(table.get('note'))}")
@@ -470,7 +472,7 @@ def blocks(sources, decided, table=None):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
-        "#k's median over #1's (below 1: #k faster).", *_prices_note(sources, table)])]
+        "#k's median over #1's (below 1: #k faster).", *prices_note(sources, table)])]
     found += _verdicts_section(sources, decided) + _agreement_section(sources)
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name, decided)

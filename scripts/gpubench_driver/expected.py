@@ -36,19 +36,20 @@ def load(path=EXPECTED):
 
 
 def _run_figures(path):
-    """(GPU name, run record, {key: value}) of one results.json, its findings derived again."""
+    """(GPU name, run record, its headline figures with a value) of one results.json, its findings
+    derived again."""
     try:
         document = journal.load(path)
     except results.ResultsError as error:
         raise ExpectedError(str(error)) from None
-    gpus = document["machine"].get("gpus") or []
-    if not gpus or not document["gpu"].get("available"):
+    name = headline.first_gpu(document).get("name")
+    if not name or not document["gpu"].get("available"):
         raise ExpectedError(f"{path}: the run has no GPU part")
     report.derive_findings(document, 0)
-    figures = headline.derive_headline(document)["figures"]
+    figures = document["findings"]["headline"]["figures"]
     run = {"id": document["run"]["id"], "path": os.path.relpath(path),
            "revision": (document["run"].get("git") or {}).get("revision")}
-    return gpus[0].get("name"), run, [row for row in figures if row["value"] is not None]
+    return name, run, [row for row in figures if row["value"] is not None]
 
 
 def model_records(paths):

@@ -38,10 +38,15 @@ def load_datasheets(path=DATASHEETS):
         raise DatasheetError(f"cannot read the GPU datasheets {path}: {error}") from None
 
 
+def first_gpu(document):
+    """nvidia-smi's record of the run's first GPU ({} without one): the GPU the studies ran on."""
+    gpus = (document.get("machine") or {}).get("gpus") or []
+    return gpus[0] if gpus and isinstance(gpus[0], dict) else {}
+
+
 def datasheet_of(document, datasheets):
     """The datasheet record of the run's first GPU, or None (no GPU, or a model the file lacks)."""
-    gpus = (document.get("machine") or {}).get("gpus") or []
-    return datasheets.get(gpus[0].get("name")) if gpus and isinstance(gpus[0], dict) else None
+    return datasheets.get(first_gpu(document).get("name"))
 
 
 # --- one figure -------------------------------------------------------------------------------
@@ -53,6 +58,13 @@ def figure(key, label, value, interval=(None, None), unit="", better=None, timed
     return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
             "timed_as": timed_as, "where": where, "device": device, "reference": reference,
             "fraction_of_reference": value / reference["value"] if reference and reference.get("value") else None}
+
+
+def spread(row):
+    """The interval's largest distance from the value, as a share of it; None without an interval."""
+    if row["low"] is None or row["high"] is None or not row["value"]:
+        return None
+    return max(row["value"] - row["low"], row["high"] - row["value"]) / abs(row["value"])
 
 
 def _inverse(numerator, time_interval):

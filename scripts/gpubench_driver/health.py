@@ -44,11 +44,6 @@ def judge(row, expected_figure):
 
 
 # --- the checks: what the run recorded that would explain a shortfall ------------------------------
-def _gpu(document):
-    gpus = (document.get("machine") or {}).get("gpus") or []
-    return gpus[0] if gpus and isinstance(gpus[0], dict) else {}
-
-
 def link_check(gpu, sheet):
     """The PCIe link the GPU and host allow against the model's; affects the copies."""
     generation, width = gpu.get("pcie.link.gen.max"), gpu.get("pcie.link.width.max")
@@ -100,7 +95,7 @@ def process_check(machine):
 
 
 def checks(document, sheet):
-    gpu = _gpu(document)
+    gpu = headline.first_gpu(document)
     found = [link_check(gpu, sheet), power_check(gpu, sheet), clock_check(document.get("findings") or {}),
              ecc_check(gpu), process_check(document.get("machine") or {})]
     return [check for check in found if check]
@@ -114,7 +109,7 @@ def derive_health(document, ranges=None, datasheets=None):
     """findings["health"]: the model, each judged figure, the checks and the verdict."""
     if not (document.get("gpu") or {}).get("available"):
         return {"verdict": NOT_JUDGED, "why": "the run has no GPU part", "figures": [], "checks": []}
-    gpu = _gpu(document)
+    gpu = headline.first_gpu(document)
     sheet = headline.datasheet_of(document, headline.load_datasheets() if datasheets is None else datasheets)
     try:
         model = (expected.load() if ranges is None else ranges).get(gpu.get("name"))

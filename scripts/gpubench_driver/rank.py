@@ -10,7 +10,7 @@ rank.html (the same blocks) and rank.json.
 import json
 import os
 
-from gpubench_driver import compare, document as page, html_report, journal, options as opts, report, session
+from gpubench_driver import compare, document as page, headline, html_report, report, session
 from gpubench_driver.formatting import md, percent
 from gpubench_driver.summary_headline import value_text
 
@@ -22,21 +22,15 @@ EPOCH_PREFIX = "mlp_epoch/"  # times priced per epoch
 
 # --- loading ----------------------------------------------------------------------------------
 def default_label(document):
-    return f"{document['run']['id']} ({compare._gpu_name(document) or 'no GPU'})"
+    return f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})"
 
 
 def load_runs(paths, labels=None):
     """compare.Source per results file, its findings (so its headline) derived again: a file cut off
     before its end, or written by an older driver, gets today's figures."""
-    if not paths:
-        raise opts.UsageError("rank needs at least one results file")
-    if labels and len(labels) != len(paths):
-        raise opts.UsageError(f"--label: give one per file ({len(paths)}), or none; got {len(labels)}")
-    runs = []
-    for index, path in enumerate(paths):
-        document = journal.load(path)
-        report.derive_findings(document, 0)
-        runs.append(compare.Source(path, labels[index] if labels else default_label(document), document))
+    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
+    for run in runs:
+        report.derive_findings(run.document, 0)
     return runs
 
 
@@ -97,10 +91,8 @@ def ordinal(number):
 
 def spread_text(figure):
     """The interval as the largest distance from the value, a share of it (±x%); '' where unknown."""
-    if figure["low"] is None or figure["high"] is None or not figure["value"]:
-        return ""
-    spread = max(figure["value"] - figure["low"], figure["high"] - figure["value"]) / abs(figure["value"])
-    return f" ±{percent(spread)}"
+    share = headline.spread(figure)
+    return "" if share is None else f" ±{percent(share)}"
 
 
 def cell(figure, rank):
@@ -149,9 +141,9 @@ def _figures_section(runs, figure_maps):
 
 def _price_lines(runs, table):
     """Each run's price and where it came from, as compare's page gives them."""
-    lines = [f"{md(run.label)}: {compare._price_cell(run)}" if run.usd_per_hour else
+    lines = [f"{md(run.label)}: {compare.price_cell(run)}" if run.usd_per_hour else
              f"{md(run.label)}: no price (--price FILE=INSTANCE or FILE=USD_PER_HOUR)" for run in runs]
-    return lines + compare._prices_note([run for run in runs if run.usd_per_hour], table)
+    return lines + compare.prices_note([run for run in runs if run.usd_per_hour], table)
 
 
 def _per_dollar_section(runs, figure_maps, table):
@@ -172,7 +164,7 @@ def _per_dollar_section(runs, figure_maps, table):
 
 def _runs_section(runs):
     rows = [[md(run.label), md(run.path), md(run.document["run"]["id"]), md(run.document["run"]["status"]),
-             md(compare._gpu_name(run.document)), compare._price_cell(run)] for run in runs]
+             md(compare.gpu_name(run.document)), compare.price_cell(run)] for run in runs]
     return page.section("Runs", [page.table(["run", "file", "run id", "status", "GPU", "price"], rows,
                                             rule=compare.RULE)])
 
@@ -188,7 +180,7 @@ def rank_record(runs):
     """rank.json's content: per run its figures (and at its price, the per-dollar ones), and the columns."""
     figure_maps = [figures_of(run) for run in runs]
     records = [{"label": run.label, "path": run.path, "run_id": run.document["run"]["id"],
-                "gpu": compare._gpu_name(run.document), "usd_per_hour": run.usd_per_hour,
+                "gpu": compare.gpu_name(run.document), "usd_per_hour": run.usd_per_hour,
                 "figures": list(figures.values()),
                 "per_dollar": list(per_dollar_figures(figures, run.usd_per_hour).values()) if run.usd_per_hour
                 else []}

@@ -1,7 +1,7 @@
 """The report's first screen: the headline figures with their uncertainty (findings["headline"]),
 the health verdict (findings["health"]) and the claims answered (findings["claims"]). Only what
 the run measured is shown: a figure, check or claim the run has no data for is left out."""
-from gpubench_driver import health
+from gpubench_driver import headline, health
 from gpubench_driver.document import Panel, bullets, paragraph, section, table
 from gpubench_driver.formatting import joules, md, percent, rate, seconds
 
@@ -25,12 +25,12 @@ def value_text(value, unit):
 
 def interval_text(row):
     """The interval as a share of the value (±x%), or the range for a size."""
-    if row["low"] is None or row["high"] is None:
+    share = headline.spread(row)
+    if share is None:
         return "one trial: none"
     if row["unit"] == "n":
         return f"{row['low']:.0f}–{row['high']:.0f}"
-    spread = max(row["value"] - row["low"], row["high"] - row["value"]) / row["value"]
-    return f"±{percent(spread, 1 if spread < 0.1 else 0)}"
+    return f"±{percent(share, 1 if share < 0.1 else 0)}"
 
 
 def reference_text(row):
@@ -52,7 +52,7 @@ def _timed(row):
     return md((row.get("timed_as") or "").split(":")[0])
 
 
-def headline(document):
+def headline_section(document):
     findings = document.get("findings") or {}
     rows = (findings.get("headline") or {}).get("figures") or []
     if not rows:
@@ -112,5 +112,5 @@ def claims_section(document):
 
 def first_screen(document):
     """The headline, health and claims, set apart at the top of the page."""
-    blocks = headline(document) + health_section(document) + claims_section(document)
+    blocks = headline_section(document) + health_section(document) + claims_section(document)
     return [Panel("first-screen", tuple(blocks))] if blocks else []
