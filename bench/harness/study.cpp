@@ -238,6 +238,7 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
                const std::string& measurements_out) {
   guard_entry(state, [&] {
     EntryCache& cache = entry_cache();
+    const auto setup_start = HostClock::now();
     if (!cache.prepared || cache.name != entry.name) {
       forget_entry();  // the previous entry's memory goes first
       cache.prepared = study.prepare(entry);
@@ -246,14 +247,16 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
     PreparedEntry& prepared = *cache.prepared;
     std::string wrong = prepared.wrong_result;
     if (wrong.empty() && entry.impl->on_gpu()) wrong = prepared.warm_up();
+    const double setup_s = std::chrono::duration<double>(HostClock::now() - setup_start).count();
     if (!wrong.empty()) {
       state.SkipWithError(("wrong result: " + wrong).c_str());
       return;
     }
     TelemetryWindow telemetry;  // clocks, power and utilization over the sustained part
-    const EntryMeasurement measurement =
+    EntryMeasurement measurement =
         measure_entry(prepared, entry,
                       prepared.own_clock.value_or(entry.impl->on_gpu() ? study.gpu_clock : study.cpu_clock), telemetry);
+    measurement.setup_s = setup_s;
     for (auto _ : state) state.SetIterationTime(measurement.headline_s());
     telemetry.report(state);
     write_measurement(measurements_out, entry.name, measurement);

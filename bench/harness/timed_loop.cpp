@@ -277,7 +277,8 @@ std::string EntryMeasurement::json() const {
   const double energy_j = power.power_w * sustained_call_s;
   std::string out = "{\"protocol\": " + json_string(protocol) + ", \"warmup\": " + warmup.json() +
                     ", \"headline\": " + headline.json() + ", \"busy_clock_mhz\": " + json_number(busy_clock_mhz) +
-                    ", \"steady_clock_mhz\": " + json_number(steady_clock_mhz);
+                    ", \"steady_clock_mhz\": " + json_number(steady_clock_mhz) +
+                    ", \"setup_s\": " + json_number(setup_s);
   if (protocol == "throughput") {
     out += ", \"held\": " + std::string(held ? "true" : "false") + ", \"latency\": " + latency.json() +
            ", \"cold_l2\": " + (measured_cold ? cold_l2.json() : "null") +

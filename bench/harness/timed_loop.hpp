@@ -37,6 +37,7 @@ struct EntryMeasurement {
   double sustained_call_s = kUnknown;  // per call over the energy window
   double idle_power_w = kUnknown;      // before the process's first GPU entry
   std::string energy_note;             // why no energy was measured
+  double setup_s = kUnknown;           // wall time of preparing the entry (inputs, first call and check)
 
   double headline_s() const { return headline.median_s(); }
   std::string json() const;
