@@ -234,7 +234,7 @@ STUDIES = (
                                               "torch.nn.functional.conv2d", {"dtype": dtype, "layout": layout},
                                               tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES), CONV_TARGET)
                                    for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())),
-    Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 1 << 20, 64 << 20),
+    Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
           derive=lambda study, document, rounds: derive_transfer.derive(
               study["entries"], (document["machine"].get("gpus") or [None])[0]),
           summary=_summary("summary_transfer"), plots=plots.transfer_plots, rates=copy_rates,
