@@ -45,6 +45,8 @@ def health_text(judged):
         return ""
     if judged["status"] == health.AS_EXPECTED:
         return "as expected"
+    if judged.get("bound") == "host":
+        return f"{judged['status']} by {percent(judged['by'], 0)} (host-bound)"
     return f"**{judged['status']} by {percent(judged['by'], 0)}**"
 
 
@@ -83,17 +85,22 @@ def health_section(document):
     if found["verdict"] == health.NOT_JUDGED:
         line = f"**Health: not judged**: {md(found['why'])}."
     elif found["verdict"] == health.AS_EXPECTED:
-        line = (f"**Health: as expected.** Every one of the {len(found['figures'])} judged figures lies within the "
+        gpu_figures = [row for row in found["figures"] if row.get("bound") != "host"]
+        line = (f"**Health: as expected.** Every one of the {len(gpu_figures)} judged GPU figures lies within the "
                 f"range measured by {len(found['runs'])} committed run(s) of {md(found['model'])}, and no check "
                 f"below found a problem.")
     else:
-        below = [row for row in found["figures"] if row["status"] == health.BELOW]
+        below = [row for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") != "host"]
         causes = sorted({cause for row in below for cause in row["causes"]})
         line = (f"**Health: below expected.** {len(below)} of {len(found['figures'])} judged figures fall short of the "
                 f"range of {len(found['runs'])} committed run(s) of {md(found['model'])}"
                 + (f"; likely cause: {md('; '.join(causes))}" if causes else
                    "; no recorded cause explains it (cooling, a shared host, a different board revision)")
                 + ".")
+    host_below = [row["key"] for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") == "host"]
+    if host_below:
+        line += (f" Host-bound figures below their range: {md(', '.join(host_below))} ({md(health.HOST_CAUSE)}; "
+                 "they do not count against the GPU).")
     return section("Health", [paragraph(line), bullets(_check_line(check) for check in found.get("checks", [])),
                               paragraph("`gpubench run --quick` is the two-minute health check of a new machine; the "
                                         "ranges come from committed runs (`gpubench expected`), the limits from "
