@@ -206,28 +206,8 @@ const OverlapProblem& problem_for(Workload workload, int n) {
 }
 
 // --- verification ------------------------------------------------------------------
-// Bit-for-bit: a copy, or SAXPY, whose every element is one fused multiply-add on either
-// side. The errors are recorded as the matmul ones are, and must be 0.
-Verification verify_exact(const float* out, const float* expected, std::size_t count) {
-  Verification v;
-  v.tolerance = {0.0, 0.0};
-  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (!std::isfinite(out[i])) {
-      ++v.non_finite;
-      continue;
-    }
-    const double diff = std::fabs(static_cast<double>(out[i]) - expected[i]);
-    diff_sq += diff * diff;
-    ref_sq += static_cast<double>(expected[i]) * expected[i];
-    max_diff = std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(static_cast<double>(expected[i])));
-  }
-  v.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-  v.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
-  return v;
-}
-
+// Bit-for-bit (verify_exact): a copy, or SAXPY, whose every element is one fused multiply-add
+// on either side.
 Verification verify_result(const OverlapProblem& p, const float* out) {
   if (p.workload == Workload::saxpy) return verify_exact(out, p.expected.data(), p.elements());
   Verification v = verify_matmul(out, p.reference, accumulation_tolerance(kFp32UnitRoundoff, p.n));

@@ -5,6 +5,8 @@
 // it costs nothing. The CPU entries of every study hold their inputs and outputs in these.
 #pragma once
 
+#include <omp.h>
+
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -19,21 +21,24 @@ namespace gpubench {
 // contiguous share, in thread order. A loop of the same schedule over the rows of a
 // row-major matrix (or the items of a batch) gives each thread the rows whose pages it
 // placed, to within a page; for a library with its own threads (OpenBLAS) the pages are at
-// least spread over the threads rather than all on one.
+// least spread over the threads rather than all on one. `threads` (0: all of them) writes
+// with that many threads instead: an implementation on one thread computes on pages its own
+// thread placed.
 template <typename T>
 class ThreadPlacedArray {
   static_assert(std::is_trivially_copyable_v<T>, "filled and copied as plain memory");
 
  public:
-  ThreadPlacedArray(std::size_t count, T value) : memory_(bytes_for(count)), count_(count) {
+  ThreadPlacedArray(std::size_t count, T value, int threads = 0) : memory_(bytes_for(count)), count_(count) {
     T* out = data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(writers(threads))
     for (std::size_t i = 0; i < count; ++i) out[i] = value;
   }
-  explicit ThreadPlacedArray(const std::vector<T>& source) : memory_(bytes_for(source.size())), count_(source.size()) {
+  explicit ThreadPlacedArray(const std::vector<T>& source, int threads = 0)
+      : memory_(bytes_for(source.size())), count_(source.size()) {
     const T* in = source.data();
     T* out = data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(writers(threads))
     for (std::size_t i = 0; i < count_; ++i) out[i] = in[i];
   }
 
@@ -43,6 +48,7 @@ class ThreadPlacedArray {
 
  private:
   static std::size_t bytes_for(std::size_t count) { return count ? count * sizeof(T) : 1; }  // mmap takes no 0
+  static int writers(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
   MappedHostBuffer memory_;
   std::size_t count_;

@@ -23,6 +23,10 @@ struct MatmulShape {
 
 using MatmulFp32Fn = void (*)(const float* a, const float* b, float* c, MatmulShape shape);
 
+// c[i] = a[i] + b[i] for i < count, FP32: one rounded addition per element, so every
+// implementation's result is exactly the host's.
+using VectorAddFn = void (*)(const float* a, const float* b, float* c, std::size_t count);
+
 // `batch` independent products C_i = A_i * B_i of square n x n row-major matrices, stored
 // back to back (matrix i starts at i * n * n), as strided-batched GEMMs take them.
 struct BatchedGemmShape {
@@ -99,5 +103,56 @@ const char* layout_name(TensorLayout layout);
 // Host pointers for CPU implementations, device pointers for GPU ones.
 using Conv2dFn = void (*)(const float* input, const float* filter, float* output, Conv2dShape shape,
                           TensorLayout layout);
+
+// --- memory bandwidth (the stream study) --------------------------------------------------
+// BabelStream's five kernels over arrays of n elements, x and y the inputs and z the output:
+// copy z = x; scale z = s*x; add z = x + y; triad z = x + s*y, one fused multiply-add rounded
+// once (so every implementation gives the same bits); dot z[0] = the sum of x*y. z always holds
+// n elements: a dot may keep its partial sums in z[1...].
+enum class StreamOp { copy, scale, add, triad, dot };
+
+template <typename T>
+using StreamFn = void (*)(StreamOp op, const T* x, const T* y, T* z, std::size_t n, T scalar);
+
+// --- arithmetic intensity (the roofline study) ---------------------------------------------
+// For each of n elements: y = x, then k times y = y*a + x (fused multiply-adds): k FMAs per
+// element loaded, one element read and one written. FP16 elements travel as IEEE binary16 bits
+// (std::uint16_t), a included.
+template <typename T>
+using FmaChainFn = void (*)(const T* x, T* y, std::size_t n, int k, T a);
+
+// --- parallel primitives (the primitives study) ---------------------------------------------
+// Sums are of uint32 values modulo 2^32 (unsigned arithmetic wraps): every order of additions gives
+// the same result, so every implementation's sum and prefix sums are checked exactly.
+// `sum` is host memory for every implementation; a GPU one may leave its copy there queued on the
+// default stream (the caller gives it pinned memory and reads it once that stream's work is done).
+using ReduceFn = void (*)(const std::uint32_t* values, std::size_t n, std::uint32_t* sum);
+// out[i] = values[0] + ... + values[i], modulo 2^32.
+using InclusiveScanFn = void (*)(const std::uint32_t* values, std::uint32_t* out, std::size_t n);
+// Ascending, in place.
+using SortU32Fn = void (*)(std::uint32_t* keys, std::size_t n);
+using SortU64Fn = void (*)(std::uint64_t* keys, std::size_t n);
+// Ascending by key, in place, values[i] moving with keys[i].
+using SortPairsFn = void (*)(std::uint32_t* keys, std::uint32_t* values, std::size_t n);
+// out[i] = a * in[i] + b as one fused multiply-add, rounded once: the same bits on every device.
+using AffineTransformFn = void (*)(const float* in, float* out, std::size_t n, float a, float b);
+
+// One library's implementation of each primitive (nullptr: it has none of its own).
+struct PrimitiveFunctions {
+  ReduceFn reduce = nullptr;
+  InclusiveScanFn inclusive_scan = nullptr;
+  SortU32Fn sort_u32 = nullptr;
+  SortPairsFn sort_pairs = nullptr;
+  SortU64Fn sort_u64 = nullptr;
+  AffineTransformFn transform = nullptr;
+};
+
+// The temporary device storage a GPU library took since it last released it: what its calls asked
+// for, and how many of those requests reached the device's allocator (cudaMalloc).
+struct TemporaryStorageUse {
+  long requests = 0;
+  double bytes_requested = 0;
+  long device_allocations = 0;
+};
 
 }  // namespace gpubench

@@ -1,5 +1,6 @@
 #include "core/random.hpp"
 
+#include <algorithm>
 #include <random>
 
 namespace gpubench {
@@ -9,6 +10,20 @@ std::vector<float> random_uniform(std::size_t count, std::uint64_t seed) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> values(count);
   for (float& v : values) v = uniform(engine);
+  return values;
+}
+
+std::vector<float> random_uniform_parallel(std::size_t count, std::uint64_t seed) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  std::vector<float> values(count);
+  const long blocks = static_cast<long>((count + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+  for (long block = 0; block < blocks; ++block) {
+    std::mt19937_64 engine(configuration_seed(seed, static_cast<std::uint64_t>(block)));
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    const std::size_t end = std::min(count, (block + 1) * kBlock);
+    for (std::size_t i = block * kBlock; i < end; ++i) values[i] = uniform(engine);
+  }
   return values;
 }
 

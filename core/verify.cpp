@@ -65,13 +65,17 @@ Verification compare_with_reference(const T* c, const MatmulReference& ref, Tole
 
 }  // namespace
 
+// Parallel as the matmul check (vectors of a gigabyte and more).
 Verification verify_exact(const float* values, const float* expected, std::size_t count) {
   Verification v;
   v.tolerance = {0.0, 0.0};
   double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < count; ++i) {
+  std::size_t non_finite = 0;
+  const long elements = static_cast<long>(count);
+#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, non_finite) reduction(max : max_diff, max_ref)
+  for (long i = 0; i < elements; ++i) {
     if (!std::isfinite(values[i])) {
-      ++v.non_finite;
+      ++non_finite;
       continue;
     }
     const double diff = std::fabs(static_cast<double>(values[i]) - expected[i]);
@@ -80,6 +84,7 @@ Verification verify_exact(const float* values, const float* expected, std::size_
     max_diff = std::fmax(max_diff, diff);
     max_ref = std::fmax(max_ref, std::fabs(static_cast<double>(expected[i])));
   }
+  v.non_finite = non_finite;
   v.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
   v.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
   return v;

@@ -32,6 +32,11 @@ struct Verification {
   std::string describe() const;
 };
 
+// Bit for bit: `count` values against what they must equal exactly (a copy, one rounded
+// operation per element), the errors recorded as the matmul ones are (both must be 0); a
+// NaN or Inf (a poisoned value never written) fails.
+Verification verify_exact(const float* values, const float* expected, std::size_t count);
+
 // `c` holds the full m x n output, row-major.
 Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance);
 Verification verify_matmul(const double* c, const MatmulReference& ref, Tolerance tolerance);

@@ -33,6 +33,16 @@ TEST(ThreadPlacedArray, FillsEveryElementAndIsResident) {
   for (std::size_t i = 0; i < kCount; ++i) ASSERT_EQ(bytes.data()[i], 0xFF) << "byte " << i;
 }
 
+TEST(ThreadPlacedArray, OneWriterCopiesAndFillsEveryElement) {  // an implementation on one thread places its own
+  const std::vector<float> source = random_uniform(kCount, 6);
+  const ThreadPlacedArray<float> placed(source, 1);
+  ASSERT_EQ(placed.size(), kCount);
+  for (std::size_t i = 0; i < kCount; ++i) ASSERT_EQ(placed.data()[i], source[i]) << "element " << i;
+  const ThreadPlacedArray<float> filled(kCount, 2.5f, 1);
+  for (std::size_t i = 0; i < kCount; ++i) ASSERT_EQ(filled.data()[i], 2.5f) << "element " << i;
+  EXPECT_EQ(resident_fraction(filled.data(), kCount * sizeof(float)), 1.0);
+}
+
 TEST(ThreadPlacedArray, HoldsNothingWhenEmpty) {
   const ThreadPlacedArray<int> empty(std::vector<int>{});
   EXPECT_EQ(empty.size(), 0u);

@@ -53,6 +53,12 @@ TEST(StudyOptions, TakesAHeldChoicesFile) {
   EXPECT_THROW(parse({"--held-choices="}), UsageError);
 }
 
+TEST(StudyOptions, TakesAnArtifactsDirectory) {
+  EXPECT_EQ(parse({"--artifacts-dir=/tmp/run"}).artifacts_dir, "/tmp/run");
+  EXPECT_EQ(parse({}).artifacts_dir, "");
+  EXPECT_THROW(parse({"--artifacts-dir="}), UsageError);
+}
+
 TEST(StudyOptions, RejectsUnknownFlagsAndBadCaps) {
   EXPECT_THROW(parse({"--size=64"}), UsageError);
   EXPECT_THROW(parse({"--caps=naive_loop"}), UsageError);

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "matmul_openblas.hpp"
 #include "matmul_test_support.hpp"
@@ -66,6 +68,21 @@ TEST(Tolerance, GrowsWithAccumulationLength) {
   EXPECT_LT(accumulation_tolerance(kFp32UnitRoundoff, 64).rel_fro,
             accumulation_tolerance(kFp32UnitRoundoff, 8192).rel_fro);
   EXPECT_LT(accumulation_tolerance(kFp32UnitRoundoff, 8192).rel_fro, 1e-4);
+}
+
+TEST(VerifyExact, PassesOnlyTheSameValues) {
+  const std::vector<float> expected = {0.5f, -1.25f, 3.0f, 1e-30f};
+  std::vector<float> values = expected;
+  const Verification same = verify_exact(values.data(), expected.data(), values.size());
+  EXPECT_TRUE(same.passed()) << same.describe();
+  EXPECT_EQ(same.max_rel_error, 0.0);
+  values[3] = std::nextafter(values[3], 1.0f);  // one unit in the last place, on the smallest value
+  EXPECT_FALSE(verify_exact(values.data(), expected.data(), values.size()).passed());
+  values = expected;
+  values[1] = std::numeric_limits<float>::quiet_NaN();  // a poisoned element never written
+  const Verification unwritten = verify_exact(values.data(), expected.data(), values.size());
+  EXPECT_FALSE(unwritten.passed());
+  EXPECT_EQ(unwritten.non_finite, 1u);
 }
 
 TEST(Verification, NaNErrorNeverPasses) {

@@ -1,7 +1,8 @@
-// The CPU entry of a study whose call reads FP32 inputs and writes one FP32 output.
+// The CPU entry of a study whose call reads inputs of one element type and writes one output of it.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -15,19 +16,27 @@ namespace gpubench {
 // OpenMP threads (core/first_touch.hpp): the problem's vectors, shared with the GPU entries,
 // were written by one thread. The output is poisoned with NaN (an element the call never
 // writes fails the check) and the first call is made here, for the study to check with
-// `output()`.
-class ThreadPlacedCpuEntry : public PreparedEntry {
+// `output()`. `threads` (0: all OpenMP threads) place the pages: the implementation's own.
+// T: float, double, or std::uint16_t (FP16 bits); all-ones bytes are a NaN in each.
+template <typename T>
+class ThreadPlacedEntry : public PreparedEntry {
  public:
-  using Call = std::function<void(const std::vector<const float*>& inputs, float* output)>;
-  ThreadPlacedCpuEntry(const std::vector<const std::vector<float>*>& inputs, std::size_t output_elements, Call call);
+  using Call = std::function<void(const std::vector<const T*>& inputs, T* output)>;
+  ThreadPlacedEntry(const std::vector<const std::vector<T>*>& inputs, std::size_t output_elements, Call call,
+                    int threads = 0);
   void run_once() override { call_(input_pointers_, output_.data()); }
-  const float* output() const { return output_.data(); }
+  const T* output() const { return output_.data(); }
 
  private:
-  std::deque<ThreadPlacedArray<float>> inputs_;  // a deque: built in place, never moved
-  std::vector<const float*> input_pointers_;
-  ThreadPlacedArray<float> output_;
+  std::deque<ThreadPlacedArray<T>> inputs_;  // a deque: built in place, never moved
+  std::vector<const T*> input_pointers_;
+  ThreadPlacedArray<T> output_;
   Call call_;
 };
+
+using ThreadPlacedCpuEntry = ThreadPlacedEntry<float>;
+extern template class ThreadPlacedEntry<float>;
+extern template class ThreadPlacedEntry<double>;
+extern template class ThreadPlacedEntry<std::uint16_t>;
 
 }  // namespace gpubench

@@ -68,6 +68,36 @@ std::string Library::failure(const char* call, Return status) const {
          " (NVML status " + std::to_string(status) + ")";
 }
 
+MemoryPeak memory_peak() {
+  constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
+  using MaxClockFn = Return (*)(Device, int type, unsigned int* mhz);
+  using BusWidthFn = Return (*)(Device, unsigned int* bits);
+  MemoryPeak peak;
+  const Library& nvml = library();
+  if (!nvml.unavailable_reason.empty()) {
+    peak.unavailable_reason = nvml.unavailable_reason;
+    return peak;
+  }
+  const auto max_clock = nvml.function<MaxClockFn>("nvmlDeviceGetMaxClockInfo");
+  const auto bus_width = nvml.function<BusWidthFn>("nvmlDeviceGetMemoryBusWidth");
+  if (!max_clock || !bus_width) {
+    peak.unavailable_reason = "NVML too old: no nvmlDeviceGetMaxClockInfo or nvmlDeviceGetMemoryBusWidth";
+    return peak;
+  }
+  Return status = max_clock(nvml.device, kClockMem, &peak.max_clock_mhz);
+  if (status != kSuccess) {
+    peak.unavailable_reason = nvml.failure("nvmlDeviceGetMaxClockInfo", status);
+    return peak;
+  }
+  status = bus_width(nvml.device, &peak.bus_width_bits);
+  if (status != kSuccess) {
+    peak.unavailable_reason = nvml.failure("nvmlDeviceGetMemoryBusWidth", status);
+    return peak;
+  }
+  peak.bytes_per_s = peak.max_clock_mhz * 1e6 * peak.bus_width_bits * MemoryPeak::kTransfersPerClock / 8.0;
+  return peak;
+}
+
 const Library& library() {
   static const Library loaded = [] {
     Library nvml;

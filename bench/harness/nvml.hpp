@@ -41,4 +41,17 @@ struct Library {
 // called from sampling threads until the process ends).
 const Library& library();
 
+// The device memory's theoretical peak bandwidth: NVML's maximum memory clock
+// (nvmlDeviceGetMaxClockInfo, NVML_CLOCK_MEM) x its bus width (nvmlDeviceGetMemoryBusWidth) x 2
+// transfers per clock (double data rate, as NVML reports HBM's and DDR's clock) / 8 bits per byte.
+// An H100 SXM: 2619 MHz x 5120 bits x 2 / 8 = 3.35 TB/s, its datasheet's figure.
+struct MemoryPeak {
+  static constexpr int kTransfersPerClock = 2;
+  double bytes_per_s = 0;            // 0 when unknown
+  unsigned int max_clock_mhz = 0;
+  unsigned int bus_width_bits = 0;
+  std::string unavailable_reason;    // empty when NVML gave both figures
+};
+MemoryPeak memory_peak();
+
 }  // namespace gpubench::nvml

@@ -336,6 +336,19 @@ std::string implementation_fields(const Implementation& impl) {
          ", \"cap_reason\": " + (impl.cap_reason.empty() ? "null" : json_string(impl.cap_reason));
 }
 
+namespace {
+
+std::string& artifacts_dir() {
+  static std::string dir;  // this process's --artifacts-dir
+  return dir;
+}
+
+}  // namespace
+
+std::string artifact_path(const std::string& file_name) {
+  return artifacts_dir().empty() ? "" : artifacts_dir() + "/" + file_name;
+}
+
 std::string utilization_description() { return "{" + json_availability(utilization_unavailable_reason()) + "}"; }
 
 int run_study(int argc, char** argv, const StudyDefinition& study) {
@@ -345,6 +358,7 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
     options = parse_study_options(&argc, argv);
     check_study_options(options, study);
     held_choices().open(options.held_choices);
+    artifacts_dir() = options.artifacts_dir;
   } catch (const std::runtime_error& e) {  // a bad flag, or a held-choices file that is not one
     std::cerr << binary << ": " << e.what() << "\n";
     return 2;

@@ -196,6 +196,10 @@ class ProblemCache {
   std::unique_ptr<Value> value_;
 };
 
+// Where the study writes a file of its own named `file_name` (--artifacts-dir, which the driver
+// sets to the run's folder), or "" when the run keeps none.
+std::string artifact_path(const std::string& file_name);
+
 // The --describe fields every implementation has, for its JSON object.
 std::string implementation_fields(const Implementation& impl);
 // The "utilization" field of a batch study's --describe: whether NVML can sample the GPU, and why not.

@@ -119,6 +119,9 @@ StudyOptions parse_study_options(int* argc, char** argv) {
     } else if (const char* v = flag_value(arg, "held-choices")) {
       if (!*v) throw UsageError("--held-choices: no file given");
       options.held_choices = v;
+    } else if (const char* v = flag_value(arg, "artifacts-dir")) {
+      if (!*v) throw UsageError("--artifacts-dir: no directory given");
+      options.artifacts_dir = v;
     } else if (flag == "--no-telemetry") {
       options.telemetry = false;
     } else if (flag == "--cpu-only") {
@@ -152,6 +155,8 @@ std::string study_options_help() {
          "                      (one JSON object per line, as the entry finishes)\n"
          "  --held-choices=F    take each library choice (cuDNN's engine) F holds; autotune and record\n"
          "                      the others there (one 'key<TAB>choice' line each)\n"
+         "  --artifacts-dir=D   write the files a study makes besides its entries there (the\n"
+         "                      mandelbrot study's count image); none without it\n"
          "  --describe          print the implementations, modes, caps and GPU status as JSON\n"
          "Any --benchmark_* flag goes to Google Benchmark (its own help follows).\n";
 }

@@ -24,6 +24,7 @@ struct StudyOptions {
   std::string telemetry_out;              // where the sampled series goes at the end; empty: nowhere
   std::string measurements_out;           // where each entry's samples go as it finishes; empty: nowhere
   std::string held_choices;               // library choices held across a run's processes; empty: none
+  std::string artifacts_dir;              // where a study writes files of its own (artifact_path); empty: none
   bool describe = false;
   bool help = false;
 };

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench_driver import derive, headline
+from gpubench_driver import derive, derive_mandelbrot, derive_vector_add, headline
 from gpubench_driver.formatting import byte_size, ratio, seconds
 
 CONFIRMED, REFUTED = "confirmed", "refuted"
@@ -21,6 +21,7 @@ class Claim:
     text: str     # the claim, as it is usually made
     source: str   # where it is made
     answer: Callable  # document -> {verdict, answer, numbers} or None (not measured by this run)
+    studies: tuple = ()  # the studies whose findings it reads: a run without them leaves it unanswered
 
 
 def _derived(document, study):
@@ -180,17 +181,109 @@ def pinned_memory(document):
                       + ("" if pageable["saved_beyond_noise"] else " (within the noise)") + "."}
 
 
+# --- "FLOPS are rarely the limit; memory bandwidth is" ---------------------------------------------
+ROOF_STUDIES = ("stream", "roofline")  # they measure the roofs; the entries placed under them are the others'
+MOSTLY = 0.75  # this share of the entries on one side of the ridge settles the claim
+
+
+def memory_bound(document):
+    if not set(ROOF_STUDIES) <= set(document["studies"]):
+        return None
+    roof = (document.get("findings") or {}).get("roofline") or {}
+    bandwidth = roof.get("bandwidth")
+    peaks = {row["precision"]: row["flop_per_s"] for row in roof.get("peaks") or []}
+    points = [point for point in roof.get("points") or []
+              if point["study"] not in ROOF_STUDIES and point["precision"] in peaks]
+    if not bandwidth or not points:
+        return None
+    ridges = {precision: peak / bandwidth["bytes_per_s"] for precision, peak in peaks.items()}
+    groups = {}
+    for point in points:
+        group = groups.setdefault((point["study"], point["precision"]), {
+            "study": point["study"], "precision": point["precision"], "memory_bound": 0, "compute_bound": 0})
+        group["memory_bound" if point["intensity"] < ridges[point["precision"]] else "compute_bound"] += 1
+    by_study = list(groups.values())
+    memory = sum(group["memory_bound"] for group in by_study)
+    share = memory / len(points)
+    verdict = (CONFIRMED if share >= MOSTLY else REFUTED if share <= 1 - MOSTLY else
+               f"depends on the arithmetic intensity: {memory} of {len(points)} entries are memory-bound")
+    used = sorted({point["precision"] for point in points}, key=lambda precision: -peaks[precision])
+    ridge_text = ", ".join(f"{precision} {ridges[precision]:.3g}" for precision in used)
+    per_study = "; ".join(f"{group['study']} {group['precision']}: {group['memory_bound']} memory-bound, "
+                          f"{group['compute_bound']} compute-bound" for group in by_study)
+    return {"verdict": verdict,
+            "numbers": {"memory_bound": memory, "compute_bound": len(points) - memory, "share_memory_bound": share,
+                        "bandwidth_bytes_per_s": bandwidth["bytes_per_s"], "bandwidth_study": bandwidth["study"],
+                        "ridges": {precision: ridges[precision] for precision in used}, "by_study": by_study},
+            "answer": f"Of the {len(points)} resident GPU entries of the other studies on the measured roofline "
+                      f"(memory roof {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s from the {bandwidth['study']} study; "
+                      f"ridges in FLOP per byte: {ridge_text}), {memory} lie left of their precision's ridge, where "
+                      f"bandwidth bounds them, and {len(points) - memory} right of it: {per_study}."}
+
+
+# --- "Mandelbrot: 4.07 s on the CPU against 0.0046 s on the GPU, 885x" -------------------------------
+def mandelbrot_guide(document):
+    claim = _derived(document, "mandelbrot").get("guide_claim")
+    resident = ((claim or {}).get("ratios") or {}).get(derive_mandelbrot.RESIDENT) or {}
+    one, every = resident.get(derive_mandelbrot.ONE_CORE), resident.get(derive_mandelbrot.ALL_CORES)
+    if one is None or every is None:
+        return None
+    claimed = derive_mandelbrot.GUIDE["ratio"]
+    verdict = (CONFIRMED if every >= claimed * (1 - CLOSE_TO) else
+               f"{REFUTED}: the gain is smaller" if one < claimed * (1 - CLOSE_TO) else
+               "depends on the CPU: one compiled core loses by that much, all of them do not")
+    copied = claim["ratios"].get(derive_mandelbrot.COPY_BACK) or {}
+    with_copy = (f"; with the image copied back {ratio(copied.get(derive_mandelbrot.ONE_CORE))} and "
+                 f"{ratio(copied.get(derive_mandelbrot.ALL_CORES))}" if copied else "")
+    interpreter = claim.get("interpreter_factor")
+    return {"verdict": verdict, "numbers": {"ratios": claim["ratios"], "interpreter_factor": interpreter},
+            "answer": f"The guide's image (1536 x 1024, 20 iterations, FP64), GPU kernel alone against compiled C++: "
+                      f"{ratio(one)} one core, {ratio(every)} all cores{with_copy}. The guide's CPU side was "
+                      f"interpreted Python"
+                      + (f", {ratio(interpreter)} this machine's compiled loop on one core." if interpreter else ".")}
+
+
+# --- "for one memory-bound operation the copies cost more than the CPU's whole computation" -------
+def vector_add_copies(document):
+    found = _derived(document, "vector_add").get("expected_finding")
+    if not found or not found["copies"]:
+        return None
+    cheaper = {mode: copies["sizes_cheaper_than_cpu"] for mode, copies in found["copies"].items()
+               if copies["sizes_cheaper_than_cpu"]}
+    resident = found["gpu_wins"].get(derive_vector_add.RESIDENT) or []
+    verdict = (CONFIRMED if found["holds"] else
+               f"{REFUTED}: the copies cost less than the CPU at some sizes" if cheaper else
+               "depends: the copies cost more, but the GPU does not beat the CPU even with the data resident"
+               if not resident else "depends on the size")
+    spans = "; ".join(f"{mode.replace('transfer_', '')} copies {ratio(copies['least_over_cpu'])} to "
+                      f"{ratio(copies['most_over_cpu'])} the best CPU's time"
+                      for mode, copies in found["copies"].items())
+    return {"verdict": verdict, "numbers": {"copies": found["copies"], "gpu_wins": found["gpu_wins"]},
+            "answer": f"C = A + B in FP32 at every size measured: {spans}; the GPU with the data resident beats "
+                      f"the best CPU at " + (f"n = {', '.join(map(str, resident))}" if resident else "no size")
+                      + "."}
+
+
 CLAIMS = (
     Claim("small_matrix", "At 200x200 the GPU is about 6x faster, but copying the data each call eats the gain",
-          "a blog benchmark of a K80 against a 4-core laptop", small_matrix),
+          "a blog benchmark of a K80 against a 4-core laptop", small_matrix, studies=("matmul",)),
     Claim("mnist_epoch", "A small MNIST model trains only about 2x faster on a GPU (153 s against 83 s)",
-          "a widely shared MNIST timing", mnist_epoch),
+          "a widely shared MNIST timing", mnist_epoch, studies=("mlp_training",)),
     Claim("batch_size", "Larger batches raise GPU utilisation, and memory decides the largest batch",
-          "common deep-learning advice", batch_size),
+          "common deep-learning advice", batch_size, studies=("mlp_training",)),
     Claim("tensor_cores", "16-bit tensor-core math is up to 8x faster than FP32",
-          "a common reading of tensor-core marketing", tensor_cores),
+          "a common reading of tensor-core marketing", tensor_cores, studies=("precision",)),
     Claim("pinned_memory", "Pinned memory speeds host-to-device copies and lets them overlap computation",
-          "the CUDA best-practices advice", pinned_memory),
+          "the CUDA best-practices advice", pinned_memory, studies=("transfer", "overlap")),
+    Claim("flops_rarely_limit", "FLOPS are rarely the limit; memory bandwidth is",
+          "GPU optimisation guides, after Stephen Jones' How CUDA Programming Works (GTC)", memory_bound,
+          studies=ROOF_STUDIES),
+    Claim("mandelbrot_guide", "Mandelbrot runs 885x faster on the GPU: 4.07 s on the CPU against 0.0046 s",
+          "a widely read CUDA guide (1536 x 1024, 20 iterations, FP64; its CPU side interpreted Python on one core, "
+          "its GPU side the kernel alone)", mandelbrot_guide, studies=("mandelbrot",)),
+    Claim("vector_add_copies", "For a memory-bound operation such as vector add, copying the data to the GPU costs "
+          "more than the CPU's whole computation: the GPU pays off only when the data stays resident",
+          "common GPU-offloading advice, after the first CUDA program", vector_add_copies, studies=("vector_add",)),
 )
 
 

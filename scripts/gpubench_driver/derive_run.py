@@ -5,8 +5,9 @@
   nominal_flop note sets a peak only for a precision no other study measured);
 - the roofline: achieved FLOP/s against arithmetic intensity (FLOP per byte of device memory traffic:
   the memory_read_bytes + memory_written_bytes the binary reports for one call) under one roof per
-  precision at its measured peak and one slanted roof at the device memory bandwidth the transfer
-  study's device-to-device copies measured;
+  precision at its measured peak and one slanted roof at the measured device memory bandwidth: the
+  stream study's fastest kernel past the L2 cache, or without it twice the transfer study's fastest
+  device-to-device copy;
 - the energy per timed call (one GEMM, one batch, one copy) that NVML's energy counter gave;
 - the entries measured while a power cap or a thermal slowdown held the clocks down.
 
@@ -110,13 +111,35 @@ def memory_traffic(entry):
 D2D = "d2d"  # the transfer study's direction of a device-to-device copy (impl copy_engine, mode device)
 BANDWIDTH_RULE = ("device memory traffic = 2 x the bytes copied per second by the fastest device-to-device copy at "
                   "the largest size the transfer study measured: a copy of B bytes reads B and writes B bytes")
+STREAM_RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
+               "size): STREAM's bytes (each array the operation reads or writes, once) per second")
+
+
+def stream_bandwidth(studies):
+    """The stream study's measured HBM bandwidth as the memory roof, or None (no stream study, or none
+    of its resident GPU points lay past the L2 cache)."""
+    derived = (studies.get("stream") or {}).get("derived") or {}
+    best = derived.get("hbm")
+    if not best:
+        return None
+    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
+            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
+            "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
+            "fraction_of_theoretical": best.get("fraction_of_peak"),
+            "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),
+            "rule": STREAM_RULE.format(beyond=derived.get("beyond_cache"))}
 
 
 def device_bandwidth(studies):
-    """(bandwidth record, None), or (None, why there is no memory roof)."""
+    """(bandwidth record, None), or (None, why there is no memory roof): the stream study's HBM
+    bandwidth where it measured one, else twice the transfer study's fastest device-to-device copy."""
+    found = stream_bandwidth(studies)
+    if found:
+        return found, None
     study = studies.get("transfer")
     if study is None:
-        return None, "the run has no transfer study, whose device-to-device copies measure the memory bandwidth"
+        return None, ("the run has neither a stream study past the L2 cache nor a transfer study, whose "
+                      "device-to-device copies measure the memory bandwidth")
     copies = [e for e in ok_entries(study["entries"]) if e["precision"] == D2D and e["device"] == "gpu"
               and positive(e.get("bytes_transferred")) and positive(e["time_s"]["median"])]
     if not copies:
@@ -127,7 +150,7 @@ def device_bandwidth(studies):
     copy_rate = best["bytes_transferred"] / best["time_s"]["median"]
     return {"study": "transfer", "impl": best["impl"], "mode": best["mode"], "precision": D2D, "n": best["n"],
             "median_s": best["time_s"]["median"], "copy_bytes_per_s": copy_rate, "bytes_per_s": 2 * copy_rate,
-            "rule": BANDWIDTH_RULE}, None
+            "bytes_per_call": 2 * best["bytes_transferred"], "rule": BANDWIDTH_RULE}, None
 
 
 # --- the roofline ---------------------------------------------------------------------

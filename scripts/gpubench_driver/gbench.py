@@ -12,7 +12,13 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
 # 'products' (batched GEMM) and 'samples' (MLP, convolution) count what one call processes, the batch;
 # 'device_bytes' is the batch studies', 'workspace_bytes', 'algorithm' and 'engine_held' (1: an earlier
-# trial's choice, held) the convolution's, 'loss_rel_error' the MLP's. Traffic of one call:
+# trial's choice, held) the convolution's, 'loss_rel_error' the MLP's, 'array_bytes' (one array's bytes)
+# the stream and roofline studies'; the mandelbrot study's image ('width', 'height'), the iterations its
+# formula ran ('escape_iterations'), how unevenly they fall on a warp's lanes ('warp_divergence') and the
+# pixels counted otherwise than on the CPU ('differing_pixels', 'max_count_difference'; at most
+# 'allowed_differing_pixels'); the primitives study's 'elements' (what one call processes) and what a GPU
+# library's call asks of its temporary storage ('temporary_bytes', 'temporary_requests', and
+# 'temporary_device_allocations': the cudaMalloc calls among them). Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
@@ -20,7 +26,10 @@ TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
             "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
             "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held", "loss_rel_error",
-            "huge_page_bytes", "streams", "chunk_bytes", "copy_engines", *TRAFFIC_COUNTERS)
+            "huge_page_bytes", "streams", "chunk_bytes", "copy_engines", "array_bytes", "width", "height",
+            "escape_iterations", "warp_divergence", "differing_pixels", "allowed_differing_pixels",
+            "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
+            "temporary_device_allocations", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.

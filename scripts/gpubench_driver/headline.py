@@ -108,17 +108,33 @@ def peak_rates(document, sheet):
     return found
 
 
+THEORETICAL_MEMORY = "theoretical (NVML: max memory clock x bus width x 2 / 8)"
+
+
 def memory_bandwidth(document, sheet):
-    """Device memory bandwidth: twice the fastest device-to-device copy at the largest size."""
+    """Device memory bandwidth, the roofline's memory roof: the stream study's fastest kernel past the
+    L2 cache, against the theoretical peak NVML's figures give (else the datasheet's); without the
+    stream study, twice the fastest device-to-device copy at the largest size, against the datasheet."""
     found = document["findings"]["roofline"].get("bandwidth")
     entry = _entry(document, found) if found else None
     if entry is None:
         return []
-    bytes_moved = 2 * entry["bytes_transferred"]
+    bytes_moved = found.get("bytes_per_call") or 2 * entry["bytes_transferred"]
+    interval = _inverse(bytes_moved, stats.median_interval(entry["time_s"]))
     sheet_rate = (sheet or {}).get("memory_bytes_per_s")
+    reference = {"value": sheet_rate, "what": "datasheet"} if sheet_rate else None
+    if found["study"] == "stream":
+        theoretical = found.get("theoretical_bytes_per_s")
+        label = (f"Device memory bandwidth (stream {found.get('operation')}, {found.get('kernel')} kernel, "
+                 f"{PRECISION_NAMES.get(found['precision'], found['precision'])})")
+        where = f"stream: {found['impl']} {found['mode']} {found['precision']} n={found['n']}"
+        if theoretical:
+            reference = {"value": theoretical, "what": THEORETICAL_MEMORY}
+        timed_as = LATENCY if entry.get("protocol") == "latency" else THROUGHPUT  # Thrust's dot waits for its sum
+        return [figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
+                       reference)]
     return [figure("memory_bandwidth", "Device memory bandwidth (2 x a device-to-device copy)", found["bytes_per_s"],
-                   _inverse(bytes_moved, stats.median_interval(entry["time_s"])), "B/s", "higher", THROUGHPUT,
-                   _where(found), {"value": sheet_rate, "what": "datasheet"} if sheet_rate else None)]
+                   interval, "B/s", "higher", THROUGHPUT, _where(found), reference)]
 
 
 def link_bandwidths(document):

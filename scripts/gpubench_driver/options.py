@@ -161,6 +161,15 @@ def study_sizes(options, name, description):
     return sizes
 
 
+def _chosen(given, suite, known, runnable):
+    """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can
+    run here (the GPU's only with a usable GPU and without --cpu-only), else None: all of them. A
+    subset that leaves nothing to run here (no GPU, a build without CUDA) is no subset."""
+    if given is not None:
+        return [value for value in given if value in known]
+    return [value for value in suite or () if value in runnable] or None
+
+
 def for_study(options, name, description):
     """The options one study's binary gets: the sizes (and batches) it sweeps, and only the
     implementations, modes and caps it knows (a binary refuses ids it does not have); NothingToRun
@@ -168,8 +177,11 @@ def for_study(options, name, description):
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]
-    impls = None if options.impls is None else [i for i in options.impls if i in ids]
-    chosen_modes = None if options.modes is None else [m for m in options.modes if m in modes]
+    record = studies.BY_NAME[name]
+    gpu = (description.get("gpu") or {}).get("available") and not options.cpu_only
+    runnable = [impl.get("id") for impl in implementations if gpu or impl.get("device") == "cpu"]
+    impls = _chosen(options.impls, None if options.full else record.suite_impls, ids, runnable)
+    chosen_modes = _chosen(options.modes, None if options.full else record.suite_modes, modes, modes)
     if impls == [] or chosen_modes == []:
         raise NothingToRun("it has none of the implementations or modes selected")
     sizes = study_sizes(options, name, description)

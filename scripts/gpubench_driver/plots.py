@@ -3,13 +3,14 @@
 Every line chart is a Chart: at most MAX_SERIES data series (a study with more splits its charts by
 mode, precision or memory, keeping the CPU lines on each), each series styled alike in all the charts
 of its study."""
+import math
 import os
 import re
 import textwrap
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver import derive, derive_batch, derive_transfer
+from gpubench_driver import derive, derive_batch, derive_mandelbrot, derive_transfer
 from gpubench_driver.formatting import rate
 
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
@@ -383,6 +384,254 @@ def overlap_plots(pyplot, study, plot_dir):
     return _draw(pyplot, study_charts)
 
 
+# --- vector add ----------------------------------------------------------------------------
+ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
+
+
+def _parity(axes, keys):
+    axes.axhline(1.0, color="black", linewidth=0.8)
+
+
+def vector_add_plots(pyplot, study, plot_dir):
+    """The time of every implementation and mode over n; the best CPU's time over the GPU's per GPU mode
+    (the crossovers marked); the copies' time over the best CPU's whole time, per transfer mode."""
+    derived = study["derived"]
+    series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
+              for row in derived.get("series") or []}
+    rows = derived.get("comparison") or []
+    speedups = {("best GPU", mode): [(row["n"], row["gpu"][mode]["speedup"]) for row in rows if mode in row["gpu"]]
+                for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
+    copies = {(mode,): [(row["n"], row["copies"][mode]["over_cpu"]) for row in rows if mode in row["copies"]]
+              for mode in dict.fromkeys(mode for row in rows for mode in row["copies"])}
+    study_charts = _line_charts(os.path.join(plot_dir, "vector_add_time"), "vector_add FP32: median time", series,
+                                (lambda key: key[1],), _cpu(series), ylabel="median time (s)",
+                                value=lambda point: point["median_s"], xlabel=ELEMENTS)
+    if speedups:
+        study_charts += _line_charts(os.path.join(plot_dir, "vector_add_speedup"),
+                                     "vector_add FP32: GPU speedup over the best CPU", speedups,
+                                     ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
+                                     mark=_parity_and_crossovers(_timed(derived.get("crossovers") or [])))
+    if copies:
+        study_charts += _line_charts(os.path.join(plot_dir, "vector_add_copies"),
+                                     "vector_add: the copies' time over the best CPU's whole time\n"
+                                     "(transfer-inclusive time less the kernel's resident time)", copies,
+                                     ylabel="copies / best CPU time (x; above 1: the copies cost more)",
+                                     xlabel=ELEMENTS, mark=_parity)
+    return _draw(pyplot, study_charts)
+
+
+# --- mandelbrot ------------------------------------------------------------------------------
+COUNT_IMAGE = "mandelbrot_counts.pgm"  # written into the run's folder by the study binary (--artifacts-dir)
+
+
+def read_pgm(path):
+    """(width, height, maxval, samples in file order, the comment) of a binary PGM (P5; 16-bit samples
+    big-endian); None when the file is absent or not one."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return None
+    fields, comments, position = [], [], 0
+    while len(fields) < 4 and position < len(data):
+        if data[position:position + 1].isspace():
+            position += 1
+        elif data[position:position + 1] == b"#":
+            end = data.find(b"\n", position)
+            end = len(data) if end < 0 else end
+            comments.append(data[position + 1:end].decode("utf-8", "replace").strip())
+            position = end
+        else:
+            end = position
+            while end < len(data) and not data[end:end + 1].isspace():
+                end += 1
+            fields.append(data[position:end])
+            position = end
+    if len(fields) < 4 or fields[0] != b"P5" or not all(field.isdigit() for field in fields[1:]):
+        return None
+    width, height, maxval = (int(field) for field in fields[1:])
+    wide = 2 if maxval > 255 else 1
+    body = data[position + 1:]
+    if not (0 < maxval < 65536) or len(body) != width * height * wide:
+        return None
+    samples = list(body) if wide == 1 else [body[i] << 8 | body[i + 1] for i in range(0, len(body), 2)]
+    return width, height, maxval, samples, " ".join(comments)
+
+
+def _count_image_plot(pyplot, path, image):
+    import numpy
+    width, height, maxval, samples, note = image
+    counts = numpy.array(samples, dtype=float).reshape(height, width)
+    shown = numpy.ma.masked_where(counts >= maxval, numpy.log1p(counts))  # the set itself: black
+    colours = pyplot.get_cmap("magma").copy()
+    colours.set_bad("black")
+    figure, axes = pyplot.subplots(figsize=(9, 9 * height / width + 0.8))
+    axes.imshow(shown, cmap=colours, interpolation="nearest")
+    axes.set_axis_off()
+    axes.set_title(plain("\n".join(textwrap.wrap(f"mandelbrot: {note} (at most {maxval} iterations; black: never "
+                                                  f"escaped; colour: log(1 + count))", 100))), fontsize="small")
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    pyplot.close(figure)
+
+
+def _configuration_bars(pyplot, path, row, guide):
+    """Median time of every implementation and mode at one configuration, beside the guide's figures."""
+    bars = [(f"{cores.replace('_', ' ')}: {side['impl']}", side["median_s"]) for cores, side in row["cpu"].items()]
+    bars += [(f"GPU {kernel['impl']}, {kernel['mode']}", kernel["median_s"]) for kernel in row["kernels"]]
+    if guide:
+        bars += [(f"guide: CPU, {guide['cpu']}", guide["cpu_s"]), (f"guide: GPU, {guide['gpu']}", guide["gpu_s"])]
+    figure, axes = pyplot.subplots(figsize=(9, 0.45 * len(bars) + 1.5))
+    labels = [plain(textwrap.fill(label, 50)) for label, _ in bars]
+    axes.barh(range(len(bars)), [seconds for _, seconds in bars],
+              color=["tab:grey" if label.startswith("guide") else "tab:blue" for label, _ in bars])
+    axes.set_yticks(range(len(bars)), labels, fontsize="small")
+    axes.invert_yaxis()
+    axes.set(xscale="log", xlabel="median time of one image (s)",
+             title=plain(f"mandelbrot: {row['width']} x {row['height']} pixels, at most {row['max_iterations']} "
+                         f"iterations, {row['precision']}" + (" (the guide's configuration)" if guide else "")))
+    axes.grid(True, which="both", axis="x", alpha=0.3)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    pyplot.close(figure)
+
+
+def mandelbrot_plots(pyplot, study, plot_dir):
+    """The count image the run kept (its folder's mandelbrot_counts.pgm), the times at the guide's
+    configuration beside the guide's own figures, and pixels per second over the image's pixels per
+    iteration limit where more than one image was measured (split by precision, then mode)."""
+    paths = []
+    image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
+    if image:
+        paths.append(os.path.join(plot_dir, "mandelbrot_counts.png"))
+        _count_image_plot(pyplot, paths[-1], image)
+    derived = study["derived"]
+    claim = derived.get("guide_claim")
+    if claim:
+        paths.append(os.path.join(plot_dir, "mandelbrot_guide.png"))
+        _configuration_bars(pyplot, paths[-1], claim["configuration"], derive_mandelbrot.GUIDE)
+    rows = [row for row in derived.get("rates") or [] if len(row["points"]) > 1]
+    study_charts = []
+    for limit in sorted({row["max_iterations"] for row in rows}):
+        series = {(row["impl"], row["mode"], row["precision"]): [(point["n"], point) for point in row["points"]]
+                  for row in rows if row["max_iterations"] == limit}
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"mandelbrot_rate_{limit}"), f"mandelbrot: pixels per second, at most {limit} "
+            "iterations", series, (lambda key: key[2], lambda key: key[1]), _cpu(series), ylabel="pixels/s",
+            value=lambda point: point["pixels_per_s"], xlabel="rows of the image (n; 1.5 n pixels wide)")
+    return paths + _draw(pyplot, study_charts)
+
+
+# --- the stream study and the roofline study's sweep ----------------------------------------
+WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
+INTENSITY = "arithmetic intensity (FLOP per byte: k FMAs per element over its bytes read and written)"
+
+
+def _stream_marks(peak, l2_bytes):
+    """mark(axes, keys): the theoretical peak (a GPU line on the chart) and the GPU's L2 size."""
+    def mark(axes, keys):
+        if not any(key[1] != HOST_MODE for key in keys):
+            return
+        if peak:
+            axes.axhline(peak["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
+                         label=f"theoretical peak {peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")
+        if l2_bytes:
+            axes.axvline(l2_bytes, color="black", alpha=0.6, linestyle=":",
+                         label=f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB")
+    return mark
+
+
+def stream_plots(pyplot, study, plot_dir):
+    """One chart per operation: GB/s over the working set, a line per kernel, mode and precision, with the
+    theoretical peak and the L2 size; split by precision, then mode, when over MAX_SERIES (the CPU on
+    each), e.g. stream_triad_fp64.png."""
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    study_charts = []
+    for operation in dict.fromkeys(row["operation"] for row in rows):
+        series = {(row["kernel"], row["mode"], row["precision"]): [(point["working_set_bytes"], point)
+                                                                 for point in row["points"]]
+                  for row in rows if row["operation"] == operation}
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"stream_{operation}"), f"stream {operation}: bandwidth against the working set",
+            series, (lambda key: key[2], lambda key: key[1]), _cpu(series),
+            ylabel="GB/s (STREAM's bytes, 10^9 per second)", value=lambda point: point["bytes_per_s"] / 1e9,
+            xlabel=WORKING_SET, mark=_stream_marks(derived.get("theoretical"), derived.get("l2_bytes")))
+    return _draw(pyplot, study_charts)
+
+
+def _fitted_roofs(rows):
+    """mark(axes, keys): each series' measured roofs, its bandwidth up to the ridge and its compute roof past it."""
+    def mark(axes, keys):
+        for index, row in enumerate(row for row in rows if (row["impl"], row["precision"]) in keys):
+            low, high = row["points"][0]["intensity"], row["points"][-1]["intensity"]
+            ridge = row["ridge_intensity"]
+            axes.plot([low, ridge, high], [row["bandwidth_bytes_per_s"] * low, row["compute_flop_per_s"],
+                                           row["compute_flop_per_s"]],
+                      color="black", alpha=0.5, linewidth=0.9,
+                      linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
+                      label=plain(f"{row['precision']}: {row['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s, "
+                                  f"{rate(row['compute_flop_per_s'])}, ridge {ridge:.3g} FLOP/B"))
+    return mark
+
+
+def roofline_sweep_plots(pyplot, study, plot_dir):
+    """One chart per device and size: FLOP/s over the arithmetic intensity, a line per precision, with
+    the bandwidth and compute roof each reached (e.g. roofline_sweep_gpu_n33554432.png)."""
+    rows = study["derived"].get("series") or []
+    study_charts = []
+    for device, n in dict.fromkeys((row["device"], row["n"]) for row in rows):
+        mine = [row for row in rows if (row["device"], row["n"]) == (device, n)]
+        series = {(row["impl"], row["precision"]): [(point["intensity"], point) for point in row["points"]]
+                  for row in mine}
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"roofline_sweep_{device}_n{n}"),
+            f"roofline sweep, {device}: the FMA chain's rate against its intensity\n{n} elements per array",
+            series, ylabel="FLOP/s", value=lambda point: point["flop_per_s"], xlabel=INTENSITY,
+            mark=_fitted_roofs(mine))
+    return _draw(pyplot, study_charts)
+
+
+# --- the primitives study ---------------------------------------------------------------------
+PRIMITIVE_ELEMENTS = "elements per call (n)"
+
+
+def _reference_mark(reference, target):
+    """mark(axes, keys): the device's memory bandwidth reduce is held against, and the target's share of it."""
+    def mark(axes, keys):
+        axes.axhline(reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
+                     label=plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60)))
+        axes.axhline(target * reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle=":",
+                     label=f"target: {target:.0%} of it")
+    return mark
+
+
+def primitives_plots(pyplot, study, plot_dir):
+    """One chart per primitive: elements per second over n, a line per library and mode, with the
+    crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
+    device's memory bandwidth it is held against (primitives_reduce_bandwidth.png)."""
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    study_charts = []
+    for primitive in dict.fromkeys(row["primitive"] for row in rows):
+        series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+                  for row in rows if row["primitive"] == primitive}
+        crossovers = [found for found in _timed(derived.get("crossovers") or []) if found["primitive"] == primitive]
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"primitives_{primitive}"), f"primitives {primitive}: elements per second",
+            series, (lambda key: key[1],), _cpu(series), ylabel="elements/s",
+            value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
+            mark=_crossover_marks(crossovers, with_precision=False, axis="n"))
+    found = derived.get("reduce_bandwidth") or {}
+    reduce = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+              for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
+    if reduce and found.get("reference"):
+        study_charts += _line_charts(
+            os.path.join(plot_dir, "primitives_reduce_bandwidth"),
+            "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
+            value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
+            xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
+    return _draw(pyplot, study_charts)
+
+
 # --- across the studies: the roofline ---------------------------------------------------
 ROOFLINE_NAME = "roofline.png"
 OTHER_MARKER = "P"  # a study's points whose record names no roofline_marker
@@ -431,7 +680,7 @@ def _roofline_plot(pyplot, path, roof):
             axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
                          marker=_marker(study), color=colours.get(precision, "grey"),
                          s=22, alpha=0.75, zorder=3)
-    memory = "\n".join(textwrap.wrap(f"memory roof: {BANDWIDTH_CAPTION}" if bandwidth
+    memory = "\n".join(textwrap.wrap(f"memory roof: {_bandwidth_caption(bandwidth)}" if bandwidth
                                     else plain(f"no memory roof: {roof.get('memory_roof_note')}"), 95))
     axes.set(xscale="log", yscale="log", xlim=(low, high),
              xlabel="arithmetic intensity (FLOP per byte of device memory traffic, compulsory-traffic model)",
@@ -442,6 +691,14 @@ def _roofline_plot(pyplot, path, roof):
 
 
 BANDWIDTH_CAPTION = "2 x the best device-to-device copy rate (a copy of B bytes reads B and writes B)"
+STREAM_CAPTION = "the stream study's fastest kernel past the L2 cache ({operation}, {kernel}, {precision})"
+
+
+def _bandwidth_caption(bandwidth):
+    if bandwidth["study"] == "stream":
+        return plain(STREAM_CAPTION.format(operation=bandwidth.get("operation"), kernel=bandwidth.get("kernel"),
+                                           precision=bandwidth["precision"]))
+    return BANDWIDTH_CAPTION
 
 
 def write_roofline(roof, out_dir):

@@ -17,7 +17,9 @@ _OPTIONAL_STR = (str, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
-             "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str, "measurement": dict}
+             "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str, "measurement": dict,
+             "operations": list, "kernels": list, "bytes_rule": str, "memory_hierarchy": dict, "chain": str,
+             "intensity_rule": str, "primitives": list, "libraries": list}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
@@ -346,8 +348,10 @@ _FINDING_ROWS = {
                       "telemetry_samples": _OPTIONAL_NUMBER},
     "telemetry.notes": {"study": str, "note": str},
 }
+# The memory roof: the stream study's best HBM rate, or (without it) twice a device-to-device copy's.
 _BANDWIDTH = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "median_s": _NUMBER,
-              "copy_bytes_per_s": _NUMBER, "bytes_per_s": _NUMBER, "rule": str}
+              "copy_bytes_per_s": _OPTIONAL_NUMBER, "bytes_per_s": _NUMBER, "bytes_per_call": _OPTIONAL_NUMBER,
+              "rule": str, "fraction_of_theoretical": _OPTIONAL_NUMBER}
 
 
 def _validate_findings(findings):

@@ -15,6 +15,8 @@ STOP_GRACE_S = 10
 # binaries record what their first trial chose and take it in the later ones (bench/harness/held_choices.hpp).
 HELD_CHOICES_FILE = "held_choices.tsv"
 HELD_CHOICES_FLAG = "--held-choices="
+# Where a study binary writes files of its own (the mandelbrot study's count image): the run's folder.
+ARTIFACTS_FLAG = "--artifacts-dir="
 
 
 class RunnerError(Exception):
@@ -216,11 +218,12 @@ class Study:
     one invocation). `progress` is shared by the studies of a run."""
 
     def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
-                 journal_path=None):
+                 journal_path=None, artifacts_dir=None):
         self.name = name
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
         self.held_path = held_path  # where the library choices held across the run's processes are
         self.journal_path = journal_path  # where each finished entry goes before its progress line
+        self.artifacts_dir = artifacts_dir  # where the binary writes files of its own (the run's folder)
         self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
@@ -278,12 +281,13 @@ class Study:
         if not planned:
             return
         self.progress.trial = trial
-        held = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []
+        run_files = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []  # shared by the run's processes
+        run_files += [ARTIFACTS_FLAG + self.artifacts_dir] if self.artifacts_dir else []
         on_finished = None
         if self.journal_path:
             on_finished = lambda result, measurement, wall: journal.append(  # noqa: E731
                 self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
-        invocation = invoke(self.binary, flags + held, self.options, self.progress, on_finished)
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished)
         for entry in invocation.entries:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)

@@ -14,7 +14,10 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpubench_driver import derive, derive_batch, derive_overlap, derive_precision, derive_transfer, formatting, plots
+from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_roofline, derive_stream,
+                             derive_transfer, formatting, plots)
+from gpubench_driver import derive_mandelbrot, derive_vector_add
+from gpubench_driver import derive_primitives
 from gpubench_driver.derive_batch import BatchStudy
 
 # The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
@@ -111,8 +114,25 @@ def no_rates(axes, counters, median_s):
     return []
 
 
+def size_rates(unit):
+    """What the size axis counts (elements) per second."""
+    def rates(axes, counters, median_s):
+        return [formatting.rate(axes["n"] / median_s, f"{unit}/s", " ")]
+    return rates
+
+
+def pixel_rates(axes, counters, median_s):
+    """Pixels per second from the image's width and height counters."""
+    pixels = (counters.get("width") or 0) * (counters.get("height") or 0)
+    return [formatting.rate(pixels / median_s, "pixels/s", " ")] if pixels else []
+
+
 def copy_rates(axes, counters, median_s):
     return derive_transfer.progress_rates(counters, median_s)
+
+
+def bandwidth_rates(axes, counters, median_s):
+    return derive_stream.progress_rates(counters, median_s)
 
 
 # --- the record --------------------------------------------------------------------------
@@ -148,6 +168,10 @@ class Study:
     # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
     # before --describe's axis_names mean (the binary's own axis_names win).
     axes: dict = field(default_factory=dict)
+    # The implementations and modes the default suite and --quick run, where not all of them (None: all);
+    # the user's --impls/--modes and run --full take every one.
+    suite_impls: Optional[tuple] = None
+    suite_modes: Optional[tuple] = None
 
     @property
     def axis_names(self):
@@ -175,6 +199,9 @@ CONV2D = BatchStudy(
     title="Convolution", unit="samples", item="sample", size_name="layer n",
     batch_meaning="images per forward convolution, n the layer's input height and width",
     chooses_algorithm=True)
+
+# The stream study's default suite and --quick: the kernels that answer its questions (docs/methodology.md).
+STREAM_SUITE_IMPLS = ("triad_grid_stride", "dot_grid_stride", "triad_thrust", "triad_openmp")
 
 # The default suite: every study at the points that answer its questions, the whole run within
 # about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
@@ -249,6 +276,50 @@ STUDIES = (
           suite_batches=(1, 8), derive=lambda study, document, rounds: derive_overlap.derive(study["entries"]),
           summary=_summary("summary_overlap"), plots=plots.overlap_plots, rates=no_rates,
           axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}),
+    # The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
+    # almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
+    # sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
+    Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
+          derive=lambda study, document, rounds: derive_vector_add.derive(study["entries"]),
+          summary=_summary("summary_vector_add"), plots=plots.vector_add_plots, rates=size_rates("elements"),
+          axes={"n": "elements"}),
+    # n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
+    # 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
+    # minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
+    Study(name="mandelbrot", quick_sizes=(derive_mandelbrot.GUIDE["height"],),
+          suite_sizes=(derive_mandelbrot.GUIDE["height"],), batch_axis=True,
+          quick_batches=(derive_mandelbrot.GUIDE["max_iterations"],),
+          suite_batches=(derive_mandelbrot.GUIDE["max_iterations"],),
+          derive=lambda study, document, rounds: derive_mandelbrot.derive(study["entries"],
+                                                                          study.get("implementations")),
+          summary=_summary("summary_mandelbrot"), plots=plots.mandelbrot_plots, rates=pixel_rates,
+          axes={"n": "rows", "batch": "max_iterations"}),
+    # stream: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size
+    # (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or H200), triad
+    # and dot by our grid-stride kernel, triad by Thrust and by OpenMP, resident and on the host: 16
+    # entries. The other operations and kernels, the transfer-inclusive mode and the sweep from 2^10 to
+    # 2^30 elements: --full, or --impls/--modes/--sizes.
+    Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
+          suite_impls=STREAM_SUITE_IMPLS, suite_modes=("resident", "host"),
+          derive=lambda study, document, rounds: derive_stream.derive(study),
+          summary=_summary("summary_stream"), plots=plots.stream_plots, roofline_marker="v", rates=bandwidth_rates,
+          axes={"n": "elements"}),
+    # roofline: one size past the L2 in every precision, k FMAs per element on both sides of the ridge
+    # (an H100's datasheet puts it near k = 80 in each precision); the GPU only: the CPU's chains at
+    # k = 1024 take tenths of a second a call. --full: k = 1, 2, 4, ..., 1024 on both.
+    Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
+          quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
+          derive=lambda study, document, rounds: derive_roofline.derive(study["entries"]),
+          summary=_summary("summary_roofline"), plots=plots.roofline_sweep_plots, roofline_marker="X",
+          rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"}),
+    # primitives: reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every
+    # library, resident and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the
+    # three sorts, transform) and the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of
+    # 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds a call there).
+    Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
+          derive=lambda study, document, rounds: derive_primitives.derive(study, document),
+          summary=_summary("summary_primitives"), plots=plots.primitives_plots, rates=size_rates("elements"),
+          axes={"impl": "primitive", "precision": "library", "n": "elements"}),
 )
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)

@@ -57,11 +57,17 @@ def _is_peak(row, peak):
 
 def _roof_items(roof):
     bandwidth = roof.get("bandwidth")
-    if bandwidth:
+    if bandwidth and bandwidth["study"] == "stream":
+        share = bandwidth.get("fraction_of_theoretical")
+        items = [f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s, the stream study's fastest kernel past the "
+                 f"L2 cache ({md(bandwidth.get('operation'))} by {md(bandwidth.get('kernel'))}, "
+                 f"{md(bandwidth['precision'])}, {byte_size(bandwidth.get('bytes_per_call'))} moved per call)"
+                 + (f", {percent(share)} of the theoretical peak" if share is not None else "") + "."]
+    elif bandwidth:
         items = [f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s of device memory traffic, twice the "
                  f"{bandwidth['copy_bytes_per_s'] / 1e9:.0f} GB/s that the transfer study's fastest device-to-device "
                  f"copy ({md(bandwidth['impl'])}, {byte_size(bandwidth['n'])} per copy) moved: a copy of B bytes "
-                 f"reads B and writes B bytes of device memory."]
+                 f"reads B and writes B bytes of device memory (the run has no stream study past the L2 cache)."]
     else:
         items = [f"No memory roof: {md(roof.get('memory_roof_note'))}; only the compute roofs are drawn."]
     items.append("Compute roofs, the measured peak of each precision: " + "; ".join(

@@ -258,9 +258,10 @@ class RooflineTest(unittest.TestCase):
         made = run_document(with_transfer=False)
         roof = made["findings"]["roofline"]
         self.assertIsNone(roof["bandwidth"])
-        self.assertIn("the run has no transfer study", roof["memory_roof_note"])
+        self.assertIn("nor a transfer study", roof["memory_roof_note"])
         text = summary.render(made, [], tempfile.gettempdir())
-        self.assertIn("- No memory roof: the run has no transfer study", text)
+        self.assertIn("- No memory roof: the run has neither a stream study past the L2 cache nor a transfer "
+                      "study", text)
         self.assertIn("only the compute roofs are drawn", text)
         self.assertNotIn("ridge at", text)
 

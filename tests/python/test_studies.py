@@ -72,7 +72,8 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual([s.name for s in studies.STUDIES if s.refined], ["matmul"])
         self.assertEqual([s.name for s in studies.STUDIES if s.gemm_cost], ["matmul", "precision"])
         self.assertEqual({s.name: s.roofline_marker for s in studies.STUDIES if s.roofline_marker},
-                         {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D"})
+                         {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D", "stream": "v",
+                          "roofline": "X"})
         self.assertEqual(list(derive_run.NOMINAL_FLOP), ["conv2d"])
         self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer"})
         self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
@@ -102,7 +103,8 @@ class AxisNamesTest(unittest.TestCase):
         self.assertNotIn("extra", names)
 
     def test_number_formats(self):
-        self.assertEqual([name for name in ORDER if studies.format_note(name)], ["transfer", "overlap"])
+        self.assertEqual([name for name in ORDER if studies.format_note(name)], ["transfer", "overlap", "primitives"])
+        self.assertEqual(studies.format_note("primitives"), "its precision axis is the library, not a number format")
         self.assertEqual(studies.format_note("transfer"), "its precision axis is the direction, not a number format")
         self.assertIsNone(studies.format_note("transfer", {"axis_names": {"precision": "precision"}}))
 

@@ -174,7 +174,7 @@ class RunTrialsTest(unittest.TestCase):
         self.assertEqual(headings, ["matmul trial 1 of 2", "precision trial 1 of 2", "matmul trial 2 of 2",
                                     "precision trial 2 of 2"])
 
-    def test_every_process_of_the_run_gets_its_held_choices_and_an_old_file_goes(self):
+    def test_every_process_of_the_run_gets_its_held_choices_and_its_folder_and_an_old_file_goes(self):
         log = os.path.join(self.machine.directory.name, "invocations.jsonl")
         self.machine.env["GPUBENCH_FAKE_LOG"] = log
         out = os.path.join(self.machine.directory.name, "run")
@@ -191,6 +191,7 @@ class RunTrialsTest(unittest.TestCase):
         self.assertEqual(len(measuring), 2 * 2)  # two sizes, two trials
         for args in measuring:
             self.assertIn("--held-choices=" + held, args)
+            self.assertIn("--artifacts-dir=" + out, args)  # where a study writes files of its own
 
     def test_bad_trial_counts_are_refused(self):
         for value in ("0", "-1", "x", "21"):

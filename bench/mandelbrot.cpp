@@ -1,0 +1,315 @@
+// The mandelbrot study: the escape-time image, the classic demonstration that a GPU is many times
+// faster than a CPU, measured against compiled C++ rather than interpreted Python. Work per pixel
+// varies from one iteration to the limit, so it is compute-bound and divergent: a warp runs as long
+// as its slowest pixel (the warp_divergence counter says how much that costs here).
+//   CPU: the scalar loop on one thread and on all cores (rows handed out dynamically), and SIMD
+//        lanes on all cores;
+//   GPU: our kernel, one pixel per thread in 16 x 16 blocks, each operation rounded on its own
+//        (`kernel`, bit for bit the CPU's counts) or contracted into FMAs by nvcc (`kernel_fma`);
+//        resident (the counts stay on the device: the kernel alone, as the guide timed it) and with
+//        the count image copied back to ordinary host memory (transfer_pageable).
+// Every image is the guide's region, x in [-2, 1] and y in [-1, 1], at another resolution: the size
+// axis n is its height in pixels, its width 1.5 n (rounded), so any n is an image and the guide's
+// 1536 x 1024 is n = 1024. The batch axis is the iteration limit: the guide's configuration is n = 1024
+// at 20 iterations (in FP64, as the guide computed; counts as bytes, as every limit below 255 stores them).
+// Entries: mandelbrot/<impl>/<device>/<mode>/<fp32|fp64>/n:<rows>/batch:<max iterations>.
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/first_touch.hpp"
+#include "core/json.hpp"
+#include "core/mandelbrot.hpp"
+#include "harness/study.hpp"
+#include "mandelbrot_cpu.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "core/gpu_runtime.hpp"
+#include "mandelbrot.cuh"
+#endif
+
+namespace gpubench {
+namespace {
+
+// --- the images: the size axis ----------------------------------------------------------------
+constexpr double kXMin = -2.0, kXMax = 1.0, kYMin = -1.0, kYMax = 1.0;  // the guide's region
+constexpr int kGuideRows = 1024;
+constexpr int kGuideIterations = 20;
+const char* const kGuidePrecision = "fp64";
+const char* const kCountImageFile = "mandelbrot_counts.pgm";
+
+constexpr double kAspect = (kXMax - kXMin) / (kYMax - kYMin);
+
+// n rows of round(1.5 n) pixels: square pixels over the region.
+MandelbrotImage image_of(int n, int max_iterations) {
+  return {static_cast<int>(std::lround(n * kAspect)), n, kXMin, kXMax, kYMin, kYMax, max_iterations};
+}
+
+bool is_guide(const Entry& entry) {
+  return entry.n == kGuideRows && entry.batch == kGuideIterations && entry.precision == kGuidePrecision;
+}
+
+// An image's pixels must be counted in an int, and an iteration limit leave its count type room for
+// the poison.
+void check_options(const StudyOptions& options) {
+  for (int n : options.sizes)
+    if (static_cast<double>(n) * n * kAspect > INT32_MAX)
+      throw UsageError("--sizes: " + std::to_string(n) + " rows make more than 2^31 pixels");
+  for (int limit : options.batches)
+    if (limit > kLargestIterationLimit)
+      throw UsageError("--batches: an iteration limit of at most " + std::to_string(kLargestIterationLimit) +
+                       ", not " + std::to_string(limit));
+}
+
+// --- the implementation table ------------------------------------------------------------
+struct MandelbrotImplementation : Implementation {
+  MandelbrotFn run;
+  bool contracted = false;  // its arithmetic may fuse operations the reference rounds apart
+  const char* description = "";
+};
+
+std::vector<MandelbrotImplementation> implementations() {
+  const std::vector<std::string> cpu = {mode_name(Mode::host)};
+  const std::vector<std::string> gpu = mode_names({Mode::resident, Mode::transfer_pageable});
+  const std::vector<std::string> precisions = {"fp32", "fp64"};
+  return {
+      {{"loop_1thread", Device::cpu, cpu, precisions, kGuideRows,
+        "one thread at 3072 x 2048 pixels and 4096 iterations takes seconds a call, at 12288 x 8192 minutes: the "
+        "all-threads rows cover the larger images (--caps=loop_1thread=0 lifts it for a one-core ratio there)",
+        one_thread},
+       mandelbrot_loop, false, "one pixel after the other on one thread: the compiled form of the guide's Python"},
+      {{"loop_all_threads", Device::cpu, cpu, precisions, 4096,
+        "the SIMD loop covers the largest images on all cores; the scalar one would add seconds a call",
+        openmp_threads},
+       mandelbrot_loop_parallel, false,
+       "the scalar loop, rows handed out one at a time to all OpenMP threads (schedule(dynamic))"},
+      {{"simd_all_threads", Device::cpu, cpu, precisions, 0, "", openmp_threads}, mandelbrot_simd_parallel, false,
+       "groups of 64 bytes of pixels of a row iterated together in SIMD lanes until all have escaped, rows handed "
+       "out dynamically to all OpenMP threads"},
+#if GPUBENCH_HAVE_CUDA
+      {{"kernel", Device::gpu, gpu, precisions}, mandelbrot_kernel, false,
+       "one pixel per thread, 16 x 16-thread blocks; each multiply and add rounded on its own (__fmul_rn, "
+       "__fadd_rn): the CPU's counts bit for bit"},
+      // Its copy back would time the same copy as kernel's: only its device time says something new.
+      {{"kernel_fma", Device::gpu, mode_names({Mode::resident}), precisions}, mandelbrot_kernel_fma, true,
+       "the same kernel with plain operators, which nvcc contracts into fused multiply-adds (its default)"},
+#endif
+  };
+}
+
+const std::vector<MandelbrotImplementation>& table() {
+  static const std::vector<MandelbrotImplementation> all = implementations();
+  return all;
+}
+
+// --- the reference, shared by every entry of one configuration ------------------------------------
+// Computed by the fastest CPU loop, the SIMD one (tests/test_mandelbrot_cpu.cpp holds every CPU loop to
+// the formula evaluated pixel by pixel): the largest images take seconds on all cores.
+struct MandelbrotProblem {
+  MandelbrotImage image;
+  Precision precision = Precision::fp64;
+  std::vector<std::uint8_t> reference;  // the counts, each image.count_bytes() wide
+  double iterations = 0;                // what the formula ran over the whole image
+  double divergence = 1;                // warp_divergence of the counts
+};
+
+const MandelbrotProblem& problem_for(const Entry& entry) {
+  static ProblemCache<std::tuple<int, int, std::string>, MandelbrotProblem> cache;
+  const MandelbrotImage image = image_of(entry.n, entry.batch);
+  require_host_memory(3.0 * image.bytes());  // the reference, an entry's counts and a copy of them
+  return cache.get({entry.n, entry.batch, entry.precision}, [&] {
+    MandelbrotProblem problem;
+    problem.image = image;
+    problem.precision = precision_named(entry.precision);
+    problem.reference.resize(image.bytes());
+    mandelbrot_simd_parallel(problem.precision, image, problem.reference.data());
+    problem.iterations = executed_iterations(image, problem.reference.data());
+    problem.divergence = warp_divergence(image, problem.reference.data());
+    return problem;
+  });
+}
+
+std::string pixel_name(const MandelbrotImage& image, std::size_t i) {
+  return "(" + std::to_string(i % image.width) + ", " + std::to_string(i / image.width) + ")";
+}
+
+// The counts against the reference: none out of range (a count never written keeps its poison), and
+// none different unless the arithmetic contracts, then at most kMandelbrotContractedDifferingFraction
+// of the pixels: only orbits that pass within rounding of the escape test change (docs/methodology.md).
+void check(PreparedEntry& entry, const MandelbrotImplementation& impl, const void* counts,
+           const MandelbrotProblem& problem) {
+  const MandelbrotImage& image = problem.image;
+  const CountComparison found = compare_counts(image, counts, problem.reference.data());
+  entry.counters["differing_pixels"] = static_cast<double>(found.differing);
+  entry.counters["max_count_difference"] = found.max_difference;
+  const double allowed = impl.contracted ? std::floor(kMandelbrotContractedDifferingFraction * image.pixels()) : 0.0;
+  entry.counters["allowed_differing_pixels"] = allowed;
+  if (found.out_of_range > 0) {
+    entry.wrong_result = std::to_string(found.out_of_range) + " counts above the iteration limit (never written)";
+  } else if (static_cast<double>(found.differing) > allowed) {
+    const std::size_t i = found.first_differing;
+    entry.wrong_result = std::to_string(found.differing) + " of " + std::to_string(image.pixels()) +
+                         " pixels differ from the CPU's counts (at most " + json_number(allowed) + " may), the first " +
+                         pixel_name(image, i) + ": " + std::to_string(count_at(counts, image.count_bytes(), i)) +
+                         " against " + std::to_string(count_at(problem.reference.data(), image.count_bytes(), i));
+  }
+}
+
+// What every entry knows of its configuration: the image, the iterations and their FLOP, the
+// counts written once per call (in host memory on the CPU, device memory on the GPU).
+void report(PreparedEntry& entry, const MandelbrotProblem& problem) {
+  const MandelbrotImage& image = problem.image;
+  entry.counters["width"] = image.width;
+  entry.counters["height"] = image.height;
+  entry.counters["escape_iterations"] = problem.iterations;
+  entry.counters["flop"] = kFlopPerIteration * problem.iterations;
+  entry.add_memory_traffic(0, static_cast<double>(image.bytes()));
+}
+
+// Counts of its own, first written by the threads that compute (one thread: placed by it).
+class CpuMandelbrot : public PreparedEntry {
+ public:
+  CpuMandelbrot(const MandelbrotImplementation& impl, const MandelbrotProblem& problem)
+      : impl_(impl), problem_(problem), counts_(problem.image.bytes(), 0xFF, impl.threads()) {
+    run_once();  // the first call, on counts poisoned above the limit
+    check(*this, impl, counts_.data(), problem);
+    report(*this, problem);
+  }
+  void run_once() override { impl_.run(problem_.precision, problem_.image, counts_.data()); }
+
+ private:
+  const MandelbrotImplementation& impl_;
+  const MandelbrotProblem& problem_;
+  ThreadPlacedArray<std::uint8_t> counts_;
+};
+
+#if GPUBENCH_HAVE_CUDA
+// Resident: the counts stay on the device (one untimed copy back for the check). transfer_pageable:
+// every call copies them back into an ordinary (written) vector, as a program that shows the image does.
+class GpuMandelbrot : public PreparedEntry {
+ public:
+  GpuMandelbrot(const MandelbrotImplementation& impl, const std::string& mode, const MandelbrotProblem& problem)
+      : impl_(impl), problem_(problem), copies_(copies_timed(mode)), device_(allocate(problem.image.bytes())),
+        host_(problem.image.bytes(), 0xFF) {
+    CUDA_CHECK(cudaMemset(device_.get(), 0xFF, device_.bytes()));
+    run_once();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (!copies_) CUDA_CHECK(cudaMemcpy(host_.data(), device_.get(), device_.bytes(), cudaMemcpyDeviceToHost));
+    check(*this, impl, host_.data(), problem);
+    report(*this, problem);
+    counters["warp_divergence"] = problem.divergence;
+    if (copies_) add_link_traffic(0, static_cast<double>(device_.bytes()));
+  }
+
+  void run_once() override {
+    impl_.run(problem_.precision, problem_.image, device_.get());
+    if (copies_) CUDA_CHECK(cudaMemcpyAsync(host_.data(), device_.get(), device_.bytes(), cudaMemcpyDeviceToHost, 0));
+  }
+
+  const std::uint8_t* counts() const { return host_.data(); }
+
+ private:
+  static std::size_t allocate(std::size_t bytes) {
+    require_device_memory(static_cast<double>(bytes));
+    return bytes;
+  }
+
+  const MandelbrotImplementation& impl_;
+  const MandelbrotProblem& problem_;
+  bool copies_;
+  DeviceBuffer<std::uint8_t> device_;
+  std::vector<std::uint8_t> host_;
+};
+
+// The report's picture: the guide's configuration as the separately rounded kernel computed it
+// (resident), when the run keeps files (--artifacts-dir) and the counts passed their check.
+bool writes_count_image(const Entry& entry, const MandelbrotImplementation& impl) {
+  return is_guide(entry) && !impl.contracted && entry.mode == mode_name(Mode::resident) &&
+         !artifact_path(kCountImageFile).empty();
+}
+
+// A picture that cannot be written is said on stderr; the entry's measurement stands.
+void keep_count_image(const Entry& entry, const MandelbrotImage& image, const std::uint8_t* counts) {
+  try {
+    write_count_image(artifact_path(kCountImageFile), image, counts,
+                      "escape counts of " + entry.name + ": x in [" + json_number(image.x_min) + ", " +
+                          json_number(image.x_max) + "], y in [" + json_number(image.y_min) + ", " +
+                          json_number(image.y_max) + "], top row first");
+  } catch (const std::runtime_error& e) {
+    std::cerr << "gpubench_mandelbrot: " << e.what() << "\n";
+  }
+}
+
+std::unique_ptr<PreparedEntry> prepare_gpu(const Entry& entry, const MandelbrotImplementation& impl,
+                                           const MandelbrotProblem& problem) {
+  auto gpu = std::make_unique<GpuMandelbrot>(impl, entry.mode, problem);
+  if (gpu->wrong_result.empty() && writes_count_image(entry, impl))
+    keep_count_image(entry, problem.image, gpu->counts());
+  return gpu;
+}
+#endif  // GPUBENCH_HAVE_CUDA
+
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<MandelbrotImplementation>(entry);
+  const MandelbrotProblem& problem = problem_for(entry);
+#if GPUBENCH_HAVE_CUDA
+  if (impl.on_gpu()) return prepare_gpu(entry, impl, problem);
+#endif
+  return std::make_unique<CpuMandelbrot>(impl, problem);
+}
+
+// --- description -------------------------------------------------------------------------
+std::string region_json(const MandelbrotImage& image) {
+  return "\"x\": [" + json_number(image.x_min) + ", " + json_number(image.x_max) + "], \"y\": [" +
+         json_number(image.y_min) + ", " + json_number(image.y_max) + "]";
+}
+
+std::string describe_study() {
+  const MandelbrotImage guide = image_of(kGuideRows, kGuideIterations);
+  return "\"region\": {" + region_json(guide) + "}, \"image\": " +
+         json_string("n rows of round(1.5 n) pixels over the region: the same picture at every n") +
+         ", \"guide\": {\"n\": " + std::to_string(kGuideRows) + ", \"max_iterations\": " +
+         std::to_string(kGuideIterations) + ", \"precision\": " + json_string(kGuidePrecision) +
+         ", \"width\": " + std::to_string(guide.width) + ", \"height\": " + std::to_string(guide.height) + "}" +
+         ", \"formula\": " +
+         json_string("z = z^2 + c from z = 0; the count is the first iteration i (from 0) after which |z|^2 >= 4, "
+                     "else the limit; c = (x_min + x*(x_max - x_min)/width, y_min + y*(y_max - y_min)/height)") +
+         ", \"flop_per_iteration\": " + json_number(kFlopPerIteration) +
+         ", \"count_bytes\": " +
+         json_string("1 up to " + std::to_string(kLargestByteLimit) + " iterations, 2 up to " +
+                     std::to_string(kLargestIterationLimit)) +
+         ", \"block\": [" + std::to_string(kBlockSide) + ", " + std::to_string(kBlockSide) + "]" +
+         ", \"contracted_differing_fraction\": " + json_number(kMandelbrotContractedDifferingFraction) +
+         ", \"count_image\": " + json_string(kCountImageFile);
+}
+
+std::string describe_implementation(const Implementation& impl) {
+  const auto& row = static_cast<const MandelbrotImplementation&>(impl);
+  return "\"description\": " + json_string(row.description) +
+         ", \"contracted\": " + (row.contracted ? "true" : "false");
+}
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "mandelbrot";
+  study.implementations = rows(table());
+  study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pageable});
+  study.default_sizes = geometric(256, 8192, 2);  // 384 x 256 to 12288 x 8192 pixels; the guide's at 1024
+  study.default_batches = {kGuideIterations, 256, 512, 1024, 2048, 4096};
+  study.axes = {"impl", "mode", "precision", "rows", "max_iterations"};
+  study.prepare = prepare;
+  study.check_options = check_options;
+  study.describe = describe_study;
+  study.describe_implementation = describe_implementation;
+  return study;
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }

@@ -1,0 +1,263 @@
+// The roofline study: one kernel whose arithmetic intensity is a parameter. For each of n
+// elements, y = x, then k times y = y*a + x (core/fma_chain.hpp): k fused multiply-adds per
+// element read, 2k FLOP per 2 x (element bytes) of memory traffic. Swept over k (the batch axis,
+// FMAs per element: 1 to 1024), the rate follows the memory bandwidth while k is small and the FMA
+// units' peak once it is large; where it turns is the measured ridge point. FP32, FP16 (the GPU:
+// __hfma2 on half2 pairs, no tensor cores) and FP64, on the GPU (kernels/fma_chain.cu, arrays
+// resident) and on every host thread (baselines/fma_chain_openmp.cpp). Every entry's first call is
+// checked against x times the chain's factor, within the rounding a chain of its length allows.
+// Entries: roofline/<fma_kernel|fma_loop>/<gpu|cpu>/<resident|host>/<precision>/n:<elements>/batch:<k>.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/fma_chain.hpp"
+#include "core/json.hpp"
+#include "core/precision_codec.hpp"
+#include "core/random.hpp"
+#include "harness/cpu_entry.hpp"
+#include "harness/study.hpp"
+#include "fma_chain_openmp.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "core/gpu_runtime.hpp"
+#include "fma_chain.cuh"
+#endif
+
+namespace gpubench {
+namespace {
+
+// Precisions in entry order, with what they store: FP16 as binary16 bits.
+struct ChainPrecision {
+  const char* id;
+  int element_bytes;
+  const char* gpu;
+  const char* cpu;
+};
+
+const std::vector<ChainPrecision>& chain_precisions() {
+  static const std::vector<ChainPrecision> all = {
+      {"fp32", 4, "fmaf per element, 4 per 16-byte vector", "vfmadd on FP32 vectors"},
+      {"fp16", 2, "__hfma2 on half2 pairs (two elements per instruction), no tensor cores",
+       "FP16 FMAs where the CPU has them (AVX512-FP16); otherwise an FP32 multiply-add rounded to FP16 at each step "
+       "(the conversions vectorised)"},
+      {"fp64", 8, "fma per element, 2 per 16-byte vector", "vfmadd on FP64 vectors"},
+  };
+  return all;
+}
+
+std::vector<std::string> precision_ids() {
+  std::vector<std::string> ids;
+  for (const ChainPrecision& p : chain_precisions()) ids.push_back(p.id);
+  return ids;
+}
+
+struct ChainImplementation : Implementation {
+  FmaChainFn<float> fp32;
+  FmaChainFn<std::uint16_t> fp16;
+  FmaChainFn<double> fp64;
+};
+
+const std::vector<ChainImplementation>& table() {
+  static const std::vector<ChainImplementation> all = {
+#if GPUBENCH_HAVE_CUDA
+      {{"fma_kernel", Device::gpu, mode_names({Mode::resident}), precision_ids()}, fma_chain_kernel, fma_chain_kernel,
+       fma_chain_kernel},
+#endif
+      {{"fma_loop", Device::cpu, mode_names({Mode::host}), precision_ids(), 0, "", openmp_threads}, fma_chain_openmp,
+       fma_chain_openmp, fma_chain_openmp},
+  };
+  return all;
+}
+
+template <typename T>
+FmaChainFn<T> function_of(const ChainImplementation& impl) {
+  if constexpr (std::is_same_v<T, float>) {
+    return impl.fp32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return impl.fp64;
+  } else {
+    return impl.fp16;
+  }
+}
+
+// --- the problem: x and a for one size and precision, shared by every k --------------------
+struct ChainProblem {
+  std::vector<float> x32;
+  std::vector<std::uint16_t> x16;
+  std::vector<double> x64;
+  double a = 0;  // as stored in the precision
+
+  template <typename T>
+  const std::vector<T>& x() const {
+    if constexpr (std::is_same_v<T, float>) {
+      return x32;
+    } else if constexpr (std::is_same_v<T, double>) {
+      return x64;
+    } else {
+      return x16;
+    }
+  }
+};
+
+template <typename T>
+T stored(double value) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return float_to_half_bits(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+// x uniform in [-1, 1) and a uniform in [0.5, 0.75), both rounded to the precision: the chain
+// stays within 4|x| and keeps x's sign and size in its result at every k.
+const ChainProblem& problem_for(int n, const std::string& precision) {
+  static ProblemCache<std::pair<int, std::string>, ChainProblem> cache;
+  return cache.get({n, precision}, [n, &precision] {
+    // x, a CPU entry's copies of it and its output, the check's copy, the draws; checked before x exists.
+    require_host_memory(40.0 * n);
+    ChainProblem problem;
+    const std::vector<float> x = random_uniform_parallel(n, configuration_seed(n, 10));
+    const double a = 0.625 + 0.125 * random_uniform(1, configuration_seed(n, 11))[0];
+    if (precision == "fp16") {
+      problem.x16.reserve(n);
+      for (float v : x) problem.x16.push_back(float_to_half_bits(v));
+      problem.a = half_bits_to_float(float_to_half_bits(static_cast<float>(a)));
+    } else if (precision == "fp64") {
+      problem.x64.assign(x.begin(), x.end());
+      problem.a = a;
+    } else {
+      problem.x32 = x;
+      problem.a = static_cast<float>(a);
+    }
+    return problem;
+  });
+}
+
+template <typename T>
+void report_counters(PreparedEntry& entry, std::size_t n, int k) {
+  const double array = static_cast<double>(n) * sizeof(T);
+  entry.counters["flop"] = 2.0 * k * static_cast<double>(n);
+  entry.add_memory_traffic(array, array);
+  entry.counters["array_bytes"] = array;
+}
+
+template <typename T>
+Verification checked(const ChainProblem& problem, const T* y, int k) {
+  const std::vector<T>& x = problem.x<T>();
+  return verify_fma_chain(x.data(), y, x.size(), k, stored<T>(problem.a));
+}
+
+template <typename T>
+std::unique_ptr<PreparedEntry> prepare_cpu(const ChainImplementation& impl, const ChainProblem& problem, int k) {
+  const FmaChainFn<T> run = function_of<T>(impl);
+  const std::size_t n = problem.x<T>().size();
+  const T a = stored<T>(problem.a);
+  auto entry = std::make_unique<ThreadPlacedEntry<T>>(
+      std::vector{&problem.x<T>()}, n, [=](const std::vector<const T*>& in, T* y) { run(in[0], y, n, k, a); });
+  entry->set_verdict(checked(problem, entry->output(), k));
+  report_counters<T>(*entry, n, k);
+  return entry;
+}
+
+#if GPUBENCH_HAVE_CUDA
+// x copied to the device once, untimed; the timed call is the kernel alone.
+template <typename T>
+class GpuChain : public PreparedEntry {
+ public:
+  GpuChain(const ChainImplementation& impl, const ChainProblem& problem, int k)
+      : run_(function_of<T>(impl)), n_(problem.x<T>().size()), k_(k), a_(stored<T>(problem.a)),
+        x_(device_arrays(n_)), y_(n_) {
+    CUDA_CHECK(cudaMemcpy(x_.get(), problem.x<T>().data(), x_.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(y_.get(), 0xFF, y_.bytes()));  // all-ones bytes are NaN: an unwritten element fails
+    run_once();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<T> y(n_);
+    CUDA_CHECK(cudaMemcpy(y.data(), y_.get(), y_.bytes(), cudaMemcpyDeviceToHost));
+    set_verdict(checked(problem, y.data(), k_));
+    report_counters<T>(*this, n_, k_);
+  }
+
+  void run_once() override { run_(x_.get(), y_.get(), n_, k_, a_); }
+
+ private:
+  static std::size_t device_arrays(std::size_t n) {
+    require_device_memory(2.0 * n * sizeof(T));
+    return n;
+  }
+
+  FmaChainFn<T> run_;
+  std::size_t n_;
+  int k_;
+  T a_;
+  DeviceBuffer<T> x_, y_;
+};
+#endif  // GPUBENCH_HAVE_CUDA
+
+template <typename T>
+std::unique_ptr<PreparedEntry> prepare_typed(const ChainImplementation& impl, const ChainProblem& problem, int k) {
+#if GPUBENCH_HAVE_CUDA
+  if (impl.on_gpu()) return std::make_unique<GpuChain<T>>(impl, problem, k);
+#endif
+  return prepare_cpu<T>(impl, problem, k);
+}
+
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<ChainImplementation>(entry);
+  const ChainProblem& problem = problem_for(entry.n, entry.precision);
+  if (entry.precision == "fp16") return prepare_typed<std::uint16_t>(impl, problem, entry.batch);
+  if (entry.precision == "fp64") return prepare_typed<double>(impl, problem, entry.batch);
+  return prepare_typed<float>(impl, problem, entry.batch);
+}
+
+// Each size's entries precision by precision (every k of it), so that consecutive entries share x.
+std::vector<Entry> arrange(std::vector<Entry> selected) {
+  const std::vector<std::string> order = precision_ids();
+  const auto rank = [&order](const Entry& e) {
+    return std::make_pair(e.n, std::find(order.begin(), order.end(), e.precision) - order.begin());
+  };
+  std::stable_sort(selected.begin(), selected.end(), [&](const Entry& a, const Entry& b) { return rank(a) < rank(b); });
+  return selected;
+}
+
+std::string describe_study() {
+  const auto precision = [](const ChainPrecision& p) {
+    return "{\"id\": " + json_string(p.id) + ", \"element_bytes\": " + std::to_string(p.element_bytes) +
+           ", \"gpu\": " + json_string(p.gpu) + ", \"cpu\": " + json_string(p.cpu) + "}";
+  };
+  return "\"chain\": " +
+         json_string("y = x, then k times y = y*a + x (fused multiply-adds), x uniform in [-1, 1), a in [0.5, 0.75)") +
+         ", \"intensity_rule\": " +
+         json_string("2k FLOP per element over 2 x its bytes of memory traffic (x read, y written): k / element bytes "
+                     "FLOP per byte") +
+         ", \"tolerance\": " +
+         json_string("largest |y - x*(a^k + ... + a + 1)| over the largest |x*(a^k + ... + 1)| within 4 u min(k, "
+                     "1/(1-a)), u the precision's unit roundoff") +
+         ", \"precisions\": " + json_list(chain_precisions(), precision);
+}
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "roofline";
+  study.implementations = rows(table());
+  study.modes = mode_names({Mode::host, Mode::resident});
+  // 2^25 elements: 64 MiB of FP16 to 256 MiB of FP64 per array, past the GPU's L2 (50-60 MB) in
+  // every precision.
+  study.default_sizes = {1 << 25};
+  study.default_batches = geometric(1, 1024, 2);
+  study.axes.n = "elements";
+  study.axes.batch = "fma_per_element";
+  study.prepare = prepare;
+  study.arrange = arrange;
+  study.describe = describe_study;
+  return study;
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }

@@ -1,0 +1,317 @@
+"""Findings of the stream study: the bandwidth of every operation, kernel, mode and precision against
+the size of its working set; device memory (HBM) bandwidth beyond the L2 cache against the
+theoretical peak; the L2 plateau; host DRAM bandwidth; where each cache level ends; Thrust against
+our kernels; what the copies of the transfer-inclusive mode cost.
+
+Entry axes: impl = <operation>_<kernel> (the binary's --describe gives each implementation's
+`operation` and `kernel`, read here, not parsed from the name), mode, precision (fp32, fp64),
+n = elements per array. Bandwidth is STREAM's: the bytes the binary counts (memory_read_bytes +
+memory_written_bytes: each array the operation reads or writes, once) over the median time, in
+bytes per second (the report prints GB/s, 10^9)."""
+import math
+
+from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.stats import beyond_spread, finite, median_interval, time_per_item
+
+RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
+OWN_KERNELS = ("grid_stride", "one_per_thread")  # ours, against Thrust
+THRUST = "thrust"
+# A working set is past a cache when it is this many times its capacity: a streaming kernel then
+# finds almost none of its arrays there from the call before.
+BEYOND_CACHE = 4
+# A level of the memory hierarchy ends where the rate falls below this share of the level's rate.
+LEVEL_DROP = 0.75
+PEAK_RULE = ("NVML's maximum memory clock x the memory bus width x 2 transfers per clock / 8 bits per byte "
+             "(the binary's --describe, memory_hierarchy.gpu)")
+
+
+def _number(value):
+    value = finite(value)
+    return value if value is not None and value > 0 else None
+
+
+def traffic(entry):
+    """STREAM's bytes of one call, as the binary counted them; None without."""
+    read, written = finite(entry.get("memory_read_bytes")), finite(entry.get("memory_written_bytes"))
+    return None if read is None or written is None or read + written <= 0 else read + written
+
+
+def implementations(study):
+    """{impl id: (operation, kernel)} from the binary's --describe."""
+    found = {}
+    for impl in study.get("implementations") or []:
+        if isinstance(impl, dict) and isinstance(impl.get("operation"), str) and isinstance(impl.get("kernel"), str):
+            found[impl.get("id")] = (impl["operation"], impl["kernel"])
+    return found
+
+
+def hierarchy(study):
+    """(GPU facts, host facts) of --describe's memory_hierarchy, {} where absent."""
+    found = study.get("memory_hierarchy") if isinstance(study.get("memory_hierarchy"), dict) else {}
+    gpu, host = found.get("gpu"), found.get("host")
+    return (gpu if isinstance(gpu, dict) else {}), (host if isinstance(host, dict) else {})
+
+
+def theoretical_peak(gpu):
+    """The GPU's theoretical memory bandwidth from NVML's figures, or None."""
+    rate = _number(gpu.get("peak_bytes_per_s"))
+    if rate is None:
+        return None
+    return {"bytes_per_s": rate, "max_memory_clock_mhz": _number(gpu.get("max_memory_clock_mhz")),
+            "bus_width_bits": _number(gpu.get("bus_width_bits")),
+            "transfers_per_clock": _number(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
+
+
+# --- curves ----------------------------------------------------------------------------------
+def _point(entry):
+    moved, median = traffic(entry), entry["time_s"]["median"]
+    cold = _number((entry.get("cold_l2_s") or {}).get("median"))
+    return {"n": entry["n"], "array_bytes": _number(entry.get("array_bytes")), "working_set_bytes": moved,
+            "median_s": median, "bytes_per_s": moved / median, "interval_s": median_interval(entry["time_s"]).record(),
+            "cold_l2_bytes_per_s": moved / cold if cold else None, "protocol": entry.get("protocol")}
+
+
+def curves(study):
+    """One row per (operation, kernel, device, mode, precision): its points in size order."""
+    names = implementations(study)
+    found = {}
+    for entry in ok_entries(study["entries"]):
+        if entry["impl"] not in names or traffic(entry) is None:
+            continue
+        operation, kernel = names[entry["impl"]]
+        key = (operation, kernel, entry["device"], entry["mode"], entry["precision"])
+        found.setdefault(key, {"impl": entry["impl"], "operation": operation, "kernel": kernel,
+                               "device": entry["device"], "mode": entry["mode"], "precision": entry["precision"],
+                               "points": []})["points"].append(_point(entry))
+    rows = sorted(found.values(), key=lambda row: (row["operation"], row["device"], row["kernel"], row["mode"],
+                                                   row["precision"]))
+    for row in rows:
+        row["points"].sort(key=lambda point: point["n"])
+    return rows
+
+
+def _where(row, point):
+    return {"impl": row["impl"], "operation": row["operation"], "kernel": row["kernel"], "device": row["device"],
+            "mode": row["mode"], "precision": row["precision"], "n": point["n"],
+            "working_set_bytes": point["working_set_bytes"], "median_s": point["median_s"],
+            "bytes_per_s": point["bytes_per_s"], "interval_s": point["interval_s"]}
+
+
+def _best(rows, keep):
+    """The fastest point among the rows' points that keep(point) accepts, with where it is; None."""
+    found = [(_where(row, point)) for row in rows for point in row["points"] if keep(point)]
+    return max(found, key=lambda point: point["bytes_per_s"]) if found else None
+
+
+def _beyond(capacity, rows):
+    """keep(point): the working set is past BEYOND_CACHE x capacity; without a capacity, the largest
+    size measured among the rows (what is known to be the furthest from the caches)."""
+    if capacity:
+        return lambda point: point["working_set_bytes"] >= BEYOND_CACHE * capacity
+    largest = max((point["n"] for row in rows for point in row["points"]), default=None)
+    return lambda point: point["n"] == largest
+
+
+def _by_operation(rows):
+    grouped = {}
+    for row in rows:
+        grouped.setdefault(row["operation"], []).append(row)
+    return grouped
+
+
+# --- device memory -----------------------------------------------------------------------------
+def device_memory(rows, l2_bytes, peak):
+    """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and the fastest
+    whose working set fits in it (the L2 plateau: warm calls find their arrays there), and the fastest
+    HBM point of all, the device's measured memory bandwidth; with fractions of the theoretical peak."""
+    resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
+    beyond = (lambda point: point["working_set_bytes"] >= BEYOND_CACHE * l2_bytes) if l2_bytes else None
+    groups = {}
+    for row in resident:
+        groups.setdefault((row["operation"], row["kernel"]), []).append(row)
+    per_kernel = []
+    for (operation, kernel), mine in groups.items():
+        hbm = _best(mine, beyond) if beyond else None
+        l2 = _best(mine, lambda point: point["working_set_bytes"] <= l2_bytes) if l2_bytes else None
+        share = hbm["bytes_per_s"] / peak["bytes_per_s"] if hbm and peak else None
+        per_kernel.append({"operation": operation, "kernel": kernel, "hbm": hbm, "l2": l2,
+                           "hbm_fraction_of_peak": share,
+                           "l2_over_hbm": l2["bytes_per_s"] / hbm["bytes_per_s"] if hbm and l2 else None})
+    best = max((row["hbm"] for row in per_kernel if row["hbm"]), key=lambda point: point["bytes_per_s"],
+               default=None)
+    if best and peak:
+        best = {**best, "fraction_of_peak": best["bytes_per_s"] / peak["bytes_per_s"]}
+    note = None
+    if not l2_bytes:
+        note = "the L2 size is unknown (no GPU in --describe): no point is known to lie past it"
+    elif resident and best is None:
+        note = (f"no resident GPU working set reached {BEYOND_CACHE} x the L2 cache "
+                f"({BEYOND_CACHE * l2_bytes / 2 ** 20:.0f} MiB): the sizes measured are the caches' ")
+    return per_kernel, best, note
+
+
+def host_memory(rows, host):
+    """Per operation, the fastest CPU point past BEYOND_CACHE x the last cache glibc reports (all
+    sockets' L3s are no larger than that for up to four sockets), else at the largest size measured
+    (`past_caches` false: the caches may still hold part of it, or their size is unknown); the fastest
+    of them is the host's DRAM bandwidth."""
+    cpu = [row for row in rows if row["device"] == "cpu"]
+    capacity = _number(host.get("l3_bytes")) or _number(host.get("l2_bytes"))
+    per_operation = []
+    for operation, mine in _by_operation(cpu).items():
+        past = _best(mine, _beyond(capacity, mine)) if capacity else None
+        dram = past or _best(mine, _beyond(None, mine))
+        per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
+    best = max((row["dram"] for row in per_operation if row["dram"]), key=lambda point: point["bytes_per_s"],
+               default=None)
+    return per_operation, best
+
+
+# --- where each cache level ends -------------------------------------------------------------
+def levels(points):
+    """The levels of a bandwidth curve: the first begins at the first point within LEVEL_DROP of the
+    fastest rate (the points before it are launch- or fork-bound, calls too short to stream, not a
+    level of the hierarchy); a level ends where the rate falls below LEVEL_DROP of the level's own
+    fastest rate. [{"from_bytes", "to_bytes", "bytes_per_s" (the level's fastest), "points"}] and the
+    edges between them [{"last_bytes" (the level's largest working set), "next_bytes" (the next
+    level's smallest), "near_bytes" (their geometric mean)}]."""
+    ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
+    if not ordered:
+        return [], []
+    fastest = max(point["bytes_per_s"] for point in ordered)
+    start = next(index for index, point in enumerate(ordered) if point["bytes_per_s"] >= LEVEL_DROP * fastest)
+    found, edges = [[ordered[start]]], []
+    for point in ordered[start + 1:]:
+        level = found[-1]
+        if point["bytes_per_s"] < LEVEL_DROP * max(p["bytes_per_s"] for p in level):
+            last, first = level[-1]["working_set_bytes"], point["working_set_bytes"]
+            edges.append({"last_bytes": last, "next_bytes": first, "near_bytes": math.sqrt(last * first)})
+            found.append([point])
+        else:
+            level.append(point)
+    return ([{"from_bytes": level[0]["working_set_bytes"], "to_bytes": level[-1]["working_set_bytes"],
+              "bytes_per_s": max(p["bytes_per_s"] for p in level), "points": len(level)} for level in found], edges)
+
+
+def _envelope(rows):
+    """The fastest point at each size over the rows (one device's kernels of one operation and precision)."""
+    best = {}
+    for row in rows:
+        for point in row["points"]:
+            if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
+                best[point["n"]] = point
+    return [best[n] for n in sorted(best)]
+
+
+def _capacity_name(bytes_, capacities):
+    """The cache whose capacity lies within a factor of 2 of an edge, or None."""
+    near = [(abs(math.log2(bytes_ / size)), name) for name, size in capacities.items() if size]
+    near = [item for item in near if item[0] <= 1]
+    return min(near)[1] if near else None
+
+
+def cache_edges(rows, l2_bytes, host):
+    """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each
+    size (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near
+    (GPU: L2; CPU: L1d, L2 of all threads, L3), when one is."""
+    threads = _number(host.get("threads")) or 1
+    capacities = {"gpu": {"L2": l2_bytes},
+                  "cpu": {"L1d (all threads)": (_number(host.get("l1d_bytes")) or 0) * threads,
+                          "L2 (all threads)": (_number(host.get("l2_bytes")) or 0) * threads,
+                          "L3": _number(host.get("l3_bytes"))}}
+    groups = {}
+    for row in rows:
+        if row["mode"] in (RESIDENT, HOST):
+            groups.setdefault((row["device"], row["operation"], row["precision"]), []).append(row)
+    found = []
+    for (device, operation, precision), mine in sorted(groups.items()):
+        curve_levels, edges = levels(_envelope(mine))
+        for edge in edges:
+            edge["cache"] = _capacity_name(edge["near_bytes"], capacities[device])
+        found.append({"device": device, "operation": operation, "precision": precision, "levels": curve_levels,
+                      "edges": edges})
+    return found
+
+
+# --- kernels and modes against each other ---------------------------------------------------------
+def _at_largest(row, other):
+    """(point of row, point of other) at the largest n both measured, or None."""
+    theirs = {point["n"]: point for point in other["points"]}
+    shared = [point for point in row["points"] if point["n"] in theirs]
+    return (shared[-1], theirs[shared[-1]["n"]]) if shared else None
+
+
+def thrust_over_own(rows):
+    """Per operation and precision, resident: Thrust's bandwidth over our fastest kernel's at the largest
+    size both measured, and whether they differ beyond noise."""
+    resident = {(row["operation"], row["kernel"], row["precision"]): row for row in rows
+                if row["device"] == "gpu" and row["mode"] == RESIDENT}
+    found = []
+    for (operation, kernel, precision), thrust in sorted(resident.items()):
+        if kernel != THRUST:
+            continue
+        pairs = [(own, _at_largest(thrust, resident[(operation, own, precision)])) for own in OWN_KERNELS
+                 if (operation, own, precision) in resident]
+        pairs = [(own, pair) for own, pair in pairs if pair]
+        if not pairs:
+            continue
+        own_kernel, (mine, own) = max(pairs, key=lambda item: (item[1][1]["n"], item[1][1]["bytes_per_s"]))
+        found.append({"operation": operation, "precision": precision, "n": mine["n"], "own_kernel": own_kernel,
+                      "thrust_bytes_per_s": mine["bytes_per_s"], "own_bytes_per_s": own["bytes_per_s"],
+                      "ratio": mine["bytes_per_s"] / own["bytes_per_s"], "thrust_protocol": mine["protocol"],
+                      "beyond_noise": beyond_spread(time_per_item(mine, "bytes_per_s"),
+                                                    time_per_item(own, "bytes_per_s"))})
+    return found
+
+
+def transfer_cost(rows):
+    """Per operation, kernel and precision: the transfer-inclusive call's time over the resident call's at
+    the largest size both measured (what copying the arrays in and the result out costs)."""
+    by_key = {(row["operation"], row["kernel"], row["precision"], row["mode"]): row for row in rows
+              if row["device"] == "gpu"}
+    found = []
+    for (operation, kernel, precision, mode), row in sorted(by_key.items()):
+        resident = by_key.get((operation, kernel, precision, RESIDENT))
+        pair = _at_largest(row, resident) if mode == TRANSFER and resident else None
+        if pair:
+            moved, kept = pair
+            found.append({"operation": operation, "kernel": kernel, "precision": precision, "n": moved["n"],
+                          "transfer_s": moved["median_s"], "resident_s": kept["median_s"],
+                          "time_ratio": moved["median_s"] / kept["median_s"]})
+    return found
+
+
+def progress_rates(counters, median_s):
+    """The entry's STREAM bandwidth for the progress line, from its console counters."""
+    read, written = counters.get("memory_read_bytes"), counters.get("memory_written_bytes")
+    if not read and not written:
+        return []
+    return [f"{((read or 0) + (written or 0)) / median_s / 1e9:.1f} GB/s"]
+
+
+def derive(study):
+    rows = curves(study)
+    gpu, host = hierarchy(study)
+    l2_bytes = _number(gpu.get("l2_bytes"))
+    peak = theoretical_peak(gpu)
+    per_operation, hbm, hbm_note = device_memory(rows, l2_bytes, peak)
+    host_rows, dram = host_memory(rows, host)
+    return {
+        "curves": rows,
+        "l2_bytes": l2_bytes,
+        "theoretical": peak,
+        "theoretical_note": None if peak else (gpu.get("peak_note") or gpu.get("reason")
+                                               or "the binary's --describe gave no theoretical bandwidth"),
+        "device_memory": per_operation,
+        "hbm": hbm,
+        "hbm_note": hbm_note,
+        "host_memory": host_rows,
+        "host_dram": dram,
+        "host_caches": {key: host.get(key) for key in ("l1d_bytes", "l2_bytes", "l3_bytes", "threads")},
+        "cache_edges": cache_edges(rows, l2_bytes, host),
+        "thrust_over_own": thrust_over_own(rows),
+        "transfer_cost": transfer_cost(rows),
+        "beyond_cache": BEYOND_CACHE,
+        "level_drop": LEVEL_DROP,
+        "failures": grouped_failures(study["entries"]),
+    }
