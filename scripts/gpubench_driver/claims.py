@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench_driver import derive, derive_mandelbrot, derive_vector_add, headline
-from gpubench_driver.formatting import byte_size, ratio, seconds
+from gpubench_driver import derive, derive_mandelbrot, derive_occupancy, derive_vector_add, headline
+from gpubench_driver.formatting import byte_size, percent, ratio, seconds
 
 CONFIRMED, REFUTED = "confirmed", "refuted"
 CLOSE_TO = 0.10  # a measured factor within this share of the claimed one confirms it
@@ -264,6 +264,61 @@ def vector_add_copies(document):
                       + "."}
 
 
+# --- "16 blocks of 128 threads use less than a tenth of a big GPU" --------------------------------------
+def _percent_interval(value, interval):
+    return percent(value) + (f" ({percent(interval[0])}–{percent(interval[1])})" if interval else "")
+
+
+def walkthrough_launch(document):
+    launch = derive_occupancy.WALKTHROUGH
+    row = next((row for row in _derived(document, "occupancy").get("walkthrough") or []
+                if row["impl"] == launch["kernel"]), None)
+    if row is None:
+        return None
+    verdict = {"below": CONFIRMED, "above": f"{REFUTED}: it uses more",
+               "within noise": "depends on the noise: the measured fraction's interval spans a tenth"}[
+        row["against_claim"]]
+    best = row["best"]
+    busy = (f", keeping {row['busy_multiprocessors']:.0f} of {row['multiprocessors']:.0f} multiprocessors and "
+            f"{percent(row['warp_fraction'])} of the GPU's warp slots busy"
+            if row["busy_multiprocessors"] is not None and row["multiprocessors"] else "")
+    return {"verdict": verdict, "numbers": {"fraction_of_best": row["fraction_of_best"],
+                                            "fraction_interval": row["fraction_interval"],
+                                            "best_launch": [best["blocks"], best["threads_per_block"]],
+                                            "busy_fraction": row["busy_fraction"], "warp_fraction": row["warp_fraction"]},
+            "answer": f"The naive SGEMM (n = 1024) launched as {launch['blocks']} blocks of {launch['threads_per_block']} "
+                      f"threads ran at {_percent_interval(row['fraction_of_best'], row['fraction_interval'])} of the "
+                      f"rate of the best launch measured ({best['blocks']} blocks of {best['threads_per_block']} "
+                      f"threads){busy}."}
+
+
+# --- "a GPU must never idle between kernels" ---------------------------------------------------
+MOSTLY_IDLE = 0.5  # the host-synchronised chain's idle share from which gaps are "much of its time"
+
+
+def idle_gaps(document):
+    found = _derived(document, "launch_overhead").get("idle_finding")
+    if not found:
+        return None
+    idle, gain = found["idle"], found["graph_over_stream"]
+    gaps_matter = idle["sync_each"]["fraction"] >= MOSTLY_IDLE
+    graph_gains = bool(gain) and gain["ratio"] > 1 and gain["beyond_noise"] is not False
+    verdict = (CONFIRMED if gaps_matter and graph_gains else REFUTED if not gaps_matter and not graph_gains else
+               "depends on the launching: synchronising after each kernel leaves the GPU idle most of the time, but "
+               "a graph buys nothing over launching back to back" if gaps_matter else
+               "depends: the gaps are a small share, yet a graph still shortens the chain")
+    shares = "; ".join(f"{_percent_interval(idle[mode]['fraction'], idle[mode]['interval'])} {what}"
+                       for mode, what in (("sync_each", "with a synchronisation after each kernel"),
+                                          ("stream", "launched back to back from a stream"), ("graph", "as a CUDA graph")))
+    graph = (f"; the graph ran the chain {ratio(gain['ratio'])} as fast as the stream"
+             + ("" if gain["beyond_noise"] is not False else " (within the noise)")
+             + f", {seconds(gain['saved_per_kernel_s'])} saved per kernel" if gain else "")
+    return {"verdict": verdict, "numbers": {"n": found["n"], "idle": {mode: idle[mode]["fraction"] for mode in idle},
+                                            "graph_over_stream": gain["ratio"] if gain else None},
+            "answer": f"A chain of {found['n']} small kernels (each adding to 2^16 floats), the share of its time the "
+                      f"GPU ran none of them: {shares}{graph}."}
+
+
 CLAIMS = (
     Claim("small_matrix", "At 200x200 the GPU is about 6x faster, but copying the data each call eats the gain",
           "a blog benchmark of a K80 against a 4-core laptop", small_matrix, studies=("matmul",)),
@@ -284,6 +339,12 @@ CLAIMS = (
     Claim("vector_add_copies", "For a memory-bound operation such as vector add, copying the data to the GPU costs "
           "more than the CPU's whole computation: the GPU pays off only when the data stays resident",
           "common GPU-offloading advice, after the first CUDA program", vector_add_copies, studies=("vector_add",)),
+    Claim("walkthrough_launch", "An SGEMM launched as 16 blocks of 128 threads uses less than a tenth of a big GPU",
+          "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",)),
+    Claim("idle_gaps", "A GPU must never idle between kernels: a chain of small kernels spends much of its time in "
+          "launch gaps, which CUDA graphs remove",
+          "the same profiling walk-through; CUDA graphs are NVIDIA's remedy for launch overhead", idle_gaps,
+          studies=("launch_overhead",)),
 )
 
 

@@ -18,7 +18,11 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # pixels counted otherwise than on the CPU ('differing_pixels', 'max_count_difference'; at most
 # 'allowed_differing_pixels'); the primitives study's 'elements' (what one call processes) and what a GPU
 # library's call asks of its temporary storage ('temporary_bytes', 'temporary_requests', and
-# 'temporary_device_allocations': the cudaMalloc calls among them). Traffic of one call:
+# 'temporary_device_allocations': the cudaMalloc calls among them); the occupancy study's launch and kernel
+# ('multiprocessors', 'busy_multiprocessors', 'resident_warps', 'max_resident_warps', 'blocks_per_multiprocessor',
+# 'theoretical_occupancy', 'registers_per_thread', 'shared_bytes_per_block'); the launch_overhead study's
+# chain ('kernels', 'host_launches', 'host_synchronizations') and its kernels' own device time per call
+# ('kernel_busy_s', 'chain_span_s', resolved to 'timer_step_s'). Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
@@ -29,7 +33,10 @@ COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_
             "huge_page_bytes", "streams", "chunk_bytes", "copy_engines", "array_bytes", "width", "height",
             "escape_iterations", "warp_divergence", "differing_pixels", "allowed_differing_pixels",
             "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
-            "temporary_device_allocations", *TRAFFIC_COUNTERS)
+            "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
+            "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
+            "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
+            "chain_span_s", "timer_step_s", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.

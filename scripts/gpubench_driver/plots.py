@@ -632,6 +632,86 @@ def primitives_plots(pyplot, study, plot_dir):
     return _draw(pyplot, study_charts)
 
 
+# --- the occupancy and launch_overhead studies ------------------------------------------------
+RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiprocessors)"
+CHAIN_KERNELS = "kernels in the chain (n)"
+
+
+def _occupancy_heat_map(pyplot, path, kernel, launch):
+    """Each launch configuration's rate as a share of the kernel's best: threads per block up, blocks
+    across, the walk-through's launch outlined."""
+    threads = sorted({point["threads_per_block"] for point in kernel["points"]})
+    blocks = sorted({point["blocks"] for point in kernel["points"]})
+    grid = [[float("nan")] * len(blocks) for _ in threads]
+    for point in kernel["points"]:
+        grid[threads.index(point["threads_per_block"])][blocks.index(point["blocks"])] = point["fraction_of_best"]
+    figure, axes = pyplot.subplots(figsize=(max(6.0, 0.6 * len(blocks) + 2), max(3.0, 0.5 * len(threads) + 1.5)))
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto", origin="lower")
+    for row, values in enumerate(grid):
+        for column, value in enumerate(values):
+            if not math.isnan(value):  # a configuration measured
+                axes.text(column, row, f"{value:.0%}" if value >= 0.1 else f"{value:.1%}", ha="center", va="center",
+                          fontsize="x-small", color="white" if value < 0.6 else "black")
+    if launch["threads_per_block"] in threads and launch["blocks"] in blocks:
+        axes.add_patch(pyplot.Rectangle((blocks.index(launch["blocks"]) - 0.5, threads.index(launch["threads_per_block"])
+                                         - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+    axes.set_xticks(range(len(blocks)))
+    axes.set_xticklabels([str(value) for value in blocks], rotation=45)
+    axes.set_yticks(range(len(threads)))
+    axes.set_yticklabels([str(value) for value in threads])
+    figure.colorbar(image, ax=axes, label="rate / the best launch measured")
+    axes.set(xlabel="blocks", ylabel="threads per block",
+             title=plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
+                         f"{launch['blocks']} x {launch['threads_per_block']})"))
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    pyplot.close(figure)
+
+
+def occupancy_plots(pyplot, study, plot_dir):
+    """Per kernel: a heat map of the rate by launch configuration (occupancy_<kernel>.png) and its rate
+    over the warps resident at once, a line per block size (occupancy_<kernel>_warps.png)."""
+    derived = study["derived"]
+    paths, study_charts = [], []
+    for kernel in derived.get("kernels") or []:
+        path = os.path.join(plot_dir, f"occupancy_{_file_part(kernel['impl'])}.png")
+        _occupancy_heat_map(pyplot, path, kernel, derived["walkthrough_launch"])
+        paths.append(path)
+        series = {}
+        for point in kernel["points"]:
+            if point.get("resident_warps"):
+                series.setdefault((f"{point['threads_per_block']} threads",), []).append((point["resident_warps"], point))
+        study_charts += _line_charts(
+            os.path.join(plot_dir, f"occupancy_{_file_part(kernel['impl'])}_warps"),
+            f"occupancy {kernel['impl']}: rate against the resident warps", {
+                key: sorted(points, key=lambda item: item[0]) for key, points in series.items()},
+            ylabel="rate / the best launch measured", value=lambda point: point["fraction_of_best"],
+            xlabel=RESIDENT_WARPS)
+    return paths + _draw(pyplot, study_charts)
+
+
+def launch_overhead_plots(pyplot, study, plot_dir):
+    """The time per kernel against the chain's length, a line per kernel and launch mode
+    (launch_overhead_per_kernel.png), and the share of a small-kernel chain's time the GPU ran its
+    kernels (launch_overhead_busy.png)."""
+    rows = study["derived"].get("rows") or []
+    per_kernel, busy = {}, {}
+    for row in rows:
+        per_kernel.setdefault((row["impl"], row["mode"]), []).append((row["n"], row))
+        if row["busy_fraction"] is not None:
+            busy.setdefault((row["mode"],), []).append((row["n"], row))
+    study_charts = _line_charts(os.path.join(plot_dir, "launch_overhead_per_kernel"),
+                                "launch_overhead: time per kernel (host clock, launch to synchronisation)",
+                                per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],
+                                xlabel=CHAIN_KERNELS)
+    if busy:
+        study_charts += _line_charts(os.path.join(plot_dir, "launch_overhead_busy"),
+                                     "launch_overhead: GPU busy share of a chain of small kernels\n"
+                                     "(the kernels' own spans over the call's time)", busy,
+                                     ylabel="kernels' time / call time", value=lambda row: row["busy_fraction"],
+                                     xlabel=CHAIN_KERNELS)
+    return _draw(pyplot, study_charts)
+
+
 # --- across the studies: the roofline ---------------------------------------------------
 ROOFLINE_NAME = "roofline.png"
 OTHER_MARKER = "P"  # a study's points whose record names no roofline_marker

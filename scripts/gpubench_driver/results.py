@@ -19,7 +19,8 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
              "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str, "measurement": dict,
              "operations": list, "kernels": list, "bytes_rule": str, "memory_hierarchy": dict, "chain": str,
-             "intensity_rule": str, "primitives": list, "libraries": list}
+             "intensity_rule": str, "primitives": list, "libraries": list, "walkthrough": dict, "blocks_rule": str,
+             "placement_rule": str, "launches": list, "elements": int, "busy_rule": str}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",

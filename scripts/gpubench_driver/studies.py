@@ -18,6 +18,7 @@ from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precis
                              derive_transfer, formatting, plots)
 from gpubench_driver import derive_mandelbrot, derive_vector_add
 from gpubench_driver import derive_primitives
+from gpubench_driver import derive_launch_overhead, derive_occupancy
 from gpubench_driver.derive_batch import BatchStudy
 
 # The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
@@ -320,6 +321,23 @@ STUDIES = (
           derive=lambda study, document, rounds: derive_primitives.derive(study, document),
           summary=_summary("summary_primitives"), plots=plots.primitives_plots, rates=size_rates("elements"),
           axes={"impl": "primitive", "precision": "library", "n": "elements"}),
+    # occupancy: n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the
+    # walk-through's 16 blocks (of 128 threads), one block per multiprocessor of an H100 or H200 (132) and
+    # 32 per multiprocessor (4224: a whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256
+    # threads: 6 entries, the fraction of the GPU the walk-through's launch reaches against the best of them.
+    # The triad, 32 to 1024 threads and 1 to 32 x the multiprocessors (the GPU's own count): --full.
+    Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
+          suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
+          derive=lambda study, document, rounds: derive_occupancy.derive(study),
+          summary=_summary("summary_occupancy"), plots=plots.occupancy_plots, rates=derive_occupancy.progress_rates,
+          axes={"n": "threads_per_block", "batch": "blocks"}),
+    # launch_overhead: chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency)
+    # and of 100 (the time per kernel of each way of launching, the busy share of a small-kernel chain): 14
+    # host-timed entries. Chains of 10 and 1000: --full.
+    Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
+          derive=lambda study, document, rounds: derive_launch_overhead.derive(study["entries"]),
+          summary=_summary("summary_launch_overhead"), plots=plots.launch_overhead_plots,
+          rates=derive_launch_overhead.progress_rates, axes={"n": "kernels"}),
 )
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)

@@ -401,9 +401,9 @@ class OptionsTest(unittest.TestCase):
                 if study.batch_axis:
                     self.assertTrue(1 <= len(study.quick_batches) <= 2)
         self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (studies.MLP_WIDTH,))
-        # overlap's, mandelbrot's and roofline's batch axes (chunks, the iteration limit, FMAs per element) are no
-        # batch of items: batch studies without the batch studies' findings
-        self.assertEqual(set(studies.BATCH_NAMES) - {"overlap", "mandelbrot", "roofline"},
+        # overlap's, mandelbrot's, roofline's and occupancy's batch axes (chunks, the iteration limit, FMAs per
+        # element, blocks in the grid) are no batch of items: batch studies without the batch studies' findings
+        self.assertEqual(set(studies.BATCH_NAMES) - {"overlap", "mandelbrot", "roofline", "occupancy"},
                          {study.name for study in studies.STUDIES if study.batch})
         self.assertTrue({"mlp_training", "conv2d"} <= set(studies.NAMES))
 
