@@ -19,4 +19,9 @@ const char* std_par_unavailable_reason();
 // The threads std::execution::par runs on (TBB's default concurrency); 1 without TBB.
 int std_par_threads();
 
+// The same algorithms in libstdc++'s parallel mode (__gnu_parallel, on OpenMP's threads): a parallel
+// CPU baseline in every GCC build, where TBB (and so std_par) is missing.
+PrimitiveFunctions gnu_parallel_primitives();
+int gnu_parallel_threads();
+
 }  // namespace gpubench

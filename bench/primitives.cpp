@@ -7,6 +7,7 @@
 //   cub            CUB's device API, its temporary storage allocated once, nothing synchronised
 //   std_seq        the C++ standard algorithms, one thread
 //   std_par        the same with std::execution::par (TBB), where the build has TBB
+//   gnu_parallel   the same in libstdc++'s parallel mode (OpenMP), in every GCC build
 // so that what Thrust's convenience costs (allocation, synchronisation) is told from the primitive.
 // GPU entries run resident (operands in device memory: the call alone) and transfer_pinned (every
 // call copies its inputs in and its outputs out, pinned host memory). Sorts work in place: an entry
@@ -143,6 +144,10 @@ const std::vector<Library>& libraries() {
                      std_seq_primitives(), "", one_thread});
     found.push_back({"std_par", Device::cpu, "the same with std::execution::par: GCC's parallel algorithms on TBB",
                      std_par_primitives(), std_par_unavailable_reason(), std_par_threads});
+    found.push_back({"gnu_parallel", Device::cpu,
+                     "the same algorithms in libstdc++'s parallel mode (__gnu_parallel::accumulate, partial_sum, sort, "
+                     "transform) on OpenMP's threads: a parallel CPU in every GCC build, with TBB or without",
+                     gnu_parallel_primitives(), "", gnu_parallel_threads});
     return found;
   }();
   return all;
@@ -164,8 +169,8 @@ bool has(const PrimitiveFunctions& f, Primitive primitive) {
 std::pair<int, std::string> cap(const Library& library, const PrimitiveInfo& p) {
   if (!sorts_in_place(p) || library.device == Device::gpu) return {0, ""};
   if (library.id == "std_seq")
-    return {1 << 22, "std::sort on one thread takes over a second per call beyond 2^22 keys; std_par covers the CPU "
-                     "above"};
+    return {1 << 22, "std::sort on one thread takes over a second per call beyond 2^22 keys; std_par and "
+                     "gnu_parallel cover the CPU above"};
   return {1 << 28, "2^28 keys are the sort the issue compares with the GPU; 2^30 take tens of seconds per call"};
 }
 

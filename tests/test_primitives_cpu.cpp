@@ -160,6 +160,11 @@ TEST(PrimitivesCpu, StdSeqIsRight) {
   for (std::size_t n : kSizes) expect_primitives_right(std_seq_primitives(), n);
 }
 
+TEST(PrimitivesCpu, GnuParallelIsRight) {
+  EXPECT_GE(gnu_parallel_threads(), 1);
+  for (std::size_t n : kSizes) expect_primitives_right(gnu_parallel_primitives(), n);
+}
+
 TEST(PrimitivesCpu, StdParIsRightWhereBuilt) {
   if (*std_par_unavailable_reason()) GTEST_SKIP() << std_par_unavailable_reason();
   EXPECT_GE(std_par_threads(), 1);

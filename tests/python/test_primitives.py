@@ -199,6 +199,15 @@ class SortTargetTest(unittest.TestCase):
         self.assertEqual(found["rows"], [])
         self.assertIn("--full", found["note"])
 
+    def test_the_faster_parallel_cpu_sort_is_the_cpu_side(self):
+        gnu = entry("sort_u32", "gnu_parallel", "host", 1 << 28, 1.5)
+        found = derive_primitives.sort_target(SORT + [gnu])
+        self.assertEqual(found["cpu_library"], "gnu_parallel")
+        self.assertAlmostEqual(found["cpu_median_s"], 1.5)
+        without_tbb = derive_primitives.sort_target([e for e in SORT if e["precision"] != "std_par"] + [gnu])
+        self.assertEqual(without_tbb["cpu_library"], "gnu_parallel")
+        self.assertIsNotNone(without_tbb["rows"][0]["speedup"])
+
     def test_without_the_parallel_cpu_sort(self):
         found = derive_primitives.sort_target([e for e in SORT if e["device"] == "gpu"])
         self.assertIsNone(found["rows"][0]["speedup"])
