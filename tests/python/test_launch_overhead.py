@@ -75,6 +75,12 @@ class DeriveTest(unittest.TestCase):
         self.assertIsNone(self.rows[("empty_kernel", "graph", 100)]["busy_fraction"])  # nothing stamped
         self.assertEqual(self.rows[("add_kernel", "graph", 100)]["gpu_util_mean"], 40.0)
 
+    def test_a_span_longer_than_the_call_leaves_nothing_outside_it(self):
+        # the span from one trial's calls, the time from the trials' median: their difference is no figure
+        found = derive_launch_overhead.row(entry("add_kernel", "sync_each", 100, 900 * US, 80 * US, 950 * US))
+        self.assertIsNone(found["outside_s"])
+        self.assertAlmostEqual(found["gaps_s"], 870 * US)
+
     def test_what_a_launch_costs(self):
         launch = self.derived["launch"]
         self.assertEqual(launch["latency"]["n"], 1)
