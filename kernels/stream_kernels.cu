@@ -94,37 +94,20 @@ __device__ inline void write_block_sum(T sum, T* z) {
   if (threadIdx.x == 0) z[gridDim.x == 1 ? 0 : 1 + blockIdx.x] = sum;
 }
 
-// Vectors a thread has in flight at once in the grid-stride loops: with only as many threads as the
-// multiprocessors hold, one 16-byte load per thread at a time left the copy at 84% and the dot at 91%
-// of the HBM peak on an H100 (results/issue16-h100-20261124), below Thrust's 91%.
-constexpr int kInFlight = 4;
-
 template <StreamOp Op, typename T>
 __global__ void grid_stride(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, std::size_t n,
                             T scalar) {
-  const std::size_t vectors = n / Vector16<T>::lanes, stride = grid_threads();
-  std::size_t v = thread_index();
-  for (; v + (kInFlight - 1) * stride < vectors; v += kInFlight * stride) {
-#pragma unroll
-    for (int k = 0; k < kInFlight; ++k) vector_element<Op>(x, y, z, v + k * stride, scalar);
-  }
-  for (; v < vectors; v += stride) vector_element<Op>(x, y, z, v, scalar);
+  const std::size_t vectors = n / Vector16<T>::lanes;
+  for (std::size_t v = thread_index(); v < vectors; v += grid_threads()) vector_element<Op>(x, y, z, v, scalar);
   tail_element<Op>(x, y, z, n, thread_index(), scalar);
 }
 
 template <typename T>
 __global__ void grid_stride_dot(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, std::size_t n) {
-  const std::size_t vectors = n / Vector16<T>::lanes, stride = grid_threads();
-  T sums[kInFlight] = {};  // independent partial sums, so the loads need not wait for each other's adds
-  std::size_t v = thread_index();
-  for (; v + (kInFlight - 1) * stride < vectors; v += kInFlight * stride) {
-#pragma unroll
-    for (int k = 0; k < kInFlight; ++k) sums[k] += vector_product_sum(x, y, v + k * stride);
-  }
-  for (; v < vectors; v += stride) sums[0] += vector_product_sum(x, y, v);
+  const std::size_t vectors = n / Vector16<T>::lanes;
   T sum = tail_product(x, y, n, thread_index());
-#pragma unroll
-  for (int k = 0; k < kInFlight; ++k) sum += sums[k];
+  for (std::size_t v = thread_index(); v < vectors; v += grid_threads())
+    sum += vector_product_sum(x, y, v);
   write_block_sum(block_sum(sum), z);
 }
 
