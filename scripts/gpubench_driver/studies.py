@@ -202,7 +202,7 @@ CONV2D = BatchStudy(
     chooses_algorithm=True)
 
 # The stream study's default suite and --quick: the kernels that answer its questions (docs/methodology.md).
-STREAM_SUITE_IMPLS = ("triad_grid_stride", "dot_grid_stride", "triad_thrust", "triad_openmp")
+STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
 
 # The default suite: every study at the points that answer its questions, the whole run within
 # about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
@@ -297,7 +297,8 @@ STUDIES = (
           axes={"n": "rows", "batch": "max_iterations"}),
     # stream: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size
     # (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or H200), triad
-    # and dot by our grid-stride kernel, triad by Thrust and by OpenMP, resident and on the host: 16
+    # by our one-vector-per-thread kernel and dot by our grid-stride one (each our faster on the H100:
+    # results/stream-kernels-h100-20261124), triad by Thrust and by OpenMP, resident and on the host: 16
     # entries. The other operations and kernels, the transfer-inclusive mode and the sweep from 2^10 to
     # 2^30 elements: --full, or --impls/--modes/--sizes.
     Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
