@@ -100,11 +100,15 @@ def peak_rates(document, sheet):
         if entry is None:
             continue
         flop = entry["flop_per_s"] * entry["time_s"]["median"]
-        peak = (sheet or {}).get("peak_flop_per_s", {}).get(precision)
+        # An entry that says it ran on the CUDA cores alone is held to the datasheet's rate without tensor cores.
+        plain = entry.get("tensor_cores") == 0
+        rates = (sheet or {}).get("peak_flop_per_s_without_tensor_cores" if plain else "peak_flop_per_s", {})
+        peak = rates.get(precision)
+        what = "datasheet, without tensor cores" if plain else "datasheet (dense)"
         unit = "OP/s" if precision == "int8" else "FLOP/s"
         found.append(figure(f"rate/{precision}", f"{PRECISION_NAMES[precision]} peak rate", row["flop_per_s"],
                             _inverse(flop, stats.median_interval(entry["time_s"])), unit, "higher", THROUGHPUT,
-                            _where(row), {"value": peak, "what": "datasheet (dense)"} if peak else None))
+                            _where(row), {"value": peak, "what": what} if peak else None))
     return found
 
 

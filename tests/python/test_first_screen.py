@@ -63,6 +63,16 @@ class HeadlineTest(unittest.TestCase):
         self.assertAlmostEqual(row["fraction_of_reference"], row["value"] / link)
         self.assertLess(row["fraction_of_reference"], 1)
 
+    def test_a_peak_on_the_cuda_cores_alone_is_held_to_the_rate_without_tensor_cores(self):
+        document = h200()
+        peak = next(row for row in document["findings"]["roofline"]["peaks"] if row["precision"] == "fp32")
+        entry = headline._entry(document, peak)
+        entry["tensor_cores"] = 0
+        sheet = {**SHEETS["NVIDIA H200"], "peak_flop_per_s_without_tensor_cores": {"fp32": 50e12}}
+        row = next(f for f in headline.peak_rates(document, sheet) if f["key"] == "rate/fp32")
+        self.assertEqual(row["reference"]["what"], "datasheet, without tensor cores")
+        self.assertAlmostEqual(row["fraction_of_reference"], row["value"] / 50e12)
+
     def test_an_unknown_model_has_no_datasheet_fraction(self):
         document = journal.load(H200_RUN)
         document["machine"]["gpus"][0]["name"] = "Some Other GPU"
