@@ -6,7 +6,7 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import (build, compare, expected, headline, like, options as opts, rank, repeatability,
+from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, rank, repeatability,
                              report, results, runner, session, studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
@@ -32,6 +32,11 @@ def _run_parser(subparsers):
                                          f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
                                          f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread between trials is what another run "
                                          f"would see, and what compare reads")
+    parser.add_argument("--gpus", help="run the studies on every GPU given (all, or nvidia-smi indices such as 0,1,3) "
+                                       "at once, one sub-run per GPU in <out>/gpu<index>/ with CUDA_VISIBLE_DEVICES "
+                                       "set to it; results.json gathers them (each entry tagged with its GPU, the "
+                                       "findings on the node's median) and gpus.md flags the GPUs slower than the "
+                                       "node's median beyond the measured noise (docs/multi-gpu.md)")
     parser.add_argument("--repeatability", action="store_true",
                         help="the run twice, back to back, and how far this machine varies from itself per kind of "
                              "entry (results/repeatability-<run-id>/: both runs, their comparison, "
@@ -168,6 +173,7 @@ def resolve_run_options(args):
         telemetry=not args.no_telemetry,
         trials=_trials(args.trials, args.quick),
         repeatability=args.repeatability,
+        gpus=gpus.parse_selection(args.gpus) if args.gpus is not None else None,
     )
 
 
@@ -204,6 +210,10 @@ def _command(args, argv):
     if args.command == "run":
         options = resolve_run_options(args)
         options = resolve_like(args, options) if args.like else options
+        if options.gpus is not None:
+            if options.repeatability or options.cpu_only:
+                raise opts.UsageError("--gpus: not with --repeatability or --cpu-only")
+            return gpus.run(options, argv)
         return repeatability.run(options, argv) if options.repeatability else session.run(options, argv)
     if args.command == "compare":
         print(f"comparison: {compare.run(args.results, args.label, args.price, args.prices, args.out)}")

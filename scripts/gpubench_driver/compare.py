@@ -16,8 +16,8 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from gpubench_driver import (document as page, html_report, journal, options as opts, session, stats, studies, trials,
-                             verdicts)
+from gpubench_driver import (document as page, gpus, html_report, journal, options as opts, session, stats, studies,
+                             trials, verdicts)
 from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -148,7 +148,7 @@ def load_sources(paths, labels, least=2, command="compare", label_of=None):
     label_of = label_of or (lambda document: f"{document['run']['id']} {gpu_name(document) or 'no GPU'}")
     sources = []
     for index, path in enumerate(paths):
-        document = journal.load(path)
+        document = gpus.node_view(journal.load(path))  # a file of every GPU of a node: the node's median
         sources.append(Source(path, labels[index] if labels else label_of(document), document))
     return sources
 

@@ -101,10 +101,18 @@ def capture_machine():
 
 
 # --- nvidia-smi ------------------------------------------------------------------
+def visible_gpu_selection(environ=os.environ):
+    """nvidia-smi's -i for the one GPU CUDA_VISIBLE_DEVICES leaves this run (run --gpus sets it to a UUID:
+    nvidia-smi, unlike CUDA, ignores the variable); [] when it is unset or names several."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return ["-i", visible] if visible and "," not in visible else []
+
+
 def capture_gpus():
     if shutil.which("nvidia-smi") is None:
         return []
-    output = _run(["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS), "--format=csv,noheader,nounits"])
+    output = _run(["nvidia-smi", *visible_gpu_selection(), "--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS),
+                   "--format=csv,noheader,nounits"])
     gpus = parse_nvidia_smi(output or "")
     for gpu in gpus:
         gpu["numa_node"] = numa_node(gpu.get("pci.bus_id"))
@@ -116,7 +124,8 @@ def capture_gpu_processes():
     nvidia-smi. Called when no study binary of this run is running: whatever it lists is another's."""
     if shutil.which("nvidia-smi") is None:
         return []
-    return parse_gpu_processes(_run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+    return parse_gpu_processes(_run(["nvidia-smi", *visible_gpu_selection(),
+                                     "--query-compute-apps=pid,process_name,used_memory",
                                      "--format=csv,noheader,nounits"]) or "")
 
 

@@ -22,7 +22,10 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # ('multiprocessors', 'busy_multiprocessors', 'resident_warps', 'max_resident_warps', 'blocks_per_multiprocessor',
 # 'theoretical_occupancy', 'registers_per_thread', 'shared_bytes_per_block'); the launch_overhead study's
 # chain ('kernels', 'host_launches', 'host_synchronizations') and its kernels' own device time per call
-# ('kernel_busy_s', 'chain_span_s', resolved to 'timer_step_s'). Traffic of one call:
+# ('kernel_busy_s', 'chain_span_s', resolved to 'timer_step_s'); the p2p study's route (its link's theoretical
+# rate, 'link_peak_bytes_per_s', and whether the GPUs map each other's memory, 'peer_access'); the collectives
+# study's message ('message_bytes', nccl-tests' size), its 'ranks' and nccl-tests' bus-bandwidth factor
+# ('bus_factor'). Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
@@ -36,7 +39,8 @@ COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_
             "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
             "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
             "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
-            "chain_span_s", "timer_step_s", *TRAFFIC_COUNTERS)
+            "chain_span_s", "timer_step_s", "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks",
+            "bus_factor", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.

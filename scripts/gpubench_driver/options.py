@@ -50,6 +50,7 @@ class RunOptions:
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
+    gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
 
     def as_dict(self):
         return {name: value for name, value in vars(self).items() if name != "notes"}

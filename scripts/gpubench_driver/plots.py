@@ -712,6 +712,46 @@ def launch_overhead_plots(pyplot, study, plot_dir):
     return _draw(pyplot, study_charts)
 
 
+
+def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
+    """One grid of a p2p matrix: source ends down, destination ends across, a route's value in its cell
+    (blank where no route was measured)."""
+    ends = matrix["ends"]
+    grid = [[float("nan") if value is None else value * scale for value in row] for row in matrix[key]]
+    figure, axes = pyplot.subplots(figsize=(max(4.5, 0.8 * len(ends) + 2.5), max(3.5, 0.7 * len(ends) + 1.5)))
+    image = axes.imshow(grid, cmap="viridis", aspect="auto")
+    for row, values in enumerate(grid):
+        for column, value in enumerate(values):
+            if not math.isnan(value):
+                axes.text(column, row, cell(value), ha="center", va="center", fontsize="x-small", color="white")
+    axes.set_xticks(range(len(ends)))
+    axes.set_xticklabels(ends)
+    axes.set_yticks(range(len(ends)))
+    axes.set_yticklabels(ends)
+    figure.colorbar(image, ax=axes, label=label)
+    axes.set(xlabel="destination", ylabel="source",
+             title=plain(f"p2p {matrix['impl']}, {matrix['direction']}: {label}"))
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    pyplot.close(figure)
+
+
+def p2p_plots(pyplot, study, plot_dir):
+    """Per engine and direction, heat maps over the ends (the host and every GPU) of the bandwidth of the
+    largest copy (p2p_bandwidth_<engine>_<direction>.png) and the latency of the smallest
+    (p2p_latency_<engine>_<direction>.png)."""
+    paths = []
+    for matrix in study["derived"].get("matrices") or []:
+        stem = f"{_file_part(matrix['impl'])}_{_file_part(matrix['direction'])}"
+        for key, name, label, scale, cell in (
+                ("bandwidth_bytes_per_s", "bandwidth", "GiB/s of the largest copy", 1 / float(1 << 30),
+                 lambda value: f"{value:.1f}"),
+                ("latency_s", "latency", "microseconds of the smallest copy", 1e6, lambda value: f"{value:.1f}")):
+            path = os.path.join(plot_dir, f"p2p_{name}_{stem}.png")
+            _route_heat_map(pyplot, path, matrix, key, label, scale, cell)
+            paths.append(path)
+    return paths
+
+
 # --- across the studies: the roofline ---------------------------------------------------
 ROOFLINE_NAME = "roofline.png"
 OTHER_MARKER = "P"  # a study's points whose record names no roofline_marker
@@ -791,6 +831,30 @@ def write_roofline(roof, out_dir):
     path = os.path.join(plot_dir, ROOFLINE_NAME)
     _roofline_plot(pyplot, path, roof)
     return path
+
+
+def _per_1e9(value):
+    return None if value is None else value / 1e9
+
+
+def collectives_plots(pyplot, study, plot_dir):
+    """Bus bandwidth against the message size, a line per collective and placement
+    (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
+    (collectives_algorithm_bandwidth.png)."""
+    derived = study["derived"]
+    series = {(row["impl"], row["mode"]): [(point["message_bytes"], point) for point in row["points"]]
+              for row in derived.get("curves") or []}
+    if not series:
+        return []
+    if derived.get("one_rank_note"):
+        stem, what, key = "collectives_algorithm_bandwidth", "algorithm bandwidth (one rank: no bus)", "algorithm"
+    else:
+        stem, what, key = "collectives_bus_bandwidth", "bus bandwidth (nccl-tests' formulas)", "bus"
+    study_charts = _line_charts(os.path.join(plot_dir, stem), f"collectives: {what} against the message size",
+                                series, (lambda series_key: series_key[1],), ylabel="GB/s (10^9 bytes per second)",
+                                value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
+                                xlabel="message size (bytes, nccl-tests' size)")
+    return _draw(pyplot, study_charts)
 
 
 def write_plots(studies, out_dir):

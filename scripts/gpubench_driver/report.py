@@ -1,8 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (claims, derive, derive_run, headline, health, html_report, journal, plots, reference, studies,
-                             summary, summary_findings)
+from gpubench_driver import (claims, derive, derive_run, gpus, headline, health, html_report, journal, plots, reference,
+                             studies, summary, summary_findings)
 from gpubench_driver.document import to_markdown
 
 
@@ -42,7 +42,7 @@ def write_outputs(document, out_dir):
 
 def regenerate(path, out_dir=None):
     """The 'report' command: plots and summary again from an existing results.json."""
-    document = journal.load(path)
+    document = gpus.node_view(journal.load(path))  # a file of every GPU of a node: its median (gpus.py)
     # Findings are a function of the entries: derived again, so that a run cut off before its end
     # (whose file holds entries but no findings) still gets them, and an older file today's.
     derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)

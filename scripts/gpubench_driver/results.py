@@ -20,7 +20,8 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
              "workloads": list, "ideal": str, "axis_names": dict, "memory_traffic_note": str, "measurement": dict,
              "operations": list, "kernels": list, "bytes_rule": str, "memory_hierarchy": dict, "chain": str,
              "intensity_rule": str, "primitives": list, "libraries": list, "walkthrough": dict, "blocks_rule": str,
-             "placement_rule": str, "launches": list, "elements": int, "busy_rule": str}
+             "placement_rule": str, "launches": list, "elements": int, "busy_rule": str,
+             "topology": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
@@ -284,6 +285,8 @@ def _validate_entry(entry, path):
     for key in ("impl", "device", "mode", "precision", "message"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
     _expect_type(entry.get("axes"), (dict, type(None)), f"{path}.axes")  # absent in older files
+    # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.
+    _expect_type(entry.get("gpu"), (int, type(None)), f"{path}.gpu")
     for name, value in (entry.get("axes") or {}).items():
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",

@@ -19,6 +19,8 @@ from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precis
 from gpubench_driver import derive_mandelbrot, derive_vector_add
 from gpubench_driver import derive_primitives
 from gpubench_driver import derive_launch_overhead, derive_occupancy
+from gpubench_driver import derive_p2p
+from gpubench_driver import derive_collectives
 from gpubench_driver.derive_batch import BatchStudy
 
 # The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
@@ -92,6 +94,11 @@ CONV_TARGET = ("within 5% of torch.nn.functional.conv2d (cudnn.benchmark=True) f
                "and batch: a time ratio of at most 1.05")
 # The precision study's cuBLAS GEMM and PyTorch's (cuBLAS too), both in the steady state (issue 13).
 GEMM_TARGET = "the same cuBLAS GEMM as PyTorch's, both timed in the steady state: a time ratio within 0.98-1.02"
+ALLREDUCE_SIZES = (33,)  # log2 bytes: the 8 GiB all-reduce of issue 18's target
+# Against the study's out-of-place entry, the one the suite's placement and --impls all_reduce run (the driver's
+# --modes names no placement); torch's call is in place, which moves the same bytes.
+ALLREDUCE_TARGET = ("bus bandwidth within 2% of torch.distributed's all-reduce over the same GPUs and NCCL: a time "
+                    "ratio within 0.98-1.02")
 MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
               "at most 1.10")
 
@@ -339,6 +346,30 @@ STUDIES = (
           derive=lambda study, document, rounds: derive_launch_overhead.derive(study["entries"]),
           summary=_summary("summary_launch_overhead"), plots=plots.launch_overhead_plots,
           rates=derive_launch_overhead.progress_rates, axes={"n": "kernels"}),
+    # p2p: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest
+    # suite copy), one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both
+    # ways, the GPU to the host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the
+    # N(N-1) ordered pairs (8 GPUs: 216 entries, an estimated two minutes a trial at half a second an entry).
+    # The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
+    Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
+          derive=lambda study, document, rounds: derive_p2p.derive(study),
+          summary=_summary("summary_p2p"), plots=plots.p2p_plots, rates=derive_p2p.progress_rates,
+          axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"}),
+    # collectives (only where NCCL was found at build time): n is log2 of the message bytes. Every collective
+    # out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10
+    # entries. The 8 GiB all-reduce of the issue's target (whose setup and check alone take seconds: eight
+    # ranks' 8 GiB inputs) and torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA
+    # graphs and the sweep from 8 B to 8 GiB: --full.
+    Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
+          derive=lambda study, document, rounds: derive_collectives.derive(study),
+          summary=_summary("summary_collectives"), plots=plots.collectives_plots,
+          rates=derive_collectives.progress_rates,
+          axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
+          references={"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", _csv(ALLREDUCE_SIZES)),
+                                             gpu=True, sizes_at=1)},
+          comparisons=(Comparison("collectives", "all_reduce", "out_of_place", "fp32", "torch_allreduce",
+                                  "torch.distributed all_reduce", {"workload": "all_reduce"},
+                                  tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)),
 )
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)

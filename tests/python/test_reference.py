@@ -171,7 +171,8 @@ class ReferenceScriptTest(unittest.TestCase):
         self.assertEqual(output["results"], [{"warmup": PROTOCOL["warmup"]}])
 
     def test_every_script_wants_the_protocol_first(self):
-        for name in ("reference_matmul", "reference_conv2d", "reference_mlp", "reference_transfer"):
+        for name in ("reference_matmul", "reference_conv2d", "reference_mlp", "reference_transfer",
+                     "reference_allreduce"):
             with mock.patch("sys.stderr") as stderr:
                 self.assertEqual(script(name).main(["torch", "64"]), 2, name)
             self.assertIn(f"{name}.py: the first arguments must be --protocol JSON",

@@ -84,12 +84,12 @@ class QuickCpuRunTest(unittest.TestCase):
         self.assertIn("already holds a results.json", again.stderr)
 
 
-# The transfer study checks its copies byte for byte (no error counter); the overlap, occupancy and
-# launch_overhead studies have GPU entries only, so a CPU-only run gives them none.
+# The transfer study checks its copies byte for byte (no error counter); the overlap, occupancy,
+# launch_overhead, p2p and collectives studies have GPU entries only, so a CPU-only run gives them none.
 BYTE_EXACT_STUDIES = ("transfer",)
 # The mandelbrot study checks its iteration counts against the CPU's (no error counter either).
 COUNT_CHECKED_STUDIES = ("mandelbrot",)
-GPU_ONLY_STUDIES = ("overlap", "occupancy", "launch_overhead")
+GPU_ONLY_STUDIES = ("overlap", "occupancy", "launch_overhead", "p2p", "collectives")
 
 
 def built(study):

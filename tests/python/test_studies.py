@@ -75,7 +75,8 @@ class RecordsTest(unittest.TestCase):
                          {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D", "stream": "v",
                           "roofline": "X"})
         self.assertEqual(list(derive_run.NOMINAL_FLOP), ["conv2d"])
-        self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer"})
+        self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer",
+                                               "collectives"})
         self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
         self.assertEqual({s.name: s.batch for s in studies.STUDIES if s.batch},
                          {"batched_gemm": studies.BATCHED_GEMM, "mlp_training": studies.MLP_TRAINING,
@@ -103,7 +104,8 @@ class AxisNamesTest(unittest.TestCase):
         self.assertNotIn("extra", names)
 
     def test_number_formats(self):
-        self.assertEqual([name for name in ORDER if studies.format_note(name)], ["transfer", "overlap", "primitives"])
+        self.assertEqual([name for name in ORDER if studies.format_note(name)],
+                         ["transfer", "overlap", "primitives", "p2p"])
         self.assertEqual(studies.format_note("primitives"), "its precision axis is the library, not a number format")
         self.assertEqual(studies.format_note("transfer"), "its precision axis is the direction, not a number format")
         self.assertIsNone(studies.format_note("transfer", {"axis_names": {"precision": "precision"}}))

@@ -1,0 +1,42 @@
+// One process per GPU, started by a launcher: which rank this process is, from the launcher's
+// environment, and the exchange of a small blob (NCCL's unique id) through a file on a path every
+// rank sees. CPU-only, so that CI tests the launch without a GPU.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubench {
+
+struct LaunchedRank {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;    // among the ranks of its node: which of the node's GPUs it drives
+  std::string launcher;  // "slurm", "open_mpi" or "torchrun": whose variables said it
+};
+
+// Reads one environment variable; nullptr where unset (std::getenv by default).
+using EnvironmentReader = std::function<const char*(const char*)>;
+const char* process_environment(const char* name);
+
+// The rank from the first launcher whose rank variable is set: Open MPI (OMPI_COMM_WORLD_RANK,
+// _SIZE, _LOCAL_RANK; first, since mpirun inside a Slurm allocation inherits the batch step's SLURM_*),
+// Slurm (SLURM_PROCID, SLURM_STEP_NUM_TASKS where srun set it else SLURM_NTASKS, SLURM_LOCALID), then
+// torchrun's RANK, WORLD_SIZE, LOCAL_RANK.
+// nullopt where none is set. Throws std::invalid_argument when that launcher's variables are
+// incomplete, not integers, or inconsistent (a rank outside 0..size-1).
+std::optional<LaunchedRank> rank_from_environment(const EnvironmentReader& read = process_environment);
+
+// Rank 0's side of the exchange: writes `bytes` to `path` whole (a temporary file renamed into place,
+// so a reader never sees part of it). Throws std::runtime_error when the path already exists (a file
+// left by an earlier launch would hand its stale id to ranks that read before this one writes: every
+// launch needs a path of its own, e.g. one with the job's id) or cannot be written.
+void publish_blob(const std::string& path, const std::vector<unsigned char>& bytes);
+// The other ranks' side: waits for `path` to appear (polling) and returns its `size` bytes. Throws
+// std::runtime_error after `timeout_s` seconds, or when the file holds another number of bytes.
+std::vector<unsigned char> await_blob(const std::string& path, std::size_t size, double timeout_s);
+
+}  // namespace gpubench
