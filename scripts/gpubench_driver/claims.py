@@ -183,6 +183,9 @@ def pinned_memory(document):
 
 # --- "FLOPS are rarely the limit; memory bandwidth is" ---------------------------------------------
 ROOF_STUDIES = ("stream", "roofline")  # they measure the roofs; the entries placed under them are the others'
+# Studies whose entries are not workloads but launch experiments (deliberately starved grids, empty kernels):
+# placed on the roofline they would count as a workload's answer.
+NOT_WORKLOADS = ROOF_STUDIES + ("occupancy", "launch_overhead")
 MOSTLY = 0.75  # this share of the entries on one side of the ridge settles the claim
 
 
@@ -193,7 +196,7 @@ def memory_bound(document):
     bandwidth = roof.get("bandwidth")
     peaks = {row["precision"]: row["flop_per_s"] for row in roof.get("peaks") or []}
     points = [point for point in roof.get("points") or []
-              if point["study"] not in ROOF_STUDIES and point["precision"] in peaks]
+              if point["study"] not in NOT_WORKLOADS and point["precision"] in peaks]
     if not bandwidth or not points:
         return None
     ridges = {precision: peak / bandwidth["bytes_per_s"] for precision, peak in peaks.items()}

@@ -113,6 +113,14 @@ class ClaimTest(unittest.TestCase):
                 point["intensity"] = intensity
             self.assertEqual(claims.memory_bound(made)["verdict"], verdict)
 
+    def test_launch_experiments_are_no_workloads(self):
+        made = roofline_document()
+        points = made["findings"]["roofline"]["points"]
+        starved = [{**point, "study": "occupancy", "intensity": 1e4} for point in points if point["study"] == "matmul"]
+        points.extend(starved)
+        numbers = claims.memory_bound(made)["numbers"]
+        self.assertEqual((numbers["memory_bound"], numbers["compute_bound"]), (1, 1))
+
     def test_not_measured_without_the_roof_studies_or_other_entries(self):
         self.assertIsNone(claims.memory_bound(roofline_document(with_matmul=False)))
         made = roofline_document()
