@@ -81,12 +81,6 @@ def matrices(rows):
     return found
 
 
-def progress_rates(axes, counters, median_s):
-    """The bandwidth of one entry for the progress line (both ways counts both directions)."""
-    moved = counters.get("bytes_transferred")
-    return [f"{moved / median_s / float(1 << 30):.2f} GiB/s"] if moved and moved > 0 else []
-
-
 def derive(study):
     rows = route_rows(study["entries"])
     return {"routes": rows, "matrices": matrices(rows), "topology": study.get("topology"),

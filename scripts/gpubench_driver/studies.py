@@ -353,7 +353,7 @@ STUDIES = (
     # The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
     Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
           derive=lambda study, document, rounds: derive_p2p.derive(study),
-          summary=_summary("summary_p2p"), plots=plots.p2p_plots, rates=derive_p2p.progress_rates,
+          summary=_summary("summary_p2p"), plots=plots.p2p_plots, rates=copy_rates,
           axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"}),
     # collectives (only where NCCL was found at build time): n is log2 of the message bytes. Every collective
     # out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10
