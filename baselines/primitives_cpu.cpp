@@ -23,42 +23,28 @@ namespace {
 
 std::uint64_t packed_pair(std::uint32_t key, std::uint32_t value) { return std::uint64_t{key} << 32 | value; }
 
-// The four algorithms the primitives are made of, in one library's form.
-struct SequentialAlgorithms {
-  template <typename It, typename T> static T reduce(It first, It last, T init) { return std::reduce(first, last, init); }
-  template <typename It, typename Out> static void inclusive_scan(It first, It last, Out out) {
-    std::inclusive_scan(first, last, out);
-  }
-  template <typename It> static void sort(It first, It last) { std::sort(first, last); }
-  template <typename It, typename Out, typename Op> static void transform(It first, It last, Out out, Op op) {
-    std::transform(first, last, out, op);
-  }
-  template <typename It1, typename It2, typename Out, typename Op>
-  static void transform(It1 first, It1 last, It2 second, Out out, Op op) {
-    std::transform(first, last, second, out, op);
-  }
-};
-
-#if GPUBENCH_HAVE_TBB
-struct StdParallelAlgorithms {
+// The four algorithms the primitives are made of, in one library's form: the C++ standard ones with
+// the execution policy given (none: the plain call; `policy...` names one policy object, an lvalue
+// as libstdc++'s algorithms need), ...
+template <const auto&... policy>
+struct StandardAlgorithms {
   template <typename It, typename T> static T reduce(It first, It last, T init) {
-    return std::reduce(std::execution::par, first, last, init);
+    return std::reduce(policy..., first, last, init);
   }
   template <typename It, typename Out> static void inclusive_scan(It first, It last, Out out) {
-    std::inclusive_scan(std::execution::par, first, last, out);
+    std::inclusive_scan(policy..., first, last, out);
   }
-  template <typename It> static void sort(It first, It last) { std::sort(std::execution::par, first, last); }
+  template <typename It> static void sort(It first, It last) { std::sort(policy..., first, last); }
   template <typename It, typename Out, typename Op> static void transform(It first, It last, Out out, Op op) {
-    std::transform(std::execution::par, first, last, out, op);
+    std::transform(policy..., first, last, out, op);
   }
   template <typename It1, typename It2, typename Out, typename Op>
   static void transform(It1 first, It1 last, It2 second, Out out, Op op) {
-    std::transform(std::execution::par, first, last, second, out, op);
+    std::transform(policy..., first, last, second, out, op);
   }
 };
-#endif
 
-// libstdc++'s parallel mode: the same algorithms on OpenMP threads, in every GCC build (no TBB needed).
+// ... and libstdc++'s parallel mode: the same algorithms on OpenMP threads, in every GCC build (no TBB needed).
 // Its scan is partial_sum, which is an inclusive scan.
 struct GnuParallelAlgorithms {
   template <typename It, typename T> static T reduce(It first, It last, T init) {
@@ -123,13 +109,13 @@ struct StandardCalls {
 
 }  // namespace
 
-PrimitiveFunctions std_seq_primitives() { return StandardCalls<SequentialAlgorithms>::functions(); }
+PrimitiveFunctions std_seq_primitives() { return StandardCalls<StandardAlgorithms<>>::functions(); }
 
 PrimitiveFunctions gnu_parallel_primitives() { return StandardCalls<GnuParallelAlgorithms>::functions(); }
 int gnu_parallel_threads() { return omp_get_max_threads(); }
 
 #if GPUBENCH_HAVE_TBB
-PrimitiveFunctions std_par_primitives() { return StandardCalls<StdParallelAlgorithms>::functions(); }
+PrimitiveFunctions std_par_primitives() { return StandardCalls<StandardAlgorithms<std::execution::par>>::functions(); }
 const char* std_par_unavailable_reason() { return ""; }
 int std_par_threads() { return tbb::this_task_arena::max_concurrency(); }
 #else

@@ -104,15 +104,6 @@ struct ChainProblem {
   }
 };
 
-template <typename T>
-T stored(double value) {
-  if constexpr (std::is_same_v<T, std::uint16_t>) {
-    return float_to_half_bits(static_cast<float>(value));
-  } else {
-    return static_cast<T>(value);
-  }
-}
-
 // x uniform in [-1, 1) and a uniform in [0.5, 0.75), both rounded to the precision: the chain
 // stays within 4|x| and keeps x's sign and size in its result at every k.
 const ChainProblem& problem_for(int n, const std::string& precision) {
@@ -150,14 +141,14 @@ void report_counters(PreparedEntry& entry, std::size_t n, int k) {
 template <typename T>
 Verification checked(const ChainProblem& problem, const T* y, int k) {
   const std::vector<T>& x = problem.x<T>();
-  return verify_fma_chain(x.data(), y, x.size(), k, stored<T>(problem.a));
+  return verify_fma_chain(x.data(), y, x.size(), k, fma_chain_stored<T>(problem.a));
 }
 
 template <typename T>
 std::unique_ptr<PreparedEntry> prepare_cpu(const ChainImplementation& impl, const ChainProblem& problem, int k) {
   const FmaChainFn<T> run = function_of<T>(impl);
   const std::size_t n = problem.x<T>().size();
-  const T a = stored<T>(problem.a);
+  const T a = fma_chain_stored<T>(problem.a);
   auto entry = std::make_unique<ThreadPlacedEntry<T>>(
       std::vector{&problem.x<T>()}, n, [=](const std::vector<const T*>& in, T* y) { run(in[0], y, n, k, a); });
   entry->set_verdict(checked(problem, entry->output(), k));
@@ -171,7 +162,7 @@ template <typename T>
 class GpuChain : public PreparedEntry {
  public:
   GpuChain(const ChainImplementation& impl, const ChainProblem& problem, int k)
-      : run_(function_of<T>(impl)), n_(problem.x<T>().size()), k_(k), a_(stored<T>(problem.a)),
+      : run_(function_of<T>(impl)), n_(problem.x<T>().size()), k_(k), a_(fma_chain_stored<T>(problem.a)),
         x_(device_arrays(n_)), y_(n_) {
     CUDA_CHECK(cudaMemcpy(x_.get(), problem.x<T>().data(), x_.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(y_.get(), 0xFF, y_.bytes()));  // all-ones bytes are NaN: an unwritten element fails

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/compare_elements.hpp"
 #include "core/precision_codec.hpp"
 
 namespace gpubench {
@@ -30,29 +31,9 @@ template <typename T>
 Verification check(const T* x, const T* y, std::size_t n, int k, T a) {
   const double multiplier = as_double(a);
   const long double factor = fma_chain_factor(k, multiplier);
-  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  std::size_t non_finite = 0;
-  const long count = static_cast<long>(n);
-#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, non_finite) reduction(max : max_diff, max_ref)
-  for (long i = 0; i < count; ++i) {
-    const double value = as_double(y[i]);
-    if (!std::isfinite(value)) {
-      ++non_finite;
-      continue;
-    }
-    const double expected = static_cast<double>(as_double(x[i]) * factor);
-    const double diff = std::fabs(value - expected);
-    diff_sq += diff * diff;
-    ref_sq += expected * expected;
-    max_diff = std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(expected));
-  }
-  Verification result;
-  result.tolerance = fma_chain_tolerance(unit_roundoff<T>(), k, multiplier);
-  result.non_finite = non_finite;
-  result.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-  result.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
-  return result;
+  return compare_elements(n, fma_chain_tolerance(unit_roundoff<T>(), k, multiplier), [&](std::size_t i) {
+    return std::pair<double, double>(as_double(y[i]), static_cast<double>(as_double(x[i]) * factor));
+  });
 }
 
 }  // namespace

@@ -6,10 +6,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/precision_codec.hpp"
 #include "core/verify.hpp"
 
 namespace gpubench {
+
+// A value as the chain stores it in precision T (FP16: binary16 bits, std::uint16_t).
+template <typename T>
+T fma_chain_stored(double value) {
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return float_to_half_bits(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
 
 // The chain's factor a^k + ... + a + 1 (y_k / x in exact arithmetic), in long double.
 long double fma_chain_factor(int k, double a);

@@ -4,6 +4,8 @@
 #include <climits>
 #include <limits>
 
+#include "core/compare_elements.hpp"
+
 namespace gpubench {
 namespace {
 
@@ -35,29 +37,9 @@ constexpr double unit_roundoff() {
 // Element by element: any difference fails (tolerance 0); the errors say by how much.
 template <typename T>
 Verification exact_elements(StreamOp op, const T* x, const T* y, const T* z, std::size_t n, T scalar) {
-  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  std::size_t non_finite = 0;
-  const long count = static_cast<long>(n);
-#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, non_finite) reduction(max : max_diff, max_ref)
-  for (long i = 0; i < count; ++i) {
-    const double expected = stream_element(op, x[i], stream_reads_y(op) ? y[i] : T(0), scalar);
-    const double value = z[i];
-    if (!std::isfinite(value)) {
-      ++non_finite;
-      continue;
-    }
-    const double diff = std::fabs(value - expected);
-    diff_sq += diff * diff;
-    ref_sq += expected * expected;
-    max_diff = std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(expected));
-  }
-  Verification result;
-  result.tolerance = {0, 0};
-  result.non_finite = non_finite;
-  result.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-  result.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
-  return result;
+  return compare_elements(n, Tolerance{0, 0}, [&](std::size_t i) {
+    return std::pair<double, double>(z[i], stream_element(op, x[i], stream_reads_y(op) ? y[i] : T(0), scalar));
+  });
 }
 
 template <typename T>

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/compare_elements.hpp"
+
 namespace gpubench {
 
 Tolerance accumulation_tolerance(double unit_roundoff, int k) {
@@ -28,66 +30,21 @@ std::string Verification::describe() const {
 
 namespace {
 
-// Parallel over rows (checks of 4096^2 outputs took 0.14 s on one core, twice per precision entry);
-// the sums are reduced per thread, so their rounding differs from a serial sum only far below any
-// tolerance.
+// Every row the reference holds, element by element (the full output, or its sampled rows).
 template <typename T>
 Verification compare_with_reference(const T* c, const MatmulReference& ref, Tolerance tolerance) {
-  Verification result;
-  result.tolerance = tolerance;
-  const int n = ref.shape.n;
-  const long rows = static_cast<long>(ref.rows.size());
-  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  std::size_t non_finite = 0;
-#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, non_finite) reduction(max : max_diff, max_ref)
-  for (long r = 0; r < rows; ++r) {
-    const T* out = c + static_cast<std::size_t>(ref.rows[r]) * n;
-    const double* expected = ref.values.data() + static_cast<std::size_t>(r) * n;
-    for (int j = 0; j < n; ++j) {
-      const double value = out[j];
-      if (!std::isfinite(value)) {
-        ++non_finite;
-        continue;
-      }
-      const double diff = std::fabs(value - expected[j]);
-      diff_sq += diff * diff;
-      ref_sq += expected[j] * expected[j];
-      max_diff = std::fmax(max_diff, diff);
-      max_ref = std::fmax(max_ref, std::fabs(expected[j]));
-    }
-  }
-  result.non_finite = non_finite;
-  // An all-zero reference only arises from degenerate inputs; then any difference fails.
-  result.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-  result.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
-  return result;
+  const std::size_t n = static_cast<std::size_t>(ref.shape.n);
+  return compare_elements(ref.rows.size() * n, tolerance, [&](std::size_t i) {
+    const std::size_t row = i / n;
+    return std::pair<double, double>(c[static_cast<std::size_t>(ref.rows[row]) * n + i % n], ref.values[i]);
+  });
 }
 
 }  // namespace
 
-// Parallel as the matmul check (vectors of a gigabyte and more).
 Verification verify_exact(const float* values, const float* expected, std::size_t count) {
-  Verification v;
-  v.tolerance = {0.0, 0.0};
-  double diff_sq = 0, ref_sq = 0, max_diff = 0, max_ref = 0;
-  std::size_t non_finite = 0;
-  const long elements = static_cast<long>(count);
-#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, non_finite) reduction(max : max_diff, max_ref)
-  for (long i = 0; i < elements; ++i) {
-    if (!std::isfinite(values[i])) {
-      ++non_finite;
-      continue;
-    }
-    const double diff = std::fabs(static_cast<double>(values[i]) - expected[i]);
-    diff_sq += diff * diff;
-    ref_sq += static_cast<double>(expected[i]) * expected[i];
-    max_diff = std::fmax(max_diff, diff);
-    max_ref = std::fmax(max_ref, std::fabs(static_cast<double>(expected[i])));
-  }
-  v.non_finite = non_finite;
-  v.rel_fro_error = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : (diff_sq > 0 ? INFINITY : 0.0);
-  v.max_rel_error = max_ref > 0 ? max_diff / max_ref : (max_diff > 0 ? INFINITY : 0.0);
-  return v;
+  return compare_elements(count, Tolerance{0.0, 0.0},
+                          [&](std::size_t i) { return std::pair<double, double>(values[i], expected[i]); });
 }
 
 Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance) {

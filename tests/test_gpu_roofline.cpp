@@ -70,24 +70,15 @@ std::uint16_t host_chain(std::uint16_t x, int k) {
 }
 
 template <typename T>
-T stored(double value) {
-  if constexpr (std::is_same_v<T, std::uint16_t>) {
-    return float_to_half_bits(static_cast<float>(value));
-  } else {
-    return static_cast<T>(value);
-  }
-}
-
-template <typename T>
 void expect_exact_chains() {
   for (std::size_t n : kSizes) {
     std::vector<T> x;
-    for (float value : random_uniform(n, n)) x.push_back(stored<T>(value));
+    for (float value : random_uniform(n, n)) x.push_back(fma_chain_stored<T>(value));
     DeviceBuffer<T> dx(n), dy(n);
     CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
     for (int k : kSteps) {
       CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));  // NaN: an element never written differs
-      fma_chain_kernel(dx.get(), dy.get(), n, k, stored<T>(kMultiplier));
+      fma_chain_kernel(dx.get(), dy.get(), n, k, fma_chain_stored<T>(kMultiplier));
       CUDA_CHECK(cudaDeviceSynchronize());
       std::vector<T> y(n);
       CUDA_CHECK(cudaMemcpy(y.data(), dy.get(), dy.bytes(), cudaMemcpyDeviceToHost));
@@ -97,7 +88,7 @@ void expect_exact_chains() {
         differing += std::memcmp(&expected, &y[i], sizeof(T)) != 0;
       }
       EXPECT_EQ(differing, 0u) << "n = " << n << ", k = " << k;
-      const Verification v = verify_fma_chain(x.data(), y.data(), n, k, stored<T>(kMultiplier));
+      const Verification v = verify_fma_chain(x.data(), y.data(), n, k, fma_chain_stored<T>(kMultiplier));
       EXPECT_TRUE(v.passed()) << "n = " << n << ", k = " << k << ": " << v.describe();
     }
   }

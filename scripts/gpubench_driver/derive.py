@@ -4,12 +4,25 @@ import math
 from dataclasses import dataclass
 
 from gpubench_driver import trials
-from gpubench_driver.gbench import SKIP_PREFIX
-from gpubench_driver.stats import medians_differ
+from gpubench_driver.gbench import SKIP_PREFIX, TRAFFIC_COUNTERS
+from gpubench_driver.stats import finite, medians_differ
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
                    "its ends; refinement stops when the bracket is narrower than max(8, 10% of its lower end)")
+
+
+def positive(value):
+    """A finite number above 0, else None."""
+    value = finite(value)
+    return value if value is not None and value > 0 else None
+
+
+def memory_traffic(entry):
+    """Bytes of device (or host) memory one call reads and writes, as the binary counted them
+    (memory_read_bytes + memory_written_bytes); None without them or where they sum to nothing."""
+    read, written = (finite(entry.get(counter)) for counter in TRAFFIC_COUNTERS[:2])
+    return None if read is None or written is None else positive(read + written)
 
 
 def ok_entries(entries):

@@ -9,7 +9,7 @@ std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements 
 the bytes the binary counts as compulsory for one call (memory_read_bytes + memory_written_bytes: each
 array read or written once) over the median time."""
 from gpubench_driver import derive_stream
-from gpubench_driver.derive import best_by_size, grouped_failures, ok_entries
+from gpubench_driver.derive import best_by_size, grouped_failures, memory_traffic, ok_entries, positive
 from gpubench_driver.derive import crossovers as crossovers_along_n
 from gpubench_driver.stats import finite, median_interval, medians_differ
 
@@ -29,17 +29,6 @@ SORT_TARGET_PRIMITIVE = "sort_u32"
 SORT_TARGET_CPU = ("std_par", "gnu_parallel")
 
 
-def _positive(value):
-    value = finite(value)
-    return value if value is not None and value > 0 else None
-
-
-def traffic(entry):
-    """The compulsory bytes of one call as the binary counted them; None without."""
-    read, written = finite(entry.get("memory_read_bytes")), finite(entry.get("memory_written_bytes"))
-    return None if read is None or written is None or read + written <= 0 else read + written
-
-
 def _primitive_entries(entries, primitive):
     return [entry for entry in ok_entries(entries) if entry["impl"] == primitive]
 
@@ -53,8 +42,8 @@ def _by_library(entries):
 # --- curves ------------------------------------------------------------------------------------
 def _point(entry):
     median = entry["time_s"]["median"]
-    moved = traffic(entry)
-    latency = _positive((entry.get("latency_s") or {}).get("median"))
+    moved = memory_traffic(entry)
+    latency = positive((entry.get("latency_s") or {}).get("median"))
     return {"n": entry["n"], "median_s": median, "elements_per_s": entry["n"] / median,
             "bytes_per_s": moved / median if moved else None, "interval_s": median_interval(entry["time_s"]).record(),
             "protocol": entry.get("protocol"), "latency_s": latency}
@@ -180,13 +169,13 @@ def reduce_bandwidth(entries, studies):
     reference, note = memory_bandwidth(studies)
     rows = []
     for entry in _primitive_entries(entries, "reduce"):
-        moved = traffic(entry)
+        moved = memory_traffic(entry)
         if entry["device"] != "gpu" or entry["mode"] != RESIDENT or not moved or moved < REDUCE_FROM_BYTES:
             continue
         rate = moved / entry["time_s"]["median"]
         rows.append({"library": entry["precision"], "n": entry["n"], "bytes": moved,
                      "median_s": entry["time_s"]["median"], "bytes_per_s": rate,
-                     "latency_s": _positive((entry.get("latency_s") or {}).get("median")),
+                     "latency_s": positive((entry.get("latency_s") or {}).get("median")),
                      "fraction": rate / reference["bytes_per_s"] if reference else None})
     order = {library: index for index, library in enumerate(GPU_LIBRARIES)}
     rows.sort(key=lambda row: (row["n"], order.get(row["library"], len(order))))

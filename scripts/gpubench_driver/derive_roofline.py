@@ -7,7 +7,7 @@ which it follows the FMA units.
 Intensity is FLOP per byte of memory traffic as the binary counts them (flop over memory_read_bytes +
 memory_written_bytes: x read and y written once per call); rates are the entries' FLOP/s and bytes/s
 over the median time."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.derive import grouped_failures, memory_traffic, ok_entries
 from gpubench_driver.stats import finite, median_interval
 
 # A point follows a roof while it reaches this share of it: memory-bound until the bandwidth it
@@ -15,13 +15,8 @@ from gpubench_driver.stats import finite, median_interval
 FOLLOWS = 0.9
 
 
-def _traffic(entry):
-    read, written = finite(entry.get("memory_read_bytes")), finite(entry.get("memory_written_bytes"))
-    return None if read is None or written is None or read + written <= 0 else read + written
-
-
 def _point(entry):
-    moved, flop, median = _traffic(entry), finite(entry.get("flop")), entry["time_s"]["median"]
+    moved, flop, median = memory_traffic(entry), finite(entry.get("flop")), entry["time_s"]["median"]
     return {"fma_per_element": entry["batch"], "intensity": flop / moved, "flop_per_s": flop / median,
             "bytes_per_s": moved / median, "median_s": median, "interval_s": median_interval(entry["time_s"]).record(),
             "element_bytes": (finite(entry.get("array_bytes")) or 0) / entry["n"] or None}
@@ -32,7 +27,7 @@ def series(entries):
     found = {}
     for entry in ok_entries(entries):
         flop = finite(entry.get("flop"))
-        if not entry.get("batch") or _traffic(entry) is None or not flop or flop <= 0:
+        if not entry.get("batch") or memory_traffic(entry) is None or not flop or flop <= 0:
             continue
         key = (entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["n"])
         found.setdefault(key, []).append(_point(entry))

@@ -15,7 +15,7 @@ A study whose precision slot holds no number format (its axis_names, studies.for
 transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
 The result is document["findings"]; report.derive_findings rewrites it on every report."""
 from gpubench_driver import noise_floor, studies as registry, trials
-from gpubench_driver.derive import ok_entries
+from gpubench_driver.derive import memory_traffic, ok_entries, positive
 from gpubench_driver.gbench import TRAFFIC_COUNTERS
 from gpubench_driver.stats import finite as number
 from gpubench_driver.results import CLOCK_LIMITED, ENTRY_TELEMETRY
@@ -34,11 +34,6 @@ TRAFFIC_RULE = (f"{MEMORY_READ} + {MEMORY_WRITTEN} as the study binary reports t
 NO_TRAFFIC = f"its binary reports no device-memory traffic for it ({MEMORY_READ}, {MEMORY_WRITTEN})"
 NO_TRAFFIC_YET = (f"written before the binaries reported device-memory traffic ({MEMORY_READ}, {MEMORY_WRITTEN}): "
                   "no traffic, no intensity")
-
-
-def positive(value):
-    value = number(value)
-    return value if value is not None and value > 0 else None
 
 
 def _where(study, entry):
@@ -98,13 +93,6 @@ def fraction_of_peak_rows(studies, peaks):
              "fraction_of_peak": entry["flop_per_s"] / peak[entry["precision"]]}
             for name, entry in sorted(best.values(), key=lambda item: (studies_order[item[0]],
                                                                        order[item[1]["precision"]]))]
-
-
-# --- device memory traffic per call ----------------------------------------------------
-def memory_traffic(entry):
-    """Bytes of device memory one call reads and writes, as the binary reported them; None without."""
-    read, written = number(entry.get(MEMORY_READ)), number(entry.get(MEMORY_WRITTEN))
-    return None if read is None or written is None else read + written
 
 
 # --- the device memory bandwidth ----------------------------------------------------------

@@ -10,8 +10,8 @@ memory_written_bytes: each array the operation reads or writes, once) over the m
 bytes per second (the report prints GB/s, 10^9)."""
 import math
 
-from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import beyond_spread, finite, median_interval, time_per_item
+from gpubench_driver.derive import grouped_failures, memory_traffic, ok_entries, positive
+from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
 OWN_KERNELS = ("grid_stride", "one_per_thread")  # ours, against Thrust
@@ -23,17 +23,6 @@ BEYOND_CACHE = 4
 LEVEL_DROP = 0.75
 PEAK_RULE = ("NVML's maximum memory clock x the memory bus width x 2 transfers per clock / 8 bits per byte "
              "(the binary's --describe, memory_hierarchy.gpu)")
-
-
-def _number(value):
-    value = finite(value)
-    return value if value is not None and value > 0 else None
-
-
-def traffic(entry):
-    """STREAM's bytes of one call, as the binary counted them; None without."""
-    read, written = finite(entry.get("memory_read_bytes")), finite(entry.get("memory_written_bytes"))
-    return None if read is None or written is None or read + written <= 0 else read + written
 
 
 def implementations(study):
@@ -54,19 +43,19 @@ def hierarchy(study):
 
 def theoretical_peak(gpu):
     """The GPU's theoretical memory bandwidth from NVML's figures, or None."""
-    rate = _number(gpu.get("peak_bytes_per_s"))
+    rate = positive(gpu.get("peak_bytes_per_s"))
     if rate is None:
         return None
-    return {"bytes_per_s": rate, "max_memory_clock_mhz": _number(gpu.get("max_memory_clock_mhz")),
-            "bus_width_bits": _number(gpu.get("bus_width_bits")),
-            "transfers_per_clock": _number(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
+    return {"bytes_per_s": rate, "max_memory_clock_mhz": positive(gpu.get("max_memory_clock_mhz")),
+            "bus_width_bits": positive(gpu.get("bus_width_bits")),
+            "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
 
 
 # --- curves ----------------------------------------------------------------------------------
 def _point(entry):
-    moved, median = traffic(entry), entry["time_s"]["median"]
-    cold = _number((entry.get("cold_l2_s") or {}).get("median"))
-    return {"n": entry["n"], "array_bytes": _number(entry.get("array_bytes")), "working_set_bytes": moved,
+    moved, median = memory_traffic(entry), entry["time_s"]["median"]
+    cold = positive((entry.get("cold_l2_s") or {}).get("median"))
+    return {"n": entry["n"], "array_bytes": positive(entry.get("array_bytes")), "working_set_bytes": moved,
             "median_s": median, "bytes_per_s": moved / median, "interval_s": median_interval(entry["time_s"]).record(),
             "cold_l2_bytes_per_s": moved / cold if cold else None, "protocol": entry.get("protocol")}
 
@@ -76,7 +65,7 @@ def curves(study):
     names = implementations(study)
     found = {}
     for entry in ok_entries(study["entries"]):
-        if entry["impl"] not in names or traffic(entry) is None:
+        if entry["impl"] not in names or memory_traffic(entry) is None:
             continue
         operation, kernel = names[entry["impl"]]
         key = (operation, kernel, entry["device"], entry["mode"], entry["precision"])
@@ -156,7 +145,7 @@ def host_memory(rows, host):
     (`past_caches` false: the caches may still hold part of it, or their size is unknown); the fastest
     of them is the host's DRAM bandwidth."""
     cpu = [row for row in rows if row["device"] == "cpu"]
-    capacity = _number(host.get("l3_bytes")) or _number(host.get("l2_bytes"))
+    capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
     for operation, mine in _by_operation(cpu).items():
         past = _best(mine, _beyond(capacity, mine)) if capacity else None
@@ -214,11 +203,11 @@ def cache_edges(rows, l2_bytes, host):
     """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each
     size (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near
     (GPU: L2; CPU: L1d, L2 of all threads, L3), when one is."""
-    threads = _number(host.get("threads")) or 1
+    threads = positive(host.get("threads")) or 1
     capacities = {"gpu": {"L2": l2_bytes},
-                  "cpu": {"L1d (all threads)": (_number(host.get("l1d_bytes")) or 0) * threads,
-                          "L2 (all threads)": (_number(host.get("l2_bytes")) or 0) * threads,
-                          "L3": _number(host.get("l3_bytes"))}}
+                  "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
+                          "L2 (all threads)": (positive(host.get("l2_bytes")) or 0) * threads,
+                          "L3": positive(host.get("l3_bytes"))}}
     groups = {}
     for row in rows:
         if row["mode"] in (RESIDENT, HOST):
@@ -292,7 +281,7 @@ def progress_rates(counters, median_s):
 def derive(study):
     rows = curves(study)
     gpu, host = hierarchy(study)
-    l2_bytes = _number(gpu.get("l2_bytes"))
+    l2_bytes = positive(gpu.get("l2_bytes"))
     peak = theoretical_peak(gpu)
     per_operation, hbm, hbm_note = device_memory(rows, l2_bytes, peak)
     host_rows, dram = host_memory(rows, host)

@@ -2,7 +2,7 @@
 comparison with the torch.distributed all-reduce (reference_allreduce.py)."""
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, run_notes
+from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, run_notes, time_ratio_cell
 
 REFERENCE_RUN = "torch_allreduce"
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
@@ -36,10 +36,6 @@ def _curves(derived):
     return section(title, blocks)
 
 
-def _time_ratio_cell(row):
-    return md(row["note"]) if row["time_ratio"] is None else f"{row['time_ratio']:.3f}"
-
-
 def _references(study, references):
     title = "Collectives: torch.distributed all-reduce reference"
     if references is None:
@@ -51,7 +47,7 @@ def _references(study, references):
                                                 "(the default suite stops below 8 GiB: run --sizes 33 --impls "
                                                 "all_reduce).")])
     body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
-             _time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+             time_ratio_cell(row), md(row["target"] or "")] for row in rows]
     return section(title, [notes, table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
         "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
         "bandwidths stand in the inverse ratio. Targets are stated, not checked.")])

@@ -17,6 +17,11 @@ def unsettled_mark(row):
     return " (reference not settled)" if row.get("reference_settled") is False else ""
 
 
+def time_ratio_cell(row):
+    """A reference comparison's time ratio (study over reference), or why there is none."""
+    return md(row["note"]) if row["time_ratio"] is None else f"{row['time_ratio']:.3f}"
+
+
 def noise_note(beyond_noise):
     """What a comparison's stats.beyond_spread verdict adds to its figure: nothing when the two differ
     beyond noise, else that they do not or that one has no interval to tell."""

@@ -2,7 +2,8 @@
 from gpubench_driver import derive_transfer
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, STEADY_STATE, grouped_failures, noise_note, run_notes
+from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, grouped_failures, noise_note, run_notes,
+                                            time_ratio_cell)
 
 REFERENCE_RUN = "torch_transfer"
 
@@ -78,10 +79,6 @@ def _ratios(derived):
         "rate says nothing about real data.")])
 
 
-def _time_ratio_cell(row):
-    return md(row["note"]) if row["time_ratio"] is None else f"{row['time_ratio']:.3f}"
-
-
 def _references(study, references):
     title = "Transfer: PyTorch reference"
     if references is None:
@@ -91,7 +88,7 @@ def _references(study, references):
     if not any(row["time_ratio"] is not None for row in rows):
         return section(title, [notes, paragraph("No copy was measured by both the study and the reference.")])
     body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
-             seconds(row["reference_median_s"]), _time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+             seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
     return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
                                         body), paragraph(
         "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "

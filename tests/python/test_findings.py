@@ -11,7 +11,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, load_fixture
 
-from gpubench_driver import derive_run, gbench, plots, report, results, stats, summary
+from gpubench_driver import derive, derive_run, gbench, plots, report, results, stats, summary
 
 HOSTILE = "<script>alert(1)</script>"
 GIB = 1 << 30
@@ -97,11 +97,11 @@ class TrafficTest(unittest.TestCase):
 
     def test_traffic_is_the_reported_reads_and_writes(self):
         made = entry("precision", "cublas", "gpu", "resident", "int8", 64, 1e-3)
-        self.assertEqual(derive_run.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
+        self.assertEqual(derive.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
         made["memory_written_bytes"] = None
-        self.assertIsNone(derive_run.memory_traffic(made))
+        self.assertIsNone(derive.memory_traffic(made))
         made["memory_written_bytes"] = float("nan")
-        self.assertIsNone(derive_run.memory_traffic(made))
+        self.assertIsNone(derive.memory_traffic(made))
 
     def test_an_entry_without_traffic_is_not_placed(self):
         made = run_document()

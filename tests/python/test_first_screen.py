@@ -31,6 +31,17 @@ def by_key(document):
     return {row["key"]: row for row in document["findings"]["headline"]["figures"]}
 
 
+def twice_as_slow(document, memory):
+    """The transfer study's copies from `memory`, every one of their times doubled."""
+    for entry in document["studies"]["transfer"]["entries"]:
+        if entry["mode"] == memory and entry["status"] == "ok":
+            for times in [entry["time_s"]] + [trial["time_s"] for trial in entry.get("trials") or []]:
+                for key in ("median", "min", "max", "q1", "q3", "mean"):
+                    if times.get(key) is not None:
+                        times[key] *= 2
+                times["samples"] = [value * 2 for value in times.get("samples") or []]
+
+
 class HeadlineTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -145,13 +156,7 @@ class HealthTest(unittest.TestCase):
     def test_slow_copies_on_a_gen4_link_are_below_with_the_link_as_cause(self):
         document = journal.load(H200_RUN)
         document["machine"]["gpus"][0]["pcie.link.gen.max"] = 4
-        for entry in document["studies"]["transfer"]["entries"]:
-            if entry["mode"] == "pinned" and entry["status"] == "ok":
-                for times in [entry["time_s"]] + [trial["time_s"] for trial in entry.get("trials") or []]:
-                    for key in ("median", "min", "max", "q1", "q3", "mean"):
-                        if times.get(key) is not None:
-                            times[key] *= 2
-                    times["samples"] = [value * 2 for value in times.get("samples") or []]
+        twice_as_slow(document, "pinned")
         found = health.derive_health(derived(document), self.ranges)
         self.assertEqual(found["verdict"], health.BELOW)
         below = {row["key"]: row for row in found["figures"] if row["status"] == health.BELOW}
@@ -161,13 +166,7 @@ class HealthTest(unittest.TestCase):
 
     def test_slow_pageable_copies_are_the_hosts_and_leave_the_gpu_as_expected(self):
         document = journal.load(H200_RUN)
-        for entry in document["studies"]["transfer"]["entries"]:
-            if entry["mode"] == "pageable" and entry["status"] == "ok":
-                for times in [entry["time_s"]] + [trial["time_s"] for trial in entry.get("trials") or []]:
-                    for key in ("median", "min", "max", "q1", "q3", "mean"):
-                        if times.get(key) is not None:
-                            times[key] *= 2
-                    times["samples"] = [value * 2 for value in times.get("samples") or []]
+        twice_as_slow(document, "pageable")
         found = health.derive_health(derived(document), self.ranges)
         self.assertEqual(found["verdict"], health.AS_EXPECTED)
         below = {row["key"]: row for row in found["figures"] if row["status"] == health.BELOW}
