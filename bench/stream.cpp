@@ -57,11 +57,12 @@ const std::vector<Kernel>& kernels() {
 #if GPUBENCH_HAVE_CUDA
       {"grid_stride", Device::gpu,
        "our kernel: as many blocks as the GPU holds at once, each thread striding over the arrays in 16-byte "
-       "vectors; dot: block sums, then one block adds them",
+       "vectors; dot: 1024-thread blocks, two vectors in flight per thread, block sums added by the last block to "
+       "finish",
        stream_grid_stride, stream_grid_stride},
       {"one_per_thread", Device::gpu,
-       "our kernel: one 16-byte vector per thread, as many blocks as the arrays need; dot: block sums, then one "
-       "block adds them",
+       "our kernel: one 16-byte vector per thread, as many blocks as the arrays need; dot: block sums added by the "
+       "last block to finish",
        stream_one_per_thread, stream_one_per_thread},
       {"thrust", Device::gpu,
        "thrust::transform (par_nosync, enqueued as a kernel launch is); dot: thrust::inner_product, which returns "

@@ -56,18 +56,18 @@ void require_vector_alignment(const char* kernel, const Pointers*... pointers) {
   if (!aligned) throw std::invalid_argument(std::string(kernel) + " needs 16-byte aligned arrays");
 }
 
-// Blocks for a grid-stride loop of `Kernel`: as many as the multiprocessors hold at once (every
-// thread resident, none waiting for a slot; asked once per kernel), no more than `items` need at
-// one item per thread.
-template <auto Kernel>
+// Blocks of `Threads` for a grid-stride loop of `Kernel`: as many as the multiprocessors hold at once
+// (every thread resident, none waiting for a slot; asked once per kernel), no more than `items` need
+// at one item per thread.
+template <auto Kernel, int Threads = kVectorThreads>
 unsigned resident_blocks(std::size_t items) {
   static const std::size_t resident = [] {
     int per_multiprocessor = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, Kernel, kVectorThreads, 0));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, Kernel, Threads, 0));
     return static_cast<std::size_t>(std::max(per_multiprocessor, 1)) *
            device_attribute(cudaDevAttrMultiProcessorCount);
   }();
-  const std::size_t wanted = (items + kVectorThreads - 1) / kVectorThreads;
+  const std::size_t wanted = (items + Threads - 1) / Threads;
   return static_cast<unsigned>(std::max<std::size_t>(1, std::min(resident, wanted)));
 }
 
