@@ -13,7 +13,7 @@ shared_bytes_per_block); --describe's implementations list each kernel's occupan
 with the resources that limit it."""
 from gpubench_driver.derive import grouped_failures, ok_entries
 from gpubench_driver.formatting import percent, rate
-from gpubench_driver.stats import finite, median_interval
+from gpubench_driver.stats import finite, median_interval, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
 WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}
@@ -42,17 +42,9 @@ def _point(entry, best):
             "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": _rate(entry, "flop"),
             "memory_bytes_per_s": traffic / entry["time_s"]["median"] if traffic else None,
             "fraction_of_best": best["time_s"]["median"] / entry["time_s"]["median"],
-            "fraction_interval": fraction_interval(best["time_s"], entry["time_s"]), **counters,
+            "fraction_interval": time_ratio_interval(best["time_s"], entry["time_s"]), **counters,
             "busy_fraction": _share(counters["busy_multiprocessors"], counters["multiprocessors"]),
             "warp_fraction": _share(counters["resident_warps"], counters["max_resident_warps"])}
-
-
-def fraction_interval(best_time_s, time_s):
-    """[low, high] of best time / time from the two medians' intervals; None where either has none."""
-    best, this = median_interval(best_time_s), median_interval(time_s)
-    if not (best.known and this.known):
-        return None
-    return [best.low / this.high, best.high / this.low]
 
 
 def _by_kernel(entries):

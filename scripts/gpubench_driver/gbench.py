@@ -25,7 +25,8 @@ TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # ('kernel_busy_s', 'chain_span_s', resolved to 'timer_step_s'); the p2p study's route (its link's theoretical
 # rate, 'link_peak_bytes_per_s', and whether the GPUs map each other's memory, 'peer_access'); the collectives
 # study's message ('message_bytes', nccl-tests' size), its 'ranks' and nccl-tests' bus-bandwidth factor
-# ('bus_factor'). Traffic of one call:
+# ('bus_factor'); the gemm_ladder study's launch ('threads_per_block', 'grid_blocks', with the occupancy
+# study's kernel counters). Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
@@ -40,7 +41,7 @@ COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_
             "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
             "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
             "chain_span_s", "timer_step_s", "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks",
-            "bus_factor", *TRAFFIC_COUNTERS)
+            "bus_factor", "threads_per_block", "grid_blocks", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.
@@ -219,7 +220,7 @@ def blank_entry(key):
     axes = parse_entry_name(key) or {}
     entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
-             "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None}
+             "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None, "label": None}
     entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
     return entry
 
@@ -237,6 +238,9 @@ def _entry(run_name, group):
     entry["iterations"] = stats.finite((group["iterations"] or [{}])[0].get("iterations"))
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
     entry.update({name: stats.finite(counter_source.get(name)) for name in COUNTERS})
+    # What the entry says of itself in words (e.g. the gemm_ladder's tiling), as Google Benchmark's label.
+    label = ((group["iterations"] or [counter_source])[0]).get("label")
+    entry["label"] = label if isinstance(label, str) and label else None
     entry.update(combine_utilization(group["iterations"]))
     entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
     if entry["device"] != "cpu":

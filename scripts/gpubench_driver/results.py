@@ -282,7 +282,7 @@ def _validate_measured(record, path):
 def _validate_entry(entry, path):
     _validate_measured(entry, path)
     _expect_type(entry.get("name"), str, f"{path}.name")
-    for key in ("impl", "device", "mode", "precision", "message"):
+    for key in ("impl", "device", "mode", "precision", "message", "label"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
     _expect_type(entry.get("axes"), (dict, type(None)), f"{path}.axes")  # absent in older files
     # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.

@@ -158,6 +158,15 @@ def median_interval(time_s, confidence=CONFIDENCE):
     return Interval(None, None, "no samples or quartiles: no interval")
 
 
+def time_ratio_interval(reference_time_s, time_s):
+    """[low, high] of reference time / time (a rate's fraction of the reference's, for the same work)
+    from the two medians' intervals; None where either has none."""
+    reference, this = median_interval(reference_time_s), median_interval(time_s)
+    if not (reference.known and this.known):
+        return None
+    return [reference.low / this.high, reference.high / this.low]
+
+
 def time_per_item(point, rate_key):
     """The interval of a derived point's median time per item (bytes, products, ...): rates of points
     that count different items compare through it. The point has `median_s`, its rate under

@@ -185,6 +185,16 @@ class NamesAndConsoleTest(unittest.TestCase):
         [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
         self.assertIsNone(entry["memory_read_bytes"])
 
+    def test_the_label_is_kept_as_text_only(self):
+        run = {"name": "gemm_ladder/sgemm_09_warptile/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration",
+               "iterations": 1, "real_time": 5.0, "time_unit": "us", "label": "block 128x128x16, thread 8x8"}
+        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        self.assertEqual(entry["label"], "block 128x128x16, thread 8x8")
+        for foreign in (7, "", ["x"]):
+            run["label"] = foreign
+            [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+            self.assertIsNone(entry["label"])
+
     def test_header_lines_are_ignored(self):
         for line in ("-----", "Benchmark   Time   CPU   Iterations UserCounters...", "Run on (16 X 2000 MHz CPU s)"):
             self.assertIsNone(gbench.parse_console_line(line))
