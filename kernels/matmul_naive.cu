@@ -1,18 +1,10 @@
 #include "matmul_naive.cuh"
 
 #include "core/cuda_check.hpp"
+#include "gemm_naive_element.cuh"
 
 namespace gpubench {
 namespace {
-
-// Element (row, col) of C: the dot product of A's row and B's column, from global memory.
-__device__ inline float naive_element(const float* a, const float* b, MatmulShape s, int row, int col) {
-  float sum = 0.0f;
-  for (int p = 0; p < s.k; ++p) {
-    sum += a[static_cast<size_t>(row) * s.k + p] * b[static_cast<size_t>(p) * s.n + col];
-  }
-  return sum;
-}
 
 __global__ void matmul_naive(const float* a, const float* b, float* c, MatmulShape s) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;

@@ -4,6 +4,7 @@
 #include <mma.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "core/cuda_check.hpp"
 
@@ -135,20 +136,37 @@ __global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const _
   }
 }
 
+// 16-byte copies need every row of A and B to start on a 16-byte boundary.
+bool takes_vector_loads(MatmulShape s) { return s.k % kChunk == 0 && s.n % kChunk == 0; }
+
+dim3 grid_of(MatmulShape s) { return dim3((s.n + kTileN - 1) / kTileN, (s.m + kTileM - 1) / kTileM); }
+
 }  // namespace
 
 void matmul_wmma_fp16(const void* a, const void* b, void* c, MatmulShape s) {
-  const dim3 grid((s.n + kTileN - 1) / kTileN, (s.m + kTileM - 1) / kTileM);
   const auto* a_half = static_cast<const __half*>(a);
   const auto* b_half = static_cast<const __half*>(b);
   auto* c_half = static_cast<__half*>(c);
-  // 16-byte copies need every row of A and B to start on a 16-byte boundary.
-  if (s.k % kChunk == 0 && s.n % kChunk == 0) {
-    matmul_wmma<true><<<grid, kThreads>>>(a_half, b_half, c_half, s);
+  if (takes_vector_loads(s)) {
+    matmul_wmma<true><<<grid_of(s), kThreads>>>(a_half, b_half, c_half, s);
   } else {
-    matmul_wmma<false><<<grid, kThreads>>>(a_half, b_half, c_half, s);
+    matmul_wmma<false><<<grid_of(s), kThreads>>>(a_half, b_half, c_half, s);
   }
   CUDA_CHECK_LAUNCH();
+}
+
+GemmLaunch matmul_wmma_fp16_launch(MatmulShape s) {
+  const dim3 grid = grid_of(s);
+  GemmLaunch launch;
+  launch.kernel = takes_vector_loads(s) ? reinterpret_cast<const void*>(&matmul_wmma<true>)
+                                        : reinterpret_cast<const void*>(&matmul_wmma<false>);
+  launch.threads_per_block = kThreads;
+  launch.blocks = static_cast<unsigned long long>(grid.x) * grid.y;
+  launch.tile = "block " + std::to_string(kTileM) + "x" + std::to_string(kTileN) + "x" + std::to_string(kTileK) +
+                ", warp " + std::to_string(kWarpTileM) + "x" + std::to_string(kWarpTileN) + " (WMMA 16x16x16 fragments), " +
+                std::to_string(kStages) + " stages (cp.async)";
+  if (!takes_vector_loads(s)) launch.tile += ", element-wise loads (n or k not a multiple of 8)";
+  return launch;
 }
 
 void gemm_wmma_precision(Precision precision, const void* a, const void* b, void* c, MatmulShape s, const float*) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "core/precision.hpp"
+#include "gemm_ladder.cuh"
 
 namespace gpubench {
 // Our tensor-core GEMM: FP16 A (m x k) and B (k x n), row-major, FP32 accumulate, FP16
@@ -8,6 +9,9 @@ namespace gpubench {
 // 64x32 of the tile (4x2 fragments of 16x16). Any shape; sizes that are multiples of 8
 // take 16-byte asynchronous copies, others a guarded element-wise load.
 void matmul_wmma_fp16(const void* a, const void* b, void* c, MatmulShape shape);
+// How matmul_wmma_fp16 launches at `shape` (the kernel it picks, its block, grid and tiling): the
+// tensor-core ladder's first rung (hgemm_01_wmma) reports it.
+GemmLaunch matmul_wmma_fp16_launch(MatmulShape shape);
 
 // The precision study's signature (FP16 only).
 void gemm_wmma_precision(Precision precision, const void* a, const void* b, void* c, MatmulShape shape,

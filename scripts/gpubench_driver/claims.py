@@ -183,9 +183,9 @@ def pinned_memory(document):
 
 # --- "FLOPS are rarely the limit; memory bandwidth is" ---------------------------------------------
 ROOF_STUDIES = ("stream", "roofline")  # they measure the roofs; the entries placed under them are the others'
-# Studies whose entries are not workloads but launch experiments (deliberately starved grids, empty kernels):
-# placed on the roofline they would count as a workload's answer.
-NOT_WORKLOADS = ROOF_STUDIES + ("occupancy", "launch_overhead")
+# Studies whose entries are not workloads but experiments (deliberately starved grids, empty kernels, the GEMM
+# ladder's deliberately weak rungs): placed on the roofline they would count as a workload's answer.
+NOT_WORKLOADS = ROOF_STUDIES + ("occupancy", "launch_overhead", "gemm_ladder")
 MOSTLY = 0.75  # this share of the entries on one side of the ridge settles the claim
 
 

@@ -753,6 +753,32 @@ def p2p_plots(pyplot, study, plot_dir):
 
 
 # --- across the studies: the roofline ---------------------------------------------------
+def gemm_ladder_plots(pyplot, study, plot_dir):
+    """Per ladder, each rung's rate as a fraction of cuBLAS's, a group of bars per rung with a bar per
+    size (gemm_ladder_<precision>.png)."""
+    paths = []
+    for ladder in study["derived"].get("ladders") or []:
+        rungs = [rung for rung in ladder["rungs"] if rung != "cublas"]
+        by_point = {(p["rung"], p["n"]): p["fraction_of_cublas"] for p in ladder["points"]}
+        if not rungs or not any(value for value in by_point.values()):
+            continue
+        width = 0.8 / max(len(ladder["sizes"]), 1)
+        figure, axes = pyplot.subplots(figsize=(10, 5))
+        for index, n in enumerate(ladder["sizes"]):
+            values = [by_point.get((rung, n)) or 0 for rung in rungs]
+            axes.bar([r + index * width for r in range(len(rungs))], values, width, label=f"n = {n}",
+                     color=COLOURS[index % len(COLOURS)])
+        axes.axhline(1.0, color="black", linewidth=0.8)
+        axes.set_xticks([r + 0.4 - width / 2 for r in range(len(rungs))], [plain(rung) for rung in rungs],
+                        rotation=30, ha="right", fontsize="small")
+        axes.set(ylabel="rate / cuBLAS's rate at the same n", yscale="log",
+                 title=plain(f"gemm_ladder: {ladder['title']}, each rung against cuBLAS (1 = cuBLAS)"))
+        path = os.path.join(plot_dir, f"gemm_ladder_{_file_part(ladder['precision'])}.png")
+        _finish(pyplot, figure, axes, path)
+        paths.append(path)
+    return paths
+
+
 ROOFLINE_NAME = "roofline.png"
 OTHER_MARKER = "P"  # a study's points whose record names no roofline_marker
 # One colour per precision; no grey, which the legend's study markers use.

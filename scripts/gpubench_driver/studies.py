@@ -19,6 +19,7 @@ from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precis
 from gpubench_driver import derive_mandelbrot, derive_vector_add
 from gpubench_driver import derive_primitives
 from gpubench_driver import derive_launch_overhead, derive_occupancy
+from gpubench_driver import derive_gemm_ladder
 from gpubench_driver import derive_p2p
 from gpubench_driver import derive_collectives
 from gpubench_driver.derive_batch import BatchStudy
@@ -346,6 +347,13 @@ STUDIES = (
           derive=lambda study, document, rounds: derive_launch_overhead.derive(study["entries"]),
           summary=_summary("summary_launch_overhead"), plots=plots.launch_overhead_plots,
           rates=derive_launch_overhead.progress_rates, axes={"n": "kernels"}),
+    # gemm_ladder: every rung of both ladders and cuBLAS at 4096, where the targets are judged (8192,
+    # the other target size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive
+    # kernels) at most a few tenths of a second a call there. --quick: 1024.
+    Study(name="gemm_ladder", quick_sizes=(1024,), suite_sizes=(4096,),
+          derive=lambda study, document, rounds: derive_gemm_ladder.derive(study),
+          summary=_summary("summary_gemm_ladder"), plots=plots.gemm_ladder_plots,
+          rates=flop_rates, axes={"impl": "rung"}),
     # p2p: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest
     # suite copy), one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both
     # ways, the GPU to the host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the

@@ -89,7 +89,7 @@ class QuickCpuRunTest(unittest.TestCase):
 BYTE_EXACT_STUDIES = ("transfer",)
 # The mandelbrot study checks its iteration counts against the CPU's (no error counter either).
 COUNT_CHECKED_STUDIES = ("mandelbrot",)
-GPU_ONLY_STUDIES = ("overlap", "occupancy", "launch_overhead", "p2p", "collectives")
+GPU_ONLY_STUDIES = ("overlap", "occupancy", "launch_overhead", "gemm_ladder", "p2p", "collectives")
 
 
 def built(study):

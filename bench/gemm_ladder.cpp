@@ -1,0 +1,211 @@
+// The gemm_ladder study: hand-written GEMM kernels, one rung per step from a naive launch to the
+// library's speed, each timed and verified beside cuBLAS on the same random inputs.
+//   fp32: the SGEMM ladder (kernels/sgemm_NN_*.cu) on the CUDA cores against cuBLAS SGEMM;
+//   fp16: the tensor-core ladder (kernels/hgemm_NN_*.cu), FP16 in, FP32 accumulate, FP16 out, against
+//         cuBLAS's FP16 GEMM with FP32 accumulation (the precision study's fp16 entry).
+// Every rung reports how it launches at the entry's size (its main kernel's registers per thread,
+// shared memory per block, theoretical occupancy from the occupancy API, the grid, the tiling); the
+// driver sets its rate against cuBLAS's at the same size and precision. Operands resident, device time.
+// Entries: gemm_ladder/<rung>/gpu/resident/<fp32|fp16>/n:<n> (C = A*B, all n x n); docs/gemm-ladder.md.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/precision.hpp"
+#include "core/precision_codec.hpp"
+#include "core/random.hpp"
+#include "core/reference.hpp"
+#include "core/verify.hpp"
+#include "harness/study.hpp"
+
+#if GPUBENCH_HAVE_CUDA
+#include "core/gpu_runtime.hpp"
+#include "core/kernel_occupancy.hpp"
+#include "gemm_ladder.cuh"
+#include "matmul_cublas_precisions.hpp"
+#endif
+
+namespace gpubench {
+namespace {
+
+#if GPUBENCH_HAVE_CUDA
+struct LadderRow : Implementation {
+  GemmRung (*rung)();
+  const char* description;
+};
+
+// cuBLAS as a rung without a kernel of its own to describe: the yardstick of each ladder.
+template <Precision P>
+GemmRung cublas_rung() {
+  GemmRung rung;
+  rung.run = [](const void* a, const void* b, void* c, MatmulShape shape) {
+    gemm_cublas_precision(P, a, b, c, shape, nullptr);
+  };
+  return rung;
+}
+
+LadderRow row(const char* id, const char* precision, GemmRung (*rung)(), const char* description, int max_size = 0,
+              const char* cap_reason = "") {
+  return {{id, Device::gpu, {mode_name(Mode::resident)}, {precision}, max_size, cap_reason}, rung, description};
+}
+
+std::vector<LadderRow> implementations() {
+  constexpr const char* kSlowCap = "a call at 8192 takes seconds at this rung's rate and shows nothing new";
+  return {
+      row("cublas", "fp32", cublas_rung<Precision::fp32>, "cuBLAS SGEMM (cublasGemmEx, FP32 compute, no TF32)"),
+      row("sgemm_01_naive_16x128", "fp32", sgemm_01_naive_16x128,
+          "the walk-through's launch: 16 blocks of 128 threads, a grid-stride loop over C, operands from global memory",
+          1024, "16 blocks of 128 threads take tenths of a second at 1024; a call at 4096 takes many seconds"),
+      row("sgemm_02_naive_full_grid", "fp32", sgemm_02_naive_full_grid,
+          "one thread per element of C on a full grid, a warp along a column of C (uncoalesced)", 4096, kSlowCap),
+      row("sgemm_03_coalesced", "fp32", sgemm_03_coalesced,
+          "one thread per element of C, a warp along a row of C: B's loads and C's stores coalesced", 4096, kSlowCap),
+      row("sgemm_04_shared_tiles", "fp32", sgemm_04_shared_tiles, "32 x 32 tiles of A and B staged in shared memory"),
+      row("sgemm_05_blocktile_1d", "fp32", sgemm_05_blocktile_1d, "each thread computes a column of outputs"),
+      row("sgemm_06_blocktile_2d", "fp32", sgemm_06_blocktile_2d, "each thread computes a 2-D block of outputs"),
+      row("sgemm_07_vectorized", "fp32", sgemm_07_vectorized, "16-byte loads from global and shared memory"),
+      row("sgemm_08_cp_async", "fp32", sgemm_08_cp_async, "tiles copied asynchronously (cp.async) in a three-stage pipeline"),
+      row("sgemm_09_warptile", "fp32", sgemm_09_warptile, "block tile, warp tile, thread tile"),
+      row("sgemm_10_autotuned", "fp32", sgemm_10_autotuned,
+          "the warp-tiled kernel with the tile shape timed fastest on this GPU at this size"),
+      row("cublas", "fp16", cublas_rung<Precision::fp16>,
+          "cuBLAS FP16 GEMM (cublasGemmEx, FP16 in and out, FP32 accumulation)"),
+      row("hgemm_01_wmma", "fp16", hgemm_01_wmma, "WMMA fragments, cp.async double buffering"),
+      row("hgemm_02_mma_sync", "fp16", hgemm_02_mma_sync, "mma.sync with ldmatrix, a multi-stage cp.async pipeline"),
+      row("hgemm_03_wgmma", "fp16", hgemm_03_wgmma,
+          "Hopper: wgmma fed by TMA, producer and consumer warpgroups, a persistent schedule"),
+  };
+}
+#else
+struct LadderRow : Implementation {};
+std::vector<LadderRow> implementations() { return {}; }
+#endif
+
+const std::vector<LadderRow>& table() {
+  static const std::vector<LadderRow> all = implementations();
+  return all;
+}
+
+// Uniform random operands of one size and their FP64 product, shared by both ladders.
+struct LadderProblem {
+  MatmulShape shape;
+  std::vector<float> a, b;
+  MatmulReference reference;
+};
+
+const LadderProblem& problem_for(int n) {
+  static ProblemCache<int, LadderProblem> cache;
+  require_host_memory(48.0 * n * n);  // operands, their FP16 encoding, the reference, an output decoded
+  return cache.get(n, [n] {
+    LadderProblem problem;
+    problem.shape = {n, n, n};
+    problem.a = random_uniform(problem.shape.a_elements(), configuration_seed(n, 0));
+    problem.b = random_uniform(problem.shape.b_elements(), configuration_seed(n, 1));
+    problem.reference = matmul_reference_fp64(problem.a.data(), problem.b.data(), problem.shape, ReferencePolicy{},
+                                              configuration_seed(n, 2));
+    return problem;
+  });
+}
+
+// The operands in one ladder's format, kept while that ladder's entries run.
+const EncodedOperands& encoded_for(const LadderProblem& problem, Precision precision) {
+  static ProblemCache<std::pair<int, Precision>, EncodedOperands> cache;
+  return cache.get({problem.shape.n, precision},
+                   [&] { return encode_operands(precision, problem.a, problem.b, problem.shape); });
+}
+
+#if GPUBENCH_HAVE_CUDA
+// How the rung launches here, as counters (what the occupancy API says of its main kernel) and the
+// label (its tiling and what limits its occupancy).
+void report_launch(PreparedEntry& entry, const GemmLaunch& launch) {
+  const KernelOccupancy o = kernel_occupancy(launch.kernel, launch.threads_per_block, launch.dynamic_shared_bytes);
+  entry.counters["threads_per_block"] = launch.threads_per_block;
+  entry.counters["grid_blocks"] = static_cast<double>(launch.blocks);
+  entry.counters["registers_per_thread"] = o.registers_per_thread;
+  entry.counters["shared_bytes_per_block"] = static_cast<double>(o.shared_bytes_per_block);
+  entry.counters["blocks_per_multiprocessor"] = o.blocks_per_multiprocessor;
+  entry.counters["theoretical_occupancy"] = o.occupancy();
+  std::string limits;
+  for (const std::string& limit : o.limited_by) limits += (limits.empty() ? "" : ", ") + limit;
+  entry.label = launch.tile + (limits.empty() ? "" : "; occupancy limited by " + limits);
+}
+
+// Operands copied to the device once; the first call on a NaN-poisoned C, checked against the FP64
+// product within the precision's tolerance (the FP16 ladder's includes rounding the inputs).
+class LadderEntry : public PreparedEntry {
+ public:
+  LadderEntry(const GemmRung& rung, Precision precision, const LadderProblem& problem)
+      : rung_(rung), shape_(problem.shape), encoded_(encoded_fitting_device(problem, precision)),
+        a_(encoded_.a.size()), b_(encoded_.b.size()),
+        c_(shape_.c_elements() * static_cast<std::size_t>(precision_info(precision).output_bytes)) {
+    CUDA_CHECK(cudaMemcpy(a_.get(), encoded_.a.data(), a_.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(b_.get(), encoded_.b.data(), b_.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));
+    run_once();
+    std::vector<std::uint8_t> c(c_.bytes());
+    CUDA_CHECK(cudaMemcpy(c.data(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
+    const std::vector<double> values = decode_output(precision, c.data(), shape_.c_elements(), encoded_);
+    const Tolerance tolerance = precision_tolerance(precision, shape_.k);
+    set_verdict(verify_matmul(values.data(), problem.reference, tolerance));
+    counters["tolerance"] = tolerance.rel_fro;
+    counters["flop"] = shape_.flop();
+    add_memory_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
+    if (rung_.launch) report_launch(*this, rung_.launch(shape_));
+  }
+
+  void run_once() override { rung_.run(a_.get(), b_.get(), c_.get(), shape_); }
+
+ private:
+  static const EncodedOperands& encoded_fitting_device(const LadderProblem& problem, Precision precision) {
+    const PrecisionInfo& info = precision_info(precision);
+    require_device_memory(static_cast<double>(info.input_bytes) * (problem.shape.a_elements() + problem.shape.b_elements()) +
+                          static_cast<double>(info.output_bytes) * problem.shape.c_elements());
+    return encoded_for(problem, precision);
+  }
+
+  GemmRung rung_;
+  MatmulShape shape_;
+  const EncodedOperands& encoded_;
+  DeviceBuffer<std::uint8_t> a_, b_, c_;
+};
+
+std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
+  const auto& impl = row_of<LadderRow>(entry);
+  const GemmRung rung = impl.rung();
+  const MatmulShape shape{entry.n, entry.n, entry.n};
+  if (rung.unsupported) {
+    const std::string reason = rung.unsupported(shape);
+    if (!reason.empty()) throw EntrySkipped(reason);
+  }
+  return std::make_unique<LadderEntry>(rung, precision_named(entry.precision), problem_for(entry.n));
+}
+
+std::string describe_rung(const Implementation& impl) {
+  return "\"description\": " + json_string(static_cast<const LadderRow&>(impl).description);
+}
+#else
+std::unique_ptr<PreparedEntry> prepare(const Entry&) { throw EntrySkipped("built without CUDA"); }
+std::string describe_rung(const Implementation&) { return "\"description\": null"; }
+#endif  // GPUBENCH_HAVE_CUDA
+
+StudyDefinition definition() {
+  StudyDefinition study;
+  study.name = "gemm_ladder";
+  study.implementations = rows(table());
+  study.modes = {mode_name(Mode::resident)};
+  // The 1024, 4096 and 8192, and 1000: a size no rung's tile divides, so every rung's edge
+  // handling is checked on each run (rungs that need multiples of their vector width say so).
+  study.default_sizes = {1000, 1024, 4096, 8192};
+  study.axes.impl = "rung";
+  study.prepare = prepare;
+  study.describe = [] { return std::string("\"ladders\": {\"fp32\": \"SGEMM on the CUDA cores\", "
+                                           "\"fp16\": \"FP16 in, FP32 accumulate, FP16 out, on the tensor cores\"}"); };
+  study.describe_implementation = describe_rung;
+  return study;
+}
+
+}  // namespace
+}  // namespace gpubench
+
+int main(int argc, char** argv) { return gpubench::run_study(argc, argv, gpubench::definition()); }
