@@ -110,8 +110,20 @@ __device__ void finish_dot(T block_total, T* z) {
   }
   __syncthreads();
   if (!last) return;
+  // Eight loads in flight a thread: the one-vector-per-thread dot leaves a block sum per 256 vectors,
+  // and one load at a time would leave the GPU waiting on this block. From L2, never a stale L1.
+  constexpr int kInFlight = 8;
+  T parts[kInFlight] = {};
+  for (unsigned first = threadIdx.x; first < gridDim.x; first += kInFlight * blockDim.x) {
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const unsigned b = first + u * blockDim.x;
+      if (b < gridDim.x) parts[u] += __ldcg(z + 1 + b);
+    }
+  }
   T sum = 0;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) sum += __ldcg(z + 1 + b);  // L2, never a stale L1
+#pragma unroll
+  for (int u = 0; u < kInFlight; ++u) sum += parts[u];
   sum = block_sum(sum);
   if (threadIdx.x == 0) {
     z[0] = sum;
