@@ -22,9 +22,12 @@
 
 namespace gpubench::sgemm_blocked {
 
-template <int BM, int BN, int BK, int TM, int TN, int Threads, int Stages>
+// BandRows: 0, blocks take the tiles of C in raster order (blockIdx); else in bands of that many tile
+// rows (banded_tile), which keeps the panels of A and B the resident blocks read in L2 (rung 10's).
+template <int BM, int BN, int BK, int TM, int TN, int Threads, int Stages, int BandRows = 0>
 struct BlockTile {
-  static constexpr int kBM = BM, kBN = BN, kBK = BK, kTM = TM, kTN = TN, kThreads = Threads, kStages = Stages;
+  static constexpr int kBM = BM, kBN = BN, kBK = BK, kTM = TM, kTN = TN, kThreads = Threads, kStages = Stages,
+                       kBandRows = BandRows;
   // Four floats of padding per k row of the transposed A keep rows 16-byte aligned and spread the
   // transposing stores of a warp (4 rows x 8 k, or 16 rows x 2 float4 in rung 7) over all 32 banks.
   static constexpr int kAPitch = BM + 4;
@@ -85,6 +88,7 @@ std::string tile_words() {
                       Layout::words() + ", thread " + std::to_string(T::kTM) + "x" + std::to_string(T::kTN) + ", " +
                       std::to_string(T::kThreads) + " threads";
   if (T::kStages > 1) words += ", " + std::to_string(T::kStages) + " stages";
+  if (T::kBandRows > 0) words += ", tiles walked in bands of " + std::to_string(T::kBandRows) + " rows";
   return words;
 }
 
@@ -182,7 +186,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
   static_assert(T::kStages >= 2, "a pipeline has two stages or more");
   extern __shared__ float4 shared_vectors[];
   float* const shared = reinterpret_cast<float*>(shared_vectors);
-  const int row0 = blockIdx.y * T::kBM, col0 = blockIdx.x * T::kBN;
+  GemmTile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
+  if constexpr (T::kBandRows > 0)
+    tile = banded_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, T::kBandRows);
+  const int row0 = tile.row * T::kBM, col0 = tile.col * T::kBN;
   const int slices = (s.k + T::kBK - 1) / T::kBK;
 #pragma unroll
   for (int slice = 0; slice < T::kStages - 1; ++slice) {
@@ -229,9 +236,9 @@ struct PipelinedSgemm {
 };
 
 // Rungs 9 and 10: warp tiles of WM x WN, as many warps as the block tile holds.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int Stages>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int Stages, int BandRows = 0>
 struct WarpTiled {
-  using Tile = BlockTile<BM, BN, BK, TM, TN, (BM / WM) * (BN / WN) * 32, Stages>;
+  using Tile = BlockTile<BM, BN, BK, TM, TN, (BM / WM) * (BN / WN) * 32, Stages, BandRows>;
   using Sgemm = PipelinedSgemm<Tile, WarpLayout<Tile, WM, WN>>;
 };
 
