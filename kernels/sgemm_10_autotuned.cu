@@ -1,7 +1,7 @@
-// Rung 10: tile shapes tuned on the GPU at hand. Ten instantiations of rung 9's warp-tiled pipeline,
+// Rung 10: tile shapes tuned on the GPU at hand. Twelve instantiations of rung 9's warp-tiled pipeline,
 // from 64 x 64 block tiles (many blocks for mid-sized matrices) to 128 x 256 and 256 x 128 ones with
-// 16 x 8 outputs a thread (fewest shared-memory reads per product), 8 or 16 deep, walking the tiles in
-// raster order or in bands of tile rows; the first call at a (device, shape) times each a few times with
+// 16 x 8 outputs a thread (fewest shared-memory reads per product), 8 or 16 deep, in 3 or 4 stages,
+// walking the tiles in raster order or in bands of tile rows; the first call at a (device, shape) times each a few times with
 // CUDA events and keeps the fastest. n % 4 == 0.
 #include <algorithm>
 #include <array>
@@ -35,7 +35,7 @@ constexpr Candidate candidate() {
 // Block BM x BN x BK, warp WM x WN, thread TM x TN, stages, and the bands of tile rows blocks walk
 // (0: raster order). The large tiles with 16-deep slices take half the barriers per product of their
 // 8-deep versions; bands keep the panels of A and B that the resident blocks share in L2.
-const std::array<Candidate, 10> kCandidates = {
+const std::array<Candidate, 12> kCandidates = {
     candidate<WarpTiled<128, 128, 16, 64, 32, 8, 8, 3>>(),   // rung 9's
     candidate<WarpTiled<128, 128, 8, 32, 64, 8, 8, 4>>(),
     candidate<WarpTiled<128, 256, 8, 64, 64, 16, 8, 3>>(),
@@ -46,6 +46,8 @@ const std::array<Candidate, 10> kCandidates = {
     candidate<WarpTiled<256, 128, 16, 64, 64, 8, 16, 3>>(),
     candidate<WarpTiled<128, 256, 8, 64, 64, 16, 8, 3, 8>>(),
     candidate<WarpTiled<128, 256, 16, 64, 64, 16, 8, 3, 8>>(),
+    candidate<WarpTiled<128, 256, 8, 64, 64, 16, 8, 4>>(),
+    candidate<WarpTiled<256, 128, 8, 64, 64, 8, 16, 4>>(),
 };
 
 // Two rounds over the candidates, each keeping its fastest timing, so that a drift in clocks during the
