@@ -57,7 +57,9 @@ def _targets(ladder, points):
 def _ladder(ladder, entries):
     mine = [e for e in entries if e["precision"] == ladder and e.get("time_s")]
     yardsticks = {e["n"]: e for e in mine if e["impl"] == YARDSTICK}
-    rungs = list(dict.fromkeys(e["impl"] for e in mine))  # in the binary's order (the ladder's)
+    # The own rungs in the binary's order (the ladder's), then the yardstick they climb to.
+    rungs = [rung for rung in dict.fromkeys(e["impl"] for e in mine) if rung != YARDSTICK]
+    rungs += [YARDSTICK] if yardsticks else []
     points = [_point(e, yardsticks.get(e["n"])) for e in mine]
     return {"precision": ladder, "title": LADDERS[ladder], "sizes": sorted({p["n"] for p in points}),
             "rungs": rungs, "points": points, "targets": _targets(ladder, points)}

@@ -56,6 +56,7 @@ class DeriveTest(unittest.TestCase):
 
     def test_each_rung_against_cublas_of_its_own_ladder(self):
         self.assertEqual(list(self.ladders), ["fp32", "fp16"])
+        self.assertEqual(self.ladders["fp32"]["rungs"], ["sgemm_04_shared_tiles", "sgemm_10_autotuned", "cublas"])
         self.assertAlmostEqual(self.point("fp32", "sgemm_04_shared_tiles")["fraction_of_cublas"], 0.1)
         self.assertAlmostEqual(self.point("fp16", "hgemm_01_wmma")["fraction_of_cublas"], 0.21 / 0.6)
         self.assertAlmostEqual(self.point("fp32", "cublas")["fraction_of_cublas"], 1.0)
