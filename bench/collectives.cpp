@@ -1,24 +1,28 @@
 // The collectives study: NCCL's all-reduce (sum), all-gather, reduce-scatter, broadcast (root 0) and
-// all-to-all (ncclSend/ncclRecv of one chunk per peer, grouped) in FP32 across every visible GPU,
-// driven by this one process (ncclCommInitAll: one rank per GPU, each call a group over the devices),
-// over message sizes 2^3 to 2^33 bytes, after nccl-tests. Modes: out of place and in place, each
+// all-to-all (ncclSend/ncclRecv of one chunk per peer, grouped) in FP32, one rank per GPU, over
+// message sizes 2^3 to 2^33 bytes, after nccl-tests. Ranks: started alone, this process drives every
+// visible GPU (ncclCommInitAll, each call a group over the devices); started as one of several ranks
+// (mpirun, srun, torchrun), it drives the GPU the skeleton chose by its local rank (ncclCommInitRank,
+// NCCL's unique id broadcast over the rank channel) and rank 0 alone measures, the others making the
+// same calls on its orders (harness/ranks.hpp). Modes: out of place and in place, each
 // enqueued call by call or replayed as a CUDA graph captured once (one collective per launch).
 //   n is log2 of the message size in bytes (the study's sizes pass 2^31; the size axis is an int):
 //   nccl-tests' size, the larger of a rank's two buffers (core/collectives.hpp).
-// Timing: CUDA events on the default (legacy) stream of GPU 0, which orders itself with the
+// Timing: CUDA events on the default (legacy) stream of rank 0's GPU, which orders itself with the
 // communicators' blocking streams, so the events bracket rank 0's collective: a collective ends on
 // every rank together, and nccl-tests reports the slowest rank the same way. Each entry's first call
 // is checked on every rank against the host's expected values (copies exactly, sums within a stated
-// bound) on random inputs; algorithm and bus bandwidth are derived by the driver from the counters
-// message_bytes and bus_factor (nccl-tests' formulas, docs/methodology.md).
-// One process per GPU (a launcher's ranks) is refused for now: the timed loop chooses its number of
-// calls from what it measures, which every rank would choose differently, and a collective must be
-// called the same number of times on every rank.
+// bound) on random inputs, every process holding every rank's inputs; rank 0 reports the worst
+// rank's errors and the first wrong rank. Algorithm and bus bandwidth are derived by the driver from
+// the counters message_bytes and bus_factor (nccl-tests' formulas, docs/methodology.md).
 // Entries: collectives/<collective>/gpu/<placement>/fp32/n:<log2 bytes>; docs/interface.md.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -30,8 +34,9 @@
 #include "core/collectives.hpp"
 #include "core/gpu_runtime.hpp"
 #include "core/json.hpp"
-#include "core/launched_rank.hpp"
 #include "core/random.hpp"
+#include "core/rank_channel.hpp"
+#include "harness/ranks.hpp"
 #include "harness/study.hpp"
 
 namespace gpubench {
@@ -99,29 +104,57 @@ const std::vector<CollectiveRow>& table() {
   return all;
 }
 
-// --- the communicators: one per visible GPU, made once for the process -----------------------
-struct Communicators {
-  std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;  // blocking streams: the legacy default stream orders with them
-
-  int ranks() const { return static_cast<int>(comms.size()); }
+// --- the communicators: the GPUs this process drives, made once for the process --------------
+struct Member {
+  int rank = 0;  // in the collective
+  int device = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;  // blocking: the legacy default stream orders with it
 };
 
+struct Communicators {
+  int ranks = 0;                // of the collective
+  std::vector<Member> members;  // this process's, the first on the GPU the timed loop's events are on
+};
+
+// Alone: every visible GPU, one rank each.
+Communicators* every_visible_gpu() {
+  auto made = std::make_unique<Communicators>();
+  CUDA_CHECK(cudaGetDeviceCount(&made->ranks));
+  std::vector<ncclComm_t> comms(made->ranks);
+  nccl_check(ncclCommInitAll(comms.data(), made->ranks, nullptr), "ncclCommInitAll");
+  for (int device = 0; device < made->ranks; ++device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    Member member{device, device, comms[device], nullptr};
+    CUDA_CHECK(cudaStreamCreate(&member.stream));
+    made->members.push_back(member);
+  }
+  CUDA_CHECK(cudaSetDevice(0));
+  return made.release();
+}
+
+// One of several ranks: the current GPU (the skeleton's choice), rank 0's unique id on every rank.
+Communicators* this_ranks_gpu(RankChannel& channel) {
+  auto made = std::make_unique<Communicators>();
+  made->ranks = channel.ranks().size;
+  Member member;
+  member.rank = channel.ranks().rank;
+  ncclUniqueId id{};
+  on_every_rank([&] {
+    CUDA_CHECK(cudaGetDevice(&member.device));
+    if (member.rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  });
+  const std::string sent = channel.broadcast(std::string(reinterpret_cast<const char*>(&id), sizeof id));
+  std::memcpy(&id, sent.data(), sizeof id);
+  nccl_check(ncclCommInitRank(&member.comm, made->ranks, id, member.rank), "ncclCommInitRank");
+  CUDA_CHECK(cudaStreamCreate(&member.stream));
+  made->members.push_back(member);
+  return made.release();
+}
+
 Communicators& communicators() {
-  static Communicators* made = [] {
-    auto* all = new Communicators();  // never freed: NCCL and the CUDA runtime may be gone at exit
-    int devices = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&devices));
-    all->comms.resize(devices);
-    nccl_check(ncclCommInitAll(all->comms.data(), devices, nullptr), "ncclCommInitAll");
-    all->streams.resize(devices);
-    for (int device = 0; device < devices; ++device) {
-      CUDA_CHECK(cudaSetDevice(device));
-      CUDA_CHECK(cudaStreamCreate(&all->streams[device]));
-    }
-    CUDA_CHECK(cudaSetDevice(0));
-    return all;
-  }();
+  // Never freed: NCCL and the CUDA runtime may be gone at exit.
+  static Communicators* made = rank_channel() ? this_ranks_gpu(*rank_channel()) : every_visible_gpu();
   return *made;
 }
 
@@ -135,40 +168,79 @@ struct GraphExecDeleter {
 using Graph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
 using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
 
-// Each rank's buffers on its GPU; in place, NCCL's conventions: all-gather's input is the rank's
-// slice of its output, reduce-scatter's output the rank's slice of its input, the others one buffer.
+// This process's ranks' buffers, each on its GPU; in place, NCCL's conventions: all-gather's input
+// is the rank's slice of its output, reduce-scatter's output the rank's slice of its input, the
+// others one buffer. Made in two steps, each on every rank at once (harness/ranks.hpp): the buffers
+// (and the graph), then the first call and its check.
 class CollectiveEntry : public PreparedEntry {
  public:
   CollectiveEntry(const CollectiveRow& row, const ModeInfo& mode, const CollectiveCounts& counts,
                   const std::vector<std::vector<float>>& inputs)
       : row_(row), mode_(mode), counts_(counts), comms_(communicators()) {
-    for (int rank = 0; rank < comms_.ranks(); ++rank) allocate(rank, inputs[rank]);
-    CUDA_CHECK(cudaSetDevice(0));
+    for (const Member& member : comms_.members) allocate(member, inputs[member.rank]);
+    CUDA_CHECK(cudaSetDevice(timing_device()));
     if (mode_.graph) capture();
-    run_once();
-    check(inputs);
     counters["message_bytes"] = static_cast<double>(counts_.message_bytes());
-    counters["ranks"] = comms_.ranks();
-    counters["bus_factor"] = bus_bandwidth_factor(row_.collective, comms_.ranks());
+    counters["ranks"] = comms_.ranks;
+    counters["bus_factor"] = bus_bandwidth_factor(row_.collective, comms_.ranks);
     // Per GPU: its input read and its output written, at the least.
     add_memory_traffic(4.0 * static_cast<double>(counts_.send), 4.0 * static_cast<double>(counts_.recv));
   }
 
+  // The first call, and this process's ranks' outputs checked: one line per rank for rank 0.
+  std::vector<std::string> first_call(const std::vector<std::vector<float>>& inputs) {
+    run_once();
+    std::vector<std::string> verdicts;
+    std::vector<float> output(counts_.recv);
+    for (std::size_t i = 0; i < comms_.members.size(); ++i) {
+      const Member& member = comms_.members[i];
+      CUDA_CHECK(cudaSetDevice(member.device));
+      CUDA_CHECK(cudaStreamSynchronize(member.stream));
+      CUDA_CHECK(cudaMemcpy(output.data(), recv_[i], 4 * counts_.recv, cudaMemcpyDefault));
+      verdicts.push_back(verdict_line(verify_collective(row_.collective, output.data(), inputs, member.rank, counts_)));
+    }
+    CUDA_CHECK(cudaSetDevice(timing_device()));
+    return verdicts;
+  }
+
+  // Every rank's verdict line, in rank order: the worst rank's errors; the first wrong rank's reason.
+  void record_verdicts(const std::vector<std::string>& lines) {
+    double rel_fro = 0, max_rel = 0;
+    for (std::size_t rank = 0; rank < lines.size(); ++rank) {
+      char* rest = nullptr;
+      const double fro = std::strtod(lines[rank].c_str(), &rest);
+      const double max = std::strtod(rest, &rest);
+      if (std::isnan(fro) || fro > rel_fro) rel_fro = fro;
+      if (std::isnan(max) || max > max_rel) max_rel = max;
+      if (*rest && wrong_result.empty()) wrong_result = "rank " + std::to_string(rank) + ": " + (rest + 1);
+    }
+    counters["rel_fro_error"] = rel_fro;
+    counters["max_rel_error"] = max_rel;
+  }
+
   void run_once() override {
     if (!mode_.graph) return enqueue();
-    // Each graph launched from its own GPU; GPU 0 current again for the timed loop's events.
-    for (int rank = 0; rank < comms_.ranks(); ++rank) {
-      CUDA_CHECK(cudaSetDevice(rank));
-      CUDA_CHECK(cudaGraphLaunch(graphs_[rank].get(), comms_.streams[rank]));
+    // Each graph launched from its own GPU; the timing GPU current again for the timed loop's events.
+    for (std::size_t i = 0; i < comms_.members.size(); ++i) {
+      CUDA_CHECK(cudaSetDevice(comms_.members[i].device));
+      CUDA_CHECK(cudaGraphLaunch(graphs_[i].get(), comms_.members[i].stream));
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(timing_device()));
   }
 
  private:
   bool single_buffer() const { return mode_.placement == Placement::in_place; }
+  int timing_device() const { return comms_.members.front().device; }
 
-  void allocate(int rank, const std::vector<float>& input) {
-    CUDA_CHECK(cudaSetDevice(rank));
+  // "<rel_fro_error> <max_rel_error>", and " <why>" when wrong: a verdict as text, for the rank channel.
+  static std::string verdict_line(const Verification& verdict) {
+    char errors[64];
+    std::snprintf(errors, sizeof errors, "%.17g %.17g", verdict.rel_fro_error, verdict.max_rel_error);
+    return errors + (verdict.passed() ? "" : " " + verdict.describe());
+  }
+
+  void allocate(const Member& member, const std::vector<float>& input) {
+    CUDA_CHECK(cudaSetDevice(member.device));
     const std::size_t largest = std::max(counts_.send, counts_.recv);
     require_device_memory(4.0 * (single_buffer() ? largest : counts_.send + counts_.recv));
     buffers_.push_back(std::make_unique<DeviceBuffer<float>>(single_buffer() ? largest : counts_.recv));
@@ -178,9 +250,9 @@ class CollectiveEntry : public PreparedEntry {
       buffers_.push_back(std::make_unique<DeviceBuffer<float>>(counts_.send));
       send = buffers_.back()->get();
     } else if (row_.collective == Collective::all_gather) {
-      send = recv + static_cast<std::size_t>(rank) * counts_.send;
+      send = recv + static_cast<std::size_t>(member.rank) * counts_.send;
     } else if (row_.collective == Collective::reduce_scatter) {
-      recv = send + static_cast<std::size_t>(rank) * counts_.recv;
+      recv = send + static_cast<std::size_t>(member.rank) * counts_.recv;
     }
     // Poisoned first (all-ones bytes are NaN), so that an element never written fails the check.
     CUDA_CHECK(cudaMemset(recv, 0xFF, 4 * counts_.recv));
@@ -189,18 +261,18 @@ class CollectiveEntry : public PreparedEntry {
     recv_.push_back(recv);
   }
 
-  // One collective on every rank, a group over the devices (one thread drives them all).
+  // One collective on every rank of this process, a group over its devices (one thread drives them all).
   void enqueue() {
     nccl_check(ncclGroupStart(), "ncclGroupStart");
-    for (int rank = 0; rank < comms_.ranks(); ++rank) call(rank);
+    for (std::size_t i = 0; i < comms_.members.size(); ++i) call(i);
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   }
 
-  void call(int rank) {
-    ncclComm_t comm = comms_.comms[rank];
-    cudaStream_t stream = comms_.streams[rank];
-    const float* send = send_[rank];
-    float* recv = recv_[rank];
+  void call(std::size_t i) {
+    ncclComm_t comm = comms_.members[i].comm;
+    cudaStream_t stream = comms_.members[i].stream;
+    const float* send = send_[i];
+    float* recv = recv_[i];
     switch (row_.collective) {
       case Collective::all_reduce:
         return nccl_check(ncclAllReduce(send, recv, counts_.recv, ncclFloat, ncclSum, comm, stream), "ncclAllReduce");
@@ -212,8 +284,8 @@ class CollectiveEntry : public PreparedEntry {
       case Collective::broadcast:
         return nccl_check(ncclBroadcast(send, recv, counts_.recv, ncclFloat, 0, comm, stream), "ncclBroadcast");
       case Collective::all_to_all: {
-        const std::size_t chunk = counts_.send / static_cast<std::size_t>(comms_.ranks());
-        for (int peer = 0; peer < comms_.ranks(); ++peer) {
+        const std::size_t chunk = counts_.send / static_cast<std::size_t>(comms_.ranks);
+        for (int peer = 0; peer < comms_.ranks; ++peer) {
           nccl_check(ncclSend(send + peer * chunk, chunk, ncclFloat, peer, comm, stream), "ncclSend");
           nccl_check(ncclRecv(recv + peer * chunk, chunk, ncclFloat, peer, comm, stream), "ncclRecv");
         }
@@ -222,13 +294,13 @@ class CollectiveEntry : public PreparedEntry {
     }
   }
 
-  // One collective captured on every rank's stream at once, as nccl-tests captures (its -G option).
+  // One collective captured on every member's stream at once, as nccl-tests captures (its -G option).
   void capture() {
-    for (int rank = 0; rank < comms_.ranks(); ++rank) {
-      CUDA_CHECK(cudaSetDevice(rank));
-      CUDA_CHECK(cudaStreamBeginCapture(comms_.streams[rank], cudaStreamCaptureModeThreadLocal));
+    for (const Member& member : comms_.members) {
+      CUDA_CHECK(cudaSetDevice(member.device));
+      CUDA_CHECK(cudaStreamBeginCapture(member.stream, cudaStreamCaptureModeThreadLocal));
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(timing_device()));
     try {
       enqueue();
     } catch (...) {
@@ -236,42 +308,25 @@ class CollectiveEntry : public PreparedEntry {
       throw;
     }
     end_captures();
-    for (int rank = 0; rank < comms_.ranks(); ++rank) {
-      CUDA_CHECK(cudaSetDevice(rank));
+    for (std::size_t i = 0; i < comms_.members.size(); ++i) {
+      CUDA_CHECK(cudaSetDevice(comms_.members[i].device));
       cudaGraphExec_t exec = nullptr;
-      CUDA_CHECK(cudaGraphInstantiate(&exec, captured_[rank].get(), 0));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, captured_[i].get(), 0));
       graphs_.emplace_back(exec);
     }
-    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaSetDevice(timing_device()));
   }
 
-  // Ends every rank's capture, whatever happened to the others, keeping what each captured.
+  // Ends every member's capture, whatever happened to the others, keeping what each captured.
   void end_captures() {
     cudaError_t first_error = cudaSuccess;
-    for (int rank = 0; rank < comms_.ranks(); ++rank) {
+    for (const Member& member : comms_.members) {
       cudaGraph_t graph = nullptr;
-      const cudaError_t ended = cudaStreamEndCapture(comms_.streams[rank], &graph);
+      const cudaError_t ended = cudaStreamEndCapture(member.stream, &graph);
       captured_.emplace_back(graph);
       if (first_error == cudaSuccess) first_error = ended;
     }
     CUDA_CHECK(first_error);
-  }
-
-  // The first call's output on every rank, in rank order: the first rank that fails gives the entry's
-  // verdict, naming itself; else the last rank's errors are reported.
-  void check(const std::vector<std::vector<float>>& inputs) {
-    for (int rank = 0; rank < comms_.ranks(); ++rank) {
-      CUDA_CHECK(cudaSetDevice(rank));
-      CUDA_CHECK(cudaStreamSynchronize(comms_.streams[rank]));
-    }
-    CUDA_CHECK(cudaSetDevice(0));
-    std::vector<float> output(counts_.recv);
-    for (int rank = 0; rank < comms_.ranks() && wrong_result.empty(); ++rank) {
-      CUDA_CHECK(cudaMemcpy(output.data(), recv_[rank], 4 * counts_.recv, cudaMemcpyDefault));
-      const Verification verdict = verify_collective(row_.collective, output.data(), inputs, rank, counts_);
-      set_verdict(verdict);
-      if (!wrong_result.empty()) wrong_result = "rank " + std::to_string(rank) + ": " + wrong_result;
-    }
   }
 
   const CollectiveRow& row_;
@@ -279,7 +334,7 @@ class CollectiveEntry : public PreparedEntry {
   CollectiveCounts counts_;
   Communicators& comms_;
   std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers_;
-  std::vector<const float*> send_;
+  std::vector<const float*> send_;  // per member
   std::vector<float*> recv_;
   std::vector<Graph> captured_;
   std::vector<GraphExec> graphs_;  // declared after captured_: destroyed before the graphs they came from
@@ -298,8 +353,10 @@ const CollectiveProblem& problem_for(const CollectiveRow& row, int log2_bytes, i
     throw EntrySkipped("a message of 2^" + std::to_string(log2_bytes) + " bytes holds less than one FP32 value per rank of " +
                        std::to_string(ranks));
   }
-  // Host bytes at the peak: every rank's input, one output read back and the check's expected copy.
-  require_host_memory(4.0 * (static_cast<double>(counts.send) * ranks + 2.0 * static_cast<double>(counts.recv)));
+  // Host bytes at the peak: every rank's input, one output read back and the check's expected copy,
+  // in each process of this node.
+  require_host_memory(4.0 * (static_cast<double>(counts.send) * ranks + 2.0 * static_cast<double>(counts.recv)) *
+                      ranks_on_this_node());
   return cache.get({static_cast<int>(row.collective), log2_bytes}, [&] {
     CollectiveProblem problem;
     problem.counts = counts;
@@ -311,23 +368,22 @@ const CollectiveProblem& problem_for(const CollectiveRow& row, int log2_bytes, i
   });
 }
 
-// A process started as one of several ranks by a launcher: refused (see the top of this file).
-void refuse_launched_ranks() {
-  const std::optional<LaunchedRank> launched = rank_from_environment();
-  if (launched && launched->size > 1) {
-    throw EntrySkipped("started by " + launched->launcher + " as rank " + std::to_string(launched->rank) + " of " +
-                       std::to_string(launched->size) +
-                       ": one process per GPU is not supported yet; start one process per node, which drives "
-                       "every GPU it sees");
-  }
-}
-
+// Several ranks: each step on every rank at once, so that a rank that cannot go on (no memory for
+// its buffers) stops every rank before the first call, which would wait for it.
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
-  refuse_launched_ranks();
   const auto& row = row_of<CollectiveRow>(entry);
   const Communicators& comms = communicators();
-  const CollectiveProblem& problem = problem_for(row, entry.n, comms.ranks());
-  return std::make_unique<CollectiveEntry>(row, mode_info(entry.mode), problem.counts, problem.inputs);
+  const CollectiveProblem* problem = nullptr;
+  std::unique_ptr<CollectiveEntry> made;
+  on_every_rank([&] {
+    problem = &problem_for(row, entry.n, comms.ranks);
+    made = std::make_unique<CollectiveEntry>(row, mode_info(entry.mode), problem->counts, problem->inputs);
+  });
+  std::vector<std::string> verdicts;
+  on_every_rank([&] { verdicts = made->first_call(problem->inputs); });
+  if (RankChannel* channel = rank_channel()) verdicts = channel->gather(verdicts.front());
+  if (!verdicts.empty()) made->record_verdicts(verdicts);  // rank 0's entry; the others' are never reported
+  return made;
 }
 
 std::string describe_study() {
@@ -336,8 +392,10 @@ std::string describe_study() {
   return "\"nccl_version\": " + std::to_string(nccl_version) + ", \"operation\": \"sum\", \"root\": 0" +
          ", \"size_meaning\": " + json_string("log2 of the message size in bytes: the larger of a rank's send and receive "
                                               "buffers (nccl-tests' size)") +
-         ", \"ranks\": " + json_string("every visible GPU, one rank each, driven by one process (ncclCommInitAll)") +
-         ", \"timed_region\": " + json_string("one collective on every rank: CUDA events on GPU 0's default stream, "
+         ", \"ranks\": " + json_string("one per GPU: started alone, every visible GPU driven by this process "
+                                       "(ncclCommInitAll); started as several ranks (mpirun, srun, torchrun), one "
+                                       "process per GPU (ncclCommInitRank), rank 0 measuring") +
+         ", \"timed_region\": " + json_string("one collective on every rank: CUDA events on rank 0's GPU's default stream, "
                                               "which orders itself with the communicators' streams") +
          ", \"bus_bandwidth\": " + json_string("algorithm bandwidth (message_bytes / time) x bus_factor: all_reduce "
                                                "2(n-1)/n, all_gather, reduce_scatter and all_to_all (n-1)/n, broadcast 1 "
@@ -357,6 +415,7 @@ StudyDefinition definition() {
   study.axes.n = "log2_bytes";
   study.prepare = prepare;
   study.describe = describe_study;
+  study.ranks_together = true;
   return study;
 }
 

@@ -1,15 +1,8 @@
 #include "core/launched_rank.hpp"
 
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <stdexcept>
-#include <thread>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace gpubench {
 namespace {
@@ -42,11 +35,6 @@ int integer_variable(const EnvironmentReader& read, const char* name) {
   return static_cast<int>(value);
 }
 
-bool exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
 }  // namespace
 
 const char* process_environment(const char* name) { return std::getenv(name); }
@@ -67,38 +55,6 @@ std::optional<LaunchedRank> rank_from_environment(const EnvironmentReader& read)
     return found;
   }
   return std::nullopt;
-}
-
-void publish_blob(const std::string& path, const std::vector<unsigned char>& bytes) {
-  if (exists(path)) throw std::runtime_error(path + " exists already: each launch needs a path of its own");
-  const std::string temporary = path + ".writing." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw std::runtime_error("cannot write " + temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error("cannot rename " + temporary + " to " + path);
-  }
-}
-
-std::vector<unsigned char> await_blob(const std::string& path, std::size_t size, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw std::runtime_error("rank 0 wrote no " + path + " within " + std::to_string(timeout_s) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::vector<unsigned char> bytes(size + 1);  // one more: a longer file is detected, not truncated
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (static_cast<std::size_t>(in.gcount()) != size) {
-    throw std::runtime_error(path + " holds " + std::to_string(in.gcount()) + " bytes, not " + std::to_string(size));
-  }
-  bytes.resize(size);
-  return bytes;
 }
 
 }  // namespace gpubench

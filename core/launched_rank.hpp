@@ -1,13 +1,11 @@
 // One process per GPU, started by a launcher: which rank this process is, from the launcher's
-// environment, and the exchange of a small blob (NCCL's unique id) through a file on a path every
-// rank sees. CPU-only, so that CI tests the launch without a GPU.
+// environment (core/rank_channel.hpp carries what the ranks exchange). CPU-only, so that CI tests
+// the launch without a GPU.
 #pragma once
 
-#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace gpubench {
 
@@ -29,14 +27,5 @@ const char* process_environment(const char* name);
 // nullopt where none is set. Throws std::invalid_argument when that launcher's variables are
 // incomplete, not integers, or inconsistent (a rank outside 0..size-1).
 std::optional<LaunchedRank> rank_from_environment(const EnvironmentReader& read = process_environment);
-
-// Rank 0's side of the exchange: writes `bytes` to `path` whole (a temporary file renamed into place,
-// so a reader never sees part of it). Throws std::runtime_error when the path already exists (a file
-// left by an earlier launch would hand its stale id to ranks that read before this one writes: every
-// launch needs a path of its own, e.g. one with the job's id) or cannot be written.
-void publish_blob(const std::string& path, const std::vector<unsigned char>& bytes);
-// The other ranks' side: waits for `path` to appear (polling) and returns its `size` bytes. Throws
-// std::runtime_error after `timeout_s` seconds, or when the file holds another number of bytes.
-std::vector<unsigned char> await_blob(const std::string& path, std::size_t size, double timeout_s);
 
 }  // namespace gpubench

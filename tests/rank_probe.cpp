@@ -1,22 +1,21 @@
 // A launched rank with nothing but the launch to do, for the launch tests (tests/python/test_launch.py):
-// its rank from the launcher's environment and the id rank 0 publishes through the file named by its
-// argument (core/launched_rank.hpp), printed as one JSON line. No GPU, no MPI library: the launcher's
-// environment is all it reads, so mpirun, srun and plain processes with the variables set all drive it.
+// the ranks meet over the rank channel (core/rank_channel.hpp: MPI under an MPI launcher where built
+// with it, else TCP to MASTER_ADDR:MASTER_PORT), rank 0 broadcasts a random id as NCCL's unique id
+// would be, and gathers every rank's report of who it is and what it received, printed by rank 0 as
+// one JSON line per rank. No GPU: mpirun, srun and plain processes with a launcher's variables all drive it.
 #include <cstdio>
 #include <exception>
 #include <random>
 #include <string>
-#include <vector>
 
 #include "core/json.hpp"
-#include "core/launched_rank.hpp"
+#include "core/rank_channel.hpp"
 
 namespace {
 
 constexpr std::size_t kIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
-constexpr double kWaitS = 60;
 
-std::string hex(const std::vector<unsigned char>& bytes) {
+std::string hex(const std::string& bytes) {
   static const char digits[] = "0123456789abcdef";
   std::string text;
   for (unsigned char byte : bytes) {
@@ -28,28 +27,24 @@ std::string hex(const std::vector<unsigned char>& bytes) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: gpubench_rank_probe ID_FILE\n");
-    return 2;
-  }
+int main() {
   try {
-    const auto launched = gpubench::rank_from_environment();
-    if (!launched) {
-      std::fprintf(stderr, "gpubench_rank_probe: no launcher's rank variables are set\n");
+    const auto channel = gpubench::open_rank_channel(60);
+    if (!channel) {
+      std::fprintf(stderr, "gpubench_rank_probe: not one of several ranks (no launcher's rank variables, or one rank)\n");
       return 2;
     }
-    std::vector<unsigned char> id(kIdBytes);
-    if (launched->rank == 0) {
-      std::random_device random;  // a different id each launch, as ncclGetUniqueId's
-      for (unsigned char& byte : id) byte = static_cast<unsigned char>(random());
-      gpubench::publish_blob(argv[1], id);
-    } else {
-      id = gpubench::await_blob(argv[1], kIdBytes, kWaitS);
-    }
-    std::printf("{\"rank\": %d, \"size\": %d, \"local_rank\": %d, \"launcher\": %s, \"id\": \"%s\"}\n", launched->rank,
-                launched->size, launched->local_rank, gpubench::json_string(launched->launcher).c_str(),
-                hex(id).c_str());
+    const gpubench::LaunchedRank& me = channel->ranks();
+    std::string id(kIdBytes, '\0');
+    std::random_device random;  // a different id each launch, as ncclGetUniqueId's
+    for (char& byte : id) byte = static_cast<char>(random());
+    id = channel->broadcast(id);
+    const std::string report = "{\"rank\": " + std::to_string(me.rank) + ", \"size\": " + std::to_string(me.size) +
+                               ", \"local_rank\": " + std::to_string(me.local_rank) +
+                               ", \"launcher\": " + gpubench::json_string(me.launcher) +
+                               ", \"transport\": " + gpubench::json_string(channel->transport()) + ", \"id\": \"" +
+                               hex(id) + "\"}";
+    for (const std::string& line : channel->gather(report)) std::printf("%s\n", line.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpubench_rank_probe: %s\n", e.what());

@@ -1,18 +1,11 @@
-// The collectives study's host side: rank discovery from each launcher's environment, the unique
-// id's exchange through a file between processes, the message shapes, nccl-tests' bus factors and
-// the checks of each collective's output (core/launched_rank.hpp, core/collectives.hpp).
+// The collectives study's host side: rank discovery from each launcher's environment, the message
+// shapes, nccl-tests' bus factors and the checks of each collective's output (core/launched_rank.hpp,
+// core/collectives.hpp).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/collectives.hpp"
@@ -74,54 +67,6 @@ TEST(LaunchedRank, IncompleteOrInconsistentVariablesAreErrors) {
                std::invalid_argument);
   EXPECT_THROW(rank_from_environment(environment({{"RANK", "-1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}})),
                std::invalid_argument);
-}
-
-std::string fresh_path(const std::string& name) {
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
-  std::filesystem::remove(path);
-  return path.string();
-}
-
-// Rank 0 publishes after the readers started waiting; each reader (a process of its own) exits 0
-// only when it read the very bytes.
-TEST(BlobExchange, ReadersInOtherProcessesGetRankZerosBytes) {
-  const std::string path = fresh_path("gpubench_blob_exchange");
-  std::vector<unsigned char> id(128);
-  for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<unsigned char>(i * 37 + 11);
-  std::vector<pid_t> readers;
-  for (int rank = 1; rank < 4; ++rank) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      bool same = false;
-      try {
-        same = await_blob(path, id.size(), 30) == id;
-      } catch (...) {
-      }
-      ::_exit(same ? 0 : 1);
-    }
-    readers.push_back(pid);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  publish_blob(path, id);
-  for (pid_t pid : readers) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  std::filesystem::remove(path);
-}
-
-TEST(BlobExchange, StalePathWrongSizeAndTimeoutAreErrors) {
-  const std::string path = fresh_path("gpubench_blob_stale");
-  publish_blob(path, {1, 2, 3});
-  EXPECT_THROW(publish_blob(path, {4, 5, 6}), std::runtime_error);  // a file left by an earlier launch
-  EXPECT_THROW(await_blob(path, 4, 1), std::runtime_error);
-  EXPECT_THROW(await_blob(path, 2, 1), std::runtime_error);
-  EXPECT_EQ(await_blob(path, 3, 1), (std::vector<unsigned char>{1, 2, 3}));
-  std::filesystem::remove(path);
-  EXPECT_THROW(await_blob(path, 3, 0.1), std::runtime_error);
 }
 
 TEST(CollectiveShapes, NcclTestsConventions) {

@@ -14,6 +14,7 @@
 #include "harness/gpu_telemetry.hpp"
 #include "harness/gpu_utilization.hpp"
 #include "harness/held_choices.hpp"
+#include "harness/ranks.hpp"
 #include "harness/timed_loop.hpp"
 
 #if GPUBENCH_HAVE_CUDA
@@ -177,6 +178,24 @@ void check_study_options(const StudyOptions& options, const StudyDefinition& stu
 }
 
 // --- running one entry ---------------------------------------------------------------------
+EntryFailure entry_failure(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+#if GPUBENCH_HAVE_CUDA
+  } catch (const GpuOutOfMemory& e) {
+    return {true, true, std::string("does not fit: ") + e.what()};
+  } catch (const GpuEntrySkipped& e) {
+    return {true, false, e.what()};
+#endif
+  } catch (const std::bad_alloc&) {
+    return {true, false, "does not fit: host memory could not be allocated"};
+  } catch (const EntrySkipped& e) {
+    return {true, false, e.what()};
+  } catch (const std::exception& e) {
+    return {false, false, e.what()};
+  }
+}
+
 namespace {
 
 // The entry set up last, kept across Google Benchmark's repeated calls of it (repetitions and
@@ -197,31 +216,20 @@ void forget_entry() {
 }
 
 // Runs `body`. What the machine cannot do is a skip ("skipped: ..."; out of device or host
-// memory: "skipped: does not fit: ..."), anything else an error with its message; the kept entry
-// is dropped first, and the CUDA error a failed allocation leaves as the thread's last error is
-// cleared, so the next entry's launch checks do not report it again.
+// memory: "skipped: does not fit: ..."), anything else an error with its message (entry_failure);
+// the kept entry is dropped first, and the CUDA error a failed allocation leaves as the thread's
+// last error is cleared, so the next entry's launch checks do not report it again.
 template <typename Body>
 void guard_entry(benchmark::State& state, Body&& body) {
   try {
     body();
+  } catch (const std::exception&) {
+    forget_entry();
+    const EntryFailure failure = entry_failure(std::current_exception());
 #if GPUBENCH_HAVE_CUDA
-  } catch (const GpuOutOfMemory& e) {
-    forget_entry();
-    static_cast<void>(cudaGetLastError());
-    state.SkipWithError((std::string("skipped: does not fit: ") + e.what()).c_str());
-  } catch (const GpuEntrySkipped& e) {
-    forget_entry();
-    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
+    if (failure.out_of_device_memory) static_cast<void>(cudaGetLastError());
 #endif
-  } catch (const std::bad_alloc&) {
-    forget_entry();
-    state.SkipWithError("skipped: does not fit: host memory could not be allocated");
-  } catch (const EntrySkipped& e) {
-    forget_entry();
-    state.SkipWithError((std::string("skipped: ") + e.what()).c_str());
-  } catch (const std::exception& e) {
-    forget_entry();
-    state.SkipWithError(e.what());
+    state.SkipWithError(((failure.skipped ? "skipped: " : "") + failure.reason).c_str());
   }
 }
 
@@ -241,12 +249,16 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
     const auto setup_start = HostClock::now();
     if (!cache.prepared || cache.name != entry.name) {
       forget_entry();  // the previous entry's memory goes first
+      order_prepare(entry.name);
       cache.prepared = study.prepare(entry);
       cache.name = entry.name;
     }
     PreparedEntry& prepared = *cache.prepared;
     std::string wrong = prepared.wrong_result;
-    if (wrong.empty() && entry.impl->on_gpu()) wrong = prepared.warm_up();
+    if (wrong.empty() && entry.impl->on_gpu()) {
+      order_calls(1);
+      wrong = prepared.warm_up();
+    }
     const double setup_s = std::chrono::duration<double>(HostClock::now() - setup_start).count();
     if (!wrong.empty()) {
       state.SkipWithError(("wrong result: " + wrong).c_str());
@@ -303,6 +315,7 @@ std::string describe(const StudyDefinition& study, const std::string& gpu_reason
                     ", \"default_sizes\": " + json_list(study.default_sizes, number);
   if (batch_axis) out += ", \"default_batches\": " + json_list(study.default_batches, number);
   out += ", \"axis_names\": " + axis_names_json(study.axes, batch_axis);
+  out += std::string(", \"ranks_together\": ") + (study.ranks_together ? "true" : "false");
   out += ", \"implementations\": " + json_list(study.implementations, implementation);
   const std::string own = study.describe ? study.describe() : "";
   if (!own.empty()) out += ", " + own;
@@ -364,12 +377,26 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
     return 2;
   }
   if (options.help) std::cout << study_options_help() << "\n";
-  const std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
-  const std::string telemetry_reason = telemetry_unavailable_reason(options, gpu_reason);
+  std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
   if (options.describe) {
-    std::cout << describe(study, gpu_reason, telemetry_reason) << "\n";
+    std::cout << describe(study, gpu_reason, telemetry_unavailable_reason(options, gpu_reason)) << "\n";
     return 0;
   }
+  if (study.ranks_together && !options.help) {  // harness/ranks.hpp
+    try {
+      gpu_reason = join_ranks(gpu_reason);
+      write_ranks(artifact_path(study.name + "_ranks.json"));
+      if (following()) {
+        follow(study, selected_entries(options, study, gpu_reason.empty()));
+        leave_ranks();
+        return 0;
+      }
+    } catch (const std::runtime_error& e) {  // the ranks could not meet, or rank 0 went away
+      std::cerr << binary << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
+  const std::string telemetry_reason = telemetry_unavailable_reason(options, gpu_reason);
   if (telemetry_reason.empty() && !options.help) TelemetryRecorder::instance().start();
   if (!gpu_reason.empty() && !options.help) std::cerr << binary << ": GPU entries not run: " << gpu_reason << "\n";
   register_entries(study, selected_entries(options, study, gpu_reason.empty()), options.measurements_out);
@@ -379,9 +406,13 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
     argv[argc] = nullptr;
   }
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    leave_ranks();
+    return 2;
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  leave_ranks();
   forget_entry();  // device memory goes before the CUDA runtime tears down
   if (!options.telemetry_out.empty()) write_telemetry_series(options.telemetry_out, telemetry_reason, binary);
   return 0;

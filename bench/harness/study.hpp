@@ -162,6 +162,10 @@ struct StudyDefinition {
   // order) as the study runs them, when its axes are not a cross product: entries dropped,
   // their batch changed, reordered. The skeleton names them afterwards.
   std::function<std::vector<Entry>(std::vector<Entry> selected)> arrange;
+  // Whether its entries are collective calls of several processes, one per GPU: started as several
+  // ranks (mpirun, srun, torchrun), rank 0 measures and the others make the same calls
+  // (harness/ranks.hpp); --describe says it, for the driver's --launcher.
+  bool ranks_together = false;
   // Optional: per --describe implementation object, the study's own fields.
   std::function<std::string(const Implementation& impl)> describe_implementation;
 };

@@ -11,6 +11,7 @@
 
 #include "core/json.hpp"
 #include "harness/gpu_telemetry.hpp"
+#include "harness/ranks.hpp"
 
 #if GPUBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -41,6 +42,7 @@ double sm_clock_mhz() {
 // sum of the entry's own timed calls (entries with untimed work between calls, or GPU work the
 // clock waits for).
 double host_timed_calls(PreparedEntry& entry, Clock clock, int calls) {
+  order_calls(calls);
   if (clock == Clock::wall) {
     const double start = now_s();
     for (int i = 0; i < calls; ++i) {
@@ -97,8 +99,9 @@ GpuInstruments& gpu_instruments() {
   return *instruments;
 }
 
-// Enqueues `calls` back-to-back calls between the timer's events.
+// Enqueues `calls` back-to-back calls between the timer's events (the other ranks' first).
 void enqueue_calls(PreparedEntry& entry, int calls, EventTimer& events) {
+  order_calls(calls);
   events.start();
   for (int i = 0; i < calls; ++i) entry.run_once();
   events.stop();
@@ -197,6 +200,7 @@ Sample held_sample(PreparedEntry& entry, int calls, bool& held, bool flush_l2) {
 
 double host_observed_call(PreparedEntry& entry) {
   CUDA_CHECK(cudaDeviceSynchronize());
+  order_calls(1);
   const double start = now_s();
   entry.run_once();
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -9,6 +9,8 @@
 //     then single calls on the host clock until their work is done (the headline);
 //   - cpu: warm up, then batches of calls on the host clock.
 // Every sample taken below the throttle threshold of the busy clock is dropped after a pause.
+// Run by several ranks (harness/ranks.hpp), rank 0 alone takes these decisions and orders the same
+// calls of the other ranks before each batch.
 #pragma once
 
 #include <memory>

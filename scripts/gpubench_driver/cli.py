@@ -37,6 +37,10 @@ def _run_parser(subparsers):
                                        "set to it; results.json gathers them (each entry tagged with its GPU, the "
                                        "findings on the node's median) and gpus.md flags the GPUs slower than the "
                                        "node's median beyond the measured noise (docs/multi-gpu.md)")
+    parser.add_argument("--launcher", help="start each study run by several ranks, one per GPU (collectives), under "
+                                           "this command, e.g. 'mpirun -np 16 --hostfile hosts' or 'srun --mpi=pmix': "
+                                           "rank 0, on this node, measures and writes; results.json records every "
+                                           "rank's node and GPU (docs/multi-gpu.md)")
     parser.add_argument("--repeatability", action="store_true",
                         help="the run twice, back to back, and how far this machine varies from itself per kind of "
                              "entry (results/repeatability-<run-id>/: both runs, their comparison, "
@@ -174,6 +178,7 @@ def resolve_run_options(args):
         trials=_trials(args.trials, args.quick),
         repeatability=args.repeatability,
         gpus=gpus.parse_selection(args.gpus) if args.gpus is not None else None,
+        launcher=opts.parse_launcher(args.launcher) if args.launcher is not None else None,
     )
 
 
@@ -211,8 +216,8 @@ def _command(args, argv):
         options = resolve_run_options(args)
         options = resolve_like(args, options) if args.like else options
         if options.gpus is not None:
-            if options.repeatability or options.cpu_only:
-                raise opts.UsageError("--gpus: not with --repeatability or --cpu-only")
+            if options.repeatability or options.cpu_only or options.launcher:
+                raise opts.UsageError("--gpus: not with --repeatability, --cpu-only or --launcher")
             return gpus.run(options, argv)
         return repeatability.run(options, argv) if options.repeatability else session.run(options, argv)
     if args.command == "compare":

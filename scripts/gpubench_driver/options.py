@@ -1,5 +1,6 @@
 """Validation of the run options; every bad value becomes a UsageError (exit status 2)."""
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 
 from gpubench_driver import studies
@@ -51,6 +52,7 @@ class RunOptions:
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
     gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
+    launcher: list = None    # run --launcher: the command that starts a study of several ranks (mpirun -np 16 ...)
 
     def as_dict(self):
         return {name: value for name, value in vars(self).items() if name != "notes"}
@@ -109,6 +111,17 @@ def parse_caps(text):
             raise UsageError(f"--caps: a cap cannot be negative, got '{item}'")
         caps[name] = cap
     return caps
+
+
+def parse_launcher(text):
+    """--launcher: a command line (shell quoting) put before the binary of each study run by several ranks."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        raise UsageError(f"--launcher: {error}") from None
+    if not words:
+        raise UsageError("--launcher: expected a command such as 'mpirun -np 16 --hostfile hosts'")
+    return words
 
 
 def parse_run_id(text):

@@ -17,6 +17,15 @@ HELD_CHOICES_FILE = "held_choices.tsv"
 HELD_CHOICES_FLAG = "--held-choices="
 # Where a study binary writes files of its own (the mandelbrot study's count image): the run's folder.
 ARTIFACTS_FLAG = "--artifacts-dir="
+# A launcher's variables that make a process take itself for one of several ranks (core/launched_rank.hpp,
+# core/rank_channel.hpp). A binary the driver starts itself is one process, even where the driver runs inside
+# an allocation (an sbatch script's own process sees SLURM_PROCID and the allocation's SLURM_NTASKS).
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK")
+
+
+def ranks_file(artifacts_dir, name):
+    """Where rank 0 of a study run by several ranks writes who took part (bench/harness/ranks.hpp)."""
+    return os.path.join(artifacts_dir, f"{name}_ranks.json")
 
 
 class RunnerError(Exception):
@@ -27,9 +36,18 @@ class Interrupted(Exception):
     """Ctrl-C during a run; the entries finished so far are kept."""
 
 
+def binary_environment(launched=False):
+    """The environment of a study binary: the study defaults (STUDY_ENVIRONMENT_DEFAULTS), and without the
+    launchers' rank variables unless a launcher starts it (and sets its own)."""
+    environment = {**os.environ, **study_environment()}
+    return environment if launched else {name: value for name, value in environment.items()
+                                         if name not in RANK_VARIABLES}
+
+
 def describe(binary):
     try:
-        result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120)
+        result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120,
+                                env=binary_environment())
     except OSError as error:
         raise RunnerError(f"cannot run {binary}: {error}") from None
     except subprocess.TimeoutExpired:
@@ -73,7 +91,7 @@ def benchmark_flags(json_path, measurements_path):
 def list_entries(binary, flags):
     """Entry names the binary would run with these flags."""
     result = subprocess.run([binary, *flags, "--benchmark_list_tests=true"], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, env=binary_environment())
     if result.returncode != 0:
         raise RunnerError(f"{binary} --benchmark_list_tests failed ({result.returncode}): "
                           f"{result.stderr.strip()[-500:]}")
@@ -138,20 +156,21 @@ def telemetry_flags(options, series_path):
     return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
 
 
-def invoke(binary, flags, options, progress, on_finished=None):
-    """Run the binary once; return its entries (each with its wall time) and its telemetry
-    series, even when it crashed or was interrupted. `on_finished(result, measurement, wall_s)` is
-    called for each entry as its console line arrives, before its progress line is printed."""
+def invoke(binary, flags, options, progress, on_finished=None, launcher=()):
+    """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
+    its entries (each with its wall time) and its telemetry series, even when it crashed or was
+    interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
+    line arrives, before its progress line is printed."""
     with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
         measurements_path = os.path.join(scratch, "measurements.jsonl")
         stderr_path = os.path.join(scratch, "stderr.txt")
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
-            child = subprocess.Popen([binary, *flags, *telemetry_flags(options, series_path),
+            child = subprocess.Popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
                                       *benchmark_flags(json_path, measurements_path)],
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
-                                     env={**os.environ, **study_environment()})
+                                     env=binary_environment(bool(launcher)))
             tail = measurements.Tail(measurements_path)
             finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
             interrupted, wall_s = _stream(child, progress, finished)
@@ -218,8 +237,9 @@ class Study:
     one invocation). `progress` is shared by the studies of a run."""
 
     def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
-                 journal_path=None, artifacts_dir=None):
+                 journal_path=None, artifacts_dir=None, launcher=()):
         self.name = name
+        self.launcher = launcher  # the command its binary runs under: a study of several ranks under run --launcher
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
         self.held_path = held_path  # where the library choices held across the run's processes are
         self.journal_path = journal_path  # where each finished entry goes before its progress line
@@ -287,7 +307,11 @@ class Study:
         if self.journal_path:
             on_finished = lambda result, measurement, wall: journal.append(  # noqa: E731
                 self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
-        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished)
+        if self.launcher and os.path.exists(ranks_file(self.artifacts_dir, self.name)):
+            os.remove(ranks_file(self.artifacts_dir, self.name))  # the last invocation's: this one's ranks write their own
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished, self.launcher)
+        if self.launcher:
+            self.record["ranks"] = read_ranks(self.artifacts_dir, self.name, self.launcher)
         for entry in invocation.entries:
             entry["phase"] = phase
             entry["axes"] = gbench.named_axes(entry, self.axis_names)
@@ -341,6 +365,18 @@ class Study:
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
         self._merge([_unfinished_entry(name, how, phase, self.axis_names) for name in missing], trial)
+
+
+def read_ranks(artifacts_dir, name, launcher):
+    """The study's record of the ranks its launch ran (each rank's host, CPU and GPU, or why it has none),
+    with the launcher's command; None where rank 0 wrote none (the ranks never met, or rank 0 ran on
+    another node than the driver's)."""
+    try:
+        with open(ranks_file(artifacts_dir, name), encoding="utf-8") as stream:
+            found = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    return {**found, "command": list(launcher)} if isinstance(found, dict) else None
 
 
 def _size_of(name):

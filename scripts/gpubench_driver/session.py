@@ -142,7 +142,8 @@ def measure(plans, options, document, save, out_dir):
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
                             raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path,
-                            journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir)
+                            journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
+                            launcher=(options.launcher or ()) if plan.description.get("ranks_together") else ())
                for plan in plans]
     try:
         for study in studies:

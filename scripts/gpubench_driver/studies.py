@@ -367,7 +367,8 @@ STUDIES = (
     # out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10
     # entries. The 8 GiB all-reduce of the issue's target (whose setup and check alone take seconds: eight
     # ranks' 8 GiB inputs) and torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA
-    # graphs and the sweep from 8 B to 8 GiB: --full.
+    # graphs and the sweep from 8 B to 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary
+    # says ranks_together), the ranks' record in the study's `ranks`.
     Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
           derive=lambda study, document, rounds: derive_collectives.derive(study),
           summary=_summary("summary_collectives"), plots=plots.collectives_plots,

@@ -53,6 +53,22 @@ def _references(study, references):
         "bandwidths stand in the inverse ratio. Targets are stated, not checked.")])
 
 
+def _ranks(launch):
+    """Who took part in a launch of one process per GPU (run --launcher): each rank's node and GPU."""
+    if not launch:
+        return []
+    hosts = dict.fromkeys(rank.get("host") for rank in launch.get("ranks") or [])
+    body = [[str(rank.get("rank")), md(rank.get("host") or "?"), str(rank.get("local_rank")), md(rank.get("cpu") or "?"),
+             md((rank.get("gpu") or {}).get("name") or f"none: {rank.get('gpu_reason')}"),
+             md((rank.get("gpu") or {}).get("pci_bus_id") or ""), md((rank.get("gpu") or {}).get("uuid") or "")]
+            for rank in launch.get("ranks") or []]
+    return section("Collectives: the ranks, one process per GPU", [paragraph(
+        f"{launch.get('size')} ranks on {len(hosts)} node(s), started by `{' '.join(launch.get('command') or []).replace('`', '')}` "
+        f"({md(launch.get('launcher') or '?')}'s variables; the ranks met over {md(launch.get('transport') or '?')}). "
+        f"Rank 0 measured; every rank checked its own output."),
+        table(["rank", "host", "local rank", "CPU", "GPU", "PCI bus id", "UUID"], body)])
+
+
 def sections(study, document):
-    return (_curves(study["derived"]) + _references(study, document.get("references"))
+    return (_curves(study["derived"]) + _ranks(study.get("ranks")) + _references(study, document.get("references"))
             + grouped_failures(study, "Collectives: skipped and failed entries"))

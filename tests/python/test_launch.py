@@ -1,9 +1,14 @@
-"""Launching one process per rank, GPU work aside (gpubench_rank_probe, core/launched_rank.hpp): each
-launcher's environment gives every process its rank, and the id rank 0 publishes through a file reaches
-every other rank; under a real `mpirun` where Open MPI is installed, skipped with the reason where not."""
+"""Launching one process per rank, GPU work aside: the ranks meet over the rank channel
+(core/rank_channel.hpp: MPI under mpirun, else TCP to MASTER_ADDR:MASTER_PORT from each launcher's rank
+variables), rank 0's bytes reach every rank and every rank's report reaches rank 0 (gpubench_rank_probe);
+a study run by several ranks (harness/ranks.hpp) makes as many calls on every rank as rank 0 decided, and a
+rank that cannot set an entry up makes every rank skip it (gpubench_ranks_study); the collectives study
+started as several ranks without a GPU records every rank and skips its GPU work with the reason. The
+mpirun tests are skipped with the reason where Open MPI is not installed."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import unittest
@@ -12,72 +17,185 @@ import support  # noqa: F401  (import path)
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 PROBE = os.path.join(BUILD_DIR, "tests", "gpubench_rank_probe")
+RANKS_STUDY = os.path.join(BUILD_DIR, "tests", "gpubench_ranks_study")
+COLLECTIVES = os.path.join(BUILD_DIR, "bench", "gpubench_collectives")
 RANKS = 3
 LAUNCHER_VARIABLES = {  # launcher -> (rank, size, local rank) variable names
     "open_mpi": ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
     "slurm": ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
     "torchrun": ("RANK", "WORLD_SIZE", "LOCAL_RANK"),
 }
-ALL_VARIABLES = {name for names in LAUNCHER_VARIABLES.values() for name in names}
+# What makes a process take itself for an MPI rank, or one of several, or tells it where rank 0 is.
+LAUNCH_VARIABLES = ({name for names in LAUNCHER_VARIABLES.values() for name in names} |
+                    {"PMIX_RANK", "PMI_RANK", "SLURM_STEP_NUM_TASKS", "MASTER_ADDR", "MASTER_PORT"})
+# As root (CI containers) Open MPI wants both variables.
+MPI_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 def clean_environment():
-    """This process's environment without any launcher's rank variables (a CI job may run under Slurm)."""
-    return {key: value for key, value in os.environ.items() if key not in ALL_VARIABLES}
+    """This process's environment without any launcher's variables (a CI job may run under Slurm)."""
+    return {key: value for key, value in os.environ.items() if key not in LAUNCH_VARIABLES}
 
 
-def reports(outputs):
-    return sorted((json.loads(line) for output in outputs for line in output.splitlines() if line.strip()),
-                  key=lambda report: report["rank"])
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def launch_by_environment(command, launcher, ranks, rendezvous=True):
+    """`command` as `ranks` plain processes with `launcher`'s rank variables (and rank 0's address);
+    [(returncode, stdout, stderr)] by rank."""
+    rank_name, size_name, local_name = LAUNCHER_VARIABLES[launcher]
+    meet = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if rendezvous else {}
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**clean_environment(), **meet, rank_name: str(rank), size_name: str(ranks),
+                                       local_name: str(rank)})
+                 for rank in reversed(range(ranks))]  # the others first: they wait for rank 0
+    outputs = [process.communicate(timeout=120) for process in reversed(processes)]
+    return [(process.returncode, *output) for process, output in zip(reversed(processes), outputs)]
+
+
+def mpirun(command, ranks):
+    """`command` under `mpirun -np ranks` (skips the test without Open MPI)."""
+    found = shutil.which("mpirun")
+    if not found:
+        raise unittest.SkipTest("no mpirun (Open MPI is not installed: apt-get install openmpi-bin)")
+    # Rank 0's address too: a binary built without MPI meets over TCP under mpirun.
+    meet = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    return subprocess.run([found, "--oversubscribe", "-np", str(ranks), *command], capture_output=True, text=True,
+                          timeout=180, env={**clean_environment(), **MPI_AS_ROOT, **meet})
+
+
+def built_with_mpi(binary):
+    """Whether the binary links Open MPI (CMake found MPI): its ranks then meet over MPI under mpirun."""
+    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=60)
+    return "libmpi" in linked.stdout
+
+
+def json_lines(text):
+    """The JSON objects the ranks printed, one a line (mpirun may join them to another rank's output)."""
+    return [json.loads(line[line.index('{"rank"'):]) for line in text.splitlines() if '{"rank"' in line]
 
 
 @unittest.skipUnless(os.access(PROBE, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_rank_probe not built")
-class LaunchTest(unittest.TestCase):
-    def check(self, found, launcher, ranks):
+class RankChannelTest(unittest.TestCase):
+    def check(self, found, launcher, ranks, transport):
         self.assertEqual([report["rank"] for report in found], list(range(ranks)))
-        self.assertTrue(all(report["size"] == ranks and report["launcher"] == launcher for report in found), found)
+        self.assertTrue(all(report["size"] == ranks and report["launcher"] == launcher and
+                            report["transport"] == transport for report in found), found)
+        self.assertEqual([report["local_rank"] for report in found], list(range(ranks)))  # one node
         self.assertEqual(len({report["id"] for report in found}), 1, "every rank holds rank 0's id")
         self.assertEqual(len(found[0]["id"]), 256)  # 128 bytes in hex
 
-    def test_each_launchers_environment(self):
-        for launcher, (rank_name, size_name, local_name) in LAUNCHER_VARIABLES.items():
-            with self.subTest(launcher=launcher), tempfile.TemporaryDirectory() as tmp:
-                id_file = os.path.join(tmp, "nccl_id")
-                # The readers first: they wait for rank 0's file.
-                processes = [subprocess.Popen([PROBE, id_file], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                              env={**clean_environment(), rank_name: str(rank), size_name: str(RANKS),
-                                                   local_name: str(rank)})
-                             for rank in reversed(range(RANKS))]
-                outputs = [process.communicate(timeout=120) for process in processes]
-                self.assertTrue(all(process.returncode == 0 for process in processes), outputs)
-                self.check(reports(stdout for stdout, _ in outputs), launcher, RANKS)
+    def test_each_launchers_environment_over_tcp(self):
+        # Open MPI's variables without mpirun are no launch: a binary built with MPI takes them for MPI's.
+        for launcher in ("slurm", "torchrun"):
+            with self.subTest(launcher=launcher):
+                results = launch_by_environment([PROBE], launcher, RANKS)
+                self.assertTrue(all(returncode == 0 for returncode, _, _ in results), results)
+                self.assertEqual([stdout for _, stdout, _ in results[1:]], ["", ""], "rank 0 alone prints")
+                self.check(json_lines(results[0][1]), launcher, RANKS, "tcp")
 
-    def test_a_stale_id_file_is_refused(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            id_file = os.path.join(tmp, "nccl_id")
-            with open(id_file, "wb") as stream:
-                stream.write(bytes(128))
-            rank_0 = subprocess.run([PROBE, id_file], capture_output=True, text=True, timeout=60,
-                                    env={**clean_environment(), "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
-            self.assertEqual(rank_0.returncode, 1)
-            self.assertIn("exists already", rank_0.stderr)
+    def test_no_rendezvous_without_mpi_is_refused(self):
+        results = launch_by_environment([PROBE], "slurm", 2, rendezvous=False)
+        self.assertTrue(all(returncode == 1 and "MASTER_ADDR and MASTER_PORT" in stderr
+                            for returncode, _, stderr in results), results)
 
     def test_no_launcher(self):
-        alone = subprocess.run([PROBE, "unused"], capture_output=True, text=True, timeout=60, env=clean_environment())
+        alone = subprocess.run([PROBE], capture_output=True, text=True, timeout=60, env=clean_environment())
         self.assertEqual(alone.returncode, 2)
-        self.assertIn("no launcher's rank variables", alone.stderr)
+        self.assertIn("not one of several ranks", alone.stderr)
 
     def test_mpirun(self):
-        mpirun = shutil.which("mpirun")
-        if not mpirun:
-            self.skipTest("no mpirun (Open MPI is not installed: apt-get install openmpi-bin)")
+        for ranks in (2, 3):
+            with self.subTest(ranks=ranks):
+                launched = mpirun([PROBE], ranks)
+                self.assertEqual(launched.returncode, 0, launched.stderr)
+                self.check(json_lines(launched.stdout), "open_mpi", ranks, "mpi" if built_with_mpi(PROBE) else "tcp")
+
+
+@unittest.skipUnless(os.access(RANKS_STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_ranks_study not built")
+class RanksTogetherTest(unittest.TestCase):
+    def check(self, stdout_by_rank, benchmark_json, ranks):
+        calls = {line["rank"]: line["calls"] for stdout in stdout_by_rank for line in json_lines(stdout)
+                 if "calls" in line}
+        self.assertEqual(sorted(calls), list(range(ranks)))
+        self.assertGreater(calls[0], 100, "rank 0 warmed up and sampled")
+        self.assertEqual(set(calls.values()), {calls[0]}, f"every rank makes rank 0's calls: {calls}")
+        with open(benchmark_json, encoding="utf-8") as stream:
+            outcomes = {entry["name"].split("/")[5]: entry.get("error_message")
+                        for entry in json.load(stream)["benchmarks"]}
+        self.assertEqual(outcomes, {"n:1": None, "n:2": "skipped: rank 1: cannot set up size 2", "n:3": None})
+
+    def test_mpirun(self):
         with tempfile.TemporaryDirectory() as tmp:
-            # As root (CI containers) Open MPI wants both variables; --oversubscribe: more ranks than cores.
-            env = {**clean_environment(), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-            launched = subprocess.run([mpirun, "--oversubscribe", "-np", "2", PROBE, os.path.join(tmp, "nccl_id")],
-                                      capture_output=True, text=True, timeout=120, env=env)
+            out = os.path.join(tmp, "out.json")
+            launched = mpirun([RANKS_STUDY, f"--benchmark_out={out}", f"--artifacts-dir={tmp}"], RANKS)
             self.assertEqual(launched.returncode, 0, launched.stderr)
-            self.check(reports([launched.stdout]), "open_mpi", 2)
+            self.check([launched.stdout], out, RANKS)
+            with open(os.path.join(tmp, "ranks_test_ranks.json"), encoding="utf-8") as stream:
+                record = json.load(stream)
+            self.assertEqual((record["launcher"], record["transport"], record["size"]),
+                             ("open_mpi", "mpi" if built_with_mpi(RANKS_STUDY) else "tcp", RANKS))
+            self.assertEqual([rank["rank"] for rank in record["ranks"]], list(range(RANKS)))
+            self.assertEqual({rank["host"] for rank in record["ranks"]}, {socket.gethostname()})
+
+    def test_environment_over_tcp(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            results = launch_by_environment([RANKS_STUDY, f"--benchmark_out={out}"], "slurm", 2)
+            self.assertTrue(all(returncode == 0 for returncode, _, _ in results), results)
+            self.check([stdout for _, stdout, _ in results], out, 2)
+
+
+@unittest.skipUnless(os.access(COLLECTIVES, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_collectives not built "
+                                                      "(no NCCL)")
+class CollectivesLaunchTest(unittest.TestCase):
+    def test_ranks_without_a_gpu_are_recorded_and_skip_their_gpu_work(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            launched = mpirun([COLLECTIVES, f"--artifacts-dir={tmp}"], 2)
+            self.assertEqual(launched.returncode, 0, launched.stderr)
+            with open(os.path.join(tmp, "collectives_ranks.json"), encoding="utf-8") as stream:
+                record = json.load(stream)
+        self.assertEqual([rank["rank"] for rank in record["ranks"]], [0, 1])
+        if all(rank["gpu"] for rank in record["ranks"]):
+            self.skipTest("these ranks have GPUs: the GPU tests cover their work")
+        self.assertIn("GPU entries not run: rank ", launched.stderr)
+        self.assertTrue(all(rank["gpu"] or rank["gpu_reason"] for rank in record["ranks"]), record)
+
+
+def visible_gpus():
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return 0
+    return sum(line.startswith("GPU ") for line in listed.stdout.splitlines()) if listed.returncode == 0 else 0
+
+
+@unittest.skipUnless(os.access(COLLECTIVES, os.X_OK) and visible_gpus() >= 2, "needs gpubench_collectives and 2 GPUs")
+class CollectivesOnTwoGpusTest(unittest.TestCase):
+    """One process per GPU on a machine of several (no MPI there: the ranks meet over TCP, as under torchrun)."""
+
+    def test_every_entry_measured_and_checked_over_two_ranks(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.json")
+            results = launch_by_environment(
+                [COLLECTIVES, "--sizes=16,20", "--modes=out_of_place,in_place_graph", f"--benchmark_out={out}",
+                 f"--artifacts-dir={tmp}"], "torchrun", 2)
+            self.assertTrue(all(returncode == 0 for returncode, _, _ in results), results)
+            with open(out, encoding="utf-8") as stream:
+                entries = json.load(stream)["benchmarks"]
+            with open(os.path.join(tmp, "collectives_ranks.json"), encoding="utf-8") as stream:
+                record = json.load(stream)
+        self.assertEqual(len(entries), 18)  # 5 collectives x 2 sizes x 2 modes, but all-to-all in place
+        for entry in entries:
+            with self.subTest(entry=entry["name"]):
+                self.assertNotIn("error_message", entry)
+                self.assertEqual(entry["ranks"], 2)
+                if entry["name"].split("/")[1] in ("all_gather", "broadcast", "all_to_all"):
+                    self.assertEqual(entry["rel_fro_error"], 0, "copies are exact")
+        self.assertEqual(len({rank["gpu"]["uuid"] for rank in record["ranks"]}), 2, "one GPU per rank")
 
 
 if __name__ == "__main__":
