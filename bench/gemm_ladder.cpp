@@ -88,28 +88,14 @@ const std::vector<LadderRow>& table() {
 }
 
 // Uniform random operands of one size and their FP64 product, shared by both ladders.
-struct LadderProblem {
-  MatmulShape shape;
-  std::vector<float> a, b;
-  MatmulReference reference;
-};
-
-const LadderProblem& problem_for(int n) {
-  static ProblemCache<int, LadderProblem> cache;
+const MatmulProblem& problem_for(int n) {
+  static ProblemCache<int, MatmulProblem> cache;
   require_host_memory(48.0 * n * n);  // operands, their FP16 encoding, the reference, an output decoded
-  return cache.get(n, [n] {
-    LadderProblem problem;
-    problem.shape = {n, n, n};
-    problem.a = random_uniform(problem.shape.a_elements(), configuration_seed(n, 0));
-    problem.b = random_uniform(problem.shape.b_elements(), configuration_seed(n, 1));
-    problem.reference = matmul_reference_fp64(problem.a.data(), problem.b.data(), problem.shape, ReferencePolicy{},
-                                              configuration_seed(n, 2));
-    return problem;
-  });
+  return cache.get(n, [n] { return random_matmul_problem({n, n, n}, n); });
 }
 
 // The operands in one ladder's format, kept while that ladder's entries run.
-const EncodedOperands& encoded_for(const LadderProblem& problem, Precision precision) {
+const EncodedOperands& encoded_for(const MatmulProblem& problem, Precision precision) {
   static ProblemCache<std::pair<int, Precision>, EncodedOperands> cache;
   return cache.get({problem.shape.n, precision},
                    [&] { return encode_operands(precision, problem.a, problem.b, problem.shape); });
@@ -135,7 +121,7 @@ void report_launch(PreparedEntry& entry, const GemmLaunch& launch) {
 // product within the precision's tolerance (the FP16 ladder's includes rounding the inputs).
 class LadderEntry : public PreparedEntry {
  public:
-  LadderEntry(const GemmRung& rung, Precision precision, const LadderProblem& problem)
+  LadderEntry(const GemmRung& rung, Precision precision, const MatmulProblem& problem)
       : rung_(rung), shape_(problem.shape), encoded_(encoded_fitting_device(problem, precision)),
         a_(encoded_.a.size()), b_(encoded_.b.size()),
         c_(shape_.c_elements() * static_cast<std::size_t>(precision_info(precision).output_bytes)) {
@@ -157,7 +143,7 @@ class LadderEntry : public PreparedEntry {
   void run_once() override { rung_.run(a_.get(), b_.get(), c_.get(), shape_); }
 
  private:
-  static const EncodedOperands& encoded_fitting_device(const LadderProblem& problem, Precision precision) {
+  static const EncodedOperands& encoded_fitting_device(const MatmulProblem& problem, Precision precision) {
     const PrecisionInfo& info = precision_info(precision);
     require_device_memory(static_cast<double>(info.input_bytes) * (problem.shape.a_elements() + problem.shape.b_elements()) +
                           static_cast<double>(info.output_bytes) * problem.shape.c_elements());

@@ -61,26 +61,12 @@ const std::vector<MatmulImplementation>& table() {
 
 // Inputs and FP64 reference for one size, shared by every implementation at that size
 // so that all of them are timed and checked on the same random data.
-struct MatmulProblem {
-  MatmulShape shape;
-  std::vector<float> a, b;
-  MatmulReference reference;
-};
-
 const MatmulProblem& problem_for(int n) {
   static ProblemCache<int, MatmulProblem> cache;
   // Host bytes at the peak: operands, a CPU entry's copies of them, an output, the FP64
   // reference and its upcast operands.
   require_host_memory(44.0 * n * n);
-  return cache.get(n, [n] {
-    MatmulProblem problem;
-    problem.shape = {n, n, n};
-    problem.a = random_uniform(problem.shape.a_elements(), configuration_seed(n, 0));
-    problem.b = random_uniform(problem.shape.b_elements(), configuration_seed(n, 1));
-    problem.reference = matmul_reference_fp64(problem.a.data(), problem.b.data(), problem.shape, ReferencePolicy{},
-                                              configuration_seed(n, 2));
-    return problem;
-  });
+  return cache.get(n, [n] { return random_matmul_problem({n, n, n}, n); });
 }
 
 Verification checked(const float* c, const MatmulProblem& problem) {

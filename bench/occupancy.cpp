@@ -52,27 +52,13 @@ struct OccupancyKernel : Implementation {
 };
 
 // --- the naive SGEMM -----------------------------------------------------------------------------
-struct SgemmProblem {
-  MatmulShape shape;
-  std::vector<float> a, b;
-  MatmulReference reference;
-};
-
-const SgemmProblem& sgemm_problem() {
-  static const SgemmProblem problem = [] {
-    SgemmProblem made;
-    made.shape = {kSgemmSize, kSgemmSize, kSgemmSize};
-    made.a = random_uniform(made.shape.a_elements(), configuration_seed(kSgemmSize, 0));
-    made.b = random_uniform(made.shape.b_elements(), configuration_seed(kSgemmSize, 1));
-    made.reference =
-        matmul_reference_fp64(made.a.data(), made.b.data(), made.shape, ReferencePolicy{}, configuration_seed(kSgemmSize, 2));
-    return made;
-  }();
+const MatmulProblem& sgemm_problem() {
+  static const MatmulProblem problem = random_matmul_problem({kSgemmSize, kSgemmSize, kSgemmSize}, kSgemmSize);
   return problem;
 }
 
 std::unique_ptr<PreparedEntry> sgemm_entry(LaunchShape launch) {
-  const SgemmProblem& p = sgemm_problem();
+  const MatmulProblem& p = sgemm_problem();
   auto entry = std::make_unique<GpuFp32Entry>(
       std::vector{&p.a, &p.b}, p.shape.c_elements(), mode_name(Mode::resident),
       [launch, shape = p.shape](const std::vector<const float*>& in, float* c) {

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <random>
 
+#include "core/random.hpp"
+
 namespace gpubench {
 namespace {
 
@@ -58,6 +60,16 @@ MatmulReference matmul_reference_extended(const float* a, const float* b, Matmul
     std::copy(sums.begin(), sums.end(), ref.values.begin() + r * shape.n);
   }
   return ref;
+}
+
+MatmulProblem random_matmul_problem(MatmulShape shape, std::uint64_t key, ReferencePolicy policy) {
+  MatmulProblem problem;
+  problem.shape = shape;
+  problem.a = random_uniform(shape.a_elements(), configuration_seed(key, 0));
+  problem.b = random_uniform(shape.b_elements(), configuration_seed(key, 1));
+  problem.reference = matmul_reference_fp64(problem.a.data(), problem.b.data(), shape, policy,
+                                            configuration_seed(key, 2));
+  return problem;
 }
 
 }  // namespace gpubench

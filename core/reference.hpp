@@ -29,6 +29,16 @@ struct ReferencePolicy {
 MatmulReference matmul_reference_fp64(const float* a, const float* b, MatmulShape shape,
                                       ReferencePolicy policy, std::uint64_t seed);
 
+// Uniform random FP32 operands in [-1, 1) and their FP64 product: the problem the GEMM studies time
+// every implementation of a shape on. Operands and the reference's sampled rows are drawn from
+// configuration_seed(key, 0), (key, 1) and (key, 2), so a key gives the same problem in every process.
+struct MatmulProblem {
+  MatmulShape shape{};
+  std::vector<float> a, b;
+  MatmulReference reference;
+};
+MatmulProblem random_matmul_problem(MatmulShape shape, std::uint64_t key, ReferencePolicy policy = {});
+
 // `rows` random rows of C = A*B summed in long double by plain loops: a reference
 // independent of OpenBLAS, for checking an FP64 GEMM (which DGEMM references cannot).
 MatmulReference matmul_reference_extended(const float* a, const float* b, MatmulShape shape, int rows,

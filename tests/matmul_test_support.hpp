@@ -9,16 +9,8 @@
 
 namespace gpubench::testing {
 
-struct RandomMatmul {
-  MatmulShape shape;
-  std::vector<float> a, b;
-  MatmulReference reference;
-
-  explicit RandomMatmul(MatmulShape s, std::uint64_t seed = 1) : shape(s) {
-    a = random_uniform(s.a_elements(), configuration_seed(seed, 0));
-    b = random_uniform(s.b_elements(), configuration_seed(seed, 1));
-    reference = matmul_reference_fp64(a.data(), b.data(), s, ReferencePolicy{}, seed);
-  }
+struct RandomMatmul : MatmulProblem {
+  explicit RandomMatmul(MatmulShape s, std::uint64_t seed = 1) : MatmulProblem(random_matmul_problem(s, seed)) {}
 
   Verification check(const std::vector<float>& c) const {
     return verify_matmul(c.data(), reference, accumulation_tolerance(kFp32UnitRoundoff, shape.k));
