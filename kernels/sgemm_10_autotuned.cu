@@ -1,8 +1,9 @@
 // Rung 10: tile shapes tuned on the GPU at hand. Twelve instantiations of rung 9's warp-tiled pipeline,
 // from 64 x 64 block tiles (many blocks for mid-sized matrices) to 128 x 256 and 256 x 128 ones with
 // 16 x 8 outputs a thread (fewest shared-memory reads per product), 8 or 16 deep, in 3 or 4 stages,
-// walking the tiles in raster order or in bands of tile rows; the first call at a (device, shape) times each a few times with
-// CUDA events and keeps the fastest. n % 4 == 0.
+// walking the tiles in raster order or in bands of tile rows; and four run stream-K (the tiles past the
+// last whole wave shared evenly by all multiprocessors, sgemm_stream_k.cuh). The first call at a
+// (device, shape) times each a few times with CUDA events and keeps the fastest. n % 4 == 0.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -13,13 +14,16 @@
 
 #include "core/gpu_runtime.hpp"
 #include "gemm_ladder.cuh"
+#include "sgemm_10_candidates.cuh"
 #include "sgemm_blocktile.cuh"
 #include "sgemm_rung.cuh"
+#include "sgemm_stream_k.cuh"
 #include "vector_access.cuh"
 
 namespace gpubench {
 namespace {
 
+using sgemm_blocked::StreamK;
 using sgemm_blocked::WarpTiled;
 
 struct Candidate {
@@ -34,8 +38,10 @@ constexpr Candidate candidate() {
 
 // Block BM x BN x BK, warp WM x WN, thread TM x TN, stages, and the bands of tile rows blocks walk
 // (0: raster order). The large tiles with 16-deep slices take half the barriers per product of their
-// 8-deep versions; bands keep the panels of A and B that the resident blocks share in L2.
-const std::array<Candidate, 12> kCandidates = {
+// 8-deep versions; bands keep the panels of A and B that the resident blocks share in L2. Stream-K
+// (the last ones): at 4096 the 512 tiles of 128 x 256 are 3.9 waves on 132 multiprocessors, whose last
+// leaves an eighth of them idle; stream-K splits that wave's k-slices over all of them.
+const std::array<Candidate, 16> kCandidates = {
     candidate<WarpTiled<128, 128, 16, 64, 32, 8, 8, 3>>(),   // rung 9's
     candidate<WarpTiled<128, 128, 8, 32, 64, 8, 8, 4>>(),
     candidate<WarpTiled<128, 256, 8, 64, 64, 16, 8, 3>>(),
@@ -48,6 +54,10 @@ const std::array<Candidate, 12> kCandidates = {
     candidate<WarpTiled<128, 256, 16, 64, 64, 16, 8, 3, 8>>(),
     candidate<WarpTiled<128, 256, 8, 64, 64, 16, 8, 4>>(),
     candidate<WarpTiled<256, 128, 8, 64, 64, 8, 16, 4>>(),
+    candidate<StreamK<WarpTiled<128, 256, 8, 64, 64, 16, 8, 3>>>(),
+    candidate<StreamK<WarpTiled<256, 128, 8, 64, 64, 8, 16, 3>>>(),
+    candidate<StreamK<WarpTiled<128, 256, 16, 64, 64, 16, 8, 3>>>(),
+    candidate<StreamK<WarpTiled<128, 128, 16, 64, 32, 8, 8, 3>>>(),  // two blocks a multiprocessor
 };
 
 // Two rounds over the candidates, each keeping its fastest timing, so that a drift in clocks during the
@@ -115,5 +125,13 @@ std::string unsupported(MatmulShape s) { return float4_rows_unsupported(s, false
 }  // namespace
 
 GemmRung sgemm_10_autotuned() { return {run, launch, unsupported}; }
+
+int sgemm_10_candidates() { return static_cast<int>(kCandidates.size()); }
+
+GemmLaunch sgemm_10_candidate_launch(int index, MatmulShape s) { return kCandidates.at(index).launch(s); }
+
+void sgemm_10_run_candidate(int index, const float* a, const float* b, float* c, MatmulShape s) {
+  kCandidates.at(index).run(a, b, c, s);
+}
 
 }  // namespace gpubench

@@ -177,36 +177,47 @@ __device__ inline void load_stage_async(float* stage, const float* a, const floa
   }
 }
 
-// The pipelined kernel: a ring of kStages stages in dynamic shared memory. While the block multiplies
-// the slice in one stage, the copies of the next kStages - 1 slices are in flight; one barrier a slice
-// both publishes the slice that arrived and frees the stage the block finished with.
+// acc += the block's rows of A (from row0) times its columns of B (from col0) over the slices
+// [first, last) of k, through a ring of kStages stages at `shared`. While the block multiplies the slice
+// in one stage, the copies of the next kStages - 1 slices are in flight; one barrier a slice both
+// publishes the slice that arrived and frees the stage the block finished with. A caller that runs it
+// again on the same ring puts a barrier between the two: the first call's last stage may still be read.
+template <class T, class Layout>
+__device__ inline void multiply_slices(float* shared, const float* a, const float* b, MatmulShape s, int row0,
+                                       int col0, int first, int last, const Layout& layout, Accumulators<T>& acc) {
+  static_assert(T::kStages >= 2, "a pipeline has two stages or more");
+#pragma unroll
+  for (int ahead = 0; ahead < T::kStages - 1; ++ahead) {
+    if (first + ahead < last)
+      load_stage_async<T>(shared + ahead * T::kStageFloats, a, b, s, row0, col0, (first + ahead) * T::kBK);
+    async_copy_commit();  // a group even when empty: the wait below counts groups
+  }
+  for (int slice = first; slice < last; ++slice) {
+    const int ring_index = slice - first;
+    async_copy_wait<T::kStages - 2>();  // this thread's copies of `slice` are done
+    __syncthreads();                    // everyone's are, and everyone is done with slice - 1's stage
+    const int next = slice + T::kStages - 1;
+    if (next < last)
+      load_stage_async<T>(shared + (ring_index + T::kStages - 1) % T::kStages * T::kStageFloats, a, b, s, row0, col0,
+                          next * T::kBK);
+    async_copy_commit();
+    multiply_stage<T>(shared + ring_index % T::kStages * T::kStageFloats, layout, acc);
+  }
+}
+
+// The pipelined kernel: one block per tile of C, all of k through a ring of stages in dynamic shared memory.
 template <class T, class Layout>
 __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
     sgemm_pipelined(const float* a, const float* b, float* c, MatmulShape s) {
-  static_assert(T::kStages >= 2, "a pipeline has two stages or more");
   extern __shared__ float4 shared_vectors[];
-  float* const shared = reinterpret_cast<float*>(shared_vectors);
   GemmTile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
   if constexpr (T::kBandRows > 0)
     tile = banded_tile(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, T::kBandRows);
   const int row0 = tile.row * T::kBM, col0 = tile.col * T::kBN;
-  const int slices = (s.k + T::kBK - 1) / T::kBK;
-#pragma unroll
-  for (int slice = 0; slice < T::kStages - 1; ++slice) {
-    if (slice < slices) load_stage_async<T>(shared + slice * T::kStageFloats, a, b, s, row0, col0, slice * T::kBK);
-    async_copy_commit();  // a group even when empty: the wait below counts groups
-  }
   const Layout layout(threadIdx.x);
   Accumulators<T> acc = {};
-  for (int slice = 0; slice < slices; ++slice) {
-    async_copy_wait<T::kStages - 2>();  // this thread's copies of `slice` are done
-    __syncthreads();                    // everyone's are, and everyone is done with slice - 1's stage
-    const int next = slice + T::kStages - 1;
-    if (next < slices)
-      load_stage_async<T>(shared + next % T::kStages * T::kStageFloats, a, b, s, row0, col0, next * T::kBK);
-    async_copy_commit();
-    multiply_stage<T>(shared + slice % T::kStages * T::kStageFloats, layout, acc);
-  }
+  multiply_slices<T>(reinterpret_cast<float*>(shared_vectors), a, b, s, row0, col0, 0, (s.k + T::kBK - 1) / T::kBK,
+                     layout, acc);
   store_tile<T>(c, s, row0, col0, layout, acc);
 }
 
@@ -239,7 +250,8 @@ struct PipelinedSgemm {
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int Stages, int BandRows = 0>
 struct WarpTiled {
   using Tile = BlockTile<BM, BN, BK, TM, TN, (BM / WM) * (BN / WN) * 32, Stages, BandRows>;
-  using Sgemm = PipelinedSgemm<Tile, WarpLayout<Tile, WM, WN>>;
+  using Layout = WarpLayout<Tile, WM, WN>;
+  using Sgemm = PipelinedSgemm<Tile, Layout>;
 };
 
 }  // namespace gpubench::sgemm_blocked

@@ -1,8 +1,10 @@
 // The SGEMM ladder's rungs (kernels/sgemm_NN_*.cu) against the FP64 reference, odd shapes included,
 // each rung skipping exactly the shapes its rule excludes; their launch descriptions against the
-// runtime; rung 10's tuned choice. Without a usable GPU every test reports itself skipped.
+// runtime; rung 10's tuned choice, and every one of its candidates (the tuner may pick any) right and
+// repeatable bit for bit. Without a usable GPU every test reports itself skipped.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "core/system.hpp"
 #include "gemm_ladder.cuh"
 #include "matmul_test_support.hpp"
+#include "sgemm_10_candidates.cuh"
 
 namespace gpubench {
 namespace {
@@ -96,33 +99,48 @@ TEST_P(SgemmLadderTest, MatchesFp64ReferenceOrSaysWhyNot) {
   }
 }
 
-// The launch a rung describes is one the runtime knows and can place, and its words agree with its
-// numbers: "N threads", and for tiled rungs "block RxC" giving one block per tile of C.
+// The launch `launch` describes at `shape` is one the runtime knows and can place, and its words agree
+// with its numbers: "N threads", and for tiled kernels "block RxC" giving one block per tile of C, or
+// for stream-K ones one per tile before "the last T tiles", then the "B blocks" that share those.
+void expect_launch_consistent(const GemmLaunch& launch, MatmulShape shape, const std::string& name) {
+  ASSERT_NE(launch.kernel, nullptr) << name;
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, launch.kernel));
+  EXPECT_EQ(launch.threads_per_block % 32, 0) << name;
+  EXPECT_GE(launch.threads_per_block, 32) << name;
+  EXPECT_LE(launch.threads_per_block, attributes.maxThreadsPerBlock) << name;
+  const KernelOccupancy occupancy =
+      kernel_occupancy(launch.kernel, launch.threads_per_block, launch.dynamic_shared_bytes);
+  EXPECT_GE(occupancy.blocks_per_multiprocessor, 1) << name << ": " << launch.tile;
+
+  std::smatch threads;
+  ASSERT_TRUE(std::regex_search(launch.tile, threads, std::regex("(\\d+) threads"))) << launch.tile;
+  EXPECT_EQ(std::stoi(threads[1]), launch.threads_per_block) << launch.tile;
+  std::smatch block;
+  if (std::regex_search(launch.tile, block, std::regex("block (\\d+)x(\\d+)"))) {
+    const unsigned long long rows = std::stoi(block[1]), cols = std::stoi(block[2]);
+    const unsigned long long tiles = (shape.m + rows - 1) / rows * ((shape.n + cols - 1) / cols);
+    std::smatch stream_k;
+    if (std::regex_search(launch.tile, stream_k, std::regex("the last (\\d+) tiles shared by (\\d+) blocks"))) {
+      const unsigned long long shared_tiles = std::stoull(stream_k[1]), sharing_blocks = std::stoull(stream_k[2]);
+      EXPECT_LE(shared_tiles, tiles) << launch.tile;
+      EXPECT_LE(sharing_blocks, static_cast<unsigned long long>(occupancy.blocks_per_multiprocessor) *
+                                    occupancy.multiprocessors)
+          << launch.tile << ": stream-K blocks wait on each other, so all must be resident at once";
+      EXPECT_EQ(launch.blocks, tiles - shared_tiles + sharing_blocks) << launch.tile;
+    } else {
+      EXPECT_EQ(launch.blocks, tiles) << launch.tile;
+    }
+  } else {
+    EXPECT_GE(launch.blocks, 1u) << launch.tile;
+  }
+}
+
 TEST_P(SgemmLadderTest, LaunchDescribesALaunchableKernel) {
   const GemmRung rung = GetParam().make();
   for (const MatmulShape& shape : {MatmulShape{1024, 1024, 1024}, MatmulShape{1031, 1028, 1036}}) {
     ASSERT_EQ(rung.unsupported(shape), "");
-    const GemmLaunch launch = rung.launch(shape);
-    ASSERT_NE(launch.kernel, nullptr) << GetParam().name;
-    cudaFuncAttributes attributes{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attributes, launch.kernel));
-    EXPECT_EQ(launch.threads_per_block % 32, 0) << GetParam().name;
-    EXPECT_GE(launch.threads_per_block, 32) << GetParam().name;
-    EXPECT_LE(launch.threads_per_block, attributes.maxThreadsPerBlock) << GetParam().name;
-    const KernelOccupancy occupancy =
-        kernel_occupancy(launch.kernel, launch.threads_per_block, launch.dynamic_shared_bytes);
-    EXPECT_GE(occupancy.blocks_per_multiprocessor, 1) << GetParam().name << ": " << launch.tile;
-
-    std::smatch threads;
-    ASSERT_TRUE(std::regex_search(launch.tile, threads, std::regex("(\\d+) threads"))) << launch.tile;
-    EXPECT_EQ(std::stoi(threads[1]), launch.threads_per_block) << launch.tile;
-    std::smatch block;
-    if (std::regex_search(launch.tile, block, std::regex("block (\\d+)x(\\d+)"))) {
-      const unsigned long long rows = std::stoi(block[1]), cols = std::stoi(block[2]);
-      EXPECT_EQ(launch.blocks, (shape.m + rows - 1) / rows * ((shape.n + cols - 1) / cols)) << launch.tile;
-    } else {
-      EXPECT_GE(launch.blocks, 1u) << launch.tile;
-    }
+    expect_launch_consistent(rung.launch(shape), shape, GetParam().name);
   }
 }
 
@@ -155,6 +173,37 @@ TEST(SgemmAutotunedTest, ChoosesOneOfItsCandidatesAndKeepsIt) {
   EXPECT_EQ(again.threads_per_block, first.threads_per_block);
   EXPECT_EQ(again.dynamic_shared_bytes, first.dynamic_shared_bytes);
   EXPECT_EQ(again.blocks, first.blocks);
+}
+
+// Every candidate of rung 10, not only the one the tuner picks here: odd shapes, tile counts that are not
+// a whole number of waves (stream-K's shared tiles), k shorter than a slice, a few tiles with a long k
+// (each tile's k-slices split over many stream-K blocks), against the FP64 reference with C poisoned;
+// then a second call on the same operands gives the same bits (stream-K's sums in a fixed order).
+TEST(SgemmAutotunedTest, EveryCandidateMatchesFp64ReferenceAndRepeatsBitForBit) {
+  const std::string reason = gpu_unavailable_reason();
+  if (!reason.empty()) GTEST_SKIP() << "no GPU: " << reason;
+  const std::vector<MatmulShape> shapes = {{1031, 1028, 1036}, {4100, 4096, 1000}, {129, 132, 5},
+                                           {7, 8, 3},          {300, 256, 4000},   {1000, 1028, 999}};
+  for (const MatmulShape& shape : shapes) {
+    const testing::RandomMatmul& problem = problem_for(shape);
+    DeviceBuffer<float> a(shape.a_elements()), b(shape.b_elements()), c(shape.c_elements());
+    CUDA_CHECK(cudaMemcpy(a.get(), problem.a.data(), a.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(b.get(), problem.b.data(), b.bytes(), cudaMemcpyHostToDevice));
+    std::vector<float> first(shape.c_elements()), second(shape.c_elements());
+    for (int candidate = 0; candidate < sgemm_10_candidates(); ++candidate) {
+      const GemmLaunch launch = sgemm_10_candidate_launch(candidate, shape);
+      const std::string name = "candidate " + std::to_string(candidate + 1) + " (" + launch.tile + ") at " + describe(shape);
+      expect_launch_consistent(launch, shape, name);
+      for (std::vector<float>* result : {&first, &second}) {
+        CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));  // NaN: unwritten elements fail
+        sgemm_10_run_candidate(candidate, a.get(), b.get(), c.get(), shape);
+        CUDA_CHECK(cudaMemcpy(result->data(), c.get(), c.bytes(), cudaMemcpyDeviceToHost));
+      }
+      const Verification v = problem.check(first);
+      EXPECT_TRUE(v.passed()) << name << ": " << v.describe();
+      EXPECT_EQ(std::memcmp(first.data(), second.data(), c.bytes()), 0) << name << ": two calls differ";
+    }
+  }
 }
 
 }  // namespace
