@@ -74,7 +74,7 @@ std::vector<LadderRow> implementations() {
       row("hgemm_01_wmma", "fp16", hgemm_01_wmma, "WMMA fragments, cp.async double buffering"),
       row("hgemm_02_mma_sync", "fp16", hgemm_02_mma_sync, "mma.sync with ldmatrix, a multi-stage cp.async pipeline"),
       row("hgemm_03_wgmma", "fp16", hgemm_03_wgmma,
-          "Hopper: wgmma fed by TMA, producer and consumer warpgroups, a persistent schedule"),
+          "Hopper: wgmma fed by TMA, producer and consumer warpgroups, a persistent stream-K schedule"),
   };
 }
 #else

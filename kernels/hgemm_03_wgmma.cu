@@ -9,7 +9,12 @@
 //   mbarriers (full: the copy's bytes have landed; empty: both consumers are done reading), and the
 //   producer gives most of its registers to the consumers (setmaxnreg) for their 128 accumulators;
 // - a persistent schedule: one block per multiprocessor walks the tiles in bands of tile rows
-//   (gemm_rung_support.cuh), so the producer loads the next tile while the consumers store the last.
+//   (gemm_rung_support.cuh), so the producer loads the next tile while the consumers store the last;
+// - stream-K (stream_k.cuh): the whole waves of tiles go one per block in turn, the k-slices of the
+//   tiles left over (a last, partial wave) are shared evenly by all blocks, so no multiprocessor idles
+//   through the last wave. A consumer warpgroup whose range starts inside a tile leaves its partial
+//   accumulators in a workspace in its own register order; the owner of the tile's first slice adds
+//   them, block by block, into its own registers before its epilogue.
 // B is row-major k x n, i.e. MN-major for wgmma: its 16-bit operand is read with the transpose flag.
 // Needs compute capability 9.0 (sm_90a code runs nowhere else) and n, k multiples of 8 (TMA's global
 // strides are multiples of 16 bytes); any m, and edges of any size (TMA fills zeros, stores are guarded).
@@ -30,6 +35,7 @@
 #include "core/cuda_check.hpp"
 #include "core/gpu_runtime.hpp"
 #include "gemm_rung_support.cuh"
+#include "stream_k.cuh"
 
 namespace gpubench {
 namespace {
@@ -56,6 +62,9 @@ constexpr int kAccumulators = kConsumerRows * kTileN / kWarpgroupThreads;  // 12
 // The stages, then a full and an empty mbarrier per stage; the slack aligns the stages to 1024 bytes
 // (TMA's 128-byte swizzle and wgmma's descriptors, base offset 0, assume atoms at such addresses).
 constexpr std::size_t kSharedBytes = kSwizzleAtomBytes + kStages * kStageBytes + 2 * kStages * sizeof(std::uint64_t);
+// Stream-K needs every block resident at once: one block a multiprocessor, as more than half of
+// sm_90's 228 KiB of shared memory a multiprocessor allows no second one.
+static_assert(2 * kSharedBytes > 228 * 1024, "one block a multiprocessor");
 // setmaxnreg: 128 producer threads at 40 registers and 256 consumer threads at 232 use 64512 of the
 // multiprocessor's 65536 (the launch gives each of the 384 threads 168).
 constexpr int kProducerRegisters = 40;
@@ -181,25 +190,27 @@ struct Slot {
 };
 __device__ Slot slot_of(int iteration) { return {iteration % kStages, iteration / kStages % 2}; }
 
+// The tiles of C in bands, and which k-tiles of which tiles each block multiplies (stream_k.cuh).
 struct Schedule {
   MatmulShape shape;
-  int tile_rows, tile_cols, k_tiles;
-  __device__ int tiles() const { return tile_rows * tile_cols; }
+  int tile_rows, tile_cols;
+  stream_k::Plan plan;
   __device__ GemmTile tile(int index) const { return banded_tile(index, tile_rows, tile_cols, kBandRows); }
 };
 
-// One thread copies every k-tile of every tile of this block into the ring, a stage once both
+// One thread copies the k-tiles of every unit of this block into the ring, a stage once both
 // consumers have released it (parity ^ 1: the first round finds every stage free). A box counts
 // whole, zeros outside the matrix included; B's boxes wholly right of n are not copied (what the
 // stage holds there only reaches columns of C that are not stored).
 __device__ void produce(const Ring& ring, const Schedule& schedule, const CUtensorMap& a_map,
                         const CUtensorMap& b_map) {
   int iteration = 0;
-  for (int index = blockIdx.x; index < schedule.tiles(); index += gridDim.x) {
-    const GemmTile tile = schedule.tile(index);
+  stream_k::Units units(schedule.plan, blockIdx.x);
+  for (stream_k::Unit unit; units.next(unit);) {
+    const GemmTile tile = schedule.tile(unit.tile);
     const int col0 = tile.col * kTileN;
     const int b_boxes = min(kBBoxes, (schedule.shape.n - col0 + kBoxCols - 1) / kBoxCols);
-    for (int kt = 0; kt < schedule.k_tiles; ++kt, ++iteration) {
+    for (int kt = unit.first; kt < unit.last; ++kt, ++iteration) {
       const Slot slot = slot_of(iteration);
       const std::uint32_t full = ring.full + 8 * slot.stage;
       barrier_wait(ring.empty + 8 * slot.stage, slot.parity ^ 1);
@@ -230,15 +241,56 @@ __device__ void store_tile(const float (&d)[kAccumulators], __half* c, MatmulSha
   }
 }
 
-// A consumer warpgroup: its 64 rows of every tile of this block. The wgmma group of a k-tile stays
+// Synchronises the 128 threads of consumer warpgroup `consumer` (named barrier 1 + consumer; 0 is
+// __syncthreads'): the producer warpgroup does not take part.
+__device__ void consumer_barrier(int consumer) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(1 + consumer), "n"(kWarpgroupThreads) : "memory");
+}
+
+// A consumer warpgroup's partial accumulators, group v of four of thread t at slot[v * 128 + t] (each
+// store of a warp 512 consecutive bytes); then the slot's flag rises.
+__device__ void publish_partial(float4* slot, unsigned* flag, const float (&d)[kAccumulators], int consumer,
+                                int thread) {
+#pragma unroll
+  for (int v = 0; v < kAccumulators / 4; ++v)
+    __stcg(slot + v * kWarpgroupThreads + thread, make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]));
+  __threadfence();
+  consumer_barrier(consumer);  // every thread's sums are out before the flag rises
+  if (thread == 0) stream_k::store_release(flag, 1);
+}
+
+// d += the partial accumulators in `slot` (the same warpgroup's of another block, same register order)
+// once its flag has risen; lowers the flag for the next call.
+__device__ void add_partial(const float4* slot, unsigned* flag, float (&d)[kAccumulators], int consumer, int thread) {
+  if (thread == 0) {
+    while (stream_k::load_acquire(flag) == 0) __nanosleep(100);
+    *flag = 0;
+  }
+  consumer_barrier(consumer);
+#pragma unroll
+  for (int v = 0; v < kAccumulators / 4; ++v) {
+    const float4 p = __ldcg(slot + v * kWarpgroupThreads + thread);
+    d[4 * v] += p.x;
+    d[4 * v + 1] += p.y;
+    d[4 * v + 2] += p.z;
+    d[4 * v + 3] += p.w;
+  }
+}
+
+// A consumer warpgroup: its 64 rows of every unit of this block. The wgmma group of a k-tile stays
 // in flight while the next one is issued; a stage is released once the group that read it is done.
-__device__ void consume(const Ring& ring, const Schedule& schedule, __half* c, int consumer, int thread) {
+// A contributor's unit ends in the workspace (slot 2 * worker + consumer), an owner's adds its
+// contributors' slots in block order and stores its tile of C.
+__device__ void consume(const Ring& ring, const Schedule& schedule, __half* c, stream_k::Workspace workspace,
+                        int consumer, int thread) {
+  constexpr int kSlotVectors = kAccumulators * kWarpgroupThreads / 4;
   float d[kAccumulators] = {};
   int iteration = 0;
-  for (int index = blockIdx.x; index < schedule.tiles(); index += gridDim.x) {
-    const GemmTile tile = schedule.tile(index);
+  stream_k::Units units(schedule.plan, blockIdx.x);
+  for (stream_k::Unit unit; units.next(unit);) {
+    const GemmTile tile = schedule.tile(unit.tile);
     int previous_stage = -1;
-    for (int kt = 0; kt < schedule.k_tiles; ++kt, ++iteration) {
+    for (int kt = unit.first; kt < unit.last; ++kt, ++iteration) {
       const Slot slot = slot_of(iteration);
       barrier_wait(ring.full + 8 * slot.stage, slot.parity);
       __syncwarp();  // the warp leaves the wait loop together: the wgmma instructions are .aligned
@@ -252,7 +304,7 @@ __device__ void consume(const Ring& ring, const Schedule& schedule, __half* c, i
         // B: 16 k-rows further down, two whole atoms.
         wgmma_64x256x16(d, matrix_descriptor(a + kk * kWgmmaK * 2, 16, kSwizzleAtomBytes),
                         matrix_descriptor(b + kk * kWgmmaK * kSwizzleRowBytes, kBBoxBytes, kSwizzleAtomBytes),
-                        kt > 0 || kk > 0);
+                        kt > unit.first || kk > 0);
       }
       wgmma_commit();
       wgmma_wait<1>();
@@ -262,14 +314,26 @@ __device__ void consume(const Ring& ring, const Schedule& schedule, __half* c, i
     }
     wgmma_wait<0>();
     pin_accumulators(d);
-    barrier_arrive(ring.empty + 8 * previous_stage);
+    barrier_arrive(ring.empty + 8 * previous_stage);  // every unit has a k-tile at least
+    if (unit.contributes()) {
+      const int slot = kConsumers * unit.worker + consumer;
+      publish_partial(workspace.partials + static_cast<std::size_t>(slot) * kSlotVectors, workspace.flags + slot, d,
+                      consumer, thread);
+      continue;
+    }
+    const int contributors_end = schedule.plan.contributors_end(unit);
+    for (int next = unit.worker + 1; next < contributors_end; ++next) {
+      const int slot = kConsumers * next + consumer;
+      add_partial(workspace.partials + static_cast<std::size_t>(slot) * kSlotVectors, workspace.flags + slot, d,
+                  consumer, thread);
+    }
     store_tile(d, c, schedule.shape, tile.row * kTileM + consumer * kConsumerRows, tile.col * kTileN, thread);
   }
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
     hgemm_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, __half* c,
-                MatmulShape s) {
+                MatmulShape s, stream_k::Plan plan, stream_k::Workspace workspace) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char shared[];
   const std::uint32_t base = (shared_address(shared) + kSwizzleAtomBytes - 1) / kSwizzleAtomBytes * kSwizzleAtomBytes;
@@ -278,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   ring.b = base + kStages * kATileBytes;
   ring.full = base + kStages * kStageBytes;
   ring.empty = ring.full + 8 * kStages;
-  const Schedule schedule{s, (s.m + kTileM - 1) / kTileM, (s.n + kTileN - 1) / kTileN, (s.k + kTileK - 1) / kTileK};
+  const Schedule schedule{s, (s.m + kTileM - 1) / kTileM, (s.n + kTileN - 1) / kTileN, plan};
 
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
@@ -295,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) produce(ring, schedule, a_map, b_map);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    consume(ring, schedule, c, warpgroup - 1, threadIdx.x % kWarpgroupThreads);
+    consume(ring, schedule, c, workspace, warpgroup - 1, threadIdx.x % kWarpgroupThreads);
   }
 #endif
 }
@@ -337,21 +401,22 @@ CUtensorMap tensor_map(const void* matrix, int rows, int cols, int box_rows) {
   return map;
 }
 
-unsigned long long tiles_of(MatmulShape s) {
-  return static_cast<unsigned long long>((s.m + kTileM - 1) / kTileM) * ((s.n + kTileN - 1) / kTileN);
-}
+int tiles_of(MatmulShape s) { return ((s.m + kTileM - 1) / kTileM) * ((s.n + kTileN - 1) / kTileN); }
 
-// One block per multiprocessor, fewer when there are fewer tiles.
-unsigned blocks_of(MatmulShape s) {
-  const unsigned long long multiprocessors = device_attribute(cudaDevAttrMultiProcessorCount);
-  return static_cast<unsigned>(tiles_of(s) < multiprocessors ? tiles_of(s) : multiprocessors);
+// At most one block per multiprocessor (all resident at once, as stream-K's waits need).
+stream_k::Plan plan_of(MatmulShape s) {
+  return stream_k::plan(tiles_of(s), (s.k + kTileK - 1) / kTileK, device_attribute(cudaDevAttrMultiProcessorCount));
 }
 
 void run(const void* a, const void* b, void* c, MatmulShape s) {
   allow_shared_memory_once();
   const CUtensorMap a_map = tensor_map(a, s.m, s.k, kTileM);
   const CUtensorMap b_map = tensor_map(b, s.k, s.n, kTileK);
-  hgemm_wgmma<<<blocks_of(s), kThreads, kSharedBytes>>>(a_map, b_map, static_cast<__half*>(c), s);
+  const stream_k::Plan plan = plan_of(s);
+  const stream_k::Workspace workspace =
+      plan.stream_k_blocks > 0 ? stream_k::workspace(kConsumers * plan.stream_k_blocks, kTileM * kTileN / kConsumers)
+                               : stream_k::Workspace{};
+  hgemm_wgmma<<<plan.blocks, kThreads, kSharedBytes>>>(a_map, b_map, static_cast<__half*>(c), s, plan, workspace);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -362,11 +427,15 @@ GemmLaunch launch(MatmulShape s) {
   launch.kernel = kernel_address();
   launch.threads_per_block = kThreads;
   launch.dynamic_shared_bytes = kSharedBytes;
-  launch.blocks = blocks_of(s);
+  const stream_k::Plan plan = plan_of(s);
+  launch.blocks = plan.blocks;
   launch.tile = "block " + std::to_string(kTileM) + "x" + std::to_string(kTileN) + "x" + std::to_string(kTileK) +
                 ", 2 consumer warpgroups of wgmma m64n256k16 and a TMA producer warpgroup, " +
                 std::to_string(kStages) + " stages (mbarriers), persistent over " + std::to_string(tiles_of(s)) +
                 " tiles in bands of " + std::to_string(kBandRows) + " tile rows";
+  if (plan.stream_k_blocks > 0)
+    launch.tile += ", stream-K: the last " + std::to_string(plan.stream_k_tiles()) + " tiles shared by " +
+                   std::to_string(plan.stream_k_blocks) + " blocks";
   return launch;
 }
 

@@ -2,7 +2,7 @@
 // odd shapes included, each rung refusing exactly the shapes its rule excludes (never launched); their
 // launch descriptions against the runtime. Without a usable GPU, or on one a rung was not built for
 // (the wgmma rung needs compute capability 9.0), those tests report themselves skipped; the block
-// order and the shape rule are checked on the host.
+// order, the stream-K schedule and the shape rule are checked on the host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +26,7 @@
 #include "core/verify.hpp"
 #include "gemm_ladder.cuh"
 #include "gemm_rung_support.cuh"
+#include "stream_k.cuh"
 
 namespace gpubench {
 namespace {
@@ -45,12 +46,16 @@ const HgemmRung kRungs[] = {
 
 // Edge tiles in every direction, k shorter than one slice and not a whole number of slices, a single
 // row, n and k that are not multiples of 8 (refused by the rungs that copy 16-byte pieces of rows), and
-// two shapes with more tiles than an H100 has multiprocessors, so that the persistent rung's blocks
-// take several tiles each and its ring of stages wraps across tiles.
+// shapes with more tiles than an H100 has multiprocessors, so that the persistent rung's blocks take
+// several tiles each and its ring of stages wraps across tiles. For the wgmma rung's stream-K on 132
+// multiprocessors: 1032x2048x1048 (72 edge tiles of 17 k-tiles, each shared by 2 or 3 blocks),
+// 1664x2816x4096 (a wave of 132 tiles, then 11 tiles of 64 k-tiles, each shared by 12 or 13 blocks),
+// 2048x4096x64 (one k-tile: 124 stream-K tiles taken whole) and 2056x4104x136 (k-tiles one a block).
 std::vector<MatmulShape> ladder_shapes() {
-  return {{1, 8, 8},          {33, 65, 17},      {100, 100, 100},    {129, 127, 131},     {200, 200, 200},
-          {257, 264, 136},    {130, 520, 24},    {64, 100, 64},      {64, 64, 100},       {1024, 1024, 1024},
-          {1032, 1040, 1048}, {2056, 4104, 136}, {2048, 2048, 512}};
+  return {{1, 8, 8},          {33, 65, 17},        {100, 100, 100},  {129, 127, 131},    {200, 200, 200},
+          {257, 264, 136},    {130, 520, 24},      {64, 100, 64},    {64, 64, 100},      {1024, 1024, 1024},
+          {1032, 1040, 1048}, {2056, 4104, 136},   {2048, 2048, 512}, {1032, 2048, 1048}, {1664, 2816, 4096},
+          {2048, 4096, 64}};
 }
 
 std::string describe(MatmulShape s) {
@@ -139,10 +144,12 @@ TEST_P(HgemmLadderTest, MatchesFp64ReferenceOrSaysWhyNot) {
 
 // The launch a rung describes is one the runtime knows and can place: its kernel is in this binary for
 // this GPU, a block fits a multiprocessor, and the grid is one block per tile of C ("block RxC" in its
-// tiling), or for a persistent rung one block per multiprocessor at most.
+// tiling), or for a persistent rung one block per multiprocessor at most: one per tile, or more where
+// stream-K shares the tiles of a last, partial wave (their number) among more blocks.
 TEST_P(HgemmLadderTest, LaunchDescribesALaunchableKernel) {
   const GemmRung rung = GetParam().make();
-  for (const MatmulShape& shape : {MatmulShape{1024, 1024, 1024}, MatmulShape{1032, 1040, 1048}}) {
+  for (const MatmulShape& shape :
+       {MatmulShape{1024, 1024, 1024}, MatmulShape{1032, 1040, 1048}, MatmulShape{4096, 4096, 4096}}) {
     ASSERT_EQ(rung.unsupported(shape), "");
     const GemmLaunch launch = rung.launch(shape);
     ASSERT_NE(launch.kernel, nullptr) << GetParam().name;
@@ -160,7 +167,17 @@ TEST_P(HgemmLadderTest, LaunchDescribesALaunchableKernel) {
     const unsigned long long tiles = (shape.m + rows - 1) / rows * ((shape.n + cols - 1) / cols);
     const unsigned long long multiprocessors = device_attribute(cudaDevAttrMultiProcessorCount);
     const bool persistent = launch.tile.find("persistent") != std::string::npos;
-    EXPECT_EQ(launch.blocks, persistent ? std::min(tiles, multiprocessors) : tiles) << launch.tile;
+    std::smatch sharing;
+    if (std::regex_search(launch.tile, sharing, std::regex("stream-K: the last (\\d+) tiles shared by (\\d+) blocks"))) {
+      const unsigned long long shared_tiles = std::stoull(sharing[1]), sharing_blocks = std::stoull(sharing[2]);
+      EXPECT_TRUE(persistent) << launch.tile;
+      EXPECT_EQ(shared_tiles, tiles % multiprocessors) << launch.tile;
+      EXPECT_GE(sharing_blocks, 1u) << launch.tile;
+      EXPECT_LE(sharing_blocks, multiprocessors) << launch.tile;
+      EXPECT_EQ(launch.blocks, std::max(std::min(tiles, multiprocessors), sharing_blocks)) << launch.tile;
+    } else {
+      EXPECT_EQ(launch.blocks, persistent ? std::min(tiles, multiprocessors) : tiles) << launch.tile;
+    }
   }
 }
 
@@ -182,6 +199,102 @@ TEST(GemmTileOrder, BandsVisitEveryTileOnce) {
     }
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(rows * cols));
   }
+}
+
+// A stream-K schedule's units, block by block, and whether every block finishes: each block does its
+// units in order, a contributor's at once, an owner's once its contributors have published (all
+// blocks resident, as the kernels launch them).
+struct StreamKRun {
+  std::vector<std::vector<stream_k::Unit>> units;  // a block's, in its order
+  bool finished = false;
+};
+
+StreamKRun run_stream_k(const stream_k::Plan& plan) {
+  StreamKRun run;
+  for (int block = 0; block < plan.blocks; ++block) {
+    run.units.emplace_back();
+    stream_k::Units walk(plan, block);
+    for (stream_k::Unit unit; walk.next(unit);) run.units.back().push_back(unit);
+  }
+  std::vector<std::size_t> done(plan.blocks, 0);
+  std::set<int> published;  // workers
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int block = 0; block < plan.blocks; ++block) {
+      if (done[block] == run.units[block].size()) continue;
+      const stream_k::Unit& unit = run.units[block][done[block]];
+      bool ready = true;
+      if (unit.contributes()) {
+        published.insert(unit.worker);
+      } else {
+        for (int next = unit.worker + 1; next < plan.contributors_end(unit); ++next) ready &= published.count(next) > 0;
+      }
+      if (ready) ++done[block], progress = true;
+    }
+  }
+  run.finished = true;
+  for (int block = 0; block < plan.blocks; ++block) run.finished &= done[block] == run.units[block].size();
+  return run;
+}
+
+// On the host: every (tile, k-slice) is multiplied once, every tile stored once by its owner, which adds
+// exactly the pieces its contributors published (each a block's first stream-K unit, published once,
+// read once); the grid fits the resident slots, and every block finishes.
+TEST(StreamKSchedule, CoversEverySliceOnceAndEveryBlockFinishes) {
+  for (int resident : {1, 7, 132}) {
+    for (int tiles : {1, 5, 32, 72, 128, 131, 132, 133, 143, 264, 289, 512, 2048}) {
+      for (int slices : {1, 2, 3, 17, 64, 128}) {
+        const std::string where =
+            std::to_string(tiles) + " tiles of " + std::to_string(slices) + " slices, " + std::to_string(resident);
+        const stream_k::Plan plan = stream_k::plan(tiles, slices, resident);
+        EXPECT_LE(plan.blocks, resident) << where;
+        EXPECT_EQ(plan.data_parallel_tiles + plan.stream_k_tiles(), tiles) << where;
+        EXPECT_LT(plan.stream_k_tiles(), resident) << where;
+        const StreamKRun run = run_stream_k(plan);
+        EXPECT_TRUE(run.finished) << where;
+        std::map<int, stream_k::Unit> contributions;  // by worker
+        std::vector<int> multiplied(static_cast<std::size_t>(tiles) * slices, 0), stored(tiles, 0);
+        for (const auto& units : run.units) {
+          for (std::size_t i = 0; i < units.size(); ++i) {
+            const stream_k::Unit& unit = units[i];
+            ASSERT_TRUE(unit.tile >= 0 && unit.tile < tiles && 0 <= unit.first && unit.first < unit.last &&
+                        unit.last <= slices)
+                << where;
+            EXPECT_EQ(unit.worker < 0, unit.tile < plan.data_parallel_tiles) << where;
+            for (int k = unit.first; k < unit.last; ++k) ++multiplied[static_cast<std::size_t>(unit.tile) * slices + k];
+            if (unit.contributes()) {
+              EXPECT_TRUE(i == 0 || units[i - 1].worker < 0) << where << ": a contributor's piece not its first";
+              EXPECT_TRUE(contributions.emplace(unit.worker, unit).second) << where;
+            }
+          }
+        }
+        int read = 0;
+        for (const auto& units : run.units) {
+          for (const stream_k::Unit& unit : units) {
+            if (unit.contributes()) continue;
+            ++stored[unit.tile];
+            int covered = unit.last;
+            for (int next = unit.worker + 1; next < plan.contributors_end(unit); ++next, ++read) {
+              ASSERT_TRUE(contributions.count(next)) << where << ": worker " << next << " never publishes";
+              const stream_k::Unit& piece = contributions.at(next);
+              EXPECT_EQ(piece.tile, unit.tile) << where;
+              EXPECT_EQ(piece.first, covered) << where;  // in k order, without gaps or overlaps
+              covered = piece.last;
+            }
+            EXPECT_EQ(covered, slices) << where << ": tile " << unit.tile;
+          }
+        }
+        EXPECT_EQ(read, static_cast<int>(contributions.size())) << where;
+        EXPECT_EQ(std::count(multiplied.begin(), multiplied.end(), 1), static_cast<long>(multiplied.size())) << where;
+        EXPECT_EQ(std::count(stored.begin(), stored.end(), 1), tiles) << where;
+      }
+    }
+  }
+  // Iterations past an int: all tiles whole.
+  const stream_k::Plan huge = stream_k::plan(135, 1 << 30, 132);
+  EXPECT_EQ(huge.data_parallel_tiles, 135);
+  EXPECT_EQ(huge.stream_k_blocks, 0);
+  EXPECT_EQ(huge.blocks, 132);
 }
 
 // On the host: 16-byte copies of FP16 rows need n and k multiples of 8, and the refusal names them.
