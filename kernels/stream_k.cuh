@@ -62,16 +62,25 @@ struct Plan {
   }
 };
 
-// Whole waves of `resident_blocks` tiles go data-parallel; the rest, if any, to stream-K blocks, no more
-// than there are iterations, so every one has a range of at least one iteration (and at most `slices`:
-// a tile's worth). Where the rest has more iterations than an int holds (k of tens of
-// millions), all tiles go data-parallel. Needs tiles, slices and resident_blocks >= 1.
-inline Plan plan(int tiles, int slices, int resident_blocks) {
+// Which last waves a kernel shares: the partial sums and the owners' waits cost something, which a
+// nearly full last wave, or a grid of fewer tiles than blocks, may not win back.
+struct TailRule {
+  int min_whole_waves = 0;       // share only after this many whole waves
+  double max_tail_share = 1.0;   // and a last wave of at most this share of the resident blocks
+};
+
+// Whole waves of `resident_blocks` tiles go data-parallel; the rest, if any and if `rule` takes it, to
+// stream-K blocks, no more than there are iterations, so every one has a range of at least one iteration
+// (and at most `slices`: a tile's worth). Where the rest has more iterations than an int holds (k of tens
+// of millions), all tiles go data-parallel. Needs tiles, slices and resident_blocks >= 1.
+inline Plan plan(int tiles, int slices, int resident_blocks, TailRule rule = {}) {
   Plan plan;
   plan.slices = slices;
   const int left_over = tiles % resident_blocks;
   const long long iterations = static_cast<long long>(left_over) * slices;
-  if (iterations == 0 || iterations > std::numeric_limits<int>::max()) {
+  const bool shared = tiles / resident_blocks >= rule.min_whole_waves &&
+                      left_over <= rule.max_tail_share * resident_blocks;
+  if (!shared || iterations == 0 || iterations > std::numeric_limits<int>::max()) {
     plan.data_parallel_tiles = tiles;
     plan.blocks = tiles < resident_blocks ? tiles : resident_blocks;
     return plan;

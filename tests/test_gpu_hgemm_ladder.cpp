@@ -48,14 +48,15 @@ const HgemmRung kRungs[] = {
 // row, n and k that are not multiples of 8 (refused by the rungs that copy 16-byte pieces of rows), and
 // shapes with more tiles than an H100 has multiprocessors, so that the persistent rung's blocks take
 // several tiles each and its ring of stages wraps across tiles. For the wgmma rung's stream-K on 132
-// multiprocessors: 1032x2048x1048 (72 edge tiles of 17 k-tiles, each shared by 2 or 3 blocks),
+// multiprocessors (it shares a last wave after a whole one, at most three quarters full):
 // 1664x2816x4096 (a wave of 132 tiles, then 11 tiles of 64 k-tiles, each shared by 12 or 13 blocks),
-// 2048x4096x64 (one k-tile: 124 stream-K tiles taken whole) and 2056x4104x136 (k-tiles one a block).
+// 1536x3072x64 (one k-tile: 12 stream-K tiles taken whole) and 2056x4104x136 (k-tiles one a block);
+// 1032x2048x1048 (72 tiles, no whole wave) stays data-parallel.
 std::vector<MatmulShape> ladder_shapes() {
   return {{1, 8, 8},          {33, 65, 17},        {100, 100, 100},  {129, 127, 131},    {200, 200, 200},
           {257, 264, 136},    {130, 520, 24},      {64, 100, 64},    {64, 64, 100},      {1024, 1024, 1024},
           {1032, 1040, 1048}, {2056, 4104, 136},   {2048, 2048, 512}, {1032, 2048, 1048}, {1664, 2816, 4096},
-          {2048, 4096, 64}};
+          {1536, 3072, 64}};
 }
 
 std::string describe(MatmulShape s) {
@@ -290,6 +291,12 @@ TEST(StreamKSchedule, CoversEverySliceOnceAndEveryBlockFinishes) {
       }
     }
   }
+  // A tail rule keeps the data-parallel schedule where it says no.
+  const stream_k::TailRule rule{1, 0.75};
+  EXPECT_EQ(stream_k::plan(2048, 64, 132, rule).stream_k_tiles(), 2048 % 132);  // 68 of 132: shared
+  EXPECT_EQ(stream_k::plan(512, 64, 132, rule).stream_k_blocks, 0);             // 116 of 132: too full
+  EXPECT_EQ(stream_k::plan(32, 16, 132, rule).stream_k_blocks, 0);              // no whole wave
+  EXPECT_EQ(stream_k::plan(32, 16, 132, rule).blocks, 32);
   // Iterations past an int: all tiles whole.
   const stream_k::Plan huge = stream_k::plan(135, 1 << 30, 132);
   EXPECT_EQ(huge.data_parallel_tiles, 135);
