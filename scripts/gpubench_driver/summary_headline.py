@@ -92,11 +92,16 @@ def health_section(document):
     else:
         below = [row for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") != "host"]
         causes = sorted({cause for row in below for cause in row["causes"]})
-        line = (f"**Health: below expected.** {len(below)} of {len(found['figures'])} judged figures fall short of the "
-                f"range of {len(found['runs'])} committed run(s) of {md(found['model'])}"
-                + (f"; likely cause: {md('; '.join(causes))}" if causes else
-                   "; no recorded cause explains it (cooling, a shared host, a different board revision)")
-                + ".")
+        failing = [check["text"] for check in found.get("checks", []) if not check["ok"]]
+        if below:
+            line = (f"**Health: below expected.** {len(below)} of {len(found['figures'])} judged figures fall short of "
+                    f"the range of {len(found['runs'])} committed run(s) of {md(found['model'])}"
+                    + (f"; likely cause: {md('; '.join(causes))}" if causes else
+                       "; no recorded cause explains it (cooling, a shared host, a different board revision)")
+                    + ".")
+        else:  # the figures hold, a check below does not
+            line = (f"**Health: below expected.** Every judged figure lies within the range of {len(found['runs'])} "
+                    f"committed run(s) of {md(found['model'])}, but a check found a problem: {md('; '.join(failing))}.")
     host_below = [row["key"] for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") == "host"]
     if host_below:
         line += (f" Host-bound figures below their range: {md(', '.join(host_below))} ({md(health.HOST_CAUSE)}; "

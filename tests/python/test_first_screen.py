@@ -187,6 +187,11 @@ class HealthTest(unittest.TestCase):
         failing = {check["check"] for check in found["checks"] if not check["ok"]}
         self.assertEqual(failing, {"power_limit", "processes"})
         self.assertEqual(found["verdict"], health.BELOW)
+        # The page says the figures held and which check failed, not that none of them fell short.
+        page = document_blocks.to_markdown(summary_headline.health_section({"findings": {"health": found}}))
+        self.assertIn("Every judged figure lies within the range", page)
+        self.assertIn("other process(es) on the GPU", page)
+        self.assertNotIn("fall short", page)
 
     def test_ecc_errors_are_a_problem(self):
         check = health.ecc_check({"ecc.mode.current": "Enabled", "ecc.errors.uncorrected.volatile.total": 3})
