@@ -124,7 +124,7 @@ class LadderEntry : public PreparedEntry {
   LadderEntry(const GemmRung& rung, Precision precision, const MatmulProblem& problem)
       : rung_(rung), shape_(problem.shape), encoded_(encoded_fitting_device(problem, precision)),
         a_(encoded_.a.size()), b_(encoded_.b.size()),
-        c_(shape_.c_elements() * static_cast<std::size_t>(precision_info(precision).output_bytes)) {
+        c_(gemm_operand_bytes(precision, shape_).output) {
     CUDA_CHECK(cudaMemcpy(a_.get(), encoded_.a.data(), a_.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(b_.get(), encoded_.b.data(), b_.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));
@@ -144,9 +144,7 @@ class LadderEntry : public PreparedEntry {
 
  private:
   static const EncodedOperands& encoded_fitting_device(const MatmulProblem& problem, Precision precision) {
-    const PrecisionInfo& info = precision_info(precision);
-    require_device_memory(static_cast<double>(info.input_bytes) * (problem.shape.a_elements() + problem.shape.b_elements()) +
-                          static_cast<double>(info.output_bytes) * problem.shape.c_elements());
+    require_device_memory(gemm_operand_bytes(precision, problem.shape).total());
     return encoded_for(problem, precision);
   }
 

@@ -167,13 +167,8 @@ void report(PreparedEntry& entry, Precision precision, const MatmulShape& shape,
   entry.counters["max_rel_error_normal"] = verdict.normal.max_rel_error;
   entry.counters["tolerance"] = precision_tolerance(precision, shape.k).rel_fro;
   if (!verdict.passed()) entry.wrong_result = verdict.describe();
-  const PrecisionInfo& info = precision_info(precision);
-  entry.add_memory_traffic(static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()),
-                           static_cast<double>(info.output_bytes) * shape.c_elements());
-}
-
-std::size_t output_bytes(Precision precision, const MatmulShape& shape) {
-  return shape.c_elements() * precision_info(precision).output_bytes;
+  const GemmOperandBytes bytes = gemm_operand_bytes(precision, shape);
+  entry.add_memory_traffic(bytes.inputs, static_cast<double>(bytes.output));
 }
 
 // --- CPU entries -----------------------------------------------------------------------
@@ -185,7 +180,7 @@ class CpuPrecisionGemm : public PreparedEntry {
  public:
   CpuPrecisionGemm(const PrecisionImplementation& impl, Precision precision, const PrecisionProblem& problem)
       : impl_(impl), precision_(precision), shape_(problem.shape), encoded_(encoded_for(problem, precision)),
-        a_(encoded_.uniform.a), b_(encoded_.uniform.b), c_(output_bytes(precision, shape_), 0xFF) {  // NaN-poisoned
+        a_(encoded_.uniform.a), b_(encoded_.uniform.b), c_(gemm_operand_bytes(precision, shape_).output, 0xFF) {  // NaN-poisoned
     Verdict verdict;
     run_once();
     verdict.uniform = check_output(precision_, c_.data(), encoded_.uniform, problem.uniform);
@@ -230,15 +225,9 @@ std::string gpu_entry_unsupported_reason(Precision precision, const MatmulShape&
   return "";
 }
 
-double device_operand_bytes(Precision precision, const MatmulShape& shape) {
-  const PrecisionInfo& info = precision_info(precision);
-  return static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()) +
-         static_cast<double>(info.output_bytes) * shape.c_elements();
-}
-
 // The encoded operands, once the device buffers for them are known to fit.
 const EncodedProblem& encoded_fitting_device(const PrecisionProblem& problem, Precision precision) {
-  require_device_memory(device_operand_bytes(precision, problem.shape));
+  require_device_memory(gemm_operand_bytes(precision, problem.shape).total());
   return encoded_for(problem, precision);
 }
 
@@ -266,7 +255,7 @@ class GpuPrecisionGemm : public PreparedEntry {
                    const PrecisionProblem& problem)
       : impl_(impl), precision_(precision), shape_(problem.shape), copies_(copies_timed(mode)),
         encoded_(encoded_fitting_device(problem, precision)), device_(encoded_.uniform),
-        c_(shape_.c_elements() * precision_info(precision).output_bytes) {
+        c_(gemm_operand_bytes(precision, shape_).output) {
     Verdict verdict;
     verdict.normal = run_and_check(encoded_.normal, problem.normal);
     verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);

@@ -56,6 +56,12 @@ Precision precision_named(const std::string& name) {
   throw std::invalid_argument("no precision '" + name + "'");
 }
 
+GemmOperandBytes gemm_operand_bytes(Precision precision, const MatmulShape& shape) {
+  const PrecisionInfo& info = precision_info(precision);
+  return {static_cast<double>(info.input_bytes) * (shape.a_elements() + shape.b_elements()),
+          shape.c_elements() * static_cast<std::size_t>(info.output_bytes)};
+}
+
 Tolerance precision_tolerance(Precision precision, int k) {
   const PrecisionInfo& info = precision_info(precision);
   const double bound = kInputFactor * info.input_roundoff + kOutputFactor * info.output_roundoff +

@@ -1,6 +1,7 @@
 // The number formats the precision study compares: what each stores and accumulates in,
 // how accurate it can be expected to be, and whether a given GPU can run it.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ const std::vector<PrecisionInfo>& all_precisions();
 const PrecisionInfo& precision_info(Precision precision);
 // The Precision an entry's precision slot names ("fp16", ...); throws std::invalid_argument.
 Precision precision_named(const std::string& name);
+
+// One GEMM's operands in `precision`'s formats: A and B in its input format, C in its output format.
+struct GemmOperandBytes {
+  double inputs = 0;
+  std::size_t output = 0;
+  double total() const { return inputs + static_cast<double>(output); }
+};
+GemmOperandBytes gemm_operand_bytes(Precision precision, const MatmulShape& shape);
 
 // Relative error bound (both on the Frobenius and on the largest element error) for a
 // product with accumulation length k: 4 u_in + 2 u_out + 16 u_acc sqrt(k), at most 0.5.

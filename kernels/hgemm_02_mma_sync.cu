@@ -226,12 +226,6 @@ std::string unsupported(MatmulShape s) {
 
 }  // namespace
 
-GemmRung hgemm_02_mma_sync() {
-  GemmRung rung;
-  rung.run = run;
-  rung.launch = launch;
-  rung.unsupported = unsupported;
-  return rung;
-}
+GemmRung hgemm_02_mma_sync() { return {run, launch, unsupported}; }
 
 }  // namespace gpubench

@@ -459,13 +459,7 @@ std::string unsupported(MatmulShape s) {
 
 }  // namespace
 
-GemmRung hgemm_03_wgmma() {
-  GemmRung rung;
-  rung.run = run;
-  rung.launch = launch;
-  rung.unsupported = unsupported;
-  return rung;
-}
+GemmRung hgemm_03_wgmma() { return {run, launch, unsupported}; }
 
 }  // namespace gpubench
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "async_copy.cuh"
 #include "core/cuda_check.hpp"
 
 namespace gpubench {
@@ -36,15 +37,6 @@ static_assert(sizeof(SharedTiles) <= 48 * 1024, "static shared memory limit");
 static_assert(kWarpsM * kWarpsN * kFragment * kFragment * sizeof(float) <= sizeof(SharedTiles),
               "the epilogue reuses the tiles as scratch");
 
-__device__ void copy_16_bytes_async(void* shared, const void* global, bool inside) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  const int bytes = inside ? 16 : 0;  // 0: zero-fill, nothing is read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global), "r"(bytes));
-}
-
-__device__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ void wait_for_all_but_newest() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
 // Loads the A slice (kTileM x kTileK) and B slice (kTileK x kTileN) starting at k0 into
 // `stage`; elements outside the matrices become zeros.
 template <bool kVectorLoads>
@@ -54,13 +46,13 @@ __device__ void load_stage(SharedTiles& tiles, int stage, const __half* a, const
     for (int chunk = threadIdx.x; chunk < kTileM * kTileK / kChunk; chunk += kThreads) {
       const int r = chunk / (kTileK / kChunk), c = chunk % (kTileK / kChunk) * kChunk;
       const bool inside = row0 + r < s.m && k0 + c < s.k;
-      copy_16_bytes_async(&tiles.a[stage][r][c], inside ? a + static_cast<size_t>(row0 + r) * s.k + k0 + c : a,
+      async_copy_16(&tiles.a[stage][r][c], inside ? a + static_cast<size_t>(row0 + r) * s.k + k0 + c : a,
                           inside);
     }
     for (int chunk = threadIdx.x; chunk < kTileK * kTileN / kChunk; chunk += kThreads) {
       const int r = chunk / (kTileN / kChunk), c = chunk % (kTileN / kChunk) * kChunk;
       const bool inside = k0 + r < s.k && col0 + c < s.n;
-      copy_16_bytes_async(&tiles.b[stage][r][c], inside ? b + static_cast<size_t>(k0 + r) * s.n + col0 + c : b,
+      async_copy_16(&tiles.b[stage][r][c], inside ? b + static_cast<size_t>(k0 + r) * s.n + col0 + c : b,
                           inside);
     }
   } else {
@@ -76,7 +68,7 @@ __device__ void load_stage(SharedTiles& tiles, int stage, const __half* a, const
       tiles.b[stage][r][c] = inside ? b[static_cast<size_t>(k0 + r) * s.n + col0 + c] : zero;
     }
   }
-  commit_copies();  // an empty group for the element-wise path keeps the waits uniform
+  async_copy_commit();  // an empty group for the element-wise path keeps the waits uniform
 }
 
 template <bool kVectorLoads>
@@ -98,9 +90,9 @@ __global__ void __launch_bounds__(kThreads) matmul_wmma(const __half* a, const _
     if (slice + 1 < slices) {
       load_stage<kVectorLoads>(tiles, (slice + 1) % kStages, a, b, s, row0, col0, (slice + 1) * kTileK);
     } else {
-      commit_copies();
+      async_copy_commit();
     }
-    wait_for_all_but_newest();
+    async_copy_wait<1>();
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += kFragment) {

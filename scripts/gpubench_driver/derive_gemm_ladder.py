@@ -8,7 +8,7 @@ Entry axes: impl = rung ("cublas" is each ladder's yardstick), mode resident, pr
 Every entry of one size and ladder does the same work, so a rung's fraction of cuBLAS is the inverse ratio
 of their device times."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import finite, time_ratio_interval
+from gpubench_driver.stats import finite, interval_side, time_ratio_interval
 
 YARDSTICK = "cublas"
 LADDERS = {"fp32": "SGEMM (FP32 on the CUDA cores)", "fp16": "tensor cores (FP16 in, FP32 accumulate, FP16 out)"}
@@ -30,15 +30,8 @@ def _point(entry, yardstick):
     return point
 
 
-def _verdict(fraction, interval, target):
-    """'met' or 'short' where the fraction's interval lies wholly on one side of the target; otherwise
-    'within noise' (the median's side is then no finding)."""
-    low, high = interval or (fraction, fraction)
-    if low >= target:
-        return "met"
-    if high < target:
-        return "short"
-    return "within noise"
+# A target is met or missed only where the fraction's whole interval lies on one side of it.
+VERDICTS = {"above": "met", "below": "short", "within noise": "within noise"}
 
 
 def _targets(ladder, points):
@@ -50,7 +43,8 @@ def _targets(ladder, points):
             continue
         best = max(own, key=lambda p: p["fraction_of_cublas"])
         rows.append({"n": n, "target": target, "best": best,
-                     "verdict": _verdict(best["fraction_of_cublas"], best["fraction_interval"], target)})
+                     "verdict": VERDICTS[interval_side(best["fraction_of_cublas"], best["fraction_interval"],
+                                                       target)]})
     return rows
 
 

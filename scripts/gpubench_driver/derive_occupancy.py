@@ -13,7 +13,7 @@ shared_bytes_per_block); --describe's implementations list each kernel's occupan
 with the resources that limit it."""
 from gpubench_driver.derive import grouped_failures, ok_entries
 from gpubench_driver.formatting import percent, rate
-from gpubench_driver.stats import finite, median_interval, time_ratio_interval
+from gpubench_driver.stats import finite, interval_side, median_interval, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
 WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}
@@ -139,7 +139,6 @@ def walkthrough(rows):
                       and point["threads_per_block"] == WALKTHROUGH["threads_per_block"]), None)
         if point is None:
             continue
-        low, high = point["fraction_interval"] or (point["fraction_of_best"],) * 2
         claimed = WALKTHROUGH["claimed_fraction"]
         found.append({"impl": row["impl"], "fraction_of_best": point["fraction_of_best"],
                       "fraction_interval": point["fraction_interval"], "best": row["best"],
@@ -147,7 +146,8 @@ def walkthrough(rows):
                       "busy_multiprocessors": point["busy_multiprocessors"],
                       "multiprocessors": point["multiprocessors"], "resident_warps": point["resident_warps"],
                       "max_resident_warps": point["max_resident_warps"], "claimed_fraction": claimed,
-                      "against_claim": "below" if high < claimed else "above" if low > claimed else "within noise"})
+                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"],
+                                                     claimed)})
     return found
 
 

@@ -167,6 +167,16 @@ def time_ratio_interval(reference_time_s, time_s):
     return [reference.low / this.high, reference.high / this.low]
 
 
+def interval_side(value, interval, threshold):
+    """Where a measured value stands against a threshold: "below" or "above" where its interval ([low,
+    high], or None: the value alone) lies wholly on one side (at the threshold counts as above), else
+    "within noise" (the median's side is then no finding)."""
+    low, high = interval or (value, value)
+    if high < threshold:
+        return "below"
+    return "above" if low >= threshold else "within noise"
+
+
 def time_per_item(point, rate_key):
     """The interval of a derived point's median time per item (bytes, products, ...): rates of points
     that count different items compare through it. The point has `median_s`, its rate under
