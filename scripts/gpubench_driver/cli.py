@@ -64,6 +64,7 @@ def _run_parser(subparsers):
     parser.add_argument("--run-id", help="run identifier (default: the UTC start time)")
     parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    _cmake_arg(parser)
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
     parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
     parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
@@ -73,6 +74,12 @@ def _run_parser(subparsers):
                                                          "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
                                                          "machine's environment differs from the one it recorded")
+
+
+def _cmake_arg(parser):
+    parser.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
+                        help="an option for CMake's configure, e.g. -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON (repeatable; "
+                             f"after those in ${build.CMAKE_ARGS_VARIABLE}, split as a shell would)")
 
 
 def _compare_parser(subparsers):
@@ -130,6 +137,7 @@ def build_parser():
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
+    _cmake_arg(build_parser_)
     for command in subparsers.choices.values():
         command.set_defaults(command_parser=command)
     return parser
@@ -138,10 +146,19 @@ def build_parser():
 def parse(argv):
     """The arguments; an unknown flag is its command's error, with that command's usage (argparse
     leaves unknown flags to the top-level parser, which would print the list of commands)."""
-    args, unknown = build_parser().parse_known_args(argv)
+    args, unknown = build_parser().parse_known_args(_joined_cmake_args(argv))
     if unknown:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
+
+
+def _joined_cmake_args(argv):
+    """'--cmake-arg -DX=1' as '--cmake-arg=-DX=1': argparse takes a value that starts with '-' for a flag."""
+    joined, rest = [], list(argv)
+    while rest:
+        arg = rest.pop(0)
+        joined.append(f"{arg}={rest.pop(0)}" if arg == "--cmake-arg" and rest else arg)
+    return joined
 
 
 def resolve_run_options(args):
@@ -179,6 +196,7 @@ def resolve_run_options(args):
         repeatability=args.repeatability,
         gpus=gpus.parse_selection(args.gpus) if args.gpus is not None else None,
         launcher=opts.parse_launcher(args.launcher) if args.launcher is not None else None,
+        cmake_args=list(args.cmake_arg),
     )
 
 
@@ -233,7 +251,8 @@ def _command(args, argv):
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0
-    build.configure_and_build(session.SOURCE_DIR, os.path.abspath(args.build_dir or session.default_build_dir()))
+    build.configure_and_build(session.SOURCE_DIR, os.path.abspath(args.build_dir or session.default_build_dir()),
+                              extra_args=args.cmake_arg)
     return 0
 
 

@@ -120,7 +120,7 @@ def run(options, argv):
               f"(run them once, without --gpus)", flush=True)
     out_dir = session.prepare_out_dir(options)
     if options.build:
-        build.configure_and_build(session.SOURCE_DIR, options.build_dir)
+        build.configure_and_build(session.SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     processes = []
     for gpu in gpus:
         os.makedirs(sub_run_dir(out_dir, gpu), exist_ok=True)

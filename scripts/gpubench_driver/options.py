@@ -53,6 +53,7 @@ class RunOptions:
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
     gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
     launcher: list = None    # run --launcher: the command that starts a study of several ranks (mpirun -np 16 ...)
+    cmake_args: list = field(default_factory=list)  # run --cmake-arg: options for CMake's configure
 
     def as_dict(self):
         return {name: value for name, value in vars(self).items() if name != "notes"}

@@ -86,7 +86,7 @@ def describe_studies(options):
     """Build, then describe each study to run. Without --studies, a study whose binary was not
     built is left out with a warning; one that --impls/--modes leave nothing to run, too."""
     if options.build:
-        build.configure_and_build(SOURCE_DIR, options.build_dir)
+        build.configure_and_build(SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     described, warnings = [], []
     for name in options.studies or studies.NAMES:
         binary = build.binary_path(options.build_dir, f"gpubench_{name}")

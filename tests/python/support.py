@@ -31,6 +31,12 @@ def gpubench_run(*args, build_dir, env=None, **kwargs):
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, **kwargs)
 
 
+def built_with_mpi(binary):
+    """Whether the binary links Open MPI (configure found a working MPI): its ranks then meet over MPI under mpirun."""
+    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=60)
+    return "libmpi" in linked.stdout
+
+
 def write_executable(path, text):
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(text)

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 PROBE = os.path.join(BUILD_DIR, "tests", "gpubench_rank_probe")
@@ -67,12 +67,6 @@ def mpirun(command, ranks):
                           timeout=180, env={**clean_environment(), **MPI_AS_ROOT, **meet})
 
 
-def built_with_mpi(binary):
-    """Whether the binary links Open MPI (CMake found MPI): its ranks then meet over MPI under mpirun."""
-    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=60)
-    return "libmpi" in linked.stdout
-
-
 def json_lines(text):
     """The JSON objects the ranks printed, one a line (mpirun may join them to another rank's output)."""
     return [json.loads(line[line.index('{"rank"'):]) for line in text.splitlines() if '{"rank"' in line]
@@ -112,7 +106,7 @@ class RankChannelTest(unittest.TestCase):
             with self.subTest(ranks=ranks):
                 launched = mpirun([PROBE], ranks)
                 self.assertEqual(launched.returncode, 0, launched.stderr)
-                self.check(json_lines(launched.stdout), "open_mpi", ranks, "mpi" if built_with_mpi(PROBE) else "tcp")
+                self.check(json_lines(launched.stdout), "open_mpi", ranks, "mpi" if support.built_with_mpi(PROBE) else "tcp")
 
 
 @unittest.skipUnless(os.access(RANKS_STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_ranks_study not built")
@@ -137,7 +131,7 @@ class RanksTogetherTest(unittest.TestCase):
             with open(os.path.join(tmp, "ranks_test_ranks.json"), encoding="utf-8") as stream:
                 record = json.load(stream)
             self.assertEqual((record["launcher"], record["transport"], record["size"]),
-                             ("open_mpi", "mpi" if built_with_mpi(RANKS_STUDY) else "tcp", RANKS))
+                             ("open_mpi", "mpi" if support.built_with_mpi(RANKS_STUDY) else "tcp", RANKS))
             self.assertEqual([rank["rank"] for rank in record["ranks"]], list(range(RANKS)))
             self.assertEqual({rank["host"] for rank in record["ranks"]}, {socket.gethostname()})
 
