@@ -3,15 +3,15 @@
 # its development files) is left out with one line saying why, instead of failing the configure or
 # the build. Every check's log is kept under <build>/gpubench-checks/<name>/.
 
-# gpubench_link_check(<result> <name> SOURCE <C++ code> [INCLUDE_DIRS <dir>...] [LIBRARIES <lib>...])
-# Sets <result> to TRUE when SOURCE compiles and links with those include folders and libraries
-# (plain paths, not imported targets: an imported target naming a missing folder is a fatal error
-# inside try_compile, which is the very case this check exists for).
+# gpubench_link_check(<result> <name> [INCLUDE_DIRS <dir>...] [LIBRARIES <lib>...])
+# Sets <result> to TRUE when cmake/checks/<name>.cpp compiles and links with those include folders
+# and libraries. Give plain paths for a package found by hand, not an imported target:
+# an imported target naming a missing folder is a fatal error inside try_compile, the very case
+# this check exists for.
 function(gpubench_link_check result name)
-  cmake_parse_arguments(arg "" "SOURCE" "INCLUDE_DIRS;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(arg "" "" "INCLUDE_DIRS;LIBRARIES" ${ARGN})
   set(dir ${CMAKE_BINARY_DIR}/gpubench-checks/${name})
-  file(WRITE ${dir}/check.cpp "${arg_SOURCE}")
-  try_compile(works ${dir}/build SOURCES ${dir}/check.cpp
+  try_compile(works ${dir}/build SOURCES ${PROJECT_SOURCE_DIR}/cmake/checks/${name}.cpp
     CMAKE_FLAGS "-DINCLUDE_DIRECTORIES:STRING=${arg_INCLUDE_DIRS}"
     LINK_LIBRARIES ${arg_LIBRARIES}
     CXX_STANDARD 17

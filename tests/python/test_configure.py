@@ -56,6 +56,52 @@ class HalfInstalledMpiTest(unittest.TestCase):
         self.assertIn("libopenmpi-dev", line)
 
 
+def compile_library(path, source):
+    subprocess.run(["g++", "-shared", "-fPIC", "-x", "c++", "-o", path, "-"], input=source, text=True, check=True,
+                   timeout=120)
+
+
+CUDA_COMPILER = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
+                                         else None)
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("g++") and CUDA_COMPILER,
+                     "cmake, g++ or nvcc missing (cuDNN and NCCL are looked for only beside CUDA)")
+class LinkCheckTest(unittest.TestCase):
+    """A package whose header and library build a program is used; one whose library lacks what the header
+    declares (a cuDNN whose libcudnn.so is some other library) is left out, saying why."""
+
+    def test_a_working_nccl_is_used_and_a_broken_cudnn_is_left_out(self):
+        with tempfile.TemporaryDirectory() as here:
+            nccl, cudnn = os.path.join(here, "nccl"), os.path.join(here, "cudnn")
+            for root in (nccl, cudnn):
+                os.makedirs(os.path.join(root, "include"))
+                os.makedirs(os.path.join(root, "lib"))
+            with open(os.path.join(nccl, "include", "nccl.h"), "w", encoding="utf-8") as stream:
+                stream.write("#define NCCL_MAJOR 2\n#define NCCL_MINOR 99\n#define NCCL_PATCH 7\n"
+                             "typedef enum { ncclSuccess = 0 } ncclResult_t;\n"
+                             'extern "C" ncclResult_t ncclGetVersion(int* version);\n')
+            compile_library(os.path.join(nccl, "lib", "libnccl.so"),
+                            'typedef enum { ncclSuccess = 0 } ncclResult_t;\n'
+                            'extern "C" ncclResult_t ncclGetVersion(int* v) { *v = 29907; return ncclSuccess; }\n')
+            with open(os.path.join(cudnn, "include", "cudnn.h"), "w", encoding="utf-8") as stream:
+                stream.write('#include "cudnn_version.h"\nextern "C" unsigned long cudnnGetVersion();\n')
+            with open(os.path.join(cudnn, "include", "cudnn_version.h"), "w", encoding="utf-8") as stream:
+                stream.write("#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 99\n#define CUDNN_PATCHLEVEL 0\n")
+            compile_library(os.path.join(cudnn, "lib", "libcudnn.so"), 'extern "C" int unrelated() { return 1; }\n')
+            command = ["cmake", "-S", support.SOURCE_DIR, "-B", os.path.join(here, "build"),
+                       "-DGPUBENCH_BUILD_TESTS=OFF", "-DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON",
+                       f"-DCMAKE_CUDA_COMPILER={CUDA_COMPILER}", "-DCMAKE_CUDA_ARCHITECTURES=90"]
+            environment = dict(os.environ, NCCL_ROOT=nccl, CUDNN_ROOT=cudnn)
+            configured = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)
+        output = configured.stdout + configured.stderr
+        self.assertEqual(configured.returncode, 0, output[-4000:])
+        lines = {name: next(line for line in output.splitlines() if f"gpubench {name}:" in line)
+                 for name in ("NCCL", "cuDNN")}
+        self.assertIn("gpubench NCCL: 2.99.7", lines["NCCL"])
+        self.assertIn("not used (cuDNN 9.99.0 found but a program using it does not build", lines["cuDNN"])
+
+
 class CMakeArgsTest(unittest.TestCase):
     def test_environment_then_flags_after_gpubench_own_options(self):
         with mock.patch.dict(os.environ, {"GPUBENCH_CMAKE_ARGS": "-DA=1 '-DB=two words'"}):
