@@ -39,6 +39,6 @@ def dies_with_driver():
         # no threads and forks from its main thread, which lives as long as the driver.
         prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL))
         if os.getppid() != driver:  # the driver died between the fork and the prctl: no signal would come
-            os.kill(os.getpid(), PARENT_DEATH_SIGNAL)
+            os._exit(128 + int(PARENT_DEATH_SIGNAL))  # as if it had come (before exec: nothing to clean up)
 
     return in_child
