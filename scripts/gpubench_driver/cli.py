@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 
 from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, rank, repeatability,
-                             report, results, runner, session, studies, verdicts)
+                             report, results, runner, session, stopping, studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -275,6 +275,8 @@ def main(argv):
             verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
+    except stopping.StoppedAfterFinalWrite as stop:
+        return stop.exit_status  # the run's outputs were written whole: its status says how it ended
     except KeyboardInterrupt:
         print("gpubench: interrupted", file=sys.stderr)
         return 130

@@ -15,7 +15,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from gpubench_driver import build, environment, journal, noise_floor, options as opts, results, stats, verdicts
+from gpubench_driver import (build, environment, journal, noise_floor, options as opts, results, stats, stopping,
+                             verdicts)
 
 ALL = "all"
 GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
@@ -127,8 +128,9 @@ def run(options, argv):
         log = open(os.path.join(out_dir, f"gpu{gpu.index}.log"), "w", encoding="utf-8")
         command = [sys.executable, "-m", "gpubench_driver", *sub_run_argv(argv, gpu, out_dir, options.run_id)]
         print(f"gpu {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): {' '.join(command[3:])} > {log.name}", flush=True)
+        # A sub-run gets SIGTERM when this driver dies, even by kill -9: it stops its study and writes what finished.
         processes.append((gpu, subprocess.Popen(command, env=sub_run_environment(gpu), stdout=log,
-                                                stderr=subprocess.STDOUT), log))
+                                                stderr=subprocess.STDOUT, preexec_fn=stopping.dies_with_driver()), log))
     statuses = []
     for gpu, process, log in processes:
         statuses.append(process.wait())

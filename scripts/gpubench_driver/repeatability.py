@@ -8,7 +8,7 @@ import json
 import os
 from dataclasses import replace
 
-from gpubench_driver import compare, document as page, session, verdicts
+from gpubench_driver import compare, document as page, session, stopping, verdicts
 from gpubench_driver.formatting import percent
 
 # Kinds of entry, by what the binaries report (the protocol) and the headline's length.
@@ -66,7 +66,12 @@ def run(options, argv):
     for label in ("a", "b"):
         path = os.path.join(out_dir, label)
         print(f"repeatability: run {label.upper()} of 2 into {path}", flush=True)
-        status = session.run(replace(options, run_id=f"{options.run_id}-{label}", out=path, repeatability=False), argv)
+        try:
+            status = session.run(replace(options, run_id=f"{options.run_id}-{label}", out=path, repeatability=False),
+                                 argv)
+        except stopping.StoppedAfterFinalWrite as stop:  # the run is whole, but the user asked to stop
+            print(f"repeatability: stopped by {stop.signal_name} after run {label.upper()}: no comparison", flush=True)
+            return stop.exit_status or 130
         if status != 0:
             print(f"repeatability: run {label.upper()} did not complete: no comparison", flush=True)
             return status

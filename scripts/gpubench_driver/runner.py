@@ -7,7 +7,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver import derive, formatting, gbench, journal, measurements, studies, telemetry, trials
+from gpubench_driver import derive, formatting, gbench, journal, measurements, stopping, studies, telemetry, trials
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
@@ -47,7 +47,7 @@ def binary_environment(launched=False):
 def describe(binary):
     try:
         result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120,
-                                env=binary_environment())
+                                env=binary_environment(), preexec_fn=stopping.dies_with_driver())
     except OSError as error:
         raise RunnerError(f"cannot run {binary}: {error}") from None
     except subprocess.TimeoutExpired:
@@ -91,7 +91,7 @@ def benchmark_flags(json_path, measurements_path):
 def list_entries(binary, flags):
     """Entry names the binary would run with these flags."""
     result = subprocess.run([binary, *flags, "--benchmark_list_tests=true"], capture_output=True, text=True,
-                            timeout=120, env=binary_environment())
+                            timeout=120, env=binary_environment(), preexec_fn=stopping.dies_with_driver())
     if result.returncode != 0:
         raise RunnerError(f"{binary} --benchmark_list_tests failed ({result.returncode}): "
                           f"{result.stderr.strip()[-500:]}")
@@ -170,7 +170,9 @@ def invoke(binary, flags, options, progress, on_finished=None, launcher=()):
             child = subprocess.Popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
                                       *benchmark_flags(json_path, measurements_path)],
                                      stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
-                                     env=binary_environment(bool(launcher)))
+                                     env=binary_environment(bool(launcher)),
+                                     # killed outright, the driver takes the process (or its launcher) with it
+                                     preexec_fn=stopping.dies_with_driver())
             tail = measurements.Tail(measurements_path)
             finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
             interrupted, wall_s = _stream(child, progress, finished)

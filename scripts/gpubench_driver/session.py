@@ -5,7 +5,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from gpubench_driver import (build, environment, health, journal, like, options as options_module, reference, report,
-                             results, runner, studies)
+                             results, runner, stopping, studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -201,16 +201,22 @@ def run(options, argv):
     save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (called after every size)
     save()
     status = measure(plans, options, document, save, out_dir)
-    if status == "complete" and not any(entry["status"] == "ok" for study in document["studies"].values()
-                                        for entry in study["entries"]):
-        status = "empty"
-        reason = "nothing was measured: every entry was skipped or failed (their reasons are in the summary)"
-        print(f"gpubench: {reason}", flush=True)
-        document["warnings"].append(reason)
-    document["run"].update(status=status, finished=utc_now())
-    report.derive_findings(document, options.refine_rounds)
-    results.write(document, results_path)
-    summary_path = report.write_outputs(document, out_dir)
-    print(health.verdict_line(document["findings"]["health"]), flush=True)
-    print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
-    return {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]
+    # The final write: a stop signal waits for its end (cut short, it left results.json saying
+    # complete beside no summary and no plots), then stops the driver with the run's own exit status.
+    with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
+        if status == "complete" and not any(entry["status"] == "ok" for study in document["studies"].values()
+                                            for entry in study["entries"]):
+            status = "empty"
+            reason = "nothing was measured: every entry was skipped or failed (their reasons are in the summary)"
+            print(f"gpubench: {reason}", flush=True)
+            document["warnings"].append(reason)
+        document["run"].update(status=status, finished=utc_now())
+        report.derive_findings(document, options.refine_rounds)
+        results.write(document, results_path)
+        summary_path = report.write_outputs(document, out_dir)
+        print(health.verdict_line(document["findings"]["health"]), flush=True)
+        print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
+    exit_status = {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]
+    if final_write.received:
+        raise stopping.StoppedAfterFinalWrite(final_write.received, exit_status)
+    return exit_status

@@ -1,6 +1,7 @@
 """Bad input fails cleanly: a clear message and an exit status, never a traceback, and nothing
 written where it does not belong (bad --out and --run-id said before the build; hostile results
 files refused)."""
+import importlib.util
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ import unittest
 
 from support import ENTRY
 from test_run_studies import FakeMachine
+
+from gpubench_driver import stopping
 
 
 def gpubench(*args):
@@ -92,6 +95,57 @@ class SignalTest(unittest.TestCase):
             with open(os.path.join(out, "results.json"), encoding="utf-8") as stream:
                 self.assertEqual(json.load(stream)["run"]["status"], "interrupted")
             self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+
+    def test_a_stop_during_the_final_write_waits_for_it(self):
+        """SIGINT once every entry is measured (results.json says complete; the findings' summary and plots
+        are being written) stops the driver only once they are written: status, exit status, summary and
+        plots agree (it stopped with exit status 130, results.json saying complete, no summary, no plots)."""
+        machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(machine.close)
+        out = os.path.join(machine.directory.name, "run")
+        process = subprocess.Popen(["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", machine.build_dir,
+                                    "--no-reference", "--no-refine", "--trials", "1", "--sizes", "64,128",
+                                    "--out", out], env=dict(machine.env, GPUBENCH_PYTHON=sys.executable),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: process.poll() is None and (process.kill(), process.communicate()))
+        results_path = os.path.join(out, "results.json")
+        deadline = time.monotonic() + 120
+        # The final write saves results.json with the run's status first (atomically: always whole),
+        # then draws the plots and writes the summary.
+        while run_status(results_path) != "complete":
+            self.assertIsNone(process.poll(), "the run ended before the test saw its final write")
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.005)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+        for name in ("summary.md", "summary.html"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), f"no {name}: {stdout}{stderr}")
+        if importlib.util.find_spec("matplotlib"):
+            self.assertTrue(os.listdir(os.path.join(out, "plots")), "no plots")
+        self.assertEqual(run_status(results_path), "complete")
+        self.assertEqual(process.returncode, 0, stdout + stderr)  # the run completed: its status's exit status
+        self.assertIn("SIGINT: stopping once", stdout)
+        self.assertNotIn("Traceback", stdout + stderr)
+
+
+def run_status(results_path):
+    """results.json's run status; None before it is written."""
+    try:
+        with open(results_path, encoding="utf-8") as stream:
+            return json.load(stream)["run"]["status"]
+    except FileNotFoundError:
+        return None
+
+
+class DeferredStopTest(unittest.TestCase):
+    def test_a_stop_signal_is_noted_not_raised_and_the_handlers_come_back(self):
+        before = signal.getsignal(signal.SIGINT)
+        with stopping.DeferredStop("the test's files are") as block:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)  # the handlers run between bytecodes
+        self.assertEqual(block.received, "SIGINT")  # the first
+        self.assertIs(signal.getsignal(signal.SIGINT), before)
 
 
 class UnknownFlagTest(unittest.TestCase):

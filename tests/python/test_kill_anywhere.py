@@ -3,11 +3,13 @@ driver (the launcher execs it, so its PID is the launcher's too) and SIGKILL to 
 group, at moments drawn from a seeded generator (GPUBENCH_KILL_SEED picks another sequence; a
 failure names its seed, signal and moment). After each kill results.json is valid JSON, the folder
 as `report` and `compare` read it (results.json and the run's journal) holds every printed entry
-with at least the trials printed, and `report` redraws it."""
+with at least the trials printed, and `report` redraws it. And a driver killed outright leaves no
+benchmark process running on without it."""
 import json
 import os
 import random
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -91,6 +93,95 @@ class KillAnywhereTest(unittest.TestCase):
             kept.append(self.check(out, stdout, what))
         # The moments fall while entries are being printed: most rounds printed some before the kill.
         self.assertGreaterEqual(sum(1 for count in kept if count), ROUNDS // 2, kept)
+
+
+def process_stat(pid):
+    """(state, parent PID) of a process from /proc/PID/stat; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stream:
+            stat = stream.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # after the command's name, which may hold spaces
+    return fields[0], int(fields[1])
+
+
+def benchmark_child(driver_pid):
+    """The PID of the benchmark process the driver started (its --benchmark_out flag tells it from the
+    --describe and --benchmark_list_tests calls), found by parent PID: /proc/PID/task/*/children is not
+    in every kernel."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (process_stat(int(name)) or (None, None))[1] == driver_pid:
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as stream:
+                    if b"--benchmark_out=" in stream.read():
+                        return int(name)
+            except OSError:
+                continue
+    return None
+
+
+def running(pid):
+    stat = process_stat(pid)
+    return stat is not None and stat[0] != "Z"  # a zombie has ended; its new parent has not reaped it yet
+
+
+def kill_group(process):
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "the parent-death signal is Linux's")
+class ChildDiesWithDriverTest(unittest.TestCase):
+    """kill -9 of the driver (no handler runs) ends the process it started within a couple of seconds,
+    instead of leaving a benchmark running on for its whole size (stopped by its parent-death signal)."""
+
+    def kill_driver_during_a_size(self, *args, ranks_together=False):
+        machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(machine.close)
+        if ranks_together:  # a study run by several ranks: its binary runs under run --launcher
+            describe = os.path.join(machine.directory.name, "matmul_describe.json")
+            with open(describe, encoding="utf-8") as stream:
+                description = json.load(stream)
+            with open(describe, "w", encoding="utf-8") as stream:
+                json.dump({**description, "ranks_together": True}, stream)
+        env = dict(machine.env, GPUBENCH_FAKE_SLEEP="30", GPUBENCH_PYTHON=sys.executable,
+                   TMPDIR=machine.directory.name)
+        driver = subprocess.Popen(["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", machine.build_dir,
+                                   "--no-reference", "--sizes", "64", "--out",
+                                   os.path.join(machine.directory.name, "run"), *args],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        self.addCleanup(kill_group, driver)  # whatever a failure (or the launcher's orphaned rank) left behind
+        deadline = time.monotonic() + 60
+        child = None
+        while child is None and time.monotonic() < deadline and driver.poll() is None:
+            time.sleep(0.1)
+            child = benchmark_child(driver.pid)  # the launcher's PID is the driver's: it execs it
+        self.assertIsNotNone(child, "the driver started no benchmark process")
+        with open(f"/proc/{child}/cmdline", "rb") as stream:
+            command = stream.read().split(b"\0")
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 3
+        while running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return child, command
+
+    def test_the_benchmark_process_ends_with_the_driver(self):
+        child, _ = self.kill_driver_during_a_size()
+        self.assertFalse(running(child), "the benchmark process runs on after kill -9 of the driver")
+
+    def test_a_launcher_ends_with_the_driver(self):
+        # A launcher that starts the binary as its own child, as mpirun and srun do (its own children
+        # are its business: a real launcher stops its ranks when it is told to stop).
+        launcher = shlex.join(["bash", "-c", '"$@"; exit $?', "launcher"])
+        child, command = self.kill_driver_during_a_size("--launcher", launcher, ranks_together=True)
+        self.assertEqual(command[:2], [b"bash", b"-c"])  # the launcher, not the binary
+        self.assertFalse(running(child), "the launcher runs on after kill -9 of the driver")
 
 
 if __name__ == "__main__":

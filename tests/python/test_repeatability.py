@@ -2,10 +2,12 @@
 import json
 import os
 import unittest
+from unittest import mock
 
+import support
 from test_run_studies import FakeMachine
 
-from gpubench_driver import repeatability, stats
+from gpubench_driver import repeatability, session, stats, stopping
 
 
 def doc(entries):
@@ -50,6 +52,13 @@ class RepeatabilityRunTest(unittest.TestCase):
         self.assertIn("repeatability: run B of 2", process.stdout)
         with open(os.path.join(out, "repeatability.md"), encoding="utf-8") as stream:
             self.assertIn("| kind of entry | entries |", stream.read())
+
+    def test_a_stop_during_a_runs_final_write_stops_before_the_next(self):
+        stopped = stopping.StoppedAfterFinalWrite("SIGINT", 0)  # run A complete and whole, then the stop
+        with mock.patch.object(session, "run", side_effect=stopped) as run:
+            status = repeatability.run(support.run_options(out=os.path.join(self.machine.directory.name, "r")), [])
+        self.assertEqual(status, 130)  # no run B, no comparison: the command was interrupted
+        self.assertEqual(run.call_count, 1)
 
 
 if __name__ == "__main__":

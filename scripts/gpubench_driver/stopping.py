@@ -1,0 +1,95 @@
+"""How a run stops: the processes the driver starts end with it, even when it is killed outright
+(kill -9, an out-of-memory kill), and a stop signal that comes during the run's final write waits for
+that write to finish, so that results.json, the summary and the plots agree."""
+import ctypes
+import os
+import signal
+import sys
+import threading
+
+# The signals that stop a run as Ctrl-C does (cli.main raises SIGTERM and SIGHUP as Ctrl-C).
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# What a child gets when the driver dies: SIGTERM, not SIGKILL, so that a launcher (mpirun, srun) stops
+# its own ranks; a study binary handles no signal, so SIGTERM ends it at once.
+PARENT_DEATH_SIGNAL = signal.SIGTERM
+
+
+def _prctl():
+    """libc's prctl, looked up before any fork (a child between fork and exec should do little); None
+    off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def dies_with_driver():
+    """A preexec_fn for subprocess that has the child sent PARENT_DEATH_SIGNAL when the driver dies, however
+    it dies; None where Linux's parent-death signal is not to be had (then a killed driver's child runs on
+    to its end, as before)."""
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    driver = os.getpid()
+
+    def in_child():
+        # Linux sends it when the *thread* that forked the child ends, not the process: the driver starts
+        # no threads and forks from its main thread, which lives as long as the driver.
+        prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL))
+        if os.getppid() != driver:  # the driver died between the fork and the prctl: no signal would come
+            os._exit(128 + int(PARENT_DEATH_SIGNAL))  # as if it had come (before exec: nothing to clean up)
+
+    return in_child
+
+
+class StoppedAfterFinalWrite(KeyboardInterrupt):
+    """A stop signal came during the run's final write, which finished first: the run's outputs are
+    whole and agree; the driver stops with the exit status of the run's recorded status (0 for a run that
+    completed: every entry was measured and written)."""
+
+    def __init__(self, signal_name, exit_status):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.exit_status = exit_status
+
+
+class DeferredStop:
+    """A block that SIGINT, SIGTERM and SIGHUP do not cut short: the first is noted (`received`, its name)
+    and said in one line, and the handlers are restored at the block's end. Outside the main thread, which
+    alone can set handlers, it defers nothing."""
+
+    def __init__(self, what):
+        self.what = what  # what the block writes, for the line that says the stop waits for it
+        self.received = None
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for name in STOP_SIGNALS:
+                signum = getattr(signal, name)
+                self._previous[signum] = signal.signal(signum, self._note)
+        return self
+
+    def __exit__(self, *exception):
+        for signum, handler in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+        return False
+
+    def _note(self, signum, frame):
+        if self.received is not None:
+            return
+        self.received = signal.Signals(signum).name
+        line = f"{self.received}: stopping once {self.what} written\n"
+        try:
+            # Straight to the file descriptor: print() from a handler that interrupted a print() of the
+            # block's raises RuntimeError (a reentrant call of the buffered stream).
+            os.write(sys.stdout.fileno(), line.encode())
+        except (OSError, ValueError, AttributeError):
+            pass  # the terminal is gone (SIGHUP), or stdout is no file: the files matter, not this line
