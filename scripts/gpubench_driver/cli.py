@@ -90,8 +90,8 @@ def _compare_parser(subparsers):
                                                "between-run noise floor, and, with a price per file, cost per 1000 "
                                                "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
                                                "compare.md, compare.html and compare.json.")
-    parser.add_argument("results", nargs="+", help="results.json files (or directories holding one); the first is "
-                                                   "the baseline")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "
+                                                   "the first is the baseline")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
     parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
                         help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
@@ -108,7 +108,8 @@ def _rank_parser(subparsers):
                                                "best run in bold and each run's rank where a direction is better; "
                                                "with a price per file, rates per USD-hour and USD per MLP epoch. "
                                                "Writes rank.md, rank.html and rank.json.")
-    parser.add_argument("results", nargs="+", help="results.json files (or directories holding one), one per row")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; one "
+                                                   "per row")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
     parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
                         help="FILE's price: an instance type of the price table (priced at one GPU's share), or USD "
@@ -123,7 +124,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _run_parser(subparsers)
     report_parser = subparsers.add_parser("report", help="regenerate summary.md and plots from a results.json")
-    report_parser.add_argument("results", help="a results.json or the directory holding it")
+    report_parser.add_argument("results", help="a results.json (or .json.gz) or the directory holding it")
     report_parser.add_argument("--out", help="where to write (default: beside results.json)")
     _compare_parser(subparsers)
     _rank_parser(subparsers)
@@ -132,7 +133,8 @@ def build_parser():
         description="Record every headline figure of the given runs as the expected range of their GPU model in "
                     "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
                     "the default suite on healthy machines, committed under results/.")
-    expected_parser.add_argument("results", nargs="+", help="results.json files (or directories holding one)")
+    expected_parser.add_argument("results", nargs="+",
+                                 help="results.json (or .json.gz) files, or directories holding one")
     expected_parser.add_argument("--file", default=expected.EXPECTED, help="the ranges file (default: %(default)s)")
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")

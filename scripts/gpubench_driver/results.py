@@ -1,8 +1,10 @@
 """results.json: the schema, its validation, atomic writing and safe loading."""
+import gzip
 import json
 import math
 import os
 import tempfile
+import zlib
 
 from gpubench_driver import gbench, measurements, telemetry
 
@@ -425,14 +427,38 @@ def _reject_constant(name):
     raise ValueError(f"{name} is not allowed in a results file")
 
 
+# A results file as the run writes it, and the same compressed (the curated runs kept in the repository
+# and the tests' fixtures: an eighth of the size). Every command reads either, through load.
+FILE = "results.json"
+COMPRESSED = FILE + ".gz"
+
+
+def file_in(directory):
+    """The results file a folder holds: results.json, else results.json.gz; None when it holds neither."""
+    for name in (FILE, COMPRESSED):
+        if os.path.isfile(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return None
+
+
+def _read_text(path):
+    """The file's text; a name ending in .gz is gunzipped first."""
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as stream:
+            return stream.read()
+    with open(path, encoding="utf-8") as stream:
+        return stream.read()
+
+
 def load(path):
+    """The validated document of a results file: results.json or results.json.gz, or a folder holding
+    one of them (results.json first)."""
     if os.path.isdir(path):
-        path = os.path.join(path, "results.json")
+        path = file_in(path) or os.path.join(path, FILE)
     try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ResultsError(f"cannot read {path}: {error}") from None
+        text = _read_text(path)
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # gzip: damaged (OSError) or cut (EOFError)
+        raise ResultsError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:
         document = json.loads(text, parse_constant=_reject_constant)
     except ValueError as error:

@@ -24,12 +24,13 @@ def default_build_dir():
 
 def prepare_out_dir(options):
     """The output folder, made before the build so that a bad --out or --run-id is said at once: it
-    must be a folder (or not exist) and hold no results.json yet."""
+    must be a folder (or not exist) and hold no results file yet (results.json or results.json.gz)."""
     out_dir = os.path.abspath(options.out or os.path.join(SOURCE_DIR, "results", options.run_id))
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise options_module.UsageError(f"--out: {out_dir} exists and is not a folder")
-    if os.path.exists(os.path.join(out_dir, "results.json")):
-        raise options_module.UsageError(f"--out: {out_dir} already holds a results.json "
+    held = results.file_in(out_dir) if os.path.isdir(out_dir) else None
+    if held:
+        raise options_module.UsageError(f"--out: {out_dir} already holds a {os.path.basename(held)} "
                                         f"(choose another --out or --run-id)")
     try:
         os.makedirs(out_dir, exist_ok=True)

@@ -32,7 +32,8 @@ MIN_EFFECT_LONG_DEVICE = 0.02
 MIN_EFFECT_OTHER = 0.05
 # Between-run noise of one-trial entries: the 95th percentile (nearest rank) of |log(B/A)| per protocol over the
 # A/A pair results/20261124-000002 and results/20261124-000955 (one H100, back to back, one trial
-# each; test_verdicts recomputes these from those files).
+# each; committed in f7fdce0). test_verdicts recomputes these from each entry's name, protocol, status
+# and median in those runs, kept in tests/python/fixtures/runs/noise_floor_pair.json.
 NOISE_FLOOR_PAIR = ("20261124-000002", "20261124-000955")
 NOISE_FLOOR = {"throughput": 0.2483, "latency": 0.6637, "cpu": 0.4982}
 NOISE_FLOOR_UNKNOWN_PROTOCOL = max(NOISE_FLOOR.values())  # files from before the protocols

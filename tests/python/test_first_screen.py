@@ -1,6 +1,7 @@
 """The report's first screen: headline figures with their intervals, the health check against
 expected ranges, the claims registry, and the page that leads with them. Inputs: a committed H200
-run of the default suite (read-only) and changed copies of it."""
+run of the default suite, trimmed into a fixture (fixtures/runs/README.md; read-only), and changed
+copies of it."""
 import copy
 import os
 import subprocess
@@ -8,13 +9,13 @@ import sys
 import tempfile
 import unittest
 
-from support import ENTRY, SOURCE_DIR
+from support import ENTRY, fixture
 
 from gpubench_driver import claims, expected, headline, health, html_report, journal, report, summary, summary_headline
 from gpubench_driver import document as document_blocks
 from gpubench_driver.document import Panel
 
-H200_RUN = os.path.join(SOURCE_DIR, "results", "aa-h200-20261124", "h200-aa-a-20261124", "results.json")
+H200_RUN = fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
 SHEETS = headline.load_datasheets()
 
 

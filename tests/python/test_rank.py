@@ -8,13 +8,14 @@ import tempfile
 import unittest
 
 import support
-from support import SCRIPTS_DIR, SOURCE_DIR
+from support import SCRIPTS_DIR
 
 from gpubench_driver import document as page, rank
 
-# Two committed runs of the default suite (every headline figure) and the quick fixture (three of them).
-H200 = os.path.join(SOURCE_DIR, "results", "aa-h200-20261124", "h200-aa-a-20261124", "results.json")
-H100 = os.path.join(SOURCE_DIR, "results", "aa-trials3-20261124", "h100-aa-a-20261124", "results.json")
+# Two committed runs of the default suite (every headline figure), trimmed into fixtures
+# (fixtures/runs/README.md), and the quick fixture (three of them).
+H200 = support.fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
+H100 = support.fixture("runs/aa-trials3-20261124/h100-aa-a-20261124/results.json.gz")
 QUICK = support.fixture("results_v1.json")
 
 

@@ -1,5 +1,6 @@
 """results.json: schema validation, atomic writing, refusal of damaged files, the report command."""
 import copy
+import gzip
 import json
 import os
 import tempfile
@@ -8,7 +9,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture
 
-from gpubench_driver import report, results
+from gpubench_driver import compare, options, report, results, session
 
 
 def fixture_document():
@@ -151,6 +152,56 @@ class WriteAndLoadTest(unittest.TestCase):
     def test_missing_file(self):
         with self.assertRaises(results.ResultsError):
             results.load(os.path.join(self.directory.name, "absent.json"))
+
+
+class CompressedFileTest(unittest.TestCase):
+    """results.json.gz (the curated runs kept in the repository, the tests' fixtures) reads like
+    results.json wherever a results file or its folder is given: every command loads through
+    results.load."""
+
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+        self.folder = os.path.join(self.directory.name, "run")
+        os.makedirs(self.folder)
+        self.document = results.write(fixture_document(), os.path.join(self.directory.name, "results.json"))
+        self.path = os.path.join(self.folder, "results.json.gz")
+        with gzip.open(self.path, "wt", encoding="utf-8") as stream:
+            json.dump(self.document, stream)
+
+    def test_the_file_and_its_folder_load_as_the_plain_file_does(self):
+        self.assertEqual(results.load(self.path), self.document)
+        self.assertEqual(results.load(self.folder), self.document)
+        self.assertEqual(results.file_in(self.folder), self.path)
+        self.assertIsNone(results.file_in(self.directory.name + "/absent"))
+
+    def test_a_folder_holding_both_reads_results_json(self):
+        changed = copy.deepcopy(self.document)
+        changed["run"]["id"] = "plain"
+        results.write(changed, os.path.join(self.folder, "results.json"))
+        self.assertEqual(results.load(self.folder)["run"]["id"], "plain")
+
+    def test_the_commands_read_a_folder_holding_it(self):
+        (source,) = compare.load_sources([self.folder], [], least=1)
+        self.assertEqual(source.document["run"]["id"], self.document["run"]["id"])
+        self.assertEqual(source.path, self.folder)
+
+    def test_a_damaged_or_cut_compressed_file_is_reported(self):
+        with open(self.path, "rb") as stream:
+            data = stream.read()
+        for name, damaged in (("cut", data[: len(data) // 2]), ("not gzip", b"{not gzip"),
+                              ("bad data", data[:20] + bytes(len(data) - 20))):
+            with self.subTest(name):
+                with open(self.path, "wb") as stream:
+                    stream.write(damaged)
+                with self.assertRaises(results.ResultsError) as caught:
+                    results.load(self.folder)
+                self.assertIn(self.path, str(caught.exception))
+
+    def test_a_run_will_not_write_beside_it(self):
+        with self.assertRaises(options.UsageError) as caught:
+            session.prepare_out_dir(support.run_options(out=self.folder))
+        self.assertIn("already holds a results.json.gz", str(caught.exception))
 
 
 class ReportTest(unittest.TestCase):

@@ -1,8 +1,8 @@
 """compare's verdicts on synthetic trials: a real shift is found, an A/A family is not flagged more
 than the calibration allows, drift and heavy tails end unclear rather than flagged, a change below
 the minimum effect is no difference; one-trial entries are held to the noise floor, whose figures
-are those of the committed A/A pair."""
-import json
+are those of the committed A/A pair. The real runs are fixtures trimmed from committed ones
+(fixtures/runs/README.md)."""
 import math
 import os
 import random
@@ -83,10 +83,17 @@ class NoiseFloorVerdictTest(unittest.TestCase):
         self.assertEqual(verdict.basis, "noise floor")
 
     def test_floors_are_the_committed_aa_pairs(self):
-        """The 95th percentile of |log(B/A)| per protocol over the entries ok in both runs of the pair."""
+        """The 95th percentile of |log(B/A)| per protocol over the entries ok in both runs of the pair
+        (each entry's name, protocol, status and median, kept in fixtures/runs/noise_floor_pair.json)."""
+        pair = support.load_fixture("runs/noise_floor_pair.json")
+
+        def entry(row):  # the fixture's columns
+            name, protocol, status, median_s = row
+            return {"name": name, "protocol": protocol, "status": status, "time_s": {"median": median_s}}
+
         def load(run_id):
-            with open(os.path.join(support.SOURCE_DIR, "results", run_id, "results.json"), encoding="utf-8") as stream:
-                return json.load(stream)
+            return {"studies": {name: {"entries": [entry(row) for row in rows]}
+                                for name, rows in pair["runs"][run_id].items()}}
         first, second = map(load, verdicts.NOISE_FLOOR_PAIR)
         offsets = {}
         for name, study in first["studies"].items():
@@ -102,7 +109,8 @@ class NoiseFloorVerdictTest(unittest.TestCase):
 
 class RealPairTest(unittest.TestCase):
     """Real A/A pairs with trials, as the H100 wrote them: the default suite in three trials twice
-    (results/aa-trials3-20261124, the code of the default today) and the first quick pair."""
+    (results/aa-trials3-20261124, the code of the default today) and the first quick pair, as
+    fixtures trimmed from them (fixtures/runs/README.md)."""
 
     def assert_calibrated(self, paths, at_least_on_trials):
         decided = list(compare.all_verdicts(compare.load_sources(paths, []))[2].values())
@@ -111,11 +119,11 @@ class RealPairTest(unittest.TestCase):
         self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * len(decided), counts)
 
     def test_compare_flags_at_most_five_percent_of_the_default_suite_pair(self):
-        folder = os.path.join(support.SOURCE_DIR, "results", "aa-trials3-20261124")
+        folder = support.fixture("runs/aa-trials3-20261124")
         self.assert_calibrated([os.path.join(folder, f"h100-aa-b{run}-20261124") for run in (1, 2)], 250)
 
     def test_compare_flags_at_most_five_percent_of_the_quick_pair(self):
-        folder = os.path.join(support.SOURCE_DIR, "results", "aa-quick-trials3-20261124")
+        folder = support.fixture("runs/aa-quick-trials3-20261124")
         self.assert_calibrated([os.path.join(folder, f"aa{run}-quick-trials3-20261124-005923") for run in (1, 2)], 100)
 
 
