@@ -65,8 +65,8 @@ def caps(study):
 
 def invocation_items(study):
     """The benchmark processes that ended badly, one list item each."""
-    return [f"the benchmark process at n={invocation.get('sizes')} {md(invocation.get('exit'))}"
-            for invocation in study["invocations"]]
+    return [f"{md(invocation.get('process') or 'the benchmark process')} at n={invocation.get('sizes')} "
+            f"{md(invocation.get('exit'))}" for invocation in study["invocations"]]
 
 
 def failed_entries(study):
