@@ -105,7 +105,8 @@ def _rank_parser(subparsers):
                                                 "per dollar",
                                    description="Rank one or more runs on their headline figures (derived again from "
                                                "each file): one row per run, one column per figure any run has, the "
-                                               "best run in bold and each run's rank where a direction is better; "
+                                               "best run in bold and each run's rank where a direction is better, "
+                                               "runs within noise of each other (as compare judges) sharing a rank; "
                                                "with a price per file, rates per USD-hour and USD per MLP epoch. "
                                                "Writes rank.md, rank.html and rank.json.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; one "

@@ -8,7 +8,7 @@ check (health.py), the rank page (rank.py) and the report's first screen read th
 import json
 import os
 
-from gpubench_driver import derive, stats
+from gpubench_driver import derive, stats, verdicts
 
 DATASHEETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpu_datasheets.json")
 # The formats a reader compares (the precision study's names), in the order the page lists them.
@@ -51,13 +51,29 @@ def datasheet_of(document, datasheets):
 
 # --- one figure -------------------------------------------------------------------------------
 def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
-           reference=None, device="gpu"):
+           reference=None, device="gpu", between_runs=None):
     """One headline figure; interval: (low, high) of the value, None where the run has no spread to
-    read; reference: {"value", "what"} it is set against (its fraction is value / reference)."""
+    read; reference: {"value", "what"} it is set against (its fraction is value / reference);
+    between_runs: what tells it from another run's (between_runs())."""
     low, high = interval
     return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
             "timed_as": timed_as, "where": where, "device": device, "reference": reference,
-            "fraction_of_reference": value / reference["value"] if reference and reference.get("value") else None}
+            "fraction_of_reference": value / reference["value"] if reference and reference.get("value") else None,
+            "between_runs": between_runs}
+
+
+def between_runs(entry, value, scales="rate"):
+    """What rank's noise judgement reads of a figure computed from one entry's median time (verdicts.Measured,
+    compare's judgement of that entry): the figure at each of the entry's trials (a rate scales as 1/time,
+    scales="time" as the time, None: not from the time alone, no trial values), the protocol that timed the
+    entry (its noise floor between runs) and the smallest change worth a verdict."""
+    time_s = entry["time_s"]
+    median = time_s["median"]
+    trials = []
+    if scales and time_s.get("over") == "trials" and median:
+        trials = [value * (median / time if scales == "rate" else time / median)
+                  for time in time_s["samples"] if stats.finite(time) and time > 0]
+    return {"trial_values": trials, "protocol": entry.get("protocol"), "min_effect": verdicts.min_effect(entry)}
 
 
 def spread(row):
@@ -108,7 +124,8 @@ def peak_rates(document, sheet):
         unit = "OP/s" if precision == "int8" else "FLOP/s"
         found.append(figure(f"rate/{precision}", f"{PRECISION_NAMES[precision]} peak rate", row["flop_per_s"],
                             _inverse(flop, stats.median_interval(entry["time_s"])), unit, "higher", THROUGHPUT,
-                            _where(row), {"value": peak, "what": what} if peak else None))
+                            _where(row), {"value": peak, "what": what} if peak else None,
+                            between_runs=between_runs(entry, row["flop_per_s"])))
     return found
 
 
@@ -136,9 +153,10 @@ def memory_bandwidth(document, sheet):
             reference = {"value": theoretical, "what": THEORETICAL_MEMORY}
         timed_as = LATENCY if entry.get("protocol") == "latency" else THROUGHPUT  # Thrust's dot waits for its sum
         return [figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
-                       reference)]
+                       reference, between_runs=between_runs(entry, found["bytes_per_s"]))]
     return [figure("memory_bandwidth", "Device memory bandwidth (2 x a device-to-device copy)", found["bytes_per_s"],
-                   interval, "B/s", "higher", THROUGHPUT, _where(found), reference)]
+                   interval, "B/s", "higher", THROUGHPUT, _where(found), reference,
+                   between_runs=between_runs(entry, found["bytes_per_s"]))]
 
 
 def link_bandwidths(document):
@@ -157,9 +175,12 @@ def link_bandwidths(document):
             reference = ({"value": link["bytes_per_s"],
                           "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
                          if link else None)
+            entry = _entry(document, {"study": "transfer", "impl": "copy_engine", "mode": mode, "precision": direction,
+                                      "n": point["n"]})  # the transfer study's direction is its precision slot
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
-                                f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference))
+                                f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
+                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None))
     return found
 
 
@@ -211,10 +232,11 @@ def epoch_times(document):
         best = _epoch_point(study, device, mode)
         if best:
             epoch_s, interval, row, point = best
+            entry = _entry(document, {"study": "mlp_training", **row, "batch": point["batch"]})
             found.append(figure(f"mlp_epoch/{device}", f"MLP training epoch of {samples:,} samples, {name}", epoch_s,
                                 interval, "s", "lower", THROUGHPUT if device == "gpu" else "cpu: host clock",
                                 f"mlp_training: {row['impl']} {row['mode']} {row['precision']}, batch {point['batch']}",
-                                device=device))
+                                device=device, between_runs=between_runs(entry, epoch_s, "time") if entry else None))
     return found
 
 
@@ -231,8 +253,11 @@ def energy(document):
         spread = row.get("energy_uncertainty_j")
         interval = (row["energy_j_per_op"] - spread, row["energy_j_per_op"] + spread) if spread is not None \
             else (None, None)
+        entry = _entry(document, row)
+        # Energy is not a scale of the time: no value per trial; its entry's noise floor between runs.
         found.append(figure(f"energy/{precision}", f"Energy of one {PRECISION_NAMES[precision]} GEMM, n={row['n']}",
-                            row["energy_j_per_op"], interval, "J", "lower", ENERGY, _where(row)))
+                            row["energy_j_per_op"], interval, "J", "lower", ENERGY, _where(row),
+                            between_runs=between_runs(entry, row["energy_j_per_op"], None) if entry else None))
     return found
 
 

@@ -147,10 +147,16 @@ def _finish(pyplot, figure, axes, path, extra=()):
     pyplot.close(figure)
 
 
+def _shown(chart, points):
+    """The (x, value) pairs of a series that its log-log chart can place: a value, both above 0."""
+    pairs = [(x, chart.value(point)) for x, point in points]
+    return [(x, y) for x, y in pairs if _positive(x) and _positive(y) and math.isfinite(y)]
+
+
 def _line_plot(pyplot, chart, styles):
     figure, axes = pyplot.subplots(figsize=(9, 6))
     for key, points in chart.series.items():
-        shown = [(x, chart.value(point)) for x, point in points if chart.value(point) is not None]
+        shown = _shown(chart, points)
         if shown:
             axes.plot(*zip(*shown), markersize=4, label=_label(key), **styles[_label(key)])
     if chart.mark:
@@ -160,7 +166,9 @@ def _line_plot(pyplot, chart, styles):
 
 
 def _draw(pyplot, study_charts):
-    """Draws a study's Charts, styled alike across them; returns their paths."""
+    """Draws a study's Charts, styled alike across them; returns their paths. A chart with no point to
+    place (a study that measured nothing, a figure no entry has) is neither drawn nor linked."""
+    study_charts = [chart for chart in study_charts if any(_shown(chart, points) for points in chart.series.values())]
     styles = study_styles([[_label(key) for key in chart.series] for chart in study_charts])
     for chart in study_charts:
         _line_plot(pyplot, chart, styles)

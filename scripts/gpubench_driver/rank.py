@@ -2,15 +2,18 @@
 
 One row per results file (a run on one machine), one column per headline figure any of them has
 (findings["headline"], headline.py, derived again from the entries as report does). A run without
-a figure shows an em dash. In a column whose figure has a better direction, the best run is in
-bold and every run that has the figure gets its rank. With a price per file (--price, as compare
+a figure shows an em dash. In a column whose figure has a better direction, every run that has the
+figure gets its rank: 1 plus the runs better than it beyond the noise between runs, as compare judges an
+entry (verdicts.py), so runs within noise of each other share a rank; the best in bold. A column where no
+run is better than another beyond noise ranks none ("within noise"). With a price per file (--price, as compare
 takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes rank.md,
 rank.html (the same blocks) and rank.json.
 """
 import json
 import os
+from itertools import combinations
 
-from gpubench_driver import compare, document as page, headline, html_report, report, session
+from gpubench_driver import compare, document as page, headline, html_report, report, session, verdicts
 from gpubench_driver.formatting import md, percent
 from gpubench_driver.summary_headline import value_text
 
@@ -61,7 +64,11 @@ def per_dollar(figure, usd_per_hour):
     else:
         return None
     scaled = {bound: None if figure[bound] is None else figure[bound] * scale for bound in ("value", "low", "high")}
-    return {"key": figure["key"], "label": figure["label"], **scaled, "unit": unit, "better": better}
+    noise = figure.get("between_runs")
+    if noise:  # the trials scaled alike: the price moves the ratio between runs, not the noise
+        noise = {**noise, "trial_values": [value * scale for value in noise.get("trial_values") or []]}
+    return {"key": figure["key"], "label": figure["label"], **scaled, "unit": unit, "better": better,
+            "between_runs": noise}
 
 
 def per_dollar_figures(figures, usd_per_hour):
@@ -74,14 +81,34 @@ def per_dollar_title(figure):
 
 
 # --- ranking ----------------------------------------------------------------------------------
-def ranks(values, better):
-    """{row: rank} of the rows holding a value (1 the best; equal values share a rank); {} where no
-    direction is better or fewer than two rows hold a value."""
-    held = {row: value for row, value in enumerate(values) if value is not None}
+def _measured(figure):
+    """The figure as verdicts reads a side: its value, its value at each trial, its entry's protocol."""
+    noise = figure.get("between_runs") or {}
+    return verdicts.Measured(figure["value"], tuple(noise.get("trial_values") or ()), noise.get("protocol"))
+
+
+def _min_effect(figure):
+    return (figure.get("between_runs") or {}).get("min_effect") or verdicts.MIN_EFFECT_OTHER
+
+
+def ranks(figures, better):
+    """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
+    figure is better beyond the noise between runs, judged as compare judges an entry
+    (verdicts.compare_measured: a t-test over both runs' trials where each has two or more, else the noise
+    floor of the entry's protocol), so rows within noise of each other share a rank. {} where no direction
+    is better or fewer than two rows hold a figure."""
+    held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}
-    sign = -1 if better == "higher" else 1
-    return {row: 1 + sum(sign * other < sign * value for other in held.values()) for row, value in held.items()}
+    pairs = list(combinations(held, 2))
+    decided = verdicts.compare_measured([(_measured(held[a]), _measured(held[b])) for a, b in pairs],
+                                        [max(_min_effect(held[a]), _min_effect(held[b])) for a, b in pairs])
+    beaten = dict.fromkeys(held, 0)
+    for (first, second), verdict in zip(pairs, decided):
+        if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER):  # ratio second / first, beyond noise
+            second_better = (verdict.ratio > 1) == (better == "higher")
+            beaten[first if second_better else second] += 1
+    return {row: 1 + count for row, count in beaten.items()}
 
 
 def ordinal(number):
@@ -95,21 +122,29 @@ def spread_text(figure):
     return "" if share is None else f" ±{percent(share)}"
 
 
-def cell(figure, rank):
+WITHIN_NOISE = "within noise"
+
+
+def cell(figure, rank, column_ranks=None):
+    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank}): bold
+    where first, "joint" where it shares its rank, "within noise" where no run of the column is ranked
+    above another."""
     if figure is None:
         return MISSING
     text = value_text(figure["value"], figure["unit"]) + spread_text(figure)
     if rank is None:
         return text
-    return (f"**{text}**" if rank == 1 else text) + f" ({ordinal(rank)})"
+    shared = list((column_ranks or {}).values()).count(rank) > 1
+    if shared and set(column_ranks.values()) == {rank}:
+        return f"{text} ({WITHIN_NOISE})"
+    return (f"**{text}**" if rank == 1 else text) + f" ({'joint ' if shared else ''}{ordinal(rank)})"
 
 
 def ranked_table(labels, figure_maps, keys, title):
     """Rows: a label and, per key, its figure's cell; title(figure) names a column."""
     first = first_figures(figure_maps, keys)
-    figure_ranks = {key: ranks([figures.get(key, {}).get("value") for figures in figure_maps], first[key]["better"])
-                    for key in keys}
-    rows = [[md(label), *(cell(figures.get(key), figure_ranks[key].get(row)) for key in keys)]
+    figure_ranks = {key: ranks([figures.get(key) for figures in figure_maps], first[key]["better"]) for key in keys}
+    rows = [[md(label), *(cell(figures.get(key), figure_ranks[key].get(row), figure_ranks[key]) for key in keys)]
             for row, (label, figures) in enumerate(zip(labels, figure_maps))]
     return page.table(["run", *(title(first[key]) for key in keys)], rows, rule=compare.RULE)
 
@@ -133,9 +168,12 @@ def _figures_section(runs, figure_maps):
         ranked_table([run.label for run in runs], figure_maps, keys, lambda figure: md(figure["key"])),
         page.paragraph(f"Each figure as the run's report heads it, ± the largest distance of its interval from the "
                        f"value (over the run's trials; energy: the window's own uncertainty). {MISSING}: the run "
-                       f"has no such figure. Where a better direction exists, the best run is in bold and each "
-                       f"run's rank follows its value; the ranks order the values only: where intervals overlap, "
-                       f"the order is not established."),
+                       f"has no such figure. Where a better direction exists, each run's rank follows its value: "
+                       f"1 plus the runs whose figure is better beyond the noise between runs, judged as compare "
+                       f"judges an entry (a t-test over both runs' trials where each has two or more, else the "
+                       f"noise floor of the entry's timing protocol, measured on an A/A pair); runs within noise "
+                       f"of each other share a rank (joint), the best are in bold, and a column where no run is "
+                       f"better than another beyond noise says {WITHIN_NOISE}."),
         _legend(figure_maps, keys)])
 
 

@@ -1,6 +1,7 @@
 """Runs a study binary once per size, streaming progress and saving after each."""
 import json
 import os
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -360,13 +361,16 @@ class Study:
     def _record_failure(self, n, invocation, planned, phase, trial, recovered):
         finished = {entry["name"] for entry in invocation.entries} | recovered
         missing = [name for name in planned if name not in finished]
-        how = describe_exit(invocation.returncode)
-        print(f"{self.name} n={n}: the benchmark process {how}; {len(missing)} entries not finished",
-              flush=True)
+        process, how = "the benchmark process", describe_exit(invocation.returncode)
+        # Rank 0 writes the ranks' record before any entry: without it and without an entry, the status
+        # is the launcher's own (a bad command, no allocation), not a study binary's.
+        if self.launcher and not finished and self.record.get("ranks") is None:
+            process, how = f"the launcher ({shlex.join(self.launcher)})", f"{how} before any rank reported"
+        print(f"{self.name} n={n}: {process} {how}; {len(missing)} entries not finished", flush=True)
         self.record["invocations"].append({
-            "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how,
+            "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how, "process": process,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
-        self._merge([_unfinished_entry(name, how, phase, self.axis_names) for name in missing], trial)
+        self._merge([_unfinished_entry(name, f"{process} {how}", phase, self.axis_names) for name in missing], trial)
 
 
 def read_ranks(artifacts_dir, name, launcher):
@@ -388,6 +392,6 @@ def _size_of(name):
 
 def _unfinished_entry(name, how, phase, axis_names):
     entry = gbench.blank_entry(name)
-    entry.update(status="error", phase=phase, message=f"not finished: the benchmark process {how}")
+    entry.update(status="error", phase=phase, message=f"not finished: {how}")
     entry["axes"] = gbench.named_axes(entry, axis_names)
     return entry

@@ -164,7 +164,35 @@ def measure(plans, options, document, save, out_dir):
         print(f"gpubench: error: {error}; writing what finished", flush=True)
         document["warnings"].append(f"the run stopped early: {error}")
         return "partial"
+    if not any(entry["status"] == "ok" for study in studies for entry in study.record["entries"]):
+        reason = nothing_measured(studies, plans, options)
+        print(f"gpubench: {reason}", flush=True)
+        document["warnings"].append(reason)
+        return "empty"
     return "partial" if any(study.record["invocations"] for study in studies) else "complete"
+
+
+def no_entries(plan, options):
+    """Why a study listed no entry to run: each one it would run needs a GPU and the run has none, else
+    the sizes, implementations and modes chosen leave it none."""
+    chosen = [impl for impl in plan.description["implementations"]
+              if plan.options.impls is None or impl.get("id") in plan.options.impls]
+    gpu = {"available": False, "reason": "--cpu-only was given"} if options.cpu_only else plan.description.get("gpu") or {}
+    if chosen and all(impl.get("device") == "gpu" for impl in chosen) and not gpu.get("available"):
+        return f"study {plan.name} has no entries on this machine: each needs a GPU ({gpu.get('reason') or 'none found'})"
+    return f"study {plan.name} has no entries at the sizes, implementations and modes chosen"
+
+
+def nothing_measured(studies, plans, options):
+    """Why a run that finished has no ok entry: no study had an entry to run, a benchmark process (or the
+    launcher) failed, or every entry was skipped or failed."""
+    if not any(study.planned for study in studies):
+        return "nothing to run: " + "; ".join(no_entries(plan, options) for plan in plans)
+    failures = dict.fromkeys(f"{study.name}: {invocation['process']} {invocation['exit']}"
+                             for study in studies for invocation in study.record["invocations"])
+    if failures:
+        return f"the run measured nothing: {'; '.join(failures)} (each entry's reason is in the summary)"
+    return "nothing was measured: every entry was skipped or failed (their reasons are in the summary)"
 
 
 def like_record(path, document):
@@ -205,12 +233,6 @@ def run(options, argv):
     # The final write: a stop signal waits for its end (cut short, it left results.json saying
     # complete beside no summary and no plots), then stops the driver with the run's own exit status.
     with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
-        if status == "complete" and not any(entry["status"] == "ok" for study in document["studies"].values()
-                                            for entry in study["entries"]):
-            status = "empty"
-            reason = "nothing was measured: every entry was skipped or failed (their reasons are in the summary)"
-            print(f"gpubench: {reason}", flush=True)
-            document["warnings"].append(reason)
         document["run"].update(status=status, finished=utc_now())
         report.derive_findings(document, options.refine_rounds)
         results.write(document, results_path)

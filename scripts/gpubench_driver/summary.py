@@ -20,16 +20,18 @@ def machine_line(document):
              f"{cpu.get('threads')} threads)" + (f", {memory / 2 ** 30:.0f} GiB memory" if memory else ""),
              f"{md(document['machine'].get('os'))}, {md(document['machine'].get('kernel'))}"]
     devices = ((document["software"].get("gpubench_env") or {}).get("cuda") or {}).get("devices") or []
+    # A GPU the machine has but the run did not use (--cpu-only, a CUDA runtime that could not) is said unused.
+    unused = "" if document["gpu"].get("available") else f"; not used: {md(document['gpu'].get('reason'))}"
     for index, gpu in enumerate(document["machine"].get("gpus") or []):
-        parts.append("GPU " + _gpu_description(gpu, devices[index] if index < len(devices) else {}))
+        parts.append("GPU " + _gpu_description(gpu, devices[index] if index < len(devices) else {}, unused))
     blas = document["software"].get("openblas") or {}
     parts.append(f"OpenBLAS {md(blas.get('version'))} (core {md(blas.get('core'))}, "
                  f"{md(blas.get('threads'))} threads)")
     return "; ".join(parts)
 
 
-def _gpu_description(smi, device):
-    """nvidia-smi's view and the CUDA runtime's view of one GPU, in a phrase."""
+def _gpu_description(smi, device, unused=""):
+    """nvidia-smi's view and the CUDA runtime's view of one GPU, in a phrase; unused: why the run did not use it."""
     facts = [f"{md(device['multiprocessors'])} SMs" if device.get("multiprocessors") else None,
              f"compute capability {md(device['compute_capability'])}" if device.get("compute_capability") else None,
              f"{smi['memory.total'] / 1024:.0f} GiB" if smi.get("memory.total") else None,
@@ -39,7 +41,7 @@ def _gpu_description(smi, device):
               if smi.get("pcie.link.gen.current") and smi.get("pcie.link.width.current") else None),
              f"ECC {md(smi['ecc.mode.current'])}" if smi.get("ecc.mode.current") else None,
              f"driver {md(smi.get('driver_version'))}"]
-    return f"{md(smi.get('name'))} ({', '.join(fact for fact in facts if fact)})"
+    return f"{md(smi.get('name'))} ({', '.join(fact for fact in facts if fact)}{unused})"
 
 
 def _header(document):

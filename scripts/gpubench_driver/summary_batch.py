@@ -3,8 +3,8 @@ from its `derived` (derive_batch.py); what sets one study apart is its BatchStud
 from gpubench_driver import derive_batch, gbench, reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
-from gpubench_driver.summary_common import (AXIS_TITLES, REFERENCES_NOT_RUN, STEADY_STATE, crossover_cells,
-                                            crossover_header, grouped_failures, run_notes)
+from gpubench_driver.summary_common import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
+                                            grouped_failures, references_not_run, run_notes)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -182,14 +182,23 @@ def _choices(point):
         f"{md(choice['algorithm_name'])}, {byte_size(choice['workspace_bytes'])}" for choice in point["choices"]))}
 
 
-def _chosen_algorithms(study, spec):
+def _library_line(library, gpu):
+    """The GPU library the study's binary was built with: its version where the run had a GPU to use it on,
+    else why it was not used (built without it, or no GPU: a version found on the host was not used)."""
+    if library.get("available") and gpu.get("available"):
+        return f"cuDNN {md(library.get('version'))}."
+    if library.get("available"):
+        return f"cuDNN not used: no GPU ({md(gpu.get('reason'))})."
+    return f"cuDNN not used: {md(library.get('reason'))}."
+
+
+def _chosen_algorithms(study, spec, gpu):
     derived = study["derived"]
     if derived.get("chosen_algorithms") is None:
         return []
     title = f"{spec.title}: algorithm chosen and its workspace"
     library = study.get("cudnn") or {}
-    blocks = ([paragraph(f"cuDNN {md(library.get('version'))}." if library.get("available")
-                         else f"cuDNN not used: {md(library.get('reason'))}.")] if library else [])
+    blocks = [paragraph(_library_line(library, gpu))] if library else []
     if not derived["chosen_algorithms"]:
         return section(title, blocks + [paragraph("No GPU entry reported an algorithm.")])
     rows = [{**row, "points": [_choices(point) for point in row["points"]]} for row in derived["algorithm_cells"]]
@@ -216,13 +225,14 @@ def _comparison_table(rows):
     return table(["n", "batch", *(f"{md(study)} {md(precision)}" for study, precision in columns)], body)
 
 
-def _references(name, study, spec, references):
+def _references(name, study, spec, document):
     runs = reference.RUNS.get(name)
     if not runs:
         return []
     title = f"{spec.title}: PyTorch reference"
+    references = document.get("references")
     if references is None:
-        return section(title, [paragraph(REFERENCES_NOT_RUN)])
+        return section(title, [paragraph(references_not_run(document))])
     items = []
     for key in runs:
         run = references.get(key) or {"note": "not run"}
@@ -248,5 +258,5 @@ def sections(name, spec, study, document):
     studies cap nothing, memory limits the batch (a skip says so)."""
     return (_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
             + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
-            + _chosen_algorithms(study, spec) + _references(name, study, spec, document.get("references"))
+            + _chosen_algorithms(study, spec, document.get("gpu") or {}) + _references(name, study, spec, document)
             + grouped_failures(study, f"{spec.title}: skipped and failed entries"))

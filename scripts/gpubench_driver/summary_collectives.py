@@ -2,7 +2,7 @@
 comparison with the torch.distributed all-reduce (reference_allreduce.py)."""
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, seconds
-from gpubench_driver.summary_common import REFERENCES_NOT_RUN, grouped_failures, run_notes, time_ratio_cell
+from gpubench_driver.summary_common import grouped_failures, references_not_run, run_notes, time_ratio_cell
 
 REFERENCE_RUN = "torch_allreduce"
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
@@ -36,10 +36,11 @@ def _curves(derived):
     return section(title, blocks)
 
 
-def _references(study, references):
+def _references(study, document):
     title = "Collectives: torch.distributed all-reduce reference"
+    references = document.get("references")
     if references is None:
-        return section(title, [paragraph(REFERENCES_NOT_RUN)])
+        return section(title, [paragraph(references_not_run(document))])
     notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
     rows = study["derived"].get("reference_comparison") or []
     if not any(row["time_ratio"] is not None for row in rows):
@@ -70,5 +71,5 @@ def _ranks(launch):
 
 
 def sections(study, document):
-    return (_curves(study["derived"]) + _ranks(study.get("ranks")) + _references(study, document.get("references"))
+    return (_curves(study["derived"]) + _ranks(study.get("ranks")) + _references(study, document)
             + grouped_failures(study, "Collectives: skipped and failed entries"))

@@ -6,7 +6,6 @@ from gpubench_driver.derive import failure_text
 from gpubench_driver.stats import finite
 
 AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
-REFERENCES_NOT_RUN = "Not run (--no-reference or --cpu-only)."
 STEADY_STATE = ("Both sides are timed in the steady state by the study binary's protocol: warmed up until the "
                 "per-call time settles, then sampled until one stopping rule is met (docs/methodology.md, "
                 "Reference timings).")
@@ -65,8 +64,8 @@ def caps(study):
 
 def invocation_items(study):
     """The benchmark processes that ended badly, one list item each."""
-    return [f"the benchmark process at n={invocation.get('sizes')} {md(invocation.get('exit'))}"
-            for invocation in study["invocations"]]
+    return [f"{md(invocation.get('process') or 'the benchmark process')} at n={invocation.get('sizes')} "
+            f"{md(invocation.get('exit'))}" for invocation in study["invocations"]]
 
 
 def failed_entries(study):
@@ -89,6 +88,24 @@ def grouped_failures(study, title):
              f"{md(row['reason'])}" for row in study["derived"].get("failures", [])]
     items += invocation_items(study)
     return section(title, [bullets(items)]) if items else []
+
+
+def references_not_run(document):
+    """Why the run timed no references, from the options it recorded (cli: --reference is the default
+    except with --quick; --cpu-only and --no-reference turn it off)."""
+    run = document.get("run") or {}
+    options = run.get("options") or {}
+    if options.get("cpu_only"):
+        why = "--cpu-only runs no references"
+    elif options.get("quick") and not options.get("reference"):
+        why = "a --quick run skips the references (--reference times them)"
+    elif options.get("reference") is False:
+        why = "--no-reference was given"
+    elif options.get("reference"):
+        why = f"the run ended before its references were timed (status {md(run.get('status'))})"
+    else:  # a file without its options
+        return "Not run (--no-reference, --cpu-only or --quick)."
+    return f"Not run: {why}."
 
 
 def run_notes(name, run):

@@ -2,8 +2,9 @@
 from gpubench_driver import reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate, ratio, seconds
-from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, best_rates, caps, crossover_cells,
-                                            crossover_header, failed_entries, run_notes, unsettled_mark)
+from gpubench_driver.summary_common import (STEADY_STATE, best_rates, caps, crossover_cells,
+                                            crossover_header, failed_entries, references_not_run, run_notes,
+                                            unsettled_mark)
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 
@@ -50,9 +51,10 @@ def _comparison_item(row):
             f"(time ratio {row['time_ratio']:.3f}{unsettled_mark(row)}; below 1: the study is faster)")
 
 
-def _references(derived, references):
+def _references(derived, document):
+    references = document.get("references")
     if references is None:
-        return section("Reference libraries", [paragraph(REFERENCES_NOT_RUN)])
+        return section("Reference libraries", [paragraph(references_not_run(document))])
     items = []
     for name, run in references.items():
         if name in reference.RUNS["matmul"]:
@@ -69,4 +71,4 @@ def _references(derived, references):
 def sections(study, document):
     derived = study["derived"]
     return (_crossovers(derived) + _headline_speedups(derived) + best_rates(derived) + caps(study)
-            + failed_entries(study) + _references(derived, document.get("references")))
+            + failed_entries(study) + _references(derived, document))

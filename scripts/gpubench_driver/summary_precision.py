@@ -2,8 +2,8 @@
 from gpubench_driver import reference
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import md, rate, ratio, scientific, seconds
-from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, best_rates, grouped_failures, run_notes,
-                                            unsettled_mark)
+from gpubench_driver.summary_common import (STEADY_STATE, best_rates, grouped_failures, references_not_run,
+                                            run_notes, unsettled_mark)
 
 TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
                 "rel. error (normal)", "tolerance")
@@ -55,10 +55,11 @@ def _comparison_row(row):
             f"{md(row['reference'])} {md(row['reference_dtype'])} {seconds(row['reference_median_s'])}", ratio_cell]
 
 
-def _references(derived, references):
+def _references(derived, document):
     title = "Precision: reference libraries"
+    references = document.get("references")
     if references is None:
-        return section(title, [paragraph(REFERENCES_NOT_RUN)])
+        return section(title, [paragraph(references_not_run(document))])
     items = []
     for name, run in references.items():
         if name in reference.RUNS["precision"]:
@@ -86,4 +87,4 @@ def sections(study, document):
     return (_claim(derived) + _tables(derived)
             + best_rates(derived, ("precision", "impl", "mode"), "Precision: best rates")
             + grouped_failures(study, "Precision: skipped and failed entries") + _cpu_notes(derived)
-            + _references(derived, document.get("references")))
+            + _references(derived, document))

@@ -2,8 +2,8 @@
 from gpubench_driver import derive_transfer
 from gpubench_driver.document import bullets, paragraph, section, table
 from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.summary_common import (REFERENCES_NOT_RUN, STEADY_STATE, grouped_failures, noise_note, run_notes,
-                                            time_ratio_cell)
+from gpubench_driver.summary_common import (STEADY_STATE, grouped_failures, noise_note, references_not_run,
+                                            run_notes, time_ratio_cell)
 
 REFERENCE_RUN = "torch_transfer"
 
@@ -79,10 +79,11 @@ def _ratios(derived):
         "rate says nothing about real data.")])
 
 
-def _references(study, references):
+def _references(study, document):
     title = "Transfer: PyTorch reference"
+    references = document.get("references")
     if references is None:
-        return section(title, [paragraph(REFERENCES_NOT_RUN)])
+        return section(title, [paragraph(references_not_run(document))])
     notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
     rows = study["derived"].get("reference_comparison") or []
     if not any(row["time_ratio"] is not None for row in rows):
@@ -96,5 +97,5 @@ def _references(study, references):
 
 
 def sections(study, document):
-    return (_curves(study, document) + _ratios(study["derived"]) + _references(study, document.get("references"))
+    return (_curves(study, document) + _ratios(study["derived"]) + _references(study, document)
             + grouped_failures(study, "Transfer: skipped and failed entries"))

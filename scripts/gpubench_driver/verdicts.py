@@ -1,5 +1,5 @@
 """Calibrated verdicts for `compare`: is an entry of file B the same as, faster or slower than in
-file A, or is it unclear?
+file A, or is it unclear? (`rank` asks the same of the headline figures computed from entries.)
 
 As nvbench-compare-robust decides SAME/FAST/SLOW/AMBIGUOUS from intervals: a ratio B/A and its
 interval, against a minimum effect worth reporting.
@@ -58,6 +58,22 @@ class Verdict:
                 "basis": self.basis, "p_value": self.p_value, "min_effect": self.min_effect}
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a verdict reads of one file's side: its value (an entry's median time, or a figure computed
+    from it), that value at each of its independent trials (fewer than two: the noise floor decides) and
+    the protocol that timed it (whose noise floor)."""
+    value: float
+    trial_values: tuple = ()
+    protocol: Optional[str] = None
+
+
+def of_entry(entry):
+    time_s = entry["time_s"]
+    trials = tuple(time_s["samples"]) if time_s.get("over") == "trials" else ()  # the trials' medians
+    return Measured(time_s["median"], trials, entry.get("protocol"))
+
+
 def long_gpu_entry(entry):
     """A GPU entry of LONG_ENTRY_S or more: the A/A targets' kind held to 2% (docs/methodology.md)."""
     return entry["device"] == "gpu" and entry["time_s"]["median"] >= LONG_ENTRY_S
@@ -68,12 +84,9 @@ def min_effect(entry):
     return MIN_EFFECT_LONG_DEVICE if long_device else MIN_EFFECT_OTHER
 
 
-def _trial_logs(entry):
-    """The logarithms of the entry's trials' medians, or None when it has fewer than two."""
-    time_s = entry["time_s"]
-    if time_s.get("over") != "trials":
-        return None
-    logs = [math.log(value) for value in time_s["samples"] if stats.finite(value) and value > 0]
+def _trial_logs(measured):
+    """The logarithms of the side's trial values, or None when it has fewer than two."""
+    logs = [math.log(value) for value in measured.trial_values if stats.finite(value) and value > 0]
     return logs if len(logs) >= 2 else None
 
 
@@ -102,8 +115,8 @@ def _t_test(first, second):
     return difference, quantile * se, p_value
 
 
-def _floor(entry):
-    return NOISE_FLOOR.get(entry.get("protocol"), NOISE_FLOOR_UNKNOWN_PROTOCOL)
+def _floor(measured):
+    return NOISE_FLOOR.get(measured.protocol, NOISE_FLOOR_UNKNOWN_PROTOCOL)
 
 
 def _decide(log_ratio, half_width, effect, significant):
@@ -128,19 +141,26 @@ def benjamini_hochberg(p_values, rate=FALSE_DISCOVERY_RATE):
 
 def compare_entries(pairs):
     """[Verdict] for [(entry in A, entry in B)], both ok; the trial-based tests share one family."""
+    return compare_measured([(of_entry(first), of_entry(second)) for first, second in pairs],
+                            [min_effect(first) for first, _ in pairs])
+
+
+def compare_measured(pairs, effects):
+    """[Verdict] for [(Measured of A, Measured of B)], each held to its minimum effect (effects, in order):
+    compare's judgement of entries, which rank gives the figures computed from them. The trial-based tests
+    share one family."""
     tests, floors = {}, {}
     for index, (first, second) in enumerate(pairs):
         logs = (_trial_logs(first), _trial_logs(second))
         if logs[0] and logs[1]:
             tests[index] = _t_test(*logs)
         else:
-            log_ratio = math.log(second["time_s"]["median"] / first["time_s"]["median"])
+            log_ratio = math.log(second.value / first.value)
             floors[index] = (log_ratio, max(_floor(first), _floor(second)))
     keys = list(tests)
     discoveries = {keys[i] for i in benjamini_hochberg([tests[key][2] for key in keys])} if keys else set()
     verdicts = []
-    for index, (first, _) in enumerate(pairs):
-        effect = min_effect(first)
+    for index, effect in enumerate(effects):
         if index in tests:
             log_ratio, half_width, p_value = tests[index]
             verdict = _decide(log_ratio, half_width, effect, index in discoveries)

@@ -344,7 +344,7 @@ class SummaryTest(unittest.TestCase):
 
     def test_references_not_run(self):
         text = summary.render(support.mlp_document(), [], tempfile.gettempdir())
-        self.assertIn("## MLP training: PyTorch reference\n\nNot run (--no-reference or --cpu-only).", text)
+        self.assertIn("## MLP training: PyTorch reference\n\nNot run (--no-reference, --cpu-only or --quick).", text)
 
     def test_failures(self):
         self.assertIn("- cudnn\\_nchw fp16 (resident, transfer\\_pinned; n = 56 (batch 256)): skipped: cuDNN has no "

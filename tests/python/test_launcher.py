@@ -2,15 +2,18 @@
 rank 0 writing the files the driver reads; the ranks' record in the study's results (runner.read_ranks) and its
 table in summary.md. The launch itself runs gpubench_ranks_study (tests/ranks_study.cpp, CPU entries that count
 their calls) under a real mpirun, skipped with the reason where Open MPI is not installed."""
+import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import unittest
 from unittest import mock
 
 import support
 from gpubench_driver import options as opts, results, runner, summary_collectives
+from test_run_studies import FAKE_STUDY
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 RANKS_STUDY = os.path.join(BUILD_DIR, "tests", "gpubench_ranks_study")
@@ -87,6 +90,61 @@ class LaunchedStudyTest(unittest.TestCase):
         self.assertEqual(record["ranks"]["command"], launcher)
         self.assertEqual([(rank["rank"], rank["host"]) for rank in record["ranks"]["ranks"]],
                          [(0, socket.gethostname()), (1, socket.gethostname())])
+
+
+def collectives_machine(root, gpu):
+    """A build directory whose only study is a stand-in collectives binary (ranks_together) that has one GPU
+    entry at the quick size, or, without a GPU, none at any size (as the real binary registers none)."""
+    build_dir = os.path.join(root, "build")
+    os.makedirs(os.path.join(build_dir, "bench"))
+    description = {"study": "collectives", "ranks_together": True, "default_sizes": [24],
+                   "gpu": {"available": True, "reason": None} if gpu else
+                   {"available": False, "reason": "no CUDA device found"},
+                   "implementations": [{"id": "all_reduce", "device": "gpu", "modes": ["out_of_place"]}]}
+    name = "collectives/all_reduce/gpu/out_of_place/fp32/n:24/manual_time"
+    runs = [{"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "iterations": 10,
+             "real_time": 1e5, "time_unit": "ns"}] if gpu else []
+    files = [os.path.join(root, "describe.json"), os.path.join(root, "runs.json")]
+    for path, value in zip(files, (description, {"benchmarks": runs})):
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(value, stream)
+    support.write_executable(os.path.join(build_dir, "bench", "gpubench_collectives"),
+                             FAKE_STUDY.format(python=sys.executable, tests=support.TESTS_DIR, describe=files[0],
+                                               benchmarks=files[1]))
+    return build_dir
+
+
+class LauncherNothingRanTest(unittest.TestCase):
+    """run --studies collectives --launcher false: the run says there was nothing to run and why (no GPU, or
+    the launcher's exit before any rank reported), fails, and keeps the reason in its results and summary."""
+
+    def run_collectives(self, gpu):
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        out = os.path.join(directory.name, "run")
+        process = support.gpubench_run("--quick", "--studies", "collectives", "--launcher", "false", "--out", out,
+                                       build_dir=collectives_machine(directory.name, gpu))
+        self.assertNotIn("Traceback", process.stdout + process.stderr)
+        self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+            return process.stdout, results.load(out), stream.read()
+
+    def test_without_a_gpu_the_study_has_nothing_to_run(self):
+        stdout, document, summary = self.run_collectives(gpu=False)
+        reason = "study collectives has no entries on this machine: each needs a GPU (no CUDA device found)"
+        self.assertIn(f"gpubench: nothing to run: {reason}", stdout)
+        self.assertNotIn("every entry was skipped or failed", stdout)
+        self.assertEqual(document["run"]["status"], "empty")
+        self.assertIn(f"nothing to run: {reason}", document["warnings"])
+        self.assertIn(reason, summary)
+
+    def test_a_launcher_that_exits_before_any_rank_reported_is_named(self):
+        stdout, document, summary = self.run_collectives(gpu=True)
+        said = "the launcher (false) exited with status 1 before any rank reported"
+        self.assertIn(said, stdout)
+        self.assertIn(f"the run measured nothing: collectives: {said}", document["warnings"][-1])
+        self.assertEqual(document["run"]["status"], "empty")
+        self.assertIn(said, summary)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import plots
+from gpubench_driver import plots, report, results, studies
 
 CPU_IMPLS = ("blocked_loop", "naive_loop", "openblas")
 GPU_IMPLS = ("cublas", "naive_kernel", "tiled_kernel")
@@ -196,6 +196,35 @@ class WritePlotsTest(unittest.TestCase):
             for label in vertical:
                 self.assertIn(f", {precision}", label)
                 self.assertNotIn(other, label)
+
+
+@unittest.skipIf(plots.load_pyplot() is None, "this Python has no matplotlib")
+class NoDataTest(unittest.TestCase):
+    """A chart with no data point is neither written nor linked (a --quick run on a machine without a GPU
+    drew an empty launch_overhead_per_kernel.png)."""
+
+    def test_studies_that_measured_nothing_draw_and_link_no_plot(self):
+        made = results.new_document({"id": "empty", "started": "2026-11-27T00:00:00+00:00", "finished": None,
+                                     "status": "complete", "command_line": [], "options": {"quick": True}})
+        made.update(machine={"cpu": {}, "gpus": []}, software={})
+        made["gpu"] = {"available": False, "reason": "no CUDA device found"}
+        for name in studies.NAMES:
+            made["studies"][name] = results.new_study({"implementations": []}, [64])
+        report.derive_findings(made, 0)
+        with tempfile.TemporaryDirectory() as out:
+            report.write_outputs(made, out)
+            self.assertEqual(os.listdir(os.path.join(out, "plots")), [])
+            with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+                self.assertNotIn("plots/", stream.read())
+
+    def test_a_chart_whose_series_hold_no_value_is_not_drawn(self):
+        entries = [support.make_entry("openblas", "cpu", "host", n, 1e-3 * n) for n in (64, 128)]
+        for entry in entries:
+            entry["flop_per_s"] = None  # no FLOP count: the rate chart has nothing to show, the time chart has
+        with tempfile.TemporaryDirectory() as out:
+            found = plots.matmul_plots(plots.load_pyplot(), {"entries": entries, "derived": {}}, out)
+            self.assertEqual([os.path.basename(path) for path in found], ["matmul_time.png"])
+            self.assertEqual(os.listdir(out), ["matmul_time.png"])
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("- cublas fp8\\_e4m3 (resident, transfer\\_pinned; n = 4096, 8192): " + FP8_SKIP, text)
         self.assertIn("- wmma\\_kernel fp16 (transfer\\_pinned; n = 8192): wrong result: relative Frobenius", text)
         self.assertIn("## Precision: best rates", text)
-        self.assertIn("Not run (--no-reference or --cpu-only).", text)
+        self.assertIn("Not run (--no-reference, --cpu-only or --quick).", text)
         self.assertNotIn("## Crossover", text)  # the matmul part only with a matmul study
 
     def test_rows_follow_the_order_of_precisions_gpu_first(self):

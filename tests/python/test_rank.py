@@ -46,9 +46,15 @@ class RankPageTest(unittest.TestCase):
 
     def test_best_run_is_bold_and_every_run_ranked(self):
         figures = tables(rank.blocks(self.runs))[0]
-        # FP32 peak: the H100 51.75, the H200 51.24, the fixture 31.09 TFLOP/s (higher is better).
-        self.assertEqual(column(figures, "rate/fp32"), ["51.24 TFLOP/s ±0.0% (2nd)", "**51.75 TFLOP/s ±0.6%** (1st)",
-                                                        "31.09 TFLOP/s ±1.4% (3rd)"])
+        # FP16 peak: the H100 699.74 against the H200 656.69 TFLOP/s over three trials each, 6.6% apart
+        # beyond their trials' spread (higher is better).
+        self.assertEqual(column(figures, "rate/fp16"), ["656.69 TFLOP/s ±1.5% (2nd)", "**699.74 TFLOP/s ±1.8%** (1st)",
+                                                        "—"])
+        # FP32 peak: the H100 51.75, the H200 51.24 (1% apart, below the 2% worth a verdict), the fixture's
+        # one trial 31.09 TFLOP/s (a file without protocols: the widest noise floor between runs): no rank.
+        self.assertEqual(column(figures, "rate/fp32"), ["51.24 TFLOP/s ±0.0% (within noise)",
+                                                        "51.75 TFLOP/s ±0.6% (within noise)",
+                                                        "31.09 TFLOP/s ±1.4% (within noise)"])
         # The GPU epoch: lower is better, the H200's 2.12 ms.
         self.assertEqual(column(figures, "mlp\\_epoch/gpu"),
                          ["**2.12 ms ±0.9%** (1st)", "2.28 ms ±1.4% (2nd)", "—"])
@@ -97,10 +103,15 @@ class RankPageTest(unittest.TestCase):
         self.assertIn("- fixture-h100-quick (NVIDIA H100 80GB HBM3): no price", page.to_markdown(blocks))
 
     def test_ranks_share_ties_and_need_two_values_and_a_direction(self):
-        self.assertEqual(rank.ranks([3.0, None, 5.0, 5.0], "higher"), {0: 3, 2: 1, 3: 1})
-        self.assertEqual(rank.ranks([3.0, 1.0, 2.0], "lower"), {0: 3, 1: 1, 2: 2})
-        self.assertEqual(rank.ranks([3.0, None], "higher"), {})
-        self.assertEqual(rank.ranks([3.0, 1.0], None), {})
+        def figures(*values):  # one trial each, device-timed: the throughput protocol's noise floor (about 28%)
+            return [None if value is None else {"value": value, "between_runs": {
+                "trial_values": [], "protocol": "throughput", "min_effect": 0.02}} for value in values]
+        self.assertEqual(rank.ranks(figures(3.0, None, 5.0, 5.0), "higher"), {0: 3, 2: 1, 3: 1})
+        self.assertEqual(rank.ranks(figures(3.0, 1.0, 2.0), "lower"), {0: 3, 1: 1, 2: 2})
+        self.assertEqual(rank.ranks(figures(1.0, 1.13), "higher"), {0: 1, 1: 1})  # within noise: one rank
+        self.assertEqual(rank.ranks(figures(1.0, 1.13, 2.0), "higher"), {0: 2, 1: 2, 2: 1})
+        self.assertEqual(rank.ranks(figures(3.0, None), "higher"), {})
+        self.assertEqual(rank.ranks(figures(3.0, 1.0), None), {})
         self.assertEqual([rank.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 111)],
                          ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "111th"])
 
@@ -136,8 +147,9 @@ class RankCommandTest(unittest.TestCase):
             markdown = stream.read()
         self.assertIn("| quick\\|fixture |", markdown)  # labels are escaped
         self.assertIn("6.88 USD/h (p5.48xlarge: 55.04 USD/h for 8 H100; the run used 1 of its 8 GPUs)", markdown)
+        self.assertIn("| 51.75 TFLOP/s ±0.6% (within noise) |", markdown)
         with open(os.path.join(self.out, "rank.html"), encoding="utf-8") as stream:
-            self.assertIn("<strong>51.75 TFLOP/s ±0.6%</strong>", stream.read())
+            self.assertIn("51.75 TFLOP/s ±0.6% (within noise)", stream.read())
 
     def test_one_run_is_enough(self):
         completed = self.gpubench_rank(QUICK)
@@ -170,6 +182,43 @@ class RankCommandTest(unittest.TestCase):
                 self.assertEqual(completed.returncode, status, completed.stderr)
                 self.assertIn(message, completed.stderr)
                 self.assertNotIn("Traceback", completed.stderr)
+
+
+def faster_copy(path, out_path, factor):
+    """The results file at path with its FP32 peak entry (matmul cublas resident n=1024) `factor` times as
+    fast, written to out_path."""
+    with open(path, encoding="utf-8") as stream:
+        document = json.load(stream)
+    for entry in document["studies"]["matmul"]["entries"]:
+        if (entry["impl"], entry["mode"], entry["n"]) == ("cublas", "resident", 1024):
+            entry["time_s"] = {key: value / factor if isinstance(value, float) else value
+                               for key, value in entry["time_s"].items()}
+            entry["time_s"]["samples"] = [value / factor for value in entry["time_s"].get("samples") or []]
+            entry["flop_per_s"] *= factor
+    with open(out_path, "w", encoding="utf-8") as stream:
+        json.dump(document, stream)
+    return out_path
+
+
+class RankWithinNoiseTest(unittest.TestCase):
+    """Two runs of one trial whose FP32 peaks are 13% apart: within the noise between two runs of one trial
+    (compare's noise floor), so rank names no 1st."""
+
+    def setUp(self):
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        self.faster = faster_copy(QUICK, os.path.join(directory.name, "faster.json"), 1.13)
+
+    def test_runs_within_noise_are_not_ranked_apart(self):
+        runs = rank.load_runs([QUICK, self.faster], ["slower", "faster"])
+        cells = column(tables(rank.blocks(runs))[0], "rate/fp32")
+        self.assertEqual(cells, ["31.09 TFLOP/s ±1.4% (within noise)", "35.14 TFLOP/s ±1.4% (within noise)"])
+        self.assertNotIn("1st", page.to_markdown(rank.blocks(runs)))
+
+    def test_a_difference_beyond_the_noise_floor_is_ranked(self):
+        runs = rank.load_runs([QUICK, faster_copy(QUICK, self.faster, 2.0)], ["slower", "faster"])
+        cells = column(tables(rank.blocks(runs))[0], "rate/fp32")
+        self.assertEqual(cells, ["31.09 TFLOP/s ±1.4% (2nd)", "**62.19 TFLOP/s ±1.4%** (1st)"])
 
 
 if __name__ == "__main__":

@@ -129,5 +129,45 @@ class BlocksTest(unittest.TestCase):
         self.assertEqual(made, before)
 
 
+def no_gpu_document(options):
+    """The fixture's matmul and the convolution study of a build with cuDNN, run where no GPU was found,
+    with the run options given (as results.json records them)."""
+    made = matmul_document()
+    made["studies"].update(support.conv_document()["studies"])
+    made["studies"]["conv2d"]["cudnn"] = {"available": True, "reason": None, "version": "9.19.0",
+                                          "header_version": "9.19.0"}
+    made["gpu"] = {"available": False, "reason": "no CUDA device found"}
+    made["run"]["options"] = options
+    made["references"] = None
+    report.derive_findings(made, 0)
+    return made
+
+
+class NoGpuQuickRunTest(unittest.TestCase):
+    """What a --quick run on a machine without a GPU says of what it did not run."""
+
+    def test_the_references_name_the_option_that_skipped_them(self):
+        cases = {"a --quick run skips the references (--reference times them)": {"quick": True, "reference": False},
+                 "--cpu-only runs no references": {"quick": True, "reference": False, "cpu_only": True},
+                 "--no-reference was given": {"quick": False, "reference": False}}
+        for said, options in cases.items():
+            with self.subTest(said):
+                text = render(no_gpu_document(options))
+                self.assertIn(f"## Reference libraries\n\nNot run: {said}.\n", text)
+                self.assertNotIn("(--no-reference or --cpu-only)", text)
+
+    def test_a_gpu_library_is_not_named_as_used_without_a_gpu(self):
+        text = render(no_gpu_document({"quick": True, "reference": False}))
+        self.assertNotIn("cuDNN 9.19.0.", text)
+        self.assertIn("cuDNN not used: no GPU (no CUDA device found).", text)
+
+    def test_the_machines_gpu_is_not_named_as_used_when_the_run_did_not_use_it(self):
+        made = no_gpu_document({"cpu_only": True})
+        made["gpu"] = {"available": False, "reason": "--cpu-only was given"}
+        made["machine"]["gpus"] = [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "550.54.15"}]
+        self.assertIn("GPU NVIDIA H100 80GB HBM3 (", summary.machine_line(made))
+        self.assertIn("driver 550.54.15; not used: --cpu-only was given)", summary.machine_line(made))
+
+
 if __name__ == "__main__":
     unittest.main()
