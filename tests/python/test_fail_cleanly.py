@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from support import ENTRY
+from support import ENTRY, fixture
 from test_run_studies import FakeMachine
 
 
@@ -166,6 +166,51 @@ class HostileFileTest(unittest.TestCase):
         process = gpubench("report", self.write("rate.json", json.dumps(damaged)), "--out",
                            os.path.join(self.directory.name, "rate"))
         self.assertIn("flop_per_s: expected zero or more", process.stderr)
+
+    def hostile_documents(self):
+        """results_v1.json with one hostile value each: (what, path of the file, the field refused)."""
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            good = json.load(stream)
+        entries = lambda d: d["studies"]["matmul"]["entries"]  # noqa: E731
+        def duplicated(d):
+            twin = json.loads(json.dumps(entries(d)[3]))
+            twin["time_s"]["median"] *= 4511
+            entries(d).append(twin)
+        for what, change, field in (
+                ("size", lambda d: entries(d)[3].update(n=10 ** 400), "studies.matmul.entries[3].n"),
+                ("time", lambda d: entries(d)[3]["time_s"].update(median=1e308),
+                 "studies.matmul.entries[3].time_s.median"),
+                ("duplicate", duplicated, "studies.matmul.entries[24].name")):
+            document = json.loads(json.dumps(good))
+            change(document)
+            yield what, self.write(f"{what}.json", json.dumps(document)), field
+
+    def test_hostile_values_are_refused_by_every_command(self):
+        out = os.path.join(self.directory.name, "out")
+        ranges = os.path.join(self.directory.name, "expected_ranges.json")
+        good = fixture("results_v1.json")
+        for what, path, field in self.hostile_documents():
+            for args in (("report", path, "--out", out), ("compare", good, path, "--out", out),
+                         ("rank", path, "--out", out), ("expected", path, "--file", ranges),
+                         ("run", "--no-setup", "--no-build", "--like", path, "--out", out)):
+                with self.subTest(what=what, command=args[0]):
+                    process = gpubench(*args)
+                    self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+                    self.assertNotIn("Traceback", process.stderr)
+                    self.assertEqual(len(process.stderr.strip().splitlines()), 1, process.stderr[-2000:])
+                    self.assertIn(f"{path} is not a valid gpubench results file: {field}: ", process.stderr)
+                    self.assertFalse(os.path.exists(out) or os.path.exists(ranges))
+
+    def test_a_long_warning_is_cut_not_copied_into_the_summary(self):
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            document = json.load(stream)
+        document["warnings"].append("w" * 20_000_000)
+        out = os.path.join(self.directory.name, "out")
+        process = gpubench("report", self.write("long.json", json.dumps(document)), "--out", out)
+        self.assertEqual(process.returncode, 0, process.stderr[-2000:])
+        self.assertLess(os.path.getsize(os.path.join(out, "summary.md")), 1_000_000)
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+            self.assertIn("cut from 20000000 characters", stream.read())
 
 
 if __name__ == "__main__":
