@@ -62,6 +62,54 @@ class BadOutputTest(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
 
+class SizeRangeTest(unittest.TestCase):
+    """A size or batch the study binary would refuse is the driver's usage error before anything runs:
+    the range is the one the binary's --describe states (size_range, batch_range), or for a binary
+    that states none, what its option parser reads (an int)."""
+
+    def machine(self, studies, **ranges):
+        machine = FakeMachine(studies=studies)
+        self.addCleanup(machine.close)
+        if ranges:  # the stand-in matmul answers --describe from this file
+            path = os.path.join(machine.directory.name, "matmul_describe.json")
+            with open(path, encoding="utf-8") as stream:
+                description = json.load(stream)
+            description.update(ranges)
+            with open(path, "w", encoding="utf-8") as stream:
+                json.dump(description, stream)
+        return machine
+
+    def refused(self, machine, *args):
+        out = os.path.join(machine.directory.name, "never")
+        log = os.path.join(machine.directory.name, "invocations.jsonl")
+        machine.env["GPUBENCH_FAKE_LOG"] = log
+        process, _ = machine.run("--no-refine", "--out", out, *args)
+        self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
+        self.assertNotIn("Traceback", process.stderr)
+        self.assertEqual(len(process.stderr.strip().splitlines()), 1, process.stderr)
+        self.assertFalse(os.path.exists(out))
+        with open(log, encoding="utf-8") as stream:  # the binaries were only asked to describe themselves
+            self.assertEqual({tuple(json.loads(line)) for line in stream}, {("--describe",)})
+        return process.stderr
+
+    def test_a_size_beyond_what_the_parser_reads(self):
+        message = self.refused(self.machine(("matmul",)), "--sizes", "64,1099511627776")
+        self.assertIn("--sizes: 1099511627776 is out of range for study matmul (it takes 1 to 2147483647)", message)
+
+    def test_a_size_beyond_the_range_the_binary_describes(self):
+        machine = self.machine(("matmul",), size_range={"min": 1, "max": 8192})
+        message = self.refused(machine, "--sizes", "64,16384")
+        self.assertIn("--sizes: 16384 is out of range for study matmul (it takes 1 to 8192)", message)
+        process, _ = machine.run("--no-refine", "--sizes", "8192")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+
+    def test_a_batch_beyond_the_range_the_binary_describes(self):
+        machine = self.machine(("batched_gemm",))
+        message = self.refused(machine, "--batches", "1,4294967296")
+        self.assertIn("--batches: 4294967296 is out of range for study batched_gemm (it takes 1 to 2147483647)",
+                      message)
+
+
 class SignalTest(unittest.TestCase):
     """kill PID of the launcher reaches the driver (the launcher execs it), and SIGTERM or SIGHUP stop
     the run as Ctrl-C does: the benchmark process stopped, the results written, exit status 130."""
