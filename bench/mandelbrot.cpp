@@ -54,16 +54,14 @@ bool is_guide(const Entry& entry) {
   return entry.n == kGuideRows && entry.batch == kGuideIterations && entry.precision == kGuidePrecision;
 }
 
-// An image's pixels must be counted in an int, and an iteration limit leave its count type room for
-// the poison.
-void check_options(const StudyOptions& options) {
-  for (int n : options.sizes)
-    if (static_cast<double>(n) * n * kAspect > INT32_MAX)
-      throw UsageError("--sizes: " + std::to_string(n) + " rows make more than 2^31 pixels");
-  for (int limit : options.batches)
-    if (limit > kLargestIterationLimit)
-      throw UsageError("--batches: an iteration limit of at most " + std::to_string(kLargestIterationLimit) +
-                       ", not " + std::to_string(limit));
+// The most rows whose image's pixels (n * n * kAspect of them) an int counts: the study's largest size.
+// (Its largest batch, kLargestIterationLimit, leaves the count type room for the poison.)
+int largest_rows() {
+  const auto fits = [](double n) { return n * n * kAspect <= INT32_MAX; };
+  int n = static_cast<int>(std::sqrt(INT32_MAX / kAspect));
+  while (fits(n + 1.0)) ++n;
+  while (!fits(n)) --n;
+  return n;
 }
 
 // --- the implementation table ------------------------------------------------------------
@@ -302,8 +300,9 @@ StudyDefinition definition() {
   study.default_sizes = geometric(256, 8192, 2);  // 384 x 256 to 12288 x 8192 pixels; the guide's at 1024
   study.default_batches = {kGuideIterations, 256, 512, 1024, 2048, 4096};
   study.axes = {"impl", "mode", "precision", "rows", "max_iterations"};
+  study.largest_size = largest_rows();
+  study.largest_batch = kLargestIterationLimit;
   study.prepare = prepare;
-  study.check_options = check_options;
   study.describe = describe_study;
   study.describe_implementation = describe_implementation;
   return study;

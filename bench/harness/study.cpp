@@ -165,6 +165,14 @@ std::vector<Entry> selected_entries(const StudyOptions& options, const StudyDefi
 void check_study_options(const StudyOptions& options, const StudyDefinition& study) {
   if (study.default_batches.empty() && !options.batches.empty())
     throw UsageError("--batches: this study has no batch axis");
+  for (int n : options.sizes)
+    if (n > study.largest_size)
+      throw UsageError("--sizes: " + std::to_string(n) + " is larger than this study takes (at most " +
+                       std::to_string(study.largest_size) + ")");
+  for (int batch : options.batches)
+    if (batch > study.largest_batch)
+      throw UsageError("--batches: " + std::to_string(batch) + " is larger than this study takes (at most " +
+                       std::to_string(study.largest_batch) + ")");
   std::vector<std::string> ids;
   for (const Implementation* impl : study.implementations) ids.push_back(impl->id);
   for (const std::string& id : options.impls)
@@ -303,6 +311,11 @@ std::string axis_names_json(const AxisNames& axes, bool batch_axis) {
          ", \"batch\": " + (batch_axis ? json_string(axes.batch) : "null") + "}";
 }
 
+// {"min": least, "max": largest}: the values of --sizes or --batches that check_study_options lets through.
+std::string range_json(int largest) {
+  return "{\"min\": " + std::to_string(kSmallestSize) + ", \"max\": " + std::to_string(largest) + "}";
+}
+
 std::string describe(const StudyDefinition& study, const std::string& gpu_reason,
                      const std::string& telemetry_reason) {
   const auto number = [](int v) { return std::to_string(v); };
@@ -314,6 +327,8 @@ std::string describe(const StudyDefinition& study, const std::string& gpu_reason
   std::string out = "{\"study\": " + json_string(study.name) +
                     ", \"default_sizes\": " + json_list(study.default_sizes, number);
   if (batch_axis) out += ", \"default_batches\": " + json_list(study.default_batches, number);
+  out += ", \"size_range\": " + range_json(study.largest_size);
+  if (batch_axis) out += ", \"batch_range\": " + range_json(study.largest_batch);
   out += ", \"axis_names\": " + axis_names_json(study.axes, batch_axis);
   out += std::string(", \"ranks_together\": ") + (study.ranks_together ? "true" : "false");
   out += ", \"implementations\": " + json_list(study.implementations, implementation);

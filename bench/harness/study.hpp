@@ -148,6 +148,10 @@ struct StudyDefinition {
   std::vector<std::string> modes;  // every value of the mode slot, for --modes
   std::vector<int> default_sizes;
   std::vector<int> default_batches;  // empty: no batch axis
+  // The largest n and batch it takes (larger ones are usage errors; --describe's size_range and
+  // batch_range): what the option parser reads, unless the study's own work cannot hold that much.
+  int largest_size = kLargestSize;
+  int largest_batch = kLargestSize;
   AxisNames axes;
   Clock cpu_clock = Clock::wall;
   Clock gpu_clock = Clock::device_events;

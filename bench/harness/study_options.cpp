@@ -47,8 +47,8 @@ const char* flag_value(const char* arg, const std::string& name) {
 std::vector<int> parse_positive_list(const std::string& text, const std::string& flag) {
   std::vector<int> values;
   for (const std::string& item : split(text, ',')) {
-    const long value = parse_integer(item, flag);
-    if (value <= 0) throw UsageError(flag + ": values must be positive, got " + item);
+    const long value = parse_integer(item, flag);  // at most INT_MAX, kLargestSize
+    if (value < kSmallestSize) throw UsageError(flag + ": values must be positive, got " + item);
     values.push_back(static_cast<int>(value));
   }
   if (values.empty()) throw UsageError(flag + ": no value given");
@@ -70,8 +70,9 @@ int parse_size(const std::string& text) {
     }
   }
   const long value = parse_integer(digits, "--sizes");
-  if (value <= 0) throw UsageError("--sizes: values must be positive, got " + text);
-  if (value > INT_MAX / multiple) throw UsageError("--sizes: " + text + " is larger than " + std::to_string(INT_MAX));
+  if (value < kSmallestSize) throw UsageError("--sizes: values must be positive, got " + text);
+  if (value > kLargestSize / multiple)
+    throw UsageError("--sizes: " + text + " is larger than " + std::to_string(kLargestSize));
   return static_cast<int>(value * multiple);
 }
 

@@ -2,12 +2,19 @@
 // before Google Benchmark reads the rest, so both sets of flags can be mixed.
 #pragma once
 
+#include <climits>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace gpubench {
+
+// The range of --sizes and --batches values: each is read into an int. A study may take less
+// (StudyDefinition::largest_size, largest_batch); --describe states its range, from which the driver
+// refuses a value before it runs anything.
+constexpr int kSmallestSize = 1;
+constexpr int kLargestSize = INT_MAX;
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;

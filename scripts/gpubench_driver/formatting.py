@@ -1,4 +1,5 @@
 """Human-readable numbers and Markdown-safe text for progress lines and reports."""
+import math
 import re
 
 # Only what can change inline Markdown: our lines never start with text from a file, so
@@ -6,8 +7,13 @@ import re
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
+def _no_number(value):
+    """None, NaN or an infinity (a ratio or product that overflowed): shown as n/a, never 'infx'."""
+    return value is None or isinstance(value, float) and not math.isfinite(value)
+
+
 def seconds(value):
-    if value is None:
+    if _no_number(value):
         return "n/a"
     if value < 0:  # a difference of times (time saved can be negative)
         return "-" + seconds(-value)
@@ -19,7 +25,7 @@ def seconds(value):
 
 def rate(per_s, unit="FLOP/s", separator=""):
     """12.3e9 -> '12.30 GFLOP/s'; rate(12.3e3, "products/s", " ") -> '12.30 k products/s'."""
-    if per_s is None:
+    if _no_number(per_s):
         return "n/a"
     for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if per_s >= scale:
@@ -48,7 +54,7 @@ def joules(value):
 
 
 def ratio(value):
-    return "n/a" if value is None else f"{value:.2f}x"
+    return "n/a" if _no_number(value) else f"{value:.2f}x"
 
 
 def percent(value, digits=1):

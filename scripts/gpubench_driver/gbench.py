@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from gpubench_driver import stats, telemetry
 
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# The largest n or batch a study binary takes: its --sizes/--batches parser reads an int
+# (kLargestSize in bench/harness/study_options.hpp). A binary's --describe states its own range
+# (size_range, batch_range); this is the range of one that states none, and of a results file's entries.
+LARGEST_SIZE = 2 ** 31 - 1
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
 # Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);

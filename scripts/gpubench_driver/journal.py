@@ -101,4 +101,5 @@ def load(path):
     if added:
         document["warnings"].append(f"{added} entries recovered from {FILE}: the run was stopped before it saved "
                                     f"them to results.json")
+        results.checked(document, f"{path} with its {FILE}")  # the journal's lines are as untrusted as the file
     return document

@@ -3,7 +3,7 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 
-from gpubench_driver import studies
+from gpubench_driver import gbench, studies
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 # The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).
@@ -176,6 +176,25 @@ def study_sizes(options, name, description):
     return sizes
 
 
+def described_range(description, key):
+    """(least, largest) of the sizes or batches a study binary takes: its --describe's size_range or
+    batch_range, or for a binary that states none, what its option parser reads (a positive int)."""
+    stated = description.get(key)
+    bounds = tuple((stated or {}).get(bound) if isinstance(stated, dict) else None for bound in ("min", "max"))
+    if all(isinstance(value, int) and not isinstance(value, bool) for value in bounds) and 1 <= bounds[0] <= bounds[1]:
+        return bounds
+    return 1, gbench.LARGEST_SIZE
+
+
+def check_range(values, flag, name, description, key):
+    """Each size or batch within the study's range: one it would refuse is a usage error now, before the
+    run makes anything, instead of a failed invocation and a partial run."""
+    least, largest = described_range(description, key)
+    for value in values or []:
+        if not least <= value <= largest:
+            raise UsageError(f"{flag}: {value} is out of range for study {name} (it takes {least} to {largest})")
+
+
 def _chosen(given, suite, known, runnable):
     """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can
     run here (the GPU's only with a usable GPU and without --cpu-only), else None: all of them. A
@@ -199,7 +218,9 @@ def for_study(options, name, description):
     chosen_modes = _chosen(options.modes, None if options.full else record.suite_modes, modes, modes)
     if impls == [] or chosen_modes == []:
         raise NothingToRun("it has none of the implementations or modes selected")
-    sizes = study_sizes(options, name, description)
-    return replace(options, sizes=sizes, batches=study_batches(options, name, description), impls=impls,
+    sizes, batches = study_sizes(options, name, description), study_batches(options, name, description)
+    check_range(sizes, "--sizes", name, description, "size_range")
+    check_range(batches, "--batches", name, description, "batch_range")
+    return replace(options, sizes=sizes, batches=batches, impls=impls,
                    modes=chosen_modes, caps={i: cap for i, cap in options.caps.items() if i in ids},
                    refine_rounds=options.refine_rounds if studies.BY_NAME[name].refined else 0)

@@ -31,6 +31,14 @@ ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op"
 CLOCK_LIMITED = "clock_limited"
 # Extra keys of a study telemetry record's samples (NVML): numbers or null.
 SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
+# Bounds no run comes near, so that a hostile or damaged value is refused at load instead of overflowing
+# in the report (a ratio of 1e308 is inf): times of one call from a picosecond to a day; any number up to
+# 1e30 in size (an exascale machine does 1e18 FLOP/s); text up to LONGEST_TEXT characters, longer text
+# is cut when loaded (the longest a run writes, a claim's answer, is about a thousand).
+SHORTEST_TIME_S = 1e-12
+LONGEST_TIME_S = 86400.0
+LARGEST_NUMBER = 1e30
+LONGEST_TEXT = 4000
 
 
 class ResultsError(Exception):
@@ -91,6 +99,24 @@ def _has_type(value, types):
 
 def _as_tuple(types):
     return types if isinstance(types, tuple) else (types,)
+
+
+def _shown(value):
+    """A value for a one-line message: a hostile one may have hundreds of digits."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _expect_size(value, path):
+    """An n or a batch: a positive integer a study binary takes (or null)."""
+    _expect(value is None or _has_type(value, int) and 1 <= value <= gbench.LARGEST_SIZE, path,
+            f"{_shown(value)} is out of range: expected a positive integer of at most {gbench.LARGEST_SIZE}")
+
+
+def _expect_time(value, path, shortest=SHORTEST_TIME_S):
+    """Seconds of one call (or null)."""
+    _expect(value is None or shortest <= value <= LONGEST_TIME_S, path,
+            f"{_shown(value)} is out of range: expected seconds from {shortest:g} to {LONGEST_TIME_S:g} (a day)")
 
 
 def _type_names(types):
@@ -203,6 +229,9 @@ def _validate_reference_run(run, path):
         _expect_fields(result, _REFERENCE_RESULT, where)
         _expect(result is not None, where, "expected an object, got null")
         _expect_fields(result.get("time_s"), {key: _OPTIONAL_NUMBER for key in TIME_FIELDS}, f"{where}.time_s")
+        for key in ("n", "batch"):
+            _expect_size(result.get(key), f"{where}.{key}")
+        _expect_times_in_range(result.get("time_s"), f"{where}.time_s")
         _expect_fields(result.get("measurement"), _REFERENCE_MEASUREMENT, f"{where}.measurement")
 
 
@@ -234,8 +263,17 @@ def _validate_study(study, path):
         _expect_type(study.get(key), (list, type(None)), f"{path}.{key}")
         for index, value in enumerate(study.get(key) or []):
             _expect_type(value, (int, float), f"{path}.{key}[{index}]")
+            _expect_size(value, f"{path}.{key}[{index}]")
+    # An entry is measured once per run (its trials inside it), or in a gathered run of every GPU of a
+    # node once per GPU: a second copy would be read by one command and its twin by another.
+    first_index = {}
     for index, entry in enumerate(study["entries"]):
         _validate_entry(entry, f"{path}.entries[{index}]")
+        key = (entry.get("gpu"), entry["name"])
+        _expect(key not in first_index, f"{path}.entries[{index}].name",
+                f"{_shown(entry['name'])} is also entries[{first_index.get(key)}]"
+                f"{'' if entry.get('gpu') is None else ' of the same GPU'}: an entry is in a study once")
+        first_index[key] = index
     if study.get("telemetry") is not None:
         _validate_telemetry(study["telemetry"], f"{path}.telemetry")
 
@@ -300,8 +338,7 @@ def _validate_entry(entry, path):
         _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}", f"expected zero or more, got {entry.get(key)}")
     _expect_type(entry.get(CLOCK_LIMITED), (bool, type(None)), f"{path}.{CLOCK_LIMITED}")
     for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
-        _expect(entry.get(key) is None or entry[key] > 0, f"{path}.{key}",
-                f"expected a positive number, got {entry.get(key)}")
+        _expect_size(entry.get(key), f"{path}.{key}")
     # The steady-state loop's fields (absent in files written before it).
     _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{path}.protocol",
             f"expected one of {', '.join(measurements.PROTOCOLS)}, got {entry.get('protocol')!r}")
@@ -329,12 +366,18 @@ def _validate_times(times, path):
     _expect_type(times.get("samples"), list, f"{path}.samples")
     for index, sample in enumerate(times["samples"]):
         _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")
-        _expect(sample > 0, f"{path}.samples[{index}]", f"expected a positive time, got {sample}")
+        _expect_time(sample, f"{path}.samples[{index}]")
+    _expect_times_in_range(times, path)
+
+
+def _expect_times_in_range(times, path):
+    """The figures of a typed time summary (or null): times of one call, spreads of zero or more."""
+    times = times or {}
     for key in ("median", "min", "max", "q1", "q3", "mean"):
-        _expect(times.get(key) is None or times[key] > 0, f"{path}.{key}", f"expected a positive time, got {times.get(key)}")
-    for key in ("stddev", "cv"):
-        _expect(times.get(key) is None or times[key] >= 0, f"{path}.{key}",
-                f"expected a spread of zero or more, got {times.get(key)}")
+        _expect_time(times.get(key), f"{path}.{key}")
+    _expect_time(times.get("stddev"), f"{path}.stddev", shortest=0.0)
+    _expect(times.get("cv") is None or times["cv"] >= 0, f"{path}.cv",
+            f"expected a spread of zero or more, got {_shown(times.get('cv'))}")
 
 
 # The findings across the studies (derive_run), rewritten by every report: typed here for the tools
@@ -423,6 +466,50 @@ def write(document, path, checked=True):
     return clean
 
 
+def _child_path(path, key):
+    if not isinstance(key, str):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _tidy(document):
+    """Cuts text longer than LONGEST_TEXT (a 200 MB warning would be a 200 MB summary) and finds a
+    number beyond LARGEST_NUMBER (or infinite: JSON's 1e400 is read as inf): (its path, its value),
+    or None. Iterative: a file may nest as deep as the JSON reader allows."""
+    found = None
+    pending = [(document, "")]
+    while pending:
+        node, path = pending.pop()
+        for key, value in node.items() if isinstance(node, dict) else enumerate(node):
+            if isinstance(key, str) and len(key) > LONGEST_TEXT:
+                raise ResultsError(f"{path or 'results'}: a key of {len(key)} characters")
+            if isinstance(value, (dict, list)):
+                pending.append((value, _child_path(path, key)))
+            elif isinstance(value, str) and len(value) > LONGEST_TEXT:
+                node[key] = f"{value[:LONGEST_TEXT]} [cut from {len(value)} characters]"
+            elif (found is None and isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and not -LARGEST_NUMBER <= value <= LARGEST_NUMBER):  # NaN fails both comparisons too
+                found = (_child_path(path, key), value)
+    return found
+
+
+def checked(document, source):
+    """The document, its long text cut, once it passes validation and every number is within
+    LARGEST_NUMBER; else ResultsError naming `source` and the field."""
+    try:
+        # Text is cut before validation, whose messages quote values; a number beyond the bounds is
+        # refused after it, so that a field with a range of its own is refused with that range.
+        out_of_range = _tidy(document) if isinstance(document, (dict, list)) else None
+        validate(document)
+        if out_of_range:
+            where, value = out_of_range
+            raise ResultsError(f"{where}: {_shown(value)} is out of range: no run records a number "
+                               f"beyond {LARGEST_NUMBER:g}")
+    except ResultsError as error:
+        raise ResultsError(f"{source} is not a valid gpubench results file: {error}") from None
+    return document
+
+
 def _reject_constant(name):
     raise ValueError(f"{name} is not allowed in a results file")
 
@@ -465,8 +552,4 @@ def load(path):
         raise ResultsError(f"{path} is not valid JSON (damaged or truncated?): {error}") from None
     except RecursionError:
         raise ResultsError(f"{path} nests its JSON too deeply to be a gpubench results file") from None
-    try:
-        validate(document)
-    except ResultsError as error:
-        raise ResultsError(f"{path} is not a valid gpubench results file: {error}") from None
-    return document
+    return checked(document, path)

@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from support import ENTRY
+from support import ENTRY, fixture
 from test_run_studies import FakeMachine
 
 from gpubench_driver import stopping
@@ -63,6 +63,54 @@ class BadOutputTest(unittest.TestCase):
                                       "--out", out)
         self.assertNotEqual(process.returncode, 0)
         self.assertFalse(os.path.exists(out))
+
+
+class SizeRangeTest(unittest.TestCase):
+    """A size or batch the study binary would refuse is the driver's usage error before anything runs:
+    the range is the one the binary's --describe states (size_range, batch_range), or for a binary
+    that states none, what its option parser reads (an int)."""
+
+    def machine(self, studies, **ranges):
+        machine = FakeMachine(studies=studies)
+        self.addCleanup(machine.close)
+        if ranges:  # the stand-in matmul answers --describe from this file
+            path = os.path.join(machine.directory.name, "matmul_describe.json")
+            with open(path, encoding="utf-8") as stream:
+                description = json.load(stream)
+            description.update(ranges)
+            with open(path, "w", encoding="utf-8") as stream:
+                json.dump(description, stream)
+        return machine
+
+    def refused(self, machine, *args):
+        out = os.path.join(machine.directory.name, "never")
+        log = os.path.join(machine.directory.name, "invocations.jsonl")
+        machine.env["GPUBENCH_FAKE_LOG"] = log
+        process, _ = machine.run("--no-refine", "--out", out, *args)
+        self.assertEqual(process.returncode, 2, process.stdout + process.stderr)
+        self.assertNotIn("Traceback", process.stderr)
+        self.assertEqual(len(process.stderr.strip().splitlines()), 1, process.stderr)
+        self.assertFalse(os.path.exists(out))
+        with open(log, encoding="utf-8") as stream:  # the binaries were only asked to describe themselves
+            self.assertEqual({tuple(json.loads(line)) for line in stream}, {("--describe",)})
+        return process.stderr
+
+    def test_a_size_beyond_what_the_parser_reads(self):
+        message = self.refused(self.machine(("matmul",)), "--sizes", "64,1099511627776")
+        self.assertIn("--sizes: 1099511627776 is out of range for study matmul (it takes 1 to 2147483647)", message)
+
+    def test_a_size_beyond_the_range_the_binary_describes(self):
+        machine = self.machine(("matmul",), size_range={"min": 1, "max": 8192})
+        message = self.refused(machine, "--sizes", "64,16384")
+        self.assertIn("--sizes: 16384 is out of range for study matmul (it takes 1 to 8192)", message)
+        process, _ = machine.run("--no-refine", "--sizes", "8192")
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+
+    def test_a_batch_beyond_the_range_the_binary_describes(self):
+        machine = self.machine(("batched_gemm",))
+        message = self.refused(machine, "--batches", "1,4294967296")
+        self.assertIn("--batches: 4294967296 is out of range for study batched_gemm (it takes 1 to 2147483647)",
+                      message)
 
 
 class SignalTest(unittest.TestCase):
@@ -220,6 +268,51 @@ class HostileFileTest(unittest.TestCase):
         process = gpubench("report", self.write("rate.json", json.dumps(damaged)), "--out",
                            os.path.join(self.directory.name, "rate"))
         self.assertIn("flop_per_s: expected zero or more", process.stderr)
+
+    def hostile_documents(self):
+        """results_v1.json with one hostile value each: (what, path of the file, the field refused)."""
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            good = json.load(stream)
+        entries = lambda d: d["studies"]["matmul"]["entries"]  # noqa: E731
+        def duplicated(d):
+            twin = json.loads(json.dumps(entries(d)[3]))
+            twin["time_s"]["median"] *= 4511
+            entries(d).append(twin)
+        for what, change, field in (
+                ("size", lambda d: entries(d)[3].update(n=10 ** 400), "studies.matmul.entries[3].n"),
+                ("time", lambda d: entries(d)[3]["time_s"].update(median=1e308),
+                 "studies.matmul.entries[3].time_s.median"),
+                ("duplicate", duplicated, "studies.matmul.entries[24].name")):
+            document = json.loads(json.dumps(good))
+            change(document)
+            yield what, self.write(f"{what}.json", json.dumps(document)), field
+
+    def test_hostile_values_are_refused_by_every_command(self):
+        out = os.path.join(self.directory.name, "out")
+        ranges = os.path.join(self.directory.name, "expected_ranges.json")
+        good = fixture("results_v1.json")
+        for what, path, field in self.hostile_documents():
+            for args in (("report", path, "--out", out), ("compare", good, path, "--out", out),
+                         ("rank", path, "--out", out), ("expected", path, "--file", ranges),
+                         ("run", "--no-setup", "--no-build", "--like", path, "--out", out)):
+                with self.subTest(what=what, command=args[0]):
+                    process = gpubench(*args)
+                    self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+                    self.assertNotIn("Traceback", process.stderr)
+                    self.assertEqual(len(process.stderr.strip().splitlines()), 1, process.stderr[-2000:])
+                    self.assertIn(f"{path} is not a valid gpubench results file: {field}: ", process.stderr)
+                    self.assertFalse(os.path.exists(out) or os.path.exists(ranges))
+
+    def test_a_long_warning_is_cut_not_copied_into_the_summary(self):
+        with open(fixture("results_v1.json"), encoding="utf-8") as stream:
+            document = json.load(stream)
+        document["warnings"].append("w" * 20_000_000)
+        out = os.path.join(self.directory.name, "out")
+        process = gpubench("report", self.write("long.json", json.dumps(document)), "--out", out)
+        self.assertEqual(process.returncode, 0, process.stderr[-2000:])
+        self.assertLess(os.path.getsize(os.path.join(out, "summary.md")), 1_000_000)
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
+            self.assertIn("cut from 20000000 characters", stream.read())
 
 
 if __name__ == "__main__":

@@ -87,6 +87,21 @@ class LoadTest(unittest.TestCase):
         self.assertEqual([entry["name"] for entry in loaded["studies"]["matmul"]["entries"]], [NAME])
         self.assertIn("1 entries recovered from journal.jsonl", loaded["warnings"][-1])
 
+    def test_a_hostile_journal_line_is_refused_like_a_hostile_results_file(self):
+        """What the journal adds is checked as results.json is (results.checked): a sample of 1e308 s
+        would otherwise reach the report as an 'infx' ratio."""
+        with tempfile.TemporaryDirectory() as folder:
+            run = {"id": "x", "started": "2026-11-24T00:00:00+00:00", "finished": None, "status": "running",
+                   "command_line": [], "options": {}}
+            written = results.new_document(run)
+            written["studies"]["matmul"] = results.new_study({"study": "matmul", "implementations": []}, [64], None)
+            results.write(written, os.path.join(folder, "results.json"), checked=False)
+            journal.append(os.path.join(folder, journal.FILE), line(samples=(1e308,)))
+            with self.assertRaises(results.ResultsError) as caught:
+                journal.load(folder)
+        self.assertIn("journal.jsonl", str(caught.exception))
+        self.assertIn("studies.matmul.entries[0].time_s.samples[0]: 1e+308 is out of range", str(caught.exception))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import tempfile
+import time
 import unittest
 
 import support  # noqa: F401  (import path)
@@ -233,6 +234,111 @@ class ReportTest(unittest.TestCase):
                 json.dump(document, stream)
             with open(report.regenerate(path, out), encoding="utf-8") as stream:
                 self.assertIn("| resident | each entry's headline time | 92 | 64 .. 96 | cublas |", stream.read())
+
+
+class HostileValuesTest(unittest.TestCase):
+    """Values of the right type that no run writes: refused when the file is loaded, with the field
+    named, or (long text) cut there; never an OverflowError, an 'infx' ratio or a 200 MB summary."""
+
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.addCleanup(self.directory.cleanup)
+        self.path = os.path.join(self.directory.name, "results.json")
+
+    def load_text(self, text):
+        with open(self.path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return results.load(self.path)
+
+    def assert_refused(self, change, field, text=None):
+        document = fixture_document()
+        change(document)
+        with self.assertRaises(results.ResultsError) as caught:
+            self.load_text(text(json.dumps(document)) if text else json.dumps(document))
+        message = str(caught.exception)
+        self.assertIn(f"{field}: ", message)
+        self.assertIn("out of range", message)
+        self.assertNotIn("\n", message)
+        self.assertLess(len(message), 600)  # the value is shown short, whatever its digits
+        return message
+
+    def test_sizes_and_batches_beyond_what_a_study_binary_takes(self):
+        entry = lambda d: d["studies"]["matmul"]["entries"][3]  # noqa: E731
+        for value in (10 ** 400, 2 ** 31, 1099511627776):
+            with self.subTest(digits=len(str(value))):
+                self.assert_refused(lambda d: entry(d).update(n=value), "studies.matmul.entries[3].n")
+        self.assert_refused(lambda d: entry(d).update(batch=2 ** 40), "studies.matmul.entries[3].batch")
+        self.assert_refused(lambda d: entry(d).update(n=96.5), "studies.matmul.entries[3].n")
+        self.assert_refused(lambda d: d["studies"]["matmul"].update(sizes=[64, 10 ** 400]),
+                            "studies.matmul.sizes[1]")
+        self.assert_refused(lambda d: d["references"]["numpy"]["results"][0].update(n=2 ** 63),
+                            "references.numpy.results[0].n")
+        entry_document = fixture_document()
+        entry(entry_document).update(n=2 ** 31 - 1)
+        results.validate(entry_document)  # the binaries' largest size is a size
+
+    def test_times_beyond_a_day_or_below_a_picosecond(self):
+        times = lambda d: d["studies"]["matmul"]["entries"][3]["time_s"]  # noqa: E731
+        self.assert_refused(lambda d: times(d).update(median=1e308), "studies.matmul.entries[3].time_s.median")
+        self.assert_refused(lambda d: times(d).update(max=2 * 86400.0), "studies.matmul.entries[3].time_s.max")
+        self.assert_refused(lambda d: times(d)["samples"].append(1e-300),
+                            "studies.matmul.entries[3].time_s.samples[3]")
+        self.assert_refused(lambda d: times(d).update(stddev=1e300), "studies.matmul.entries[3].time_s.stddev")
+        self.assert_refused(lambda d: d["references"]["numpy"]["results"][0]["time_s"].update(median=1e308),
+                            "references.numpy.results[0].time_s.median")
+
+    def test_numbers_that_overflow_anywhere(self):
+        """1e400 parses as infinity; 1e308 and huge integers are finite but no run records them, and
+        their ratios and products are infinite."""
+        entry = lambda d: d["studies"]["matmul"]["entries"][3]  # noqa: E731
+        self.assert_refused(lambda d: entry(d).update(flop_per_s=1e308), "studies.matmul.entries[3].flop_per_s")
+        self.assert_refused(lambda d: entry(d).update(flop_per_s="HUGE"), "studies.matmul.entries[3].flop_per_s",
+                            text=lambda t: t.replace('"HUGE"', "1e400"))
+        self.assert_refused(lambda d: d["machine"].update(memory_total_bytes=10 ** 400), "machine.memory_total_bytes")
+        self.assert_refused(lambda d: d["studies"]["matmul"]["derived"].update(anything=[1.0, -1e300]),
+                            "studies.matmul.derived.anything[1]")
+
+    def test_a_duplicated_entry_name_is_refused(self):
+        def duplicate(document):
+            entries = document["studies"]["matmul"]["entries"]
+            copy_ = copy.deepcopy(entries[3])
+            copy_["time_s"]["median"] *= 4511
+            entries.append(copy_)
+        document = fixture_document()
+        duplicate(document)
+        with self.assertRaises(results.ResultsError) as caught:
+            self.load_text(json.dumps(document))
+        self.assertIn("studies.matmul.entries[24].name: 'matmul/openblas/cpu/host/fp32/n:96' is also entries[3]",
+                      str(caught.exception))
+
+    def test_the_same_entry_of_two_gpus_is_no_duplicate(self):
+        """A gathered run of every GPU of a node (run --gpus) has each entry once per GPU."""
+        document = fixture_document()
+        entries = document["studies"]["matmul"]["entries"]
+        document["studies"]["matmul"]["entries"] = [{**entry, "gpu": gpu} for gpu in (0, 1) for entry in entries]
+        results.validate(document)
+
+    def test_long_text_is_cut_when_loaded(self):
+        document = fixture_document()
+        document["warnings"].append("x" * 20_000_000)
+        document["studies"]["matmul"]["entries"][3].update(status="error", message="y" * 100_000, time_s=None)
+        started = time.monotonic()
+        loaded = self.load_text(json.dumps(document))
+        self.assertLess(time.monotonic() - started, 10)
+        warning, message = loaded["warnings"][-1], loaded["studies"]["matmul"]["entries"][3]["message"]
+        self.assertLess(len(warning), 20_000)
+        self.assertTrue(warning.startswith("x" * 1000))
+        self.assertIn("cut from 20000000 characters", warning)
+        self.assertIn("cut from 100000 characters", message)
+        results.validate(loaded)
+
+    def test_ratios_of_extreme_numbers_render_as_no_number(self):
+        from gpubench_driver import formatting
+        self.assertEqual(formatting.ratio(1e308 / 1e-300), "n/a")
+        self.assertEqual(formatting.ratio(float("nan")), "n/a")
+        self.assertEqual(formatting.seconds(float("inf")), "n/a")
+        self.assertEqual(formatting.rate(float("inf")), "n/a")
+        self.assertEqual(formatting.ratio(4.5), "4.50x")
 
 
 def _paths(node, prefix=()):

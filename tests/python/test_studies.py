@@ -49,6 +49,32 @@ class RecordsTest(unittest.TestCase):
                                                       timeout=120, check=True).stdout)
                 self.assertEqual("default_batches" in described, study.batch_axis)
 
+    def test_the_size_and_batch_ranges_the_binaries_describe_are_what_they_take(self):
+        """--describe's size_range (and batch_range, with a batch axis) comes from the limits the binary's
+        option checks apply: its largest value is taken, the next is refused (exit 2)."""
+        for study in studies.STUDIES:
+            binary = os.path.join(BUILD_DIR, "bench", f"gpubench_{study.name}")
+            if not os.access(binary, os.X_OK):
+                continue
+            with self.subTest(study=study.name):
+                described = json.loads(subprocess.run([binary, "--describe"], capture_output=True, text=True,
+                                                      timeout=120, check=True).stdout)
+                self.assertIn("size_range", described)
+                self.assertEqual("batch_range" in described, study.batch_axis)
+                for flag, key in (("--sizes", "size_range"), ("--batches", "batch_range")):
+                    if key not in described:
+                        continue
+                    least, largest = described[key]["min"], described[key]["max"]
+                    self.assertEqual((least, options.described_range(described, key)), (1, (least, largest)))
+                    self.assertLessEqual(largest, gbench.LARGEST_SIZE)
+                    for value, status in ((largest, 0), (largest + 1, 2), (0, 2)):
+                        if status == 0 and flag == "--sizes" and described.get("layers"):
+                            continue  # its sizes name layers: the range only bounds them
+                        listed = subprocess.run([binary, f"{flag}={value}", "--cpu-only",
+                                                 "--benchmark_list_tests=true"], capture_output=True, text=True,
+                                                timeout=120)
+                        self.assertEqual(listed.returncode, status, (flag, value, listed.stderr))
+
     def test_every_record_is_complete(self):
         for study in studies.STUDIES:
             with self.subTest(study=study.name):
