@@ -6,8 +6,8 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, rank, repeatability,
-                             report, results, runner, session, studies, verdicts)
+from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, outputs, rank,
+                             repeatability, report, results, runner, session, studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -253,7 +253,7 @@ def main(argv):
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
-            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError) as error:
+            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError, outputs.WriteError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
