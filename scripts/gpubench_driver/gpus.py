@@ -15,7 +15,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from gpubench_driver import build, environment, journal, noise_floor, options as opts, results, stats, verdicts
+from gpubench_driver import (build, environment, journal, noise_floor, options as opts, outputs, results, stats,
+                             verdicts)
 
 ALL = "all"
 GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
@@ -293,8 +294,6 @@ def render(found):
 def write_report(document, out_dir):
     """gpus.md, and the node median's summary.md, summary.html and plots (report.write_outputs)."""
     from gpubench_driver import report
-    path = os.path.join(out_dir, "gpus.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(document["findings"]["gpus"]) + "\n")
+    path = outputs.write_text(os.path.join(out_dir, "gpus.md"), render(document["findings"]["gpus"]) + "\n")
     report.write_outputs(node_view(document), out_dir)
     return path

@@ -12,7 +12,7 @@ significant digits) and its measurements line (samples and all), and says so in 
 import json
 import os
 
-from gpubench_driver import gbench, measurements, results, stats, studies, trials
+from gpubench_driver import gbench, measurements, outputs, results, stats, studies, trials
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"
@@ -30,8 +30,11 @@ def record(study, trial, phase, result, measurement, wall_s):
 
 
 def append(path, line):
-    with open(path, "a", encoding="utf-8") as stream:
-        stream.write(json.dumps(line, allow_nan=False) + "\n")
+    try:
+        with open(path, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(line, allow_nan=False) + "\n")
+    except OSError as error:
+        raise outputs.write_error(error, path) from None
 
 
 def remove(path):

@@ -1,11 +1,15 @@
 """Where and how the driver writes.
 
+- Every file is written whole or not at all (`replacing`, `write_text`): to a temporary file in its
+  own folder, renamed over the old one; a full disk is said in one line (WriteError).
 - Every file name built from a results file's values goes through `path_in`, which cleans the values
   (`safe_name`) and checks that the path stays in its folder: a name such as '../../x' cannot lead
   out of it."""
+import contextlib
 import errno
 import os
 import re
+import tempfile
 
 
 class WriteError(Exception):
@@ -17,6 +21,42 @@ def write_error(error, path):
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return WriteError(f"disk full writing {path} ({error.strerror or os.strerror(error.errno)})")
     return WriteError(f"cannot write {path}: {error.strerror or error}")
+
+
+# --- writing a file whole ---------------------------------------------------------------------
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def replacing(path, binary=False):
+    """A stream for path's new content: a temporary file beside it, renamed over path when the block
+    ends, removed when it fails, so that path is its old self or whole, never cut off. An OSError
+    (a full disk) becomes a WriteError naming path."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise write_error(error, path) from None
+    try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp's 0600 would make the file alone unreadable to others
+        with open(handle, "wb" if binary else "w", encoding=None if binary else "utf-8") as stream:
+            yield stream
+        os.replace(temporary, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise write_error(error, path) from None
+        raise
+
+
+def write_text(path, text):
+    with replacing(path) as stream:
+        stream.write(text)
+    return path
 
 
 # --- file names from the data --------------------------------------------------------------------

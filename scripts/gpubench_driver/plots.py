@@ -137,6 +137,15 @@ def study_styles(charts_labels):
             for label in mates}
 
 
+def _save(pyplot, figure, path, dpi=120):
+    """The figure as a PNG at path, written whole or not at all (outputs.replacing); closed either way."""
+    try:
+        with outputs.replacing(path, binary=True) as stream:
+            figure.savefig(stream, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        pyplot.close(figure)
+
+
 def _finish(pyplot, figure, axes, path, extra=()):
     """Grid, legend and save; extra: (handle, label) pairs the legend shows beside the axes' own."""
     axes.grid(True, which="both", alpha=0.3)
@@ -146,8 +155,7 @@ def _finish(pyplot, figure, axes, path, extra=()):
     # Beside the axes, not over the data; the saved image widens to hold it (bbox_inches), the axes keep their size.
     axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",  # names from the file
                 bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=2 if len(handles) > LEGEND_ROWS else 1)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def _line_plot(pyplot, chart, styles):
@@ -473,8 +481,7 @@ def _count_image_plot(pyplot, path, image):
     axes.set_axis_off()
     axes.set_title(plain("\n".join(textwrap.wrap(f"mandelbrot: {note} (at most {maxval} iterations; black: never "
                                                   f"escaped; colour: log(1 + count))", 100))), fontsize="small")
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path, dpi=100)
 
 
 def _configuration_bars(pyplot, path, row, guide):
@@ -493,8 +500,7 @@ def _configuration_bars(pyplot, path, row, guide):
              title=plain(f"mandelbrot: {row['width']} x {row['height']} pixels, at most {row['max_iterations']} "
                          f"iterations, {row['precision']}" + (" (the guide's configuration)" if guide else "")))
     axes.grid(True, which="both", axis="x", alpha=0.3)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def mandelbrot_plots(pyplot, study, plot_dir):
@@ -666,8 +672,7 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
     axes.set(xlabel="blocks", ylabel="threads per block",
              title=plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
                          f"{launch['blocks']} x {launch['threads_per_block']})"))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def occupancy_plots(pyplot, study, plot_dir):
@@ -734,8 +739,7 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
     figure.colorbar(image, ax=axes, label=label)
     axes.set(xlabel="destination", ylabel="source",
              title=plain(f"p2p {matrix['impl']}, {matrix['direction']}: {label}"))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def p2p_plots(pyplot, study, plot_dir):

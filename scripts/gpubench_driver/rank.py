@@ -10,7 +10,7 @@ rank.html (the same blocks) and rank.json.
 import json
 import os
 
-from gpubench_driver import compare, document as page, headline, html_report, report, session
+from gpubench_driver import compare, document as page, headline, html_report, outputs, report, session
 from gpubench_driver.formatting import md, percent
 from gpubench_driver.summary_headline import value_text
 
@@ -197,11 +197,8 @@ def write(runs, out_dir, table=None):
     """rank.md, rank.html and rank.json in out_dir; returns the Markdown's path."""
     found = blocks(runs, table)
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "rank.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(page.to_markdown(found))
-    with open(os.path.join(out_dir, "rank.json"), "w", encoding="utf-8") as stream:
-        json.dump(rank_record(runs), stream, indent=1)
+    path = outputs.write_text(os.path.join(out_dir, "rank.md"), page.to_markdown(found))
+    outputs.write_text(os.path.join(out_dir, "rank.json"), json.dumps(rank_record(runs), indent=1))
     html_report.write(found, [], out_dir, name="rank.html")
     return path
 

@@ -8,7 +8,7 @@ import json
 import os
 from dataclasses import replace
 
-from gpubench_driver import compare, document as page, session, verdicts
+from gpubench_driver import compare, document as page, outputs, session, verdicts
 from gpubench_driver.formatting import percent
 
 # Kinds of entry, by what the binaries report (the protocol) and the headline's length.
@@ -75,10 +75,7 @@ def run(options, argv):
     decided = compare.all_verdicts(sources)
     compare.write(sources, decided, out_dir)
     found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided[2].values()), paths)
-    with open(os.path.join(out_dir, "repeatability.json"), "w", encoding="utf-8") as stream:
-        json.dump(found, stream, indent=1)
-    path = os.path.join(out_dir, "repeatability.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(found) + "\n")
+    outputs.write_text(os.path.join(out_dir, "repeatability.json"), json.dumps(found, indent=1))
+    path = outputs.write_text(os.path.join(out_dir, "repeatability.md"), render(found) + "\n")
     print(f"repeatability: {path}", flush=True)
     return 0

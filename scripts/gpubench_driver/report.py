@@ -1,8 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (claims, derive, derive_run, gpus, headline, health, html_report, journal, plots, reference,
-                             studies, summary, summary_findings)
+from gpubench_driver import (claims, derive, derive_run, gpus, headline, health, html_report, journal, outputs, plots,
+                             reference, studies, summary, summary_findings)
 from gpubench_driver.document import to_markdown
 
 
@@ -33,9 +33,7 @@ def write_outputs(document, out_dir):
         roofline = plots.write_roofline(document["findings"]["roofline"], out_dir)
         plots_by_study[summary_findings.ROOFLINE_KEY] = [roofline] if roofline else []
     page = summary.blocks(document, plots_by_study, out_dir)  # one page, written as Markdown and as HTML
-    summary_path = os.path.join(out_dir, "summary.md")
-    with open(summary_path, "w", encoding="utf-8") as stream:
-        stream.write(to_markdown(page) + "\n")
+    summary_path = outputs.write_text(os.path.join(out_dir, "summary.md"), to_markdown(page) + "\n")
     html_report.write(page, [path for paths in (plots_by_study or {}).values() for path in paths], out_dir)
     return summary_path
 

@@ -117,5 +117,101 @@ class HostileNameTest(unittest.TestCase):
                 self.assertTrue(os.path.isfile(path), path)
 
 
+# --- 5. a full disk -----------------------------------------------------------------------------
+# The driver with a disk of `budget` bytes under FOLDER: every file opened for writing there takes
+# from it, and a write past it puts what fits and fails with ENOSPC, as a full file system does.
+FULL_DISK = textwrap.dedent('''\
+    import builtins, errno, io, os, sys
+    sys.path.insert(0, {scripts!r})
+    folder, left = os.path.realpath(sys.argv[1]), [int(sys.argv[2])]
+    real_open = builtins.open
+
+    class Budgeted:
+        def __init__(self, stream):
+            self._stream = stream
+        def write(self, data):
+            if len(data) > left[0]:
+                self._stream.write(data[:left[0]])
+                self._stream.flush()
+                left[0] = 0
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            left[0] -= len(data)
+            return self._stream.write(data)
+        def __getattr__(self, name):
+            return getattr(self._stream, name)
+        def __iter__(self):
+            return iter(self._stream)
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            self._stream.close()
+
+    def budgeted_open(file, mode="r", *args, **kwargs):
+        stream = real_open(file, mode, *args, **kwargs)
+        if any(c in mode for c in "wax+"):
+            path = os.path.realpath(f"/proc/self/fd/{{stream.fileno()}}")
+            if path.startswith(folder + os.sep):
+                return Budgeted(stream)
+        return stream
+
+    builtins.open = io.open = budgeted_open
+    from gpubench_driver import cli
+    sys.exit(cli.main(sys.argv[3:]))
+''')
+PNG_END = b"IEND\xaeB`\x82"  # the last chunk of a whole PNG
+
+
+class DiskFullTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.machine = FakeMachine(studies=("matmul",))
+        process, cls.run_dir = cls.machine.run("--sizes", "64,128", "--no-refine")
+        assert process.returncode == 0, process.stdout + process.stderr
+        cls.root = cls.machine.directory.name
+        cls.harness = os.path.join(cls.root, "full_disk.py")
+        with open(cls.harness, "w", encoding="utf-8") as stream:
+            stream.write(FULL_DISK.format(scripts=SCRIPTS_DIR))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.machine.close()
+
+    def on_full_disk(self, folder, budget, *args):
+        return subprocess.run([sys.executable, self.harness, folder, str(budget), *args], capture_output=True,
+                              text=True, timeout=300, env=dict(self.machine.env))
+
+    def check_no_partial_file(self, out, reference):
+        for name in files_under(out):
+            self.assertFalse(name.endswith(".tmp") or os.path.basename(name).startswith("."), name)
+            with open(os.path.join(out, name), "rb") as stream:
+                data = stream.read()
+            if name.endswith(".png"):
+                self.assertTrue(data.endswith(PNG_END), f"{name} cut off")
+            else:
+                with open(os.path.join(reference, name), "rb") as stream:
+                    self.assertEqual(data, stream.read(), f"{name} differs from a whole one")
+
+    def test_outputs_on_a_full_disk(self):
+        for command in (["report", self.run_dir], ["compare", self.run_dir, self.run_dir],
+                        ["rank", self.run_dir]):
+            reference = os.path.join(self.root, f"{command[0]}-whole")
+            process = self.on_full_disk(self.root, 10 ** 12, *command, "--out", reference)
+            self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+            total = sum(os.path.getsize(os.path.join(reference, name)) for name in files_under(reference))
+            for budget in (0, total // 2, total - 100):
+                with self.subTest(command=command[0], budget=budget):
+                    out = os.path.join(self.root, f"{command[0]}-{budget}")
+                    process = self.on_full_disk(out, budget, *command, "--out", out)
+                    self.assertIn("gpubench: error: disk full writing ", clean_failure(self, process, 1))
+                    self.check_no_partial_file(out, reference)
+
+    def test_a_run_on_a_full_disk(self):
+        out = os.path.join(self.root, "full")
+        process = self.on_full_disk(out, 0, "run", "--no-setup", "--no-build", "--build-dir", self.machine.build_dir,
+                                    "--no-reference", "--sizes", "64", "--trials", "1", "--out", out)
+        self.assertIn(f"gpubench: error: disk full writing {out}/results.json", clean_failure(self, process, 1))
+        self.assertEqual([name for name in files_under(out) if name.endswith(".tmp")], [])
+
+
 if __name__ == "__main__":
     unittest.main()
