@@ -493,7 +493,8 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
-    return write(sources, all_verdicts(sources), out_dir or default_out_dir(), table)
+    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    return write(sources, all_verdicts(sources), out_dir, table)
 
 
 def write(sources, decided, out_dir, table=None):

@@ -4,12 +4,17 @@
   own folder, renamed over the old one; a full disk is said in one line (WriteError).
 - Every file name built from a results file's values goes through `path_in`, which cleans the values
   (`safe_name`) and checks that the path stays in its folder: a name such as '../../x' cannot lead
-  out of it."""
+  out of it.
+- Every command's output folder is checked before anything is written (`check_out_dir`): a folder or
+  nothing yet, writable, and not in the source tree outside results/."""
 import contextlib
 import errno
 import os
 import re
 import tempfile
+
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS_DIR = os.path.join(SOURCE_DIR, "results")  # the one place in the source tree outputs may go
 
 
 class WriteError(Exception):
@@ -85,3 +90,38 @@ def subfolder(folder, name):
     if os.path.realpath(path) != os.path.join(os.path.realpath(folder), name):
         raise WriteError(f"cannot write {path}: it leads out of {folder}")
     return path
+
+
+# --- the output folder ---------------------------------------------------------------------------
+def inside_source_tree(path):
+    """Whether path lies in the source tree, outside its results/ folder."""
+    def within(folder):
+        folder = os.path.realpath(folder)
+        return os.path.commonpath([os.path.realpath(path), folder]) == folder
+    return within(SOURCE_DIR) and not within(RESULTS_DIR)
+
+
+def check_out_dir(path, what="--out"):
+    """(the output folder's absolute path, whether this call made it): the one check of every command's
+    output folder, before anything is written; a UsageError (exit status 2) where it cannot hold the
+    outputs. `what` names the folder in the message (the flag that gave it)."""
+    from gpubench_driver.options import UsageError  # options reads the registry, which reads the plots, which read this
+    out_dir = os.path.abspath(path)
+    if inside_source_tree(out_dir):
+        raise UsageError(f"{what}: {out_dir} is inside the source tree: runs and reports go under results/ "
+                         f"({RESULTS_DIR}) or outside the source tree")
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise UsageError(f"{what}: {out_dir} exists and is not a folder")
+    made = False
+    try:
+        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
+        if not os.path.isdir(out_dir):
+            os.mkdir(out_dir)
+            made = True
+    except OSError as error:
+        reason = ("a folder on its path is a file" if isinstance(error, (FileExistsError, NotADirectoryError))
+                  else error.strerror)
+        raise UsageError(f"{what}: cannot create {out_dir}: {reason}") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"{what}: cannot write to {out_dir}: permission denied")
+    return out_dir, made

@@ -207,4 +207,5 @@ def run(paths, labels=None, price_specs=(), prices_path=compare.DEFAULT_PRICES, 
     """The 'rank' command: load, price, write; returns rank.md's path."""
     runs = load_runs(paths, labels or [])
     table = compare.apply_prices(runs, price_specs, prices_path)
-    return write(runs, out_dir or default_out_dir(), table)
+    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    return write(runs, out_dir, table)

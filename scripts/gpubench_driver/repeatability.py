@@ -61,7 +61,7 @@ def render(found):
 def run(options, argv):
     """Both runs, their comparison and the floors; the exit status of the first run that did not
     complete, else 0."""
-    out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
+    out_dir, _ = outputs.check_out_dir(options.out or default_out_dir(options.run_id))
     paths = []
     for label in ("a", "b"):
         path = os.path.join(out_dir, label)

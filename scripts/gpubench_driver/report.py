@@ -45,6 +45,6 @@ def regenerate(path, out_dir=None):
     # (whose file holds entries but no findings) still gets them, and an older file today's.
     derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     results_dir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    out_dir = out_dir or results_dir
-    os.makedirs(out_dir, exist_ok=True)
+    what = "--out" if out_dir else "report (writing beside the results file; --out DIR writes elsewhere)"
+    out_dir, _ = outputs.check_out_dir(out_dir or results_dir, what)
     return write_outputs(document, out_dir)

@@ -4,8 +4,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, health, journal, like, options as options_module, reference, report,
-                             results, runner, studies)
+from gpubench_driver import (build, environment, health, journal, like, options as options_module, outputs, reference,
+                             report, results, runner, studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -24,18 +24,12 @@ def default_build_dir():
 
 def prepare_out_dir(options):
     """The output folder, made before the build so that a bad --out or --run-id is said at once: it
-    must be a folder (or not exist) and hold no results.json yet."""
+    must pass outputs.check_out_dir and hold no results.json yet."""
     out_dir = os.path.abspath(options.out or os.path.join(SOURCE_DIR, "results", options.run_id))
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise options_module.UsageError(f"--out: {out_dir} exists and is not a folder")
     if os.path.exists(os.path.join(out_dir, "results.json")):
         raise options_module.UsageError(f"--out: {out_dir} already holds a results.json "
                                         f"(choose another --out or --run-id)")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as error:
-        raise options_module.UsageError(f"--out: cannot create {out_dir}: {error.strerror}") from None
-    return out_dir
+    return outputs.check_out_dir(out_dir)[0]
 
 
 def capture_environment(document, options, descriptions):

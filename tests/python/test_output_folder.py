@@ -213,5 +213,73 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual([name for name in files_under(out) if name.endswith(".tmp")], [])
 
 
+def remove_new_entries(folder, before):
+    """Removes what was made in folder since its listing `before` (None: the folder itself)."""
+    if before is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for name in set(os.listdir(folder)) - before if os.path.isdir(folder) else ():
+        path = os.path.join(folder, name)
+        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+
+
+# --- 6, 7. output folders that cannot be written or lie in the source tree ------------------------------
+class BadOutputFolderTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.machine = FakeMachine(studies=("matmul",))
+        process, cls.run_dir = cls.machine.run("--sizes", "64", "--no-refine")
+        assert process.returncode == 0, process.stdout + process.stderr
+        cls.root = cls.machine.directory.name
+        cls.a_file = os.path.join(cls.root, "a-file")
+        open(cls.a_file, "w").close()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.machine.close()
+
+    def commands(self, out):
+        return (["report", self.run_dir, "--out", out], ["compare", self.run_dir, self.run_dir, "--out", out],
+                ["rank", self.run_dir, "--out", out])
+
+    def refused(self, out, expected):
+        for command in self.commands(out):
+            with self.subTest(command=command[0], out=out):
+                self.assertIn(expected, clean_failure(self, gpubench(*command), 2))
+
+    def test_an_existing_file(self):
+        self.refused(self.a_file, "exists and is not a folder")
+
+    def test_a_folder_that_cannot_be_made(self):
+        self.refused("/proc/gpubench-forbidden/x", "cannot create /proc/gpubench-forbidden/x")
+        self.refused(os.path.join(self.a_file, "x"), f"cannot create {self.a_file}/x")
+
+    @unittest.skipIf(os.geteuid() == 0, "root writes into a folder whatever its mode")
+    def test_a_folder_the_user_cannot_write(self):
+        folder = os.path.join(self.root, "read-only")
+        shutil.copytree(self.run_dir, folder)
+        os.chmod(folder, 0o555)
+        self.addCleanup(os.chmod, folder, 0o755)
+        self.refused(folder, "cannot write")
+        self.assertIn("cannot write", clean_failure(self, gpubench("report", folder), 2))
+
+    def test_the_source_tree_outside_results(self):
+        for inside in ("scripts", os.path.join("docs", "new"), "."):
+            out = os.path.normpath(os.path.join(SOURCE_DIR, inside))
+            before = set(os.listdir(out)) if os.path.isdir(out) else None
+            self.addCleanup(remove_new_entries, out, before)  # what a failing driver wrote into the tree
+            self.refused(out, "inside the source tree")
+            process = subprocess.run(run_command(self.machine, out), capture_output=True, text=True, timeout=120,
+                                     env=dict(self.machine.env, GPUBENCH_PYTHON=sys.executable))
+            self.assertIn("go under results/", clean_failure(self, process, 2))
+            self.assertEqual(set(os.listdir(out)) if os.path.isdir(out) else None, before, out)
+
+    def test_results_in_the_source_tree_stay_allowed(self):
+        out = tempfile.mkdtemp(prefix="test-output-folder-", dir=os.path.join(SOURCE_DIR, "results"))
+        self.addCleanup(shutil.rmtree, out)
+        process = gpubench("compare", self.run_dir, self.run_dir, "--out", os.path.join(out, "compare"))
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
