@@ -119,7 +119,8 @@ def run(options, argv):
     if several:
         print(f"WARNING: {', '.join(several)} measure several GPUs together: each sub-run sees its GPU alone "
               f"(run them once, without --gpus)", flush=True)
-    out_dir = session.prepare_out_dir(options)
+    folder = session.prepare_out_dir(options)  # locked until this driver ends
+    out_dir = folder.path
     if options.build:
         build.configure_and_build(session.SOURCE_DIR, options.build_dir)
     processes = []

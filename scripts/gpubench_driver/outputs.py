@@ -6,15 +6,20 @@
   (`safe_name`) and checks that the path stays in its folder: a name such as '../../x' cannot lead
   out of it.
 - Every command's output folder is checked before anything is written (`check_out_dir`): a folder or
-  nothing yet, writable, and not in the source tree outside results/."""
+  nothing yet, writable, and not in the source tree outside results/.
+- A run's folder is locked from before its first file to its end (`lock_run_folder`, an flock on a
+  file in it): a second run into it is refused, and a reader tells a live run from one whose driver
+  was killed (`run_in_progress`). The lock goes with the process, however it ends."""
 import contextlib
 import errno
+import fcntl
 import os
 import re
 import tempfile
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS_DIR = os.path.join(SOURCE_DIR, "results")  # the one place in the source tree outputs may go
+RUN_LOCK = ".gpubench-run.lock"  # in a run's folder: locked by its driver while it lives
 
 
 class WriteError(Exception):
@@ -125,3 +130,67 @@ def check_out_dir(path, what="--out"):
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise UsageError(f"{what}: cannot write to {out_dir}: permission denied")
     return out_dir, made
+
+
+# --- the run's lock ------------------------------------------------------------------------------
+class RunFolder:
+    """A run's output folder and the lock its driver holds on it for the whole run."""
+
+    def __init__(self, path, handle, made):
+        self.path = path
+        self.handle = handle
+        self.made = made  # this run made the folder: it may remove it again, empty
+
+    def release(self, remove_if_empty=False):
+        """Give up the lock; with remove_if_empty, a folder this run made that holds nothing but the lock
+        (a run that measured nothing) is removed first, while the lock still keeps other runs out."""
+        if self.handle is None:
+            return
+        if remove_if_empty and self.made and os.listdir(self.path) == [RUN_LOCK]:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.path, RUN_LOCK))
+                os.rmdir(self.path)
+        os.close(self.handle)
+        self.handle = None
+
+
+def lock_run_folder(out_dir, made, what="--out"):
+    """The RunFolder of out_dir, locked; a UsageError where another run holds it."""
+    from gpubench_driver.options import UsageError
+    path = os.path.join(out_dir, RUN_LOCK)
+    try:
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        raise UsageError(f"{what}: cannot write to {out_dir}: {error.strerror}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(handle, 32, 0).decode("ascii", "replace").strip()
+        os.close(handle)
+        process = f" (process {holder})" if holder.isdigit() else ""
+        raise UsageError(f"{what}: {out_dir} is in use by another gpubench run{process}: "
+                         f"choose another {what} or --run-id") from None
+    # A run that made the folder and measured nothing removes the lock file and the folder before it
+    # gives the lock up: a lock taken on the file it removed would keep nothing out.
+    if not os.path.exists(path) or not os.path.samestat(os.fstat(handle), os.stat(path)):
+        os.close(handle)
+        raise UsageError(f"{what}: {out_dir} was given up by another gpubench run as this one started: run again")
+    with contextlib.suppress(OSError):  # who holds it, for the message of a run refused (a full disk: unsaid)
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, f"{os.getpid()}\n".encode("ascii"), 0)
+    return RunFolder(out_dir, handle, made)
+
+
+def run_in_progress(folder):
+    """Whether a live driver holds the lock of the run in folder (no lock file: none does)."""
+    try:
+        handle = os.open(os.path.join(folder, RUN_LOCK), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)

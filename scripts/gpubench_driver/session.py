@@ -23,13 +23,20 @@ def default_build_dir():
 
 
 def prepare_out_dir(options):
-    """The output folder, made before the build so that a bad --out or --run-id is said at once: it
-    must pass outputs.check_out_dir and hold no results.json yet."""
+    """The output folder's outputs.RunFolder, made and locked before the build so that a bad --out or
+    --run-id, or a folder another run is writing, is said at once: it must pass outputs.check_out_dir
+    and hold no results.json yet. The lock is held until the run ends (RunFolder.release, or the
+    driver's end, however it ends)."""
     out_dir = os.path.abspath(options.out or os.path.join(SOURCE_DIR, "results", options.run_id))
-    if os.path.exists(os.path.join(out_dir, "results.json")):
-        raise options_module.UsageError(f"--out: {out_dir} already holds a results.json "
-                                        f"(choose another --out or --run-id)")
-    return outputs.check_out_dir(out_dir)[0]
+    taken = options_module.UsageError(f"--out: {out_dir} already holds a results.json "
+                                      f"(choose another --out or --run-id)")
+    if os.path.exists(os.path.join(out_dir, "results.json")) and not outputs.run_in_progress(out_dir):
+        raise taken  # an ended run's folder (one in progress is refused as such when locking)
+    folder = outputs.lock_run_folder(*outputs.check_out_dir(out_dir))
+    if os.path.exists(os.path.join(out_dir, "results.json")):  # a run that ended there as this one started
+        folder.release()
+        raise taken
+    return folder
 
 
 def capture_environment(document, options, descriptions):
@@ -171,13 +178,19 @@ def like_record(path, document):
 
 
 def run(options, argv):
-    existed = options.out is not None and os.path.isdir(options.out)
-    out_dir = prepare_out_dir(options)
+    folder = prepare_out_dir(options)
+    try:
+        return _run_in(folder, options, argv)
+    finally:
+        folder.release()
+
+
+def _run_in(folder, options, argv):
+    out_dir = folder.path
     try:
         plans, study_warnings = describe_studies(options)
     except BaseException:
-        if not existed and not os.listdir(out_dir):  # nothing measured: leave no empty folder made for it
-            os.rmdir(out_dir)
+        folder.release(remove_if_empty=True)  # nothing measured: leave no empty folder made for it
         raise
     options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
     results_path = os.path.join(out_dir, "results.json")

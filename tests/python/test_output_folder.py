@@ -117,6 +117,100 @@ class HostileNameTest(unittest.TestCase):
                 self.assertTrue(os.path.isfile(path), path)
 
 
+# --- 2, 3. one run per output folder, one build per build folder -----------------------------------
+FAKE_CMAKE = textwrap.dedent('''\
+    #!/bin/sh
+    # A configure or build step of a second that fails when another runs in the same build folder at once,
+    # as CMake's reconfigure of a shared build folder did.
+    log="$GPUBENCH_FAKE_CMAKE_LOG"
+    if ! mkdir "$log.busy" 2>/dev/null; then
+      echo "stand-in cmake: another cmake is running in this build folder" >&2
+      exit 1
+    fi
+    echo "$$ $*" >> "$log"
+    sleep 1
+    rmdir "$log.busy"
+''')
+
+
+class OneRunPerFolderTest(unittest.TestCase):
+    def setUp(self):
+        self.machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(self.machine.close)
+        self.root = self.machine.directory.name
+        self.env = dict(self.machine.env, GPUBENCH_PYTHON=sys.executable)
+
+    def start(self, out, *args, build=False, env=None):
+        return subprocess.Popen(run_command(self.machine, out, *args, build=build), env=env or self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def with_fake_cmake(self):
+        bin_dir = os.path.join(self.root, "bin")
+        os.makedirs(bin_dir)
+        write_executable(os.path.join(bin_dir, "cmake"), FAKE_CMAKE)
+        log = os.path.join(self.root, "cmake.log")
+        return dict(self.env, PATH=bin_dir + os.pathsep + self.env["PATH"], GPUBENCH_FAKE_CMAKE_LOG=log), log
+
+    def one_ran_one_refused(self, first, second, out):
+        """Of two runs into `out`, one finished and kept every entry it printed, the other was refused."""
+        finished = [first, second]
+        for process in finished:
+            process.stdout_text, process.stderr_text = process.communicate(timeout=300)
+        refused = [process for process in finished if process.returncode == 2]
+        self.assertEqual(len(refused), 1, [(p.returncode, p.stdout_text, p.stderr_text) for p in finished])
+        winner = next(process for process in finished if process is not refused[0])
+        self.assertEqual(winner.returncode, 0, winner.stdout_text + winner.stderr_text)
+        self.assertIn("is in use by another gpubench run", refused[0].stderr_text)
+        self.assertNotIn("Traceback", refused[0].stderr_text)
+        self.assertEqual(refused[0].stdout_text.count("] matmul/"), 0, refused[0].stdout_text)
+        printed = winner.stdout_text.count("] matmul/")
+        self.assertGreater(printed, 0)
+        self.assertEqual(len(results.load(out)["studies"]["matmul"]["entries"]), printed)
+
+    def test_a_second_run_into_the_same_folder_is_refused(self):
+        out = os.path.join(self.root, "run")
+        env = dict(self.env, GPUBENCH_FAKE_SLEEP="1")  # each benchmark process: a run of a few seconds
+        self.one_ran_one_refused(self.start(out, env=env), self.start(out, env=env), out)
+
+    def test_two_building_runs_into_one_folder(self):
+        env, _ = self.with_fake_cmake()
+        out = os.path.join(self.root, "run")
+        first = self.start(out, build=True, env=env)
+        time.sleep(0.2)
+        second = self.start(out, build=True, env=env)
+        self.one_ran_one_refused(first, second, out)
+        self.assertTrue(os.path.isdir(out))
+
+    def test_a_refused_run_leaves_the_folder_to_the_run_in_it(self):
+        """The refused run never removes the folder, even when the run in it is still building."""
+        env, _ = self.with_fake_cmake()
+        out = os.path.join(self.root, "fresh")
+        first = self.start(out, build=True, env=env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not os.path.isdir(out):
+            time.sleep(0.05)
+        second = subprocess.run(run_command(self.machine, out, build=True), env=env, capture_output=True,
+                                text=True, timeout=120)
+        self.assertTrue(os.path.isdir(out))
+        stdout, stderr = first.communicate(timeout=300)
+        self.assertEqual(first.returncode, 0, stdout + stderr)
+        clean_failure(self, second, 2)
+        self.assertTrue(os.path.exists(os.path.join(out, "results.json")))
+
+    def test_builds_in_one_build_folder_wait_for_each_other(self):
+        env, log = self.with_fake_cmake()
+        first = self.start(os.path.join(self.root, "a"), build=True, env=env)
+        time.sleep(0.2)
+        second = self.start(os.path.join(self.root, "b"), build=True, env=env)
+        outputs = [process.communicate(timeout=300) for process in (first, second)]
+        for process, (stdout, stderr) in zip((first, second), outputs):
+            self.assertEqual(process.returncode, 0, stdout + stderr)
+        said = [stdout.count("waiting for") for stdout, _ in outputs]
+        self.assertEqual(sorted(said), [0, 1], outputs)
+        with open(log, encoding="utf-8") as stream:
+            self.assertEqual(len(stream.read().splitlines()), 4)  # configure and build, twice
+
+
 # --- 5. a full disk -----------------------------------------------------------------------------
 # The driver with a disk of `budget` bytes under FOLDER: every file opened for writing there takes
 # from it, and a write past it puts what fits and fails with ENOSPC, as a full file system does.
