@@ -119,8 +119,16 @@ def run(options, argv):
     if several:
         print(f"WARNING: {', '.join(several)} measure several GPUs together: each sub-run sees its GPU alone "
               f"(run them once, without --gpus)", flush=True)
-    folder = session.prepare_out_dir(options)  # locked until this driver ends
-    out_dir = folder.path
+    folder = session.prepare_out_dir(options)
+    try:
+        return _run_on(gpus, folder.path, options, argv)
+    finally:
+        folder.release()
+
+
+def _run_on(gpus, out_dir, options, argv):
+    """run's work, in its locked output folder."""
+    from gpubench_driver import session
     if options.build:
         build.configure_and_build(session.SOURCE_DIR, options.build_dir)
     processes = []
@@ -160,7 +168,8 @@ def gather(parts, run_id, argv):
     document = copy.deepcopy(parts[0][1])
     statuses = [part["run"]["status"] for _, part in parts]
     document["run"].update(id=run_id, command_line=[document["run"]["command_line"][0], *argv],
-                           status=next((s for s in ("interrupted", "partial", "empty") if s in statuses), "complete"),
+                           status=next((s for s in ("killed", "interrupted", "partial", "empty") if s in statuses),
+                                       "complete"),
                            gpus=[{"index": gpu.index, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
                                   "run_id": part["run"]["id"], "status": part["run"]["status"]}
                                  for gpu, part in parts])

@@ -16,6 +16,7 @@ from gpubench_driver import gbench, measurements, outputs, results, stats, studi
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"
+KILLED = "the run was killed: its driver ended before it finished (results.json still says 'running')"
 
 
 def path_beside(results_path):
@@ -98,8 +99,13 @@ def fold(document, lines):
 
 
 def load(path):
-    """results.load, with the entries a killed run left in its journal folded in (and a warning)."""
+    """results.load, with the entries a killed run left in its journal folded in (and a warning); a
+    'running' run whose driver is gone (no live driver holds its folder's lock) is shown as 'killed'."""
     document = results.load(path)
+    folder = os.path.dirname(path_beside(path))
+    if document["run"]["status"] == "running" and not outputs.run_in_progress(folder):
+        document["run"]["status"] = "killed"
+        document["warnings"].append(KILLED)
     added = fold(document, read(path_beside(path)))
     if added:
         document["warnings"].append(f"{added} entries recovered from {FILE}: the run was stopped before it saved "

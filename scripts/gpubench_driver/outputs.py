@@ -20,6 +20,7 @@ import tempfile
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS_DIR = os.path.join(SOURCE_DIR, "results")  # the one place in the source tree outputs may go
 RUN_LOCK = ".gpubench-run.lock"  # in a run's folder: locked by its driver while it lives
+SCRATCH = ".scratch"  # in a run's folder: its benchmark processes' scratch folders, so none is left elsewhere
 
 
 class WriteError(Exception):
@@ -142,14 +143,18 @@ class RunFolder:
         self.made = made  # this run made the folder: it may remove it again, empty
 
     def release(self, remove_if_empty=False):
-        """Give up the lock; with remove_if_empty, a folder this run made that holds nothing but the lock
-        (a run that measured nothing) is removed first, while the lock still keeps other runs out."""
+        """Give up the lock, removing the lock file and the emptied scratch folder (a run killed outright
+        leaves them, its lock free: run_in_progress tells); with remove_if_empty, a folder this run made
+        that is left empty (a run that measured nothing) goes too. All while the lock still keeps other
+        runs out (lock_run_folder refuses a lock taken on a removed file)."""
         if self.handle is None:
             return
-        if remove_if_empty and self.made and os.listdir(self.path) == [RUN_LOCK]:
+        for remove, name in ((os.unlink, RUN_LOCK), (os.rmdir, SCRATCH)):
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.path, RUN_LOCK))
-                os.rmdir(self.path)
+                remove(os.path.join(self.path, name))
+        if remove_if_empty and self.made:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path)  # only if empty
         os.close(self.handle)
         self.handle = None
 
@@ -170,11 +175,11 @@ def lock_run_folder(out_dir, made, what="--out"):
         process = f" (process {holder})" if holder.isdigit() else ""
         raise UsageError(f"{what}: {out_dir} is in use by another gpubench run{process}: "
                          f"choose another {what} or --run-id") from None
-    # A run that made the folder and measured nothing removes the lock file and the folder before it
-    # gives the lock up: a lock taken on the file it removed would keep nothing out.
+    # A run removes its lock file (and an empty folder it made) before it gives the lock up: a lock
+    # taken on the file it removed would keep nothing out.
     if not os.path.exists(path) or not os.path.samestat(os.fstat(handle), os.stat(path)):
         os.close(handle)
-        raise UsageError(f"{what}: {out_dir} was given up by another gpubench run as this one started: run again")
+        raise UsageError(f"{what}: another gpubench run was ending in {out_dir} as this one started: run again")
     with contextlib.suppress(OSError):  # who holds it, for the message of a run refused (a full disk: unsaid)
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"{os.getpid()}\n".encode("ascii"), 0)

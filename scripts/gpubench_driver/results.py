@@ -7,7 +7,8 @@ from gpubench_driver import gbench, measurements, outputs, telemetry
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
-RUN_STATUSES = ("running", "complete", "interrupted", "partial", "empty")
+# "killed": never written by a run; what a reader shows of a "running" run whose driver is gone (journal.load).
+RUN_STATUSES = ("running", "complete", "interrupted", "partial", "empty", "killed")
 ENTRY_STATUSES = ("ok", "error", "skipped")
 TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
 _NUMBER = (int, float)

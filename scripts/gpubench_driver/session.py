@@ -141,10 +141,12 @@ def measure(plans, options, document, save, out_dir):
     held_path = os.path.join(out_dir, runner.HELD_CHOICES_FILE)
     if os.path.exists(held_path):
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
+    scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)  # inside: a run killed outright leaves none elsewhere
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
                             raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path,
                             journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
-                            launcher=(options.launcher or ()) if plan.description.get("ranks_together") else ())
+                            launcher=(options.launcher or ()) if plan.description.get("ranks_together") else (),
+                            scratch_dir=scratch_dir)
                for plan in plans]
     try:
         for study in studies:

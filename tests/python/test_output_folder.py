@@ -166,6 +166,7 @@ class OneRunPerFolderTest(unittest.TestCase):
         printed = winner.stdout_text.count("] matmul/")
         self.assertGreater(printed, 0)
         self.assertEqual(len(results.load(out)["studies"]["matmul"]["entries"]), printed)
+        self.assertEqual([name for name in os.listdir(out) if name.startswith(".")], [])  # lock and scratch gone
 
     def test_a_second_run_into_the_same_folder_is_refused(self):
         out = os.path.join(self.root, "run")
@@ -209,6 +210,48 @@ class OneRunPerFolderTest(unittest.TestCase):
         self.assertEqual(sorted(said), [0, 1], outputs)
         with open(log, encoding="utf-8") as stream:
             self.assertEqual(len(stream.read().splitlines()), 4)  # configure and build, twice
+
+
+# --- 4. a run whose driver is gone ------------------------------------------------------------
+class KilledRunTest(unittest.TestCase):
+    def setUp(self):
+        self.machine = FakeMachine(studies=("matmul",))
+        self.addCleanup(self.machine.close)
+        self.root = self.machine.directory.name
+        self.tmp = os.path.join(self.root, "tmp")  # the run's TMPDIR: where scratch folders used to go
+        os.makedirs(self.tmp)
+        self.out = os.path.join(self.root, "run")
+
+    def kill_a_run(self):
+        env = dict(self.machine.env, GPUBENCH_FAKE_SLEEP="60", GPUBENCH_PYTHON=sys.executable, TMPDIR=self.tmp)
+        process = subprocess.Popen(run_command(self.machine, self.out), env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not os.path.exists(os.path.join(self.out, "results.json")):
+            time.sleep(0.1)
+        time.sleep(0.5)  # the first benchmark process started
+        os.killpg(process.pid, signal.SIGKILL)  # the driver and its benchmark process
+        process.wait(timeout=60)
+
+    def status_shown(self):
+        process = gpubench("report", self.out)
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        with open(os.path.join(self.out, "summary.md"), encoding="utf-8") as stream:
+            return next(line for line in stream if line.startswith("- Status:"))
+
+    def test_report_shows_a_killed_run_as_killed(self):
+        self.kill_a_run()
+        self.assertEqual(results.load(self.out)["run"]["status"], "running")  # as the killed driver left it
+        self.assertIn("Status: killed", self.status_shown())
+        self.assertEqual(os.listdir(self.tmp), [])  # its scratch folder was in the output folder
+
+    def test_a_run_whose_driver_lives_is_running(self):
+        import fcntl
+        from gpubench_driver import outputs
+        self.kill_a_run()
+        with open(os.path.join(self.out, outputs.RUN_LOCK), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live driver holds it
+            self.assertIn("Status: running", self.status_shown())
 
 
 # --- 5. a full disk -----------------------------------------------------------------------------
