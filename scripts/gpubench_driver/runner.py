@@ -210,6 +210,9 @@ def _stream(child, progress, on_finished=None):
     except KeyboardInterrupt:
         _stop(child)
         return True, wall_s
+    except BaseException:
+        _stop(child)  # the journal could not be written (a full disk): no benchmark process left running alone
+        raise
 
 
 def _stop(child):
