@@ -2,8 +2,6 @@
 and one build at a time in a build folder; a run whose driver was killed shown as killed; a full disk
 said in one line with no partial file left; a folder that cannot be written, or one inside the source
 tree (other than results/), refused before anything is written."""
-import errno
-import json
 import os
 import shutil
 import signal
@@ -350,14 +348,24 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual([name for name in files_under(out) if name.endswith(".tmp")], [])
 
 
-def remove_new_entries(folder, before):
-    """Removes what was made in folder since its listing `before` (None: the folder itself)."""
-    if before is None:
-        shutil.rmtree(folder, ignore_errors=True)
-        return
-    for name in set(os.listdir(folder)) - before if os.path.isdir(folder) else ():
+# What the commands write into their output folder (other tests may write elsewhere in the tree meanwhile).
+OUTPUT_NAMES = {"results.json", "journal.jsonl", "summary.md", "summary.html", "plots", "gbench", "compare.md",
+                "compare.html", "compare.json", "rank.md", "rank.html", "rank.json", ".gpubench-run.lock", ".scratch"}
+
+
+def outputs_in(folder):
+    """The command outputs in folder; None where there is no folder."""
+    return OUTPUT_NAMES & set(os.listdir(folder)) if os.path.isdir(folder) else None
+
+
+def remove_new_outputs(folder, before):
+    """Removes the outputs a failing command wrote into folder (since `before`, outputs_in's; None: the
+    folder itself, when empty)."""
+    for name in (outputs_in(folder) or set()) - (before or set()):
         path = os.path.join(folder, name)
         shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+    if before is None and os.path.isdir(folder) and not os.listdir(folder):
+        os.rmdir(folder)
 
 
 # --- 6, 7. output folders that cannot be written or lie in the source tree ------------------------------
@@ -403,13 +411,13 @@ class BadOutputFolderTest(unittest.TestCase):
     def test_the_source_tree_outside_results(self):
         for inside in ("scripts", os.path.join("docs", "new"), "."):
             out = os.path.normpath(os.path.join(SOURCE_DIR, inside))
-            before = set(os.listdir(out)) if os.path.isdir(out) else None
-            self.addCleanup(remove_new_entries, out, before)  # what a failing driver wrote into the tree
+            before = outputs_in(out)
+            self.addCleanup(remove_new_outputs, out, before)  # what a failing driver wrote into the tree
             self.refused(out, "inside the source tree")
             process = subprocess.run(run_command(self.machine, out), capture_output=True, text=True, timeout=120,
                                      env=dict(self.machine.env, GPUBENCH_PYTHON=sys.executable))
             self.assertIn("go under results/", clean_failure(self, process, 2))
-            self.assertEqual(set(os.listdir(out)) if os.path.isdir(out) else None, before, out)
+            self.assertEqual(outputs_in(out), before, out)
 
     def test_results_in_the_source_tree_stay_allowed(self):
         out = tempfile.mkdtemp(prefix="test-output-folder-", dir=os.path.join(SOURCE_DIR, "results"))
