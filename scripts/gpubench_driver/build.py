@@ -1,4 +1,6 @@
 """Configure and build the C++/CUDA side with CMake."""
+import contextlib
+import fcntl
 import os
 import shlex
 import shutil
@@ -6,6 +8,7 @@ import subprocess
 import sys
 
 FALLBACK_NVCC = "/usr/local/cuda/bin/nvcc"
+BUILD_LOCK = ".gpubench-build.lock"  # in the build folder: held while a gpubench configures and builds there
 
 
 class BuildError(Exception):
@@ -42,14 +45,35 @@ def build_command(build_dir):
     return ["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 1)]
 
 
+@contextlib.contextmanager
+def build_folder_lock(build_dir):
+    """Held while configuring and building: two at once in one build folder break each other (CMake's
+    reconfigure fails), so a second waits for the first to finish, saying so once."""
+    try:
+        os.makedirs(build_dir, exist_ok=True)
+        handle = os.open(os.path.join(build_dir, BUILD_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        raise BuildError(f"cannot use the build folder {build_dir}: {error.strerror}") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another gpubench build in {build_dir} to finish", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
 def configure_and_build(source_dir, build_dir, python=sys.executable, extra_args=()):
     if shutil.which("cmake") is None:
         raise BuildError("cmake is not on PATH (run 'scripts/gpubench run' without --no-setup to install it)")
-    for command in (configure_command(source_dir, build_dir, python, extra_args), build_command(build_dir)):
-        print("+ " + " ".join(command), flush=True)
-        returncode = subprocess.call(command)
-        if returncode != 0:
-            raise BuildError(f"'{' '.join(command[:2])}' failed with exit status {returncode}")
+    with build_folder_lock(build_dir):
+        for command in (configure_command(source_dir, build_dir, python, extra_args), build_command(build_dir)):
+            print("+ " + " ".join(command), flush=True)
+            returncode = subprocess.call(command)
+            if returncode != 0:
+                raise BuildError(f"'{' '.join(command[:2])}' failed with exit status {returncode}")
 
 
 def binary_path(build_dir, name):

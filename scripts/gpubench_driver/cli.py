@@ -6,8 +6,8 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, rank, repeatability,
-                             report, results, runner, session, stopping, studies, verdicts)
+from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, outputs, rank,
+                             repeatability, report, results, runner, session, stopping, studies, verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -15,7 +15,7 @@ DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies.
 def _run_parser(subparsers):
     parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
                                    description="Build the study binaries, run them and write "
-                                               "results/<run-id>/{results.json,summary.md,plots/}.")
+                                               "results/runs/<run-id>/{results.json,summary.md,summary.html,plots/}.")
     quick_sizes = "; ".join(f"{study.name} {','.join(map(str, study.quick_sizes))}" for study in studies.STUDIES)
     quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
                               for study in studies.STUDIES if study.batch_axis)
@@ -43,7 +43,7 @@ def _run_parser(subparsers):
                                            "rank's node and GPU (docs/multi-gpu.md)")
     parser.add_argument("--repeatability", action="store_true",
                         help="the run twice, back to back, and how far this machine varies from itself per kind of "
-                             "entry (results/repeatability-<run-id>/: both runs, their comparison, "
+                             "entry (results/runs/repeatability-<run-id>/: both runs, their comparison, "
                              "repeatability.md): the noise below which a difference between machines is none")
     parser.add_argument("--no-telemetry", action="store_true",
                         help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
@@ -60,7 +60,7 @@ def _run_parser(subparsers):
     parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
     parser.add_argument("--caps", help="size caps, e.g. naive_loop=1024 (0 removes a cap)")
     parser.add_argument("--cpu-only", action="store_true", help="run no GPU entries (and no references)")
-    parser.add_argument("--out", help="output directory (default: results/<run-id>)")
+    parser.add_argument("--out", help="output directory (default: results/runs/<run-id>, which git ignores)")
     parser.add_argument("--run-id", help="run identifier (default: the UTC start time)")
     parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
@@ -97,7 +97,7 @@ def _compare_parser(subparsers):
                         help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
     parser.add_argument("--prices", default=compare.DEFAULT_PRICES,
                         help="price table (default: scripts/prices.json, dated examples: check current prices)")
-    parser.add_argument("--out", help="output directory (default: results/compare-<UTC time>)")
+    parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
 
 
 def _rank_parser(subparsers):
@@ -117,7 +117,7 @@ def _rank_parser(subparsers):
                              "per hour (repeatable)")
     parser.add_argument("--prices", default=compare.DEFAULT_PRICES, metavar="TABLE",
                         help="price table (default: scripts/prices.json, dated examples: check current prices)")
-    parser.add_argument("--out", help="output directory (default: results/rank-<UTC time>)")
+    parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
 
 
 def build_parser():
@@ -275,7 +275,7 @@ def main(argv):
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
-            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError) as error:
+            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError, outputs.WriteError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except stopping.StoppedAfterFinalWrite as stop:

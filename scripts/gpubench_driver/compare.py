@@ -16,8 +16,8 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from gpubench_driver import (document as page, gpus, html_report, journal, options as opts, session, stats, studies,
-                             trials, verdicts)
+from gpubench_driver import (document as page, gpus, html_report, journal, options as opts, outputs, session, stats,
+                             studies, trials, verdicts)
 from gpubench_driver.formatting import md, percent, ratio, seconds
 
 DEFAULT_PRICES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
@@ -485,7 +485,7 @@ def render(sources, table=None):
 
 
 def default_out_dir():
-    return os.path.join(session.SOURCE_DIR, "results", f"compare-{session.default_run_id()}")
+    return session.default_out_dir(f"compare-{session.default_run_id()}")
 
 
 def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=None):
@@ -493,7 +493,8 @@ def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=
     Markdown's path."""
     sources = load_sources(paths, labels or [])
     table = apply_prices(sources, price_specs, prices_path)
-    return write(sources, all_verdicts(sources), out_dir or default_out_dir(), table)
+    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    return write(sources, all_verdicts(sources), out_dir, table)
 
 
 def write(sources, decided, out_dir, table=None):
@@ -501,10 +502,7 @@ def write(sources, decided, out_dir, table=None):
     in out_dir; returns the Markdown's path."""
     found = blocks(sources, decided, table)
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "compare.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(page.to_markdown(found) + "\n")
-    with open(os.path.join(out_dir, "compare.json"), "w", encoding="utf-8") as stream:
-        json.dump(comparison_record(sources, decided), stream, indent=1)
+    path = outputs.write_text(os.path.join(out_dir, "compare.md"), page.to_markdown(found) + "\n")
+    outputs.write_text(os.path.join(out_dir, "compare.json"), json.dumps(comparison_record(sources, decided), indent=1))
     html_report.write(found, [], out_dir, name="compare.html")
     return path

@@ -11,7 +11,7 @@ import json
 import os
 import statistics
 
-from gpubench_driver import headline, journal, report, results
+from gpubench_driver import headline, journal, outputs, report, results
 
 EXPECTED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "expected_ranges.json")
 SCHEMA = "gpubench-expected-ranges"
@@ -84,7 +84,5 @@ def update(paths, path=EXPECTED):
     document = {"schema": SCHEMA, "schema_version": 1,
                 "note": "Written by `gpubench expected RUN...` from committed result sets; not edited by hand.",
                 "models": dict(sorted(models.items()))}
-    with open(path, "w", encoding="utf-8") as stream:
-        json.dump(document, stream, indent=1)
-        stream.write("\n")
+    outputs.write_text(path, json.dumps(document, indent=1) + "\n")
     return {name: len(model["runs"]) for name, model in found.items()}

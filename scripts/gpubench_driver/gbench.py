@@ -4,7 +4,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from gpubench_driver import stats, telemetry
+from gpubench_driver import outputs, stats, telemetry
 
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # The largest n or batch a study binary takes: its --sizes/--batches parser reads an int
@@ -330,9 +330,10 @@ def parse_console_line(line):
 
 def write_file(document, path):
     """Google Benchmark JSON as it writes it (NaN unquoted), replaced atomically."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as stream:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as error:
+        raise outputs.write_error(error, path) from None
+    with outputs.replacing(path) as stream:
         json.dump(document, stream, indent=2)
-    os.replace(temporary, path)
 

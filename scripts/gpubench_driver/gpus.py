@@ -15,8 +15,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from gpubench_driver import (build, environment, journal, noise_floor, options as opts, results, stats, stopping,
-                             verdicts)
+from gpubench_driver import (build, environment, journal, noise_floor, options as opts, outputs, results, stats,
+                             stopping, verdicts)
 
 ALL = "all"
 GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
@@ -119,7 +119,16 @@ def run(options, argv):
     if several:
         print(f"WARNING: {', '.join(several)} measure several GPUs together: each sub-run sees its GPU alone "
               f"(run them once, without --gpus)", flush=True)
-    out_dir = session.prepare_out_dir(options)
+    folder = session.prepare_out_dir(options)
+    try:
+        return _run_on(gpus, folder.path, options, argv)
+    finally:
+        folder.release()
+
+
+def _run_on(gpus, out_dir, options, argv):
+    """run's work, in its locked output folder."""
+    from gpubench_driver import session
     if options.build:
         build.configure_and_build(session.SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     processes = []
@@ -160,7 +169,8 @@ def gather(parts, run_id, argv):
     document = copy.deepcopy(parts[0][1])
     statuses = [part["run"]["status"] for _, part in parts]
     document["run"].update(id=run_id, command_line=[document["run"]["command_line"][0], *argv],
-                           status=next((s for s in ("interrupted", "partial", "empty") if s in statuses), "complete"),
+                           status=next((s for s in ("killed", "interrupted", "partial", "empty") if s in statuses),
+                                       "complete"),
                            gpus=[{"index": gpu.index, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
                                   "run_id": part["run"]["id"], "status": part["run"]["status"]}
                                  for gpu, part in parts])
@@ -295,8 +305,6 @@ def render(found):
 def write_report(document, out_dir):
     """gpus.md, and the node median's summary.md, summary.html and plots (report.write_outputs)."""
     from gpubench_driver import report
-    path = os.path.join(out_dir, "gpus.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(document["findings"]["gpus"]) + "\n")
+    path = outputs.write_text(os.path.join(out_dir, "gpus.md"), render(document["findings"]["gpus"]) + "\n")
     report.write_outputs(node_view(document), out_dir)
     return path

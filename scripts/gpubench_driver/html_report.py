@@ -13,7 +13,7 @@ import os
 import re
 import string
 
-from gpubench_driver import document
+from gpubench_driver import document, outputs
 
 HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -203,7 +203,5 @@ def render(blocks, plot_paths, out_dir):
 
 def write(blocks, plot_paths, out_dir, name=HTML_NAME):
     """The page of the blocks as `name` (summary.html) in out_dir; returns its path."""
-    path = os.path.join(out_dir, name)
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(blocks, plot_paths, out_dir))
-    return path
+    page = render(blocks, plot_paths, out_dir)
+    return outputs.write_text(os.path.join(out_dir, name), page)

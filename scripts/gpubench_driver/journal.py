@@ -12,10 +12,11 @@ significant digits) and its measurements line (samples and all), and says so in 
 import json
 import os
 
-from gpubench_driver import gbench, measurements, results, stats, studies, trials
+from gpubench_driver import gbench, measurements, outputs, results, stats, studies, trials
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"
+KILLED = "the run was killed: its driver ended before it finished (results.json still says 'running')"
 
 
 def path_beside(results_path):
@@ -30,8 +31,11 @@ def record(study, trial, phase, result, measurement, wall_s):
 
 
 def append(path, line):
-    with open(path, "a", encoding="utf-8") as stream:
-        stream.write(json.dumps(line, allow_nan=False) + "\n")
+    try:
+        with open(path, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(line, allow_nan=False) + "\n")
+    except OSError as error:
+        raise outputs.write_error(error, path) from None
 
 
 def remove(path):
@@ -95,8 +99,13 @@ def fold(document, lines):
 
 
 def load(path):
-    """results.load, with the entries a killed run left in its journal folded in (and a warning)."""
+    """results.load, with the entries a killed run left in its journal folded in (and a warning); a
+    'running' run whose driver is gone (no live driver holds its folder's lock) is shown as 'killed'."""
     document = results.load(path)
+    folder = os.path.dirname(path_beside(path))
+    if document["run"]["status"] == "running" and not outputs.run_in_progress(folder):
+        document["run"]["status"] = "killed"
+        document["warnings"].append(KILLED)
     added = fold(document, read(path_beside(path)))
     if added:
         document["warnings"].append(f"{added} entries recovered from {FILE}: the run was stopped before it saved "

@@ -37,7 +37,7 @@ class RunOptions:
     modes: list            # None: all
     caps: dict
     cpu_only: bool
-    out: str               # None: <repo>/results/<run_id>
+    out: str               # None: <repo>/results/runs/<run_id>
     run_id: str
     refine_rounds: int     # 0: no refinement
     build_dir: str

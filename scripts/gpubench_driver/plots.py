@@ -10,9 +10,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver import derive, derive_batch, derive_mandelbrot, derive_transfer
+from gpubench_driver import derive, derive_batch, derive_mandelbrot, derive_transfer, outputs
 from gpubench_driver.formatting import rate
 
+PLOT_DIR = "plots"  # in the output folder
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
                       "(install python3-matplotlib, e.g. 'sudo apt-get install python3-matplotlib')")
 
@@ -84,8 +85,9 @@ class Chart:
     mark: Optional[Callable] = None
 
 
-def _file_part(name):
-    return re.sub(r"[^0-9A-Za-z]+", "_", str(name)).strip("_")  # names come from the results file
+def plot_path(plot_dir, *parts):
+    """plot_dir/<parts>.png: every plot's file name, its parts cleaned (they come from the results file)."""
+    return outputs.path_in(plot_dir, *parts, suffix=".png")
 
 
 def _scoped(title, names):
@@ -94,9 +96,10 @@ def _scoped(title, names):
     return "\n".join([f"{first} ({', '.join(names)})", *rest]) if names else title
 
 
-def _line_charts(stem, title, series, levels=(), baseline=(), **chart):
-    """The Charts of `series`, at most MAX_SERIES each (chart_shares), at stem.png or stem_<share>.png."""
-    return [Chart(path="_".join([stem, *map(_file_part, names)]) + ".png", title=_scoped(title, names),
+def _line_charts(plot_dir, stem, title, series, levels=(), baseline=(), **chart):
+    """The Charts of `series`, at most MAX_SERIES each (chart_shares), at plot_dir/<stem parts>.png or
+    plot_dir/<stem parts>_<share>.png (stem: a tuple of name parts)."""
+    return [Chart(path=plot_path(plot_dir, *stem, *names), title=_scoped(title, names),
                   series={key: series[key] for key in keys}, **chart)
             for names, keys in chart_shares(list(series), levels, baseline)]
 
@@ -134,6 +137,15 @@ def study_styles(charts_labels):
             for label in mates}
 
 
+def _save(pyplot, figure, path, dpi=120):
+    """The figure as a PNG at path, written whole or not at all (outputs.replacing); closed either way."""
+    try:
+        with outputs.replacing(path, binary=True) as stream:
+            figure.savefig(stream, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        pyplot.close(figure)
+
+
 def _finish(pyplot, figure, axes, path, extra=()):
     """Grid, legend and save; extra: (handle, label) pairs the legend shows beside the axes' own."""
     axes.grid(True, which="both", alpha=0.3)
@@ -143,8 +155,7 @@ def _finish(pyplot, figure, axes, path, extra=()):
     # Beside the axes, not over the data; the saved image widens to hold it (bbox_inches), the axes keep their size.
     axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",  # names from the file
                 bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=2 if len(handles) > LEGEND_ROWS else 1)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def _shown(chart, points):
@@ -238,12 +249,12 @@ def matmul_plots(pyplot, study, plot_dir):
     series = _series(entries, lambda entry: (entry["impl"], entry["mode"]))
     by_mode = (lambda key: key[1],)
     study_charts = (
-        _line_charts(os.path.join(plot_dir, "matmul_time"), "matmul FP32: median time", series, by_mode,
+        _line_charts(plot_dir, ("matmul_time",), "matmul FP32: median time", series, by_mode,
                      _cpu(series), ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
-        + _line_charts(os.path.join(plot_dir, "matmul_rate"), "matmul FP32: FLOP/s", series, by_mode, _cpu(series),
+        + _line_charts(plot_dir, ("matmul_rate",), "matmul FP32: FLOP/s", series, by_mode, _cpu(series),
                        ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
     if derive.gpu_modes(entries):
-        study_charts += _line_charts(os.path.join(plot_dir, "matmul_speedup"),
+        study_charts += _line_charts(plot_dir, ("matmul_speedup",),
                                      "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
                                      ylabel="speedup: best CPU time / best GPU time (x)",
                                      mark=_parity_and_crossovers(_timed(study["derived"].get("crossovers", []))))
@@ -301,13 +312,13 @@ def precision_plots(pyplot, study, plot_dir):
     each, e.g. precision_rate_16_bit.png)."""
     paths = []
     if pareto_points(study["derived"].get("speedups_over_fp32", [])):
-        paths.append(os.path.join(plot_dir, "precision_pareto.png"))
+        paths.append(plot_path(plot_dir, "precision_pareto"))
         _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = _series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
                      if entry["mode"] in ("resident", HOST_MODE) else None)
     return paths + _draw(pyplot, _line_charts(
-        os.path.join(plot_dir, "precision_rate"), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
+        plot_dir, ("precision_rate",), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
         _cpu(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 
@@ -327,7 +338,7 @@ def batch_plots(name, spec, pyplot, study, plot_dir):
         series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
                   for row in rows if row["n"] == n}
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"{name}_throughput_n{n}"),
+            plot_dir, (name, "throughput", f"n{n}"),
             f"{spec.title}: {spec.unit} per second\n{derive_batch.size_text(spec, study.get('layers'), n)}",
             series, levels, _cpu(series), ylabel=f"{spec.unit}/s", value=lambda point: point[key],
             xlabel=f"batch ({spec.unit} per call)",
@@ -360,7 +371,7 @@ def transfer_plots(pyplot, study, plot_dir):
                   for row in derived["curves"] if row["direction"] == direction}
         link = derived.get("link") if direction in derive_transfer.LINK_DIRECTIONS else None
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"transfer_bandwidth_{direction}"),
+            plot_dir, ("transfer_bandwidth", direction),
             f"transfer {direction}: bandwidth against the size of one copy", series,
             (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
             value=lambda point: point["bytes_per_s"] / derive_transfer.GIB, xlabel="bytes per copy (B)",
@@ -386,7 +397,7 @@ def overlap_plots(pyplot, study, plot_dir):
         ideal = {row["chunks"]: row["ideal_s"] for row in mine}
         series[("ideal: max(copy-only, compute-only)",)] = sorted(ideal.items())
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"overlap_{workload}_{memory}_n{n}"),
+            plot_dir, ("overlap", workload, memory, f"n{n}"),
             f"overlap: {workload}, {memory} host memory, n = {n}", series, ylabel="seconds per run (s)",
             xlabel="chunks (pieces the data is copied and computed in)", mark=_serial_mark(mine[0]["serial_s"]))
     return _draw(pyplot, study_charts)
@@ -411,16 +422,16 @@ def vector_add_plots(pyplot, study, plot_dir):
                 for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
     copies = {(mode,): [(row["n"], row["copies"][mode]["over_cpu"]) for row in rows if mode in row["copies"]]
               for mode in dict.fromkeys(mode for row in rows for mode in row["copies"])}
-    study_charts = _line_charts(os.path.join(plot_dir, "vector_add_time"), "vector_add FP32: median time", series,
+    study_charts = _line_charts(plot_dir, ("vector_add_time",), "vector_add FP32: median time", series,
                                 (lambda key: key[1],), _cpu(series), ylabel="median time (s)",
                                 value=lambda point: point["median_s"], xlabel=ELEMENTS)
     if speedups:
-        study_charts += _line_charts(os.path.join(plot_dir, "vector_add_speedup"),
+        study_charts += _line_charts(plot_dir, ("vector_add_speedup",),
                                      "vector_add FP32: GPU speedup over the best CPU", speedups,
                                      ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
                                      mark=_parity_and_crossovers(_timed(derived.get("crossovers") or [])))
     if copies:
-        study_charts += _line_charts(os.path.join(plot_dir, "vector_add_copies"),
+        study_charts += _line_charts(plot_dir, ("vector_add_copies",),
                                      "vector_add: the copies' time over the best CPU's whole time\n"
                                      "(transfer-inclusive time less the kernel's resident time)", copies,
                                      ylabel="copies / best CPU time (x; above 1: the copies cost more)",
@@ -478,8 +489,7 @@ def _count_image_plot(pyplot, path, image):
     axes.set_axis_off()
     axes.set_title(plain("\n".join(textwrap.wrap(f"mandelbrot: {note} (at most {maxval} iterations; black: never "
                                                   f"escaped; colour: log(1 + count))", 100))), fontsize="small")
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path, dpi=100)
 
 
 def _configuration_bars(pyplot, path, row, guide):
@@ -498,8 +508,7 @@ def _configuration_bars(pyplot, path, row, guide):
              title=plain(f"mandelbrot: {row['width']} x {row['height']} pixels, at most {row['max_iterations']} "
                          f"iterations, {row['precision']}" + (" (the guide's configuration)" if guide else "")))
     axes.grid(True, which="both", axis="x", alpha=0.3)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def mandelbrot_plots(pyplot, study, plot_dir):
@@ -509,12 +518,12 @@ def mandelbrot_plots(pyplot, study, plot_dir):
     paths = []
     image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
     if image:
-        paths.append(os.path.join(plot_dir, "mandelbrot_counts.png"))
+        paths.append(plot_path(plot_dir, "mandelbrot_counts"))
         _count_image_plot(pyplot, paths[-1], image)
     derived = study["derived"]
     claim = derived.get("guide_claim")
     if claim:
-        paths.append(os.path.join(plot_dir, "mandelbrot_guide.png"))
+        paths.append(plot_path(plot_dir, "mandelbrot_guide"))
         _configuration_bars(pyplot, paths[-1], claim["configuration"], derive_mandelbrot.GUIDE)
     rows = [row for row in derived.get("rates") or [] if len(row["points"]) > 1]
     study_charts = []
@@ -522,7 +531,7 @@ def mandelbrot_plots(pyplot, study, plot_dir):
         series = {(row["impl"], row["mode"], row["precision"]): [(point["n"], point) for point in row["points"]]
                   for row in rows if row["max_iterations"] == limit}
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"mandelbrot_rate_{limit}"), f"mandelbrot: pixels per second, at most {limit} "
+            plot_dir, ("mandelbrot_rate", limit), f"mandelbrot: pixels per second, at most {limit} "
             "iterations", series, (lambda key: key[2], lambda key: key[1]), _cpu(series), ylabel="pixels/s",
             value=lambda point: point["pixels_per_s"], xlabel="rows of the image (n; 1.5 n pixels wide)")
     return paths + _draw(pyplot, study_charts)
@@ -559,7 +568,7 @@ def stream_plots(pyplot, study, plot_dir):
                                                                  for point in row["points"]]
                   for row in rows if row["operation"] == operation}
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"stream_{operation}"), f"stream {operation}: bandwidth against the working set",
+            plot_dir, ("stream", operation), f"stream {operation}: bandwidth against the working set",
             series, (lambda key: key[2], lambda key: key[1]), _cpu(series),
             ylabel="GB/s (STREAM's bytes, 10^9 per second)", value=lambda point: point["bytes_per_s"] / 1e9,
             xlabel=WORKING_SET, mark=_stream_marks(derived.get("theoretical"), derived.get("l2_bytes")))
@@ -591,7 +600,7 @@ def roofline_sweep_plots(pyplot, study, plot_dir):
         series = {(row["impl"], row["precision"]): [(point["intensity"], point) for point in row["points"]]
                   for row in mine}
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"roofline_sweep_{device}_n{n}"),
+            plot_dir, ("roofline_sweep", device, f"n{n}"),
             f"roofline sweep, {device}: the FMA chain's rate against its intensity\n{n} elements per array",
             series, ylabel="FLOP/s", value=lambda point: point["flop_per_s"], xlabel=INTENSITY,
             mark=_fitted_roofs(mine))
@@ -624,7 +633,7 @@ def primitives_plots(pyplot, study, plot_dir):
                   for row in rows if row["primitive"] == primitive}
         crossovers = [found for found in _timed(derived.get("crossovers") or []) if found["primitive"] == primitive]
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"primitives_{primitive}"), f"primitives {primitive}: elements per second",
+            plot_dir, ("primitives", primitive), f"primitives {primitive}: elements per second",
             series, (lambda key: key[1],), _cpu(series), ylabel="elements/s",
             value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
             mark=_crossover_marks(crossovers, with_precision=False, axis="n"))
@@ -633,7 +642,7 @@ def primitives_plots(pyplot, study, plot_dir):
               for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
     if reduce and found.get("reference"):
         study_charts += _line_charts(
-            os.path.join(plot_dir, "primitives_reduce_bandwidth"),
+            plot_dir, ("primitives_reduce_bandwidth",),
             "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
             value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
             xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
@@ -671,8 +680,7 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
     axes.set(xlabel="blocks", ylabel="threads per block",
              title=plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
                          f"{launch['blocks']} x {launch['threads_per_block']})"))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def occupancy_plots(pyplot, study, plot_dir):
@@ -681,7 +689,7 @@ def occupancy_plots(pyplot, study, plot_dir):
     derived = study["derived"]
     paths, study_charts = [], []
     for kernel in derived.get("kernels") or []:
-        path = os.path.join(plot_dir, f"occupancy_{_file_part(kernel['impl'])}.png")
+        path = plot_path(plot_dir, "occupancy", kernel["impl"])
         _occupancy_heat_map(pyplot, path, kernel, derived["walkthrough_launch"])
         paths.append(path)
         series = {}
@@ -689,7 +697,7 @@ def occupancy_plots(pyplot, study, plot_dir):
             if point.get("resident_warps"):
                 series.setdefault((f"{point['threads_per_block']} threads",), []).append((point["resident_warps"], point))
         study_charts += _line_charts(
-            os.path.join(plot_dir, f"occupancy_{_file_part(kernel['impl'])}_warps"),
+            plot_dir, ("occupancy", kernel["impl"], "warps"),
             f"occupancy {kernel['impl']}: rate against the resident warps", {
                 key: sorted(points, key=lambda item: item[0]) for key, points in series.items()},
             ylabel="rate / the best launch measured", value=lambda point: point["fraction_of_best"],
@@ -707,12 +715,12 @@ def launch_overhead_plots(pyplot, study, plot_dir):
         per_kernel.setdefault((row["impl"], row["mode"]), []).append((row["n"], row))
         if row["busy_fraction"] is not None:
             busy.setdefault((row["mode"],), []).append((row["n"], row))
-    study_charts = _line_charts(os.path.join(plot_dir, "launch_overhead_per_kernel"),
+    study_charts = _line_charts(plot_dir, ("launch_overhead_per_kernel",),
                                 "launch_overhead: time per kernel (host clock, launch to synchronisation)",
                                 per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],
                                 xlabel=CHAIN_KERNELS)
     if busy:
-        study_charts += _line_charts(os.path.join(plot_dir, "launch_overhead_busy"),
+        study_charts += _line_charts(plot_dir, ("launch_overhead_busy",),
                                      "launch_overhead: GPU busy share of a chain of small kernels\n"
                                      "(the kernels' own spans over the call's time)", busy,
                                      ylabel="kernels' time / call time", value=lambda row: row["busy_fraction"],
@@ -739,8 +747,7 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
     figure.colorbar(image, ax=axes, label=label)
     axes.set(xlabel="destination", ylabel="source",
              title=plain(f"p2p {matrix['impl']}, {matrix['direction']}: {label}"))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    pyplot.close(figure)
+    _save(pyplot, figure, path)
 
 
 def p2p_plots(pyplot, study, plot_dir):
@@ -749,12 +756,12 @@ def p2p_plots(pyplot, study, plot_dir):
     (p2p_latency_<engine>_<direction>.png)."""
     paths = []
     for matrix in study["derived"].get("matrices") or []:
-        stem = f"{_file_part(matrix['impl'])}_{_file_part(matrix['direction'])}"
+        stem = (matrix["impl"], matrix["direction"])
         for key, name, label, scale, cell in (
                 ("bandwidth_bytes_per_s", "bandwidth", "GiB/s of the largest copy", 1 / float(1 << 30),
                  lambda value: f"{value:.1f}"),
                 ("latency_s", "latency", "microseconds of the smallest copy", 1e6, lambda value: f"{value:.1f}")):
-            path = os.path.join(plot_dir, f"p2p_{name}_{stem}.png")
+            path = plot_path(plot_dir, "p2p", name, *stem)
             _route_heat_map(pyplot, path, matrix, key, label, scale, cell)
             paths.append(path)
     return paths
@@ -781,7 +788,7 @@ def gemm_ladder_plots(pyplot, study, plot_dir):
                         rotation=30, ha="right", fontsize="small")
         axes.set(ylabel="rate / cuBLAS's rate at the same n", yscale="log",
                  title=plain(f"gemm_ladder: {ladder['title']}, each rung against cuBLAS (1 = cuBLAS)"))
-        path = os.path.join(plot_dir, f"gemm_ladder_{_file_part(ladder['precision'])}.png")
+        path = plot_path(plot_dir, "gemm_ladder", ladder["precision"])
         _finish(pyplot, figure, axes, path)
         paths.append(path)
     return paths
@@ -860,9 +867,7 @@ def write_roofline(roof, out_dir):
     pyplot = load_pyplot()
     if pyplot is None or not roof.get("peaks"):
         return None
-    plot_dir = os.path.join(out_dir, "plots")
-    os.makedirs(plot_dir, exist_ok=True)
-    path = os.path.join(plot_dir, ROOFLINE_NAME)
+    path = os.path.join(outputs.subfolder(out_dir, PLOT_DIR), ROOFLINE_NAME)
     _roofline_plot(pyplot, path, roof)
     return path
 
@@ -884,7 +889,7 @@ def collectives_plots(pyplot, study, plot_dir):
         stem, what, key = "collectives_algorithm_bandwidth", "algorithm bandwidth (one rank: no bus)", "algorithm"
     else:
         stem, what, key = "collectives_bus_bandwidth", "bus bandwidth (nccl-tests' formulas)", "bus"
-    study_charts = _line_charts(os.path.join(plot_dir, stem), f"collectives: {what} against the message size",
+    study_charts = _line_charts(plot_dir, (stem,), f"collectives: {what} against the message size",
                                 series, (lambda series_key: series_key[1],), ylabel="GB/s (10^9 bytes per second)",
                                 value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
                                 xlabel="message size (bytes, nccl-tests' size)")
@@ -899,8 +904,7 @@ def write_plots(studies, out_dir):
     pyplot = load_pyplot()
     if pyplot is None:
         return None
-    plot_dir = os.path.join(out_dir, "plots")
-    os.makedirs(plot_dir, exist_ok=True)
+    plot_dir = outputs.subfolder(out_dir, PLOT_DIR)
     found = {}
     for name, study in studies.items():
         record = registry.BY_NAME.get(name)

@@ -13,7 +13,7 @@ import json
 import os
 from itertools import combinations
 
-from gpubench_driver import compare, document as page, headline, html_report, report, session, verdicts
+from gpubench_driver import compare, document as page, headline, html_report, outputs, report, session, verdicts
 from gpubench_driver.formatting import md, percent
 from gpubench_driver.summary_headline import value_text
 
@@ -228,18 +228,15 @@ def rank_record(runs):
 
 # --- writing ----------------------------------------------------------------------------------
 def default_out_dir():
-    return os.path.join(session.SOURCE_DIR, "results", f"rank-{session.default_run_id()}")
+    return session.default_out_dir(f"rank-{session.default_run_id()}")
 
 
 def write(runs, out_dir, table=None):
     """rank.md, rank.html and rank.json in out_dir; returns the Markdown's path."""
     found = blocks(runs, table)
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "rank.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(page.to_markdown(found))
-    with open(os.path.join(out_dir, "rank.json"), "w", encoding="utf-8") as stream:
-        json.dump(rank_record(runs), stream, indent=1)
+    path = outputs.write_text(os.path.join(out_dir, "rank.md"), page.to_markdown(found))
+    outputs.write_text(os.path.join(out_dir, "rank.json"), json.dumps(rank_record(runs), indent=1))
     html_report.write(found, [], out_dir, name="rank.html")
     return path
 
@@ -248,4 +245,5 @@ def run(paths, labels=None, price_specs=(), prices_path=compare.DEFAULT_PRICES, 
     """The 'rank' command: load, price, write; returns rank.md's path."""
     runs = load_runs(paths, labels or [])
     table = compare.apply_prices(runs, price_specs, prices_path)
-    return write(runs, out_dir or default_out_dir(), table)
+    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    return write(runs, out_dir, table)

@@ -8,7 +8,7 @@ import json
 import os
 from dataclasses import replace
 
-from gpubench_driver import compare, document as page, session, stopping, verdicts
+from gpubench_driver import compare, document as page, outputs, session, stopping, verdicts
 from gpubench_driver.formatting import percent
 
 # Kinds of entry, by what the binaries report (the protocol) and the headline's length.
@@ -22,7 +22,7 @@ BANDS = compare.AGREEMENT_BANDS
 
 
 def default_out_dir(run_id):
-    return os.path.join(session.SOURCE_DIR, "results", f"repeatability-{run_id}")
+    return session.default_out_dir(f"repeatability-{run_id}")
 
 
 def noise_by_kind(first, second):
@@ -61,7 +61,7 @@ def render(found):
 def run(options, argv):
     """Both runs, their comparison and the floors; the exit status of the first run that did not
     complete, else 0."""
-    out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
+    out_dir, _ = outputs.check_out_dir(options.out or default_out_dir(options.run_id))
     paths = []
     for label in ("a", "b"):
         path = os.path.join(out_dir, label)
@@ -80,10 +80,7 @@ def run(options, argv):
     decided = compare.all_verdicts(sources)
     compare.write(sources, decided, out_dir)
     found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided[2].values()), paths)
-    with open(os.path.join(out_dir, "repeatability.json"), "w", encoding="utf-8") as stream:
-        json.dump(found, stream, indent=1)
-    path = os.path.join(out_dir, "repeatability.md")
-    with open(path, "w", encoding="utf-8") as stream:
-        stream.write(render(found) + "\n")
+    outputs.write_text(os.path.join(out_dir, "repeatability.json"), json.dumps(found, indent=1))
+    path = outputs.write_text(os.path.join(out_dir, "repeatability.md"), render(found) + "\n")
     print(f"repeatability: {path}", flush=True)
     return 0

@@ -1,8 +1,8 @@
 """Writing the outputs of a run: derived findings, results.json, plots and summary.md."""
 import os
 
-from gpubench_driver import (claims, derive, derive_run, gpus, headline, health, html_report, journal, plots, reference,
-                             studies, summary, summary_findings)
+from gpubench_driver import (claims, derive, derive_run, gpus, headline, health, html_report, journal, outputs, plots,
+                             reference, studies, summary, summary_findings)
 from gpubench_driver.document import to_markdown
 
 
@@ -33,9 +33,7 @@ def write_outputs(document, out_dir):
         roofline = plots.write_roofline(document["findings"]["roofline"], out_dir)
         plots_by_study[summary_findings.ROOFLINE_KEY] = [roofline] if roofline else []
     page = summary.blocks(document, plots_by_study, out_dir)  # one page, written as Markdown and as HTML
-    summary_path = os.path.join(out_dir, "summary.md")
-    with open(summary_path, "w", encoding="utf-8") as stream:
-        stream.write(to_markdown(page) + "\n")
+    summary_path = outputs.write_text(os.path.join(out_dir, "summary.md"), to_markdown(page) + "\n")
     html_report.write(page, [path for paths in (plots_by_study or {}).values() for path in paths], out_dir)
     return summary_path
 
@@ -47,6 +45,6 @@ def regenerate(path, out_dir=None):
     # (whose file holds entries but no findings) still gets them, and an older file today's.
     derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     results_dir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    out_dir = out_dir or results_dir
-    os.makedirs(out_dir, exist_ok=True)
+    what = "--out" if out_dir else "report (writing beside the results file; --out DIR writes elsewhere)"
+    out_dir, _ = outputs.check_out_dir(out_dir or results_dir, what)
     return write_outputs(document, out_dir)

@@ -3,14 +3,14 @@ import gzip
 import json
 import math
 import os
-import tempfile
 import zlib
 
-from gpubench_driver import gbench, measurements, telemetry
+from gpubench_driver import gbench, measurements, outputs, telemetry
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
-RUN_STATUSES = ("running", "complete", "interrupted", "partial", "empty")
+# "killed": never written by a run; what a reader shows of a "running" run whose driver is gone (journal.load).
+RUN_STATUSES = ("running", "complete", "interrupted", "partial", "empty", "killed")
 ENTRY_STATUSES = ("ok", "error", "skipped")
 TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
 _NUMBER = (int, float)
@@ -439,12 +439,6 @@ def without_non_finite(value):
     return value
 
 
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write(document, path, checked=True):
     """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The
     run's saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves);
@@ -452,17 +446,9 @@ def write(document, path, checked=True):
     clean = without_non_finite(document)
     if checked:
         validate(clean)
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".results.", suffix=".tmp", dir=directory)
-    os.fchmod(handle, 0o666 & ~_umask())  # mkstemp's 0600 would make results.json alone unreadable to others
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(clean, stream, separators=(",", ":"), allow_nan=False)  # compact: a third of the time
-            stream.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with outputs.replacing(path) as stream:
+        json.dump(clean, stream, separators=(",", ":"), allow_nan=False)  # compact: a third of the time
+        stream.write("\n")
     return clean
 
 

@@ -157,12 +157,13 @@ def telemetry_flags(options, series_path):
     return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
 
 
-def invoke(binary, flags, options, progress, on_finished=None, launcher=()):
+def invoke(binary, flags, options, progress, on_finished=None, launcher=(), scratch_dir=None):
     """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
     its entries (each with its wall time) and its telemetry series, even when it crashed or was
     interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
-    line arrives, before its progress line is printed."""
-    with tempfile.TemporaryDirectory(prefix="gpubench.") as scratch:
+    line arrives, before its progress line is printed. Its files go to a scratch folder in scratch_dir
+    (the run's, in its output folder; default: the system's)."""
+    with tempfile.TemporaryDirectory(prefix="gpubench.", dir=scratch_dir) as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
         measurements_path = os.path.join(scratch, "measurements.jsonl")
@@ -212,6 +213,9 @@ def _stream(child, progress, on_finished=None):
     except KeyboardInterrupt:
         _stop(child)
         return True, wall_s
+    except BaseException:
+        _stop(child)  # the journal could not be written (a full disk): no benchmark process left running alone
+        raise
 
 
 def _stop(child):
@@ -240,13 +244,14 @@ class Study:
     one invocation). `progress` is shared by the studies of a run."""
 
     def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
-                 journal_path=None, artifacts_dir=None, launcher=()):
+                 journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None):
         self.name = name
         self.launcher = launcher  # the command its binary runs under: a study of several ranks under run --launcher
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
         self.held_path = held_path  # where the library choices held across the run's processes are
         self.journal_path = journal_path  # where each finished entry goes before its progress line
         self.artifacts_dir = artifacts_dir  # where the binary writes files of its own (the run's folder)
+        self.scratch_dir = scratch_dir  # where each invocation's scratch folder goes
         self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
@@ -312,7 +317,8 @@ class Study:
                 self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
         if self.launcher and os.path.exists(ranks_file(self.artifacts_dir, self.name)):
             os.remove(ranks_file(self.artifacts_dir, self.name))  # the last invocation's: this one's ranks write their own
-        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished, self.launcher)
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished, self.launcher,
+                            self.scratch_dir)
         if self.launcher:
             self.record["ranks"] = read_ranks(self.artifacts_dir, self.name, self.launcher)
         for entry in invocation.entries:

@@ -4,8 +4,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver import (build, environment, health, journal, like, options as options_module, reference, report,
-                             results, runner, stopping, studies)
+from gpubench_driver import (build, environment, health, journal, like, options as options_module, outputs, reference,
+                             report, results, runner, stopping, studies)
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -18,25 +18,34 @@ def default_run_id():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
+def default_out_dir(name):
+    """Where a command writes when no --out is given: results/runs/, which git ignores (results/ itself
+    holds the curated reference runs)."""
+    return os.path.join(SOURCE_DIR, "results", "runs", name)
+
+
 def default_build_dir():
     return os.path.join(SOURCE_DIR, "build")
 
 
 def prepare_out_dir(options):
-    """The output folder, made before the build so that a bad --out or --run-id is said at once: it
-    must be a folder (or not exist) and hold no results file yet (results.json or results.json.gz)."""
-    out_dir = os.path.abspath(options.out or os.path.join(SOURCE_DIR, "results", options.run_id))
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise options_module.UsageError(f"--out: {out_dir} exists and is not a folder")
-    held = results.file_in(out_dir) if os.path.isdir(out_dir) else None
-    if held:
-        raise options_module.UsageError(f"--out: {out_dir} already holds a {os.path.basename(held)} "
-                                        f"(choose another --out or --run-id)")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as error:
-        raise options_module.UsageError(f"--out: cannot create {out_dir}: {error.strerror}") from None
-    return out_dir
+    """The output folder's outputs.RunFolder, made and locked before the build so that a bad --out or
+    --run-id, or a folder another run is writing, is said at once: it must pass outputs.check_out_dir
+    and hold no results file yet (results.json or results.json.gz). The lock is held until the run ends
+    (RunFolder.release, or the driver's end, however it ends)."""
+    out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
+
+    def taken():
+        held = results.file_in(out_dir) if os.path.isdir(out_dir) else None
+        return held and options_module.UsageError(f"--out: {out_dir} already holds a {os.path.basename(held)} "
+                                                  f"(choose another --out or --run-id)")
+    if taken() and not outputs.run_in_progress(out_dir):
+        raise taken()  # an ended run's folder (one in progress is refused as such when locking)
+    folder = outputs.lock_run_folder(*outputs.check_out_dir(out_dir))
+    if taken():  # a run that ended there as this one started
+        folder.release()
+        raise taken()
+    return folder
 
 
 def capture_environment(document, options, descriptions):
@@ -141,10 +150,12 @@ def measure(plans, options, document, save, out_dir):
     held_path = os.path.join(out_dir, runner.HELD_CHOICES_FILE)
     if os.path.exists(held_path):
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
+    scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)  # inside: a run killed outright leaves none elsewhere
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
                             raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path,
                             journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
-                            launcher=(options.launcher or ()) if plan.description.get("ranks_together") else ())
+                            launcher=(options.launcher or ()) if plan.description.get("ranks_together") else (),
+                            scratch_dir=scratch_dir)
                for plan in plans]
     try:
         for study in studies:
@@ -206,13 +217,19 @@ def like_record(path, document):
 
 
 def run(options, argv):
-    existed = options.out is not None and os.path.isdir(options.out)
-    out_dir = prepare_out_dir(options)
+    folder = prepare_out_dir(options)
+    try:
+        return _run_in(folder, options, argv)
+    finally:
+        folder.release()
+
+
+def _run_in(folder, options, argv):
+    out_dir = folder.path
     try:
         plans, study_warnings = describe_studies(options)
     except BaseException:
-        if not existed and not os.listdir(out_dir):  # nothing measured: leave no empty folder made for it
-            os.rmdir(out_dir)
+        folder.release(remove_if_empty=True)  # nothing measured: leave no empty folder made for it
         raise
     options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
     results_path = os.path.join(out_dir, "results.json")

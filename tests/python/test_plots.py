@@ -2,6 +2,7 @@
 chart), a series styled alike across its study's charts and unlike its chart-mates, the legend beside
 the axes, a crossover marked once; write_plots' paths by study."""
 import os
+import re
 import tempfile
 import unittest
 from unittest import mock
@@ -103,6 +104,15 @@ class CrossoverLinesTest(unittest.TestCase):
                          {128: ["resident", "transfer_pinned"], 512: ["transfer_pageable"]})
 
 
+def chart_file(target):
+    """The file a chart is saved as: savefig gets the stream of a temporary file named .<file>.<random>.tmp,
+    renamed to the file once written (outputs.replacing)."""
+    if isinstance(target, str):
+        return target
+    temporary = os.path.basename(os.readlink(f"/proc/self/fd/{target.fileno()}"))
+    return re.fullmatch(r"\.(.+)\.[^.]+\.tmp", temporary)[1]
+
+
 class SavedCharts:
     """Patches Figure.savefig to record, for each saved chart, its data lines (label, colour, marker),
     its vertical lines' labels, and its legend's and axes' extents as drawn."""
@@ -114,6 +124,7 @@ class SavedCharts:
 
     def _record(self, figure, path, *args, **kwargs):
         self.original(figure, path, *args, **kwargs)
+        path = chart_file(path)
         axes, = figure.axes
         renderer = figure.canvas.get_renderer()
         lines = [line for line in axes.get_lines() if not line.get_label().startswith("_")]
