@@ -420,7 +420,9 @@ class BadOutputFolderTest(unittest.TestCase):
             self.assertEqual(outputs_in(out), before, out)
 
     def test_results_in_the_source_tree_stay_allowed(self):
-        out = tempfile.mkdtemp(prefix="test-output-folder-", dir=os.path.join(SOURCE_DIR, "results"))
+        runs = os.path.join(SOURCE_DIR, "results", "runs")  # where commands write by default (git ignores it)
+        os.makedirs(runs, exist_ok=True)
+        out = tempfile.mkdtemp(prefix="test-output-folder-", dir=runs)
         self.addCleanup(shutil.rmtree, out)
         process = gpubench("compare", self.run_dir, self.run_dir, "--out", os.path.join(out, "compare"))
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
