@@ -74,15 +74,21 @@ class FoldTest(unittest.TestCase):
             self.assertEqual(journal.fold(document(), lines), 1)
 
 
+def killed_run_folder(folder, journal_line):
+    """A run's folder as a killed driver leaves it: results.json still 'running' with matmul's study and no
+    entry, and the journal holding the one line given."""
+    run = {"id": "x", "started": "2026-11-24T00:00:00+00:00", "finished": None, "status": "running",
+           "command_line": [], "options": {}}
+    written = results.new_document(run)
+    written["studies"]["matmul"] = results.new_study({"study": "matmul", "implementations": []}, [64], None)
+    results.write(written, os.path.join(folder, "results.json"), checked=False)
+    journal.append(os.path.join(folder, journal.FILE), journal_line)
+
+
 class LoadTest(unittest.TestCase):
     def test_load_folds_the_journal_and_says_so(self):
         with tempfile.TemporaryDirectory() as folder:
-            run = {"id": "x", "started": "2026-11-24T00:00:00+00:00", "finished": None, "status": "running",
-                   "command_line": [], "options": {}}
-            written = results.new_document(run)
-            written["studies"]["matmul"] = results.new_study({"study": "matmul", "implementations": []}, [64], None)
-            results.write(written, os.path.join(folder, "results.json"), checked=False)
-            journal.append(os.path.join(folder, journal.FILE), line())
+            killed_run_folder(folder, line())
             loaded = journal.load(folder)
         self.assertEqual([entry["name"] for entry in loaded["studies"]["matmul"]["entries"]], [NAME])
         self.assertIn("1 entries recovered from journal.jsonl", loaded["warnings"][-1])
@@ -91,12 +97,7 @@ class LoadTest(unittest.TestCase):
         """What the journal adds is checked as results.json is (results.checked): a sample of 1e308 s
         would otherwise reach the report as an 'infx' ratio."""
         with tempfile.TemporaryDirectory() as folder:
-            run = {"id": "x", "started": "2026-11-24T00:00:00+00:00", "finished": None, "status": "running",
-                   "command_line": [], "options": {}}
-            written = results.new_document(run)
-            written["studies"]["matmul"] = results.new_study({"study": "matmul", "implementations": []}, [64], None)
-            results.write(written, os.path.join(folder, "results.json"), checked=False)
-            journal.append(os.path.join(folder, journal.FILE), line(samples=(1e308,)))
+            killed_run_folder(folder, line(samples=(1e308,)))
             with self.assertRaises(results.ResultsError) as caught:
                 journal.load(folder)
         self.assertIn("journal.jsonl", str(caught.exception))

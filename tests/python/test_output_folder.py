@@ -296,20 +296,31 @@ FULL_DISK = textwrap.dedent('''\
 PNG_END = b"IEND\xaeB`\x82"  # the last chunk of a whole PNG
 
 
-class DiskFullTest(unittest.TestCase):
+class FinishedRunTest(unittest.TestCase):
+    """A finished stand-in run of matmul at SIZES (cls.run_dir) on a FakeMachine (cls.root) for the class."""
+    SIZES = "64"
+
     @classmethod
     def setUpClass(cls):
         cls.machine = FakeMachine(studies=("matmul",))
-        process, cls.run_dir = cls.machine.run("--sizes", "64,128", "--no-refine")
+        process, cls.run_dir = cls.machine.run("--sizes", cls.SIZES, "--no-refine")
         assert process.returncode == 0, process.stdout + process.stderr
         cls.root = cls.machine.directory.name
-        cls.harness = os.path.join(cls.root, "full_disk.py")
-        with open(cls.harness, "w", encoding="utf-8") as stream:
-            stream.write(FULL_DISK.format(scripts=SCRIPTS_DIR))
 
     @classmethod
     def tearDownClass(cls):
         cls.machine.close()
+
+
+class DiskFullTest(FinishedRunTest):
+    SIZES = "64,128"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.harness = os.path.join(cls.root, "full_disk.py")
+        with open(cls.harness, "w", encoding="utf-8") as stream:
+            stream.write(FULL_DISK.format(scripts=SCRIPTS_DIR))
 
     def on_full_disk(self, folder, budget, *args):
         return subprocess.run([sys.executable, self.harness, folder, str(budget), *args], capture_output=True,
@@ -369,19 +380,12 @@ def remove_new_outputs(folder, before):
 
 
 # --- 6, 7. output folders that cannot be written or lie in the source tree ------------------------------
-class BadOutputFolderTest(unittest.TestCase):
+class BadOutputFolderTest(FinishedRunTest):
     @classmethod
     def setUpClass(cls):
-        cls.machine = FakeMachine(studies=("matmul",))
-        process, cls.run_dir = cls.machine.run("--sizes", "64", "--no-refine")
-        assert process.returncode == 0, process.stdout + process.stderr
-        cls.root = cls.machine.directory.name
+        super().setUpClass()
         cls.a_file = os.path.join(cls.root, "a-file")
         open(cls.a_file, "w").close()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.machine.close()
 
     def commands(self, out):
         return (["report", self.run_dir, "--out", out], ["compare", self.run_dir, self.run_dir, "--out", out],

@@ -39,26 +39,24 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual(tuple(study.name for study in studies.STUDIES), ORDER)
         self.assertEqual(studies.BATCH_NAMES, tuple(study.name for study in studies.STUDIES if study.batch_axis))
 
-    def test_batch_axis_as_the_binaries_describe_it(self):
+    def built_studies(self):
+        """(study, binary, its --describe) for each study binary built in GPUBENCH_BUILD_DIR."""
         for study in studies.STUDIES:
             binary = os.path.join(BUILD_DIR, "bench", f"gpubench_{study.name}")
-            if not os.access(binary, os.X_OK):
-                continue
+            if os.access(binary, os.X_OK):
+                yield study, binary, json.loads(subprocess.run([binary, "--describe"], capture_output=True,
+                                                               text=True, timeout=120, check=True).stdout)
+
+    def test_batch_axis_as_the_binaries_describe_it(self):
+        for study, _, described in self.built_studies():
             with self.subTest(study=study.name):
-                described = json.loads(subprocess.run([binary, "--describe"], capture_output=True, text=True,
-                                                      timeout=120, check=True).stdout)
                 self.assertEqual("default_batches" in described, study.batch_axis)
 
     def test_the_size_and_batch_ranges_the_binaries_describe_are_what_they_take(self):
         """--describe's size_range (and batch_range, with a batch axis) comes from the limits the binary's
         option checks apply: its largest value is taken, the next is refused (exit 2)."""
-        for study in studies.STUDIES:
-            binary = os.path.join(BUILD_DIR, "bench", f"gpubench_{study.name}")
-            if not os.access(binary, os.X_OK):
-                continue
+        for study, binary, described in self.built_studies():
             with self.subTest(study=study.name):
-                described = json.loads(subprocess.run([binary, "--describe"], capture_output=True, text=True,
-                                                      timeout=120, check=True).stdout)
                 self.assertIn("size_range", described)
                 self.assertEqual("batch_range" in described, study.batch_axis)
                 for flag, key in (("--sizes", "size_range"), ("--batches", "batch_range")):
