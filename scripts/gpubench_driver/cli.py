@@ -271,7 +271,7 @@ def main(argv):
         signal.signal(getattr(signal, name), _interrupt)
     try:
         return _command(args, argv)
-    except opts.UsageError as error:
+    except (opts.UsageError, outputs.OutputFolderError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,

@@ -23,6 +23,10 @@ RUN_LOCK = ".gpubench-run.lock"  # in a run's folder: locked by its driver while
 SCRATCH = ".scratch"  # in a run's folder: its benchmark processes' scratch folders, so none is left elsewhere
 
 
+class OutputFolderError(Exception):
+    """An output folder that cannot take a command's outputs (a usage error: exit status 2)."""
+
+
 class WriteError(Exception):
     """A file that could not be written (a full disk, an I/O error); the message names it."""
 
@@ -109,15 +113,14 @@ def inside_source_tree(path):
 
 def check_out_dir(path, what="--out"):
     """(the output folder's absolute path, whether this call made it): the one check of every command's
-    output folder, before anything is written; a UsageError (exit status 2) where it cannot hold the
+    output folder, before anything is written; an OutputFolderError (exit status 2) where it cannot hold the
     outputs. `what` names the folder in the message (the flag that gave it)."""
-    from gpubench_driver.options import UsageError  # options reads the registry, which reads the plots, which read this
     out_dir = os.path.abspath(path)
     if inside_source_tree(out_dir):
-        raise UsageError(f"{what}: {out_dir} is inside the source tree: runs and reports go under results/ "
+        raise OutputFolderError(f"{what}: {out_dir} is inside the source tree: runs and reports go under results/ "
                          f"({RESULTS_DIR}) or outside the source tree")
     if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
-        raise UsageError(f"{what}: {out_dir} exists and is not a folder")
+        raise OutputFolderError(f"{what}: {out_dir} exists and is not a folder")
     made = False
     try:
         os.makedirs(os.path.dirname(out_dir), exist_ok=True)
@@ -127,9 +130,9 @@ def check_out_dir(path, what="--out"):
     except OSError as error:
         reason = ("a folder on its path is a file" if isinstance(error, (FileExistsError, NotADirectoryError))
                   else error.strerror)
-        raise UsageError(f"{what}: cannot create {out_dir}: {reason}") from None
+        raise OutputFolderError(f"{what}: cannot create {out_dir}: {reason}") from None
     if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise UsageError(f"{what}: cannot write to {out_dir}: permission denied")
+        raise OutputFolderError(f"{what}: cannot write to {out_dir}: permission denied")
     return out_dir, made
 
 
@@ -160,26 +163,25 @@ class RunFolder:
 
 
 def lock_run_folder(out_dir, made, what="--out"):
-    """The RunFolder of out_dir, locked; a UsageError where another run holds it."""
-    from gpubench_driver.options import UsageError
+    """The RunFolder of out_dir, locked; an OutputFolderError where another run holds it."""
     path = os.path.join(out_dir, RUN_LOCK)
     try:
         handle = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError as error:
-        raise UsageError(f"{what}: cannot write to {out_dir}: {error.strerror}") from None
+        raise OutputFolderError(f"{what}: cannot write to {out_dir}: {error.strerror}") from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.pread(handle, 32, 0).decode("ascii", "replace").strip()
         os.close(handle)
         process = f" (process {holder})" if holder.isdigit() else ""
-        raise UsageError(f"{what}: {out_dir} is in use by another gpubench run{process}: "
+        raise OutputFolderError(f"{what}: {out_dir} is in use by another gpubench run{process}: "
                          f"choose another {what} or --run-id") from None
     # A run removes its lock file (and an empty folder it made) before it gives the lock up: a lock
     # taken on the file it removed would keep nothing out.
     if not os.path.exists(path) or not os.path.samestat(os.fstat(handle), os.stat(path)):
         os.close(handle)
-        raise UsageError(f"{what}: another gpubench run was ending in {out_dir} as this one started: run again")
+        raise OutputFolderError(f"{what}: another gpubench run was ending in {out_dir} as this one started: run again")
     with contextlib.suppress(OSError):  # who holds it, for the message of a run refused (a full disk: unsaid)
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"{os.getpid()}\n".encode("ascii"), 0)
