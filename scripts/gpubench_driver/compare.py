@@ -362,7 +362,8 @@ def _verdicts_section(sources, decided):
                   f"two files' independent trials where both have at least two (Welch's t-test on the logarithms "
                   f"of the trials' medians, the family held to a {verdicts.FALSE_DISCOVERY_RATE:.0%} false "
                   f"discovery rate), else from the between-run noise floor of the entry's protocol measured on "
-                  f"an A/A pair (results/{' and results/'.join(verdicts.NOISE_FLOOR_PAIR)}: "
+                  f"an A/A pair (gpubench's runs {' and '.join(verdicts.NOISE_FLOOR_PAIR)}, commit "
+                  f"{verdicts.NOISE_FLOOR_PAIR_COMMIT}: "
                   + ", ".join(f"{protocol} {percent(math.expm1(floor))}" for protocol, floor in
                               verdicts.NOISE_FLOOR.items()) +
                   f"). faster/slower: the interval excludes no change and the difference is at least "

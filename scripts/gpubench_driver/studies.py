@@ -306,9 +306,9 @@ STUDIES = (
     # stream: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size
     # (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or H200), triad
     # by our one-vector-per-thread kernel and dot by our grid-stride one (each our faster on the H100:
-    # results/stream-kernels-h100-20261124), triad by Thrust and by OpenMP, resident and on the host: 16
-    # entries. The other operations and kernels, the transfer-inclusive mode and the sweep from 2^10 to
-    # 2^30 elements: --full, or --impls/--modes/--sizes.
+    # run stream-kernels-h100-20261124, committed in 39cf32a), triad by Thrust and by OpenMP, resident
+    # and on the host: 16 entries. The other operations and kernels, the transfer-inclusive mode and the
+    # sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
     Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
           suite_impls=STREAM_SUITE_IMPLS, suite_modes=("resident", "host"),
           derive=lambda study, document, rounds: derive_stream.derive(study),

@@ -31,10 +31,11 @@ LONG_ENTRY_S = 1e-4
 MIN_EFFECT_LONG_DEVICE = 0.02
 MIN_EFFECT_OTHER = 0.05
 # Between-run noise of one-trial entries: the 95th percentile (nearest rank) of |log(B/A)| per protocol over the
-# A/A pair results/20261124-000002 and results/20261124-000955 (one H100, back to back, one trial
-# each; committed in f7fdce0). test_verdicts recomputes these from each entry's name, protocol, status
-# and median in those runs, kept in tests/python/fixtures/runs/noise_floor_pair.json.
+# A/A pair of runs 20261124-000002 and 20261124-000955 (one H100, back to back, one trial each; committed
+# under results/ in f7fdce0 and since removed from the tree). test_verdicts recomputes these from each entry's
+# name, protocol, status and median in those runs, kept in tests/python/fixtures/runs/noise_floor_pair.json.
 NOISE_FLOOR_PAIR = ("20261124-000002", "20261124-000955")
+NOISE_FLOOR_PAIR_COMMIT = "f7fdce0"  # the commit that added them: git show f7fdce0:results/20261124-000002/
 NOISE_FLOOR = {"throughput": 0.2483, "latency": 0.6637, "cpu": 0.4982}
 NOISE_FLOOR_UNKNOWN_PROTOCOL = max(NOISE_FLOOR.values())  # files from before the protocols
 
