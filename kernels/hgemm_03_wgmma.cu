@@ -406,7 +406,7 @@ int tiles_of(MatmulShape s) { return ((s.m + kTileM - 1) / kTileM) * ((s.n + kTi
 // At most one block per multiprocessor (all resident at once, as stream-K's waits need). The last wave is
 // shared only after a whole wave and when at most three quarters full: on an H100 sharing measured faster
 // at 8192 (68 of 132 tiles in the last wave) and slower at 4096 (116 of 132) and 1024 (32 tiles, no whole
-// wave; results/issue17-streamk-h100-20261124).
+// wave; run issue17-streamk-h100-20261124, committed in 20aa2b5).
 constexpr stream_k::TailRule kTailRule{1, 0.75};
 
 stream_k::Plan plan_of(MatmulShape s) {
