@@ -13,39 +13,38 @@ SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 LARGEST_SIZE = 2 ** 31 - 1
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
-# Errors without a suffix are on uniform [-1, 1) inputs, '_normal' on standard-normal ones (precision study);
-# 'products' (batched GEMM) and 'samples' (MLP, convolution) count what one call processes, the batch;
-# 'device_bytes' is the batch studies', 'workspace_bytes', 'algorithm' and 'engine_held' (1: an earlier
-# trial's choice, held) the convolution's, 'loss_rel_error' the MLP's, 'array_bytes' (one array's bytes)
-# the stream and roofline studies'; the mandelbrot study's image ('width', 'height'), the iterations its
-# formula ran ('escape_iterations'), how unevenly they fall on a warp's lanes ('warp_divergence') and the
-# pixels counted otherwise than on the CPU ('differing_pixels', 'max_count_difference'; at most
-# 'allowed_differing_pixels'); the primitives study's 'elements' (what one call processes) and what a GPU
-# library's call asks of its temporary storage ('temporary_bytes', 'temporary_requests', and
-# 'temporary_device_allocations': the cudaMalloc calls among them); the occupancy study's launch and kernel
-# ('multiprocessors', 'busy_multiprocessors', 'resident_warps', 'max_resident_warps', 'blocks_per_multiprocessor',
-# 'theoretical_occupancy', 'registers_per_thread', 'shared_bytes_per_block'); the launch_overhead study's
-# chain ('kernels', 'host_launches', 'host_synchronizations') and its kernels' own device time per call
-# ('kernel_busy_s', 'chain_span_s', resolved to 'timer_step_s'); the p2p study's route (its link's theoretical
-# rate, 'link_peak_bytes_per_s', and whether the GPUs map each other's memory, 'peer_access'); the collectives
-# study's message ('message_bytes', nccl-tests' size), its 'ranks' and nccl-tests' bus-bandwidth factor
-# ('bus_factor'); the gemm_ladder study's launch ('threads_per_block', 'grid_blocks', with the occupancy
-# study's kernel counters). Traffic of one call:
+# Google Benchmark's own keys of a run object in its JSON output (1.7 and 1.8, json_reporter.cc's
+# PrintRunData): its schema, a fixed list. Every other key of a run object is a user counter the
+# binary set (state.counters), and an entry carries every one of them (user_counters, pass_counters):
+# the binary is the source of truth for what it reports, the driver keeps no list of them. 'threads'
+# is both: Google Benchmark writes its own (the benchmark's thread count), and a CPU entry's counter
+# of the same name replaces it in the object (the later key wins); _entry reads it for CPU entries only.
+GBENCH_RUN_FIELDS = frozenset((
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred", "error_message",
+    "skipped", "skip_message", "iterations", "real_time", "cpu_time", "time_unit",
+    "cpu_coefficient", "real_coefficient", "big_o", "rms",  # complexity aggregates (BigO, RMS)
+    "allocs_per_iter", "max_bytes_used", "total_allocated_bytes", "net_heap_growth",  # a MemoryManager's
+    "label"))
+# What the counters mean: docs/results-schema.md (entries) and docs/interface.md. Traffic of one call:
 # memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
-COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "max_rel_error", "rel_fro_error_normal",
-            "max_rel_error_normal", "tolerance", "threads", "products", "samples", "device_bytes",
-            "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held", "loss_rel_error",
-            "huge_page_bytes", "streams", "chunk_bytes", "copy_engines", "array_bytes", "width", "height",
-            "escape_iterations", "warp_divergence", "differing_pixels", "allowed_differing_pixels",
-            "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
-            "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
-            "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
-            "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
-            "chain_span_s", "timer_step_s", "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks",
-            "bus_factor", "threads_per_block", "grid_blocks", *TRAFFIC_COUNTERS)
+# The counters the driver's own code reads from entries (derive_*, summary_*, claims, plots, trials,
+# results' validation), some as entry[name]: every entry has them, None where its binary reported
+# none (another study's counter, a failed entry, an older binary). Not a filter: an entry also carries
+# every other counter its binary reported, and only those. Add a name here when driver code reads it.
+READ_COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads",
+                 "products", "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores",
+                 "engine_held", "array_bytes", "width", "height", "escape_iterations", "warp_divergence",
+                 "differing_pixels", "allowed_differing_pixels", "max_count_difference", "elements",
+                 "temporary_bytes", "temporary_requests", "temporary_device_allocations", "multiprocessors",
+                 "busy_multiprocessors", "resident_warps", "max_resident_warps", "blocks_per_multiprocessor",
+                 "theoretical_occupancy", "registers_per_thread", "shared_bytes_per_block", "kernels",
+                 "host_launches", "host_synchronizations", "kernel_busy_s", "chain_span_s", "timer_step_s",
+                 "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks", "bus_factor",
+                 "threads_per_block", "grid_blocks", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.
@@ -225,8 +224,31 @@ def blank_entry(key):
     entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None, "label": None}
-    entry.update({name: None for name in (*COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
+    entry.update({name: None for name in (*READ_COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
     return entry
+
+
+def user_counters(run):
+    """{name: value} of the counters a Google Benchmark run object carries: its keys outside
+    Google Benchmark's own (GBENCH_RUN_FIELDS), whatever their names."""
+    return {name: value for name, value in run.items() if isinstance(name, str) and name not in GBENCH_RUN_FIELDS}
+
+
+# Entry fields a counter of the same name does not replace: the driver's own (the name, its axes,
+# status, times, rates: blank_entry's fields other than counters) and those it combines from the
+# repetitions itself (utilization, telemetry), which the caller sets after pass_counters. A binary's
+# counter under such a name is dropped from the entry; fields the driver adds later (measurements.apply,
+# trials, gpu, fraction_of_peak) are written over a counter of the same name.
+OWN_FIELDS = frozenset(("name", *AXES, "axes", "status", "message", "repetitions", "iterations", "time_s",
+                        "flop_per_s", "fraction_of_best_rate", "wall_s", "label", *UTILIZATION_COUNTERS,
+                        *telemetry.ENTRY_FIELDS))
+
+
+def pass_counters(entry, counters):
+    """Every counter in `counters` ({name: value}, a run object's user_counters or a console line's)
+    into the entry, through stats.finite (a non-finite or non-number value is None), except those under
+    the driver's own field names (OWN_FIELDS)."""
+    entry.update({name: stats.finite(value) for name, value in counters.items() if name not in OWN_FIELDS})
 
 
 def _entry(run_name, group):
@@ -241,16 +263,15 @@ def _entry(run_name, group):
     counter_source = group["aggregates"].get("median") or (group["iterations"] or [{}])[0]
     entry["iterations"] = stats.finite((group["iterations"] or [{}])[0].get("iterations"))
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
-    entry.update({name: stats.finite(counter_source.get(name)) for name in COUNTERS})
+    pass_counters(entry, user_counters(counter_source))
     # What the entry says of itself in words (e.g. the gemm_ladder's tiling), as Google Benchmark's label.
     label = ((group["iterations"] or [counter_source])[0]).get("label")
     entry["label"] = label if isinstance(label, str) and label else None
     entry.update(combine_utilization(group["iterations"]))
     entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
-    if entry["device"] != "cpu":
-        # Google Benchmark writes its own "threads": 1 under the same key; only the CPU
-        # entries set the counter, so elsewhere the value would be misleading.
-        entry["threads"] = None
+    # Google Benchmark writes its own "threads": 1 under the same key; only the CPU entries set the
+    # counter (which replaces it), so elsewhere the value would be misleading.
+    entry["threads"] = stats.finite(counter_source.get("threads")) if entry["device"] == "cpu" else None
     median = (entry["time_s"] or {}).get("median")
     if entry["flop"] is not None and median:
         entry["flop_per_s"] = entry["flop"] / median

@@ -61,7 +61,7 @@ def entry_of(line, axis_names):
     entry = gbench.blank_entry(line["name"])
     failure = line.get("failure")
     counters = line.get("counters") if isinstance(line.get("counters"), dict) else {}
-    entry.update({name: stats.finite(counters.get(name)) for name in gbench.COUNTERS})
+    gbench.pass_counters(entry, counters)
     entry.update(dict.fromkeys(measurements.FIELDS), measurement=None, phase=line.get("phase"),
                  wall_s=stats.finite(line.get("wall_s")), message=RECOVERED)
     measured = line.get("measurement")

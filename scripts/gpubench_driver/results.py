@@ -331,7 +331,7 @@ def _validate_entry(entry, path):
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",
                "burst_s", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle",
-               *gbench.COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
+               *gbench.READ_COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
     for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):
         _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
     for key in ("flop_per_s", "flop", "bytes_transferred"):  # rates and counts: a negative one is damage

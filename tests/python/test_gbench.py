@@ -185,6 +185,34 @@ class NamesAndConsoleTest(unittest.TestCase):
         [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
         self.assertIsNone(entry["memory_read_bytes"])
 
+    def test_every_counter_passes_through(self):
+        # A counter no list in the driver names arrives in the entry; Google Benchmark's own keys do not.
+        run = {"name": "matmul/cublas/gpu/resident/fp32/n:64/manual_time", "run_name": "matmul/cublas/gpu/resident/fp32/n:64/manual_time",
+               "run_type": "iteration", "family_index": 0, "per_family_instance_index": 0, "repetitions": 1,
+               "repetition_index": 0, "threads": 1, "iterations": 3, "real_time": 5.0, "cpu_time": 4.0,
+               "time_unit": "us", "flop": 524288.0, "brand_new_counter": 42.0, "brand_new_nan": float("nan")}
+        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        self.assertEqual(entry["brand_new_counter"], 42.0)
+        self.assertIn("brand_new_nan", entry)
+        self.assertIsNone(entry["brand_new_nan"])  # through stats.finite, as every counter
+        self.assertEqual(entry["flop"], 524288.0)
+        for own in ("real_time", "cpu_time", "time_unit", "family_index", "run_type", "repetition_index"):
+            self.assertNotIn(own, entry)
+        self.assertIsNone(entry["threads"])  # Google Benchmark's on a GPU entry
+        self.assertIsNone(entry["rel_fro_error"])  # a counter the driver reads: present, None when not reported
+
+    def test_a_counter_does_not_replace_the_drivers_fields(self):
+        run = {"name": "matmul/cublas/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration",
+               "iterations": 3, "real_time": 5.0, "time_unit": "us", "n": 4096.0, "status": 7.0,
+               "flop_per_s": 1.0, "time_s": 2.0, "gpu_util_mean": 55.0, "power_w": 300.0}
+        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        self.assertEqual((entry["n"], entry["status"], entry["flop_per_s"]), (64, "ok", None))
+        self.assertAlmostEqual(entry["time_s"]["median"], 5e-6)
+        # Utilization and telemetry are combined over the repetitions, not taken as counters: without
+        # their readings' counts (gpu_util_samples, telemetry_samples) they are None.
+        self.assertIsNone(entry["gpu_util_mean"])
+        self.assertIsNone(entry["power_w"])
+
     def test_the_label_is_kept_as_text_only(self):
         run = {"name": "gemm_ladder/sgemm_09_warptile/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration",
                "iterations": 1, "real_time": 5.0, "time_unit": "us", "label": "block 128x128x16, thread 8x8"}

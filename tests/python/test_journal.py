@@ -13,7 +13,8 @@ NAME = "matmul/openblas/cpu/host/fp32/n:64"
 
 def line(trial=1, failure=None, samples=(1.0e-3, 1.1e-3, 0.9e-3), name=NAME):
     result = gbench.ConsoleResult(name, median_s=None if failure else 1.0e-3, failure=failure,
-                                  counters={} if failure else {"flop": 5.24e5, "rel_fro_error": 1e-7})
+                                  counters={} if failure else {"flop": 5.24e5, "rel_fro_error": 1e-7,
+                                                               "brand_new_counter": 42.0})
     measured = None if failure else support.measurement(list(samples))
     return journal.record("matmul", trial, "sweep", result, measured, 0.5)
 
@@ -31,6 +32,7 @@ class FoldTest(unittest.TestCase):
         self.assertAlmostEqual(entry["time_s"]["median"], 1.0e-3)
         self.assertEqual(len(entry["time_s"]["samples"]), 3)
         self.assertEqual(entry["flop"], 5.24e5)
+        self.assertEqual(entry["brand_new_counter"], 42.0)  # every counter the console line showed
         self.assertEqual(entry["message"], journal.RECOVERED)
         self.assertEqual(entry["axes"], {"impl": "openblas", "mode": "host", "precision": "fp32", "n": 64})
 
