@@ -236,6 +236,13 @@ class EndBuffer {
   }
   void write(const std::vector<std::uint8_t>& bytes) {
     CUDA_CHECK(cudaMemcpy(data_, bytes.data(), bytes.size(), cudaMemcpyDefault));
+    // From pageable memory cudaMemcpy returns once the bytes are staged, before they land on the GPU, and
+    // the copies under test run on non-blocking streams, which do not wait for it: wait here, or a late
+    // fill can overwrite what the copy wrote (seen once on an H200 under other tests' load).
+    if (end_ != kHost) {
+      CurrentDevice on(end_);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
   }
   std::vector<std::uint8_t> read(std::size_t bytes) const {
     std::vector<std::uint8_t> out(bytes);

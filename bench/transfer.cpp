@@ -371,6 +371,9 @@ class GpuCopy : public PreparedEntry {
       if (c.direction == Direction::d2d) expected_on_device_ = device_fill;
       if (moves_to_host(c.direction)) expected_on_host_ = std::move(device_fill);
     }
+    // cudaMemcpy from pageable memory returns once the bytes are staged, before they land, and the copies
+    // under test run on non-blocking streams, which do not wait for it: the fills must have landed first.
+    CUDA_CHECK(cudaDeviceSynchronize());
     if (moves_to_device(c.direction)) {
       if (!first_touch()) host_source_ = host_buffer(c.memory, n, seed + 3);
       expected_on_device_.assign(n, 0);  // what a never-written source holds
