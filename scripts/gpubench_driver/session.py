@@ -34,18 +34,22 @@ def prepare_out_dir(options):
     and hold no results file yet (results.json or results.json.gz). The lock is held until the run ends
     (RunFolder.release, or the driver's end, however it ends)."""
     out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
-
-    def taken():
-        held = results.file_in(out_dir) if os.path.isdir(out_dir) else None
-        return held and options_module.UsageError(f"--out: {out_dir} already holds a {os.path.basename(held)} "
-                                                  f"(choose another --out or --run-id)")
-    if taken() and not outputs.run_in_progress(out_dir):
-        raise taken()  # an ended run's folder (one in progress is refused as such when locking)
+    if not outputs.run_in_progress(out_dir):  # a run in progress is refused as such when locking
+        _refuse_an_ended_run(out_dir)
     folder = outputs.lock_run_folder(*outputs.check_out_dir(out_dir))
-    if taken():  # a run that ended there as this one started
+    try:
+        _refuse_an_ended_run(out_dir)  # a run that ended there as this one started
+    except options_module.UsageError:
         folder.release()
-        raise taken()
+        raise
     return folder
+
+
+def _refuse_an_ended_run(out_dir):
+    held = results.file_in(out_dir) if os.path.isdir(out_dir) else None
+    if held:
+        raise options_module.UsageError(f"--out: {out_dir} already holds a {os.path.basename(held)} "
+                                        f"(choose another --out or --run-id)")
 
 
 def capture_environment(document, options, descriptions):
