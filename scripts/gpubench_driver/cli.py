@@ -1,4 +1,4 @@
-"""Command line of the driver: run, report, compare, rank, expected, build."""
+"""Command line of the driver: run, report, compare, rank, expected, digest, noise-floor, build."""
 import argparse
 import os
 import signal
@@ -6,8 +6,9 @@ import sys
 
 from dataclasses import replace
 
-from gpubench_driver import (build, compare, expected, gpus, headline, like, options as opts, outputs, rank,
-                             repeatability, report, results, runner, session, stopping, studies, verdicts)
+from gpubench_driver import (aa_noise_floor, build, compare, digest, expected, gpus, headline, like, options as opts,
+                             outputs, rank, repeatability, report, results, runner, session, stopping, studies,
+                             verdicts)
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -120,6 +121,29 @@ def _rank_parser(subparsers):
     parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
 
 
+def _digest_parsers(subparsers):
+    parser = subparsers.add_parser(
+        "digest", help="a run's compact data: identity, headline figures, every entry's and trial's median",
+        description="Write a run digest of the given runs into one file: per run its id, status, revision, "
+                    "machine, the options that shape what it measured, its headline figures (derived again, as "
+                    "expected reads them) and per entry its study, name, device, protocol, status, median and each "
+                    "trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
+                    "results.json has megabytes; expected and noise-floor read it as they read the run.")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one")
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "
+                             "results/aa/<pair>.json.gz)")
+    parser = subparsers.add_parser(
+        "noise-floor", help="measure compare's one-trial noise floor on an A/A pair of runs",
+        description="Measure the between-run noise floor of one-trial entries per protocol (the 95th percentile "
+                    "of |log(B/A)| over the entries ok in both runs) on an A/A pair, the same suite run twice on "
+                    "one machine, and write it with the runs it was measured on. compare holds an entry measured "
+                    "in fewer than two trials to it.")
+    parser.add_argument("results", nargs="+", help="the two runs: results.json (or .json.gz) files, directories "
+                                                    "holding one, or run digests holding two runs between them")
+    parser.add_argument("--file", default=aa_noise_floor.FILE, help="the noise floor file (default: %(default)s)")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="gpubench", description=DESCRIPTION)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -135,8 +159,10 @@ def build_parser():
                     "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
                     "the default suite on healthy machines, committed under results/.")
     expected_parser.add_argument("results", nargs="+",
-                                 help="results.json (or .json.gz) files, or directories holding one")
+                                 help="results.json (or .json.gz) files, directories holding one, or run digests "
+                                      "(gpubench digest)")
     expected_parser.add_argument("--file", default=expected.EXPECTED, help="the ranges file (default: %(default)s)")
+    _digest_parsers(subparsers)
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
@@ -251,6 +277,16 @@ def _command(args, argv):
         for model, runs in expected.update(args.results, args.file).items():
             print(f"expected ranges: {model} from {runs} run(s) in {args.file}")
         return 0
+    if args.command == "digest":
+        written = digest.write(digest.make(args.results), args.out)
+        print(f"digest: {written} ({len(args.results)} run(s))")
+        return 0
+    if args.command == "noise-floor":
+        found = aa_noise_floor.record([run for path in args.results for run in digest.runs_in(path)])
+        aa_noise_floor.write(found, args.file)
+        print(f"noise floor: {', '.join(f'{protocol} {floor:.4f}' for protocol, floor in found['floors'].items())} "
+              f"from runs {' and '.join(run['id'] for run in found['runs'])} in {args.file}")
+        return 0
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0
@@ -275,7 +311,8 @@ def main(argv):
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
-            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError, outputs.WriteError) as error:
+            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError, outputs.WriteError,
+            digest.DigestError, aa_noise_floor.NoiseFloorError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except stopping.StoppedAfterFinalWrite as stop:

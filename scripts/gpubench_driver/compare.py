@@ -362,10 +362,10 @@ def _verdicts_section(sources, decided):
                   f"two files' independent trials where both have at least two (Welch's t-test on the logarithms "
                   f"of the trials' medians, the family held to a {verdicts.FALSE_DISCOVERY_RATE:.0%} false "
                   f"discovery rate), else from the between-run noise floor of the entry's protocol measured on "
-                  f"an A/A pair (gpubench's runs {' and '.join(verdicts.NOISE_FLOOR_PAIR)}, commit "
-                  f"{verdicts.NOISE_FLOOR_PAIR_COMMIT}: "
+                  f"an A/A pair (gpubench's runs "
+                  f"{' and '.join(run['id'] for run in verdicts.noise_floor()['runs'])}, scripts/noise_floor.json: "
                   + ", ".join(f"{protocol} {percent(math.expm1(floor))}" for protocol, floor in
-                              verdicts.NOISE_FLOOR.items()) +
+                              verdicts.noise_floor()["floors"].items()) +
                   f"). faster/slower: the interval excludes no change and the difference is at least "
                   f"{percent(verdicts.MIN_EFFECT_LONG_DEVICE, 0)} (device-timed entries of 100 us or more) or "
                   f"{percent(verdicts.MIN_EFFECT_OTHER, 0)} (the rest); same: the whole interval lies within that; "

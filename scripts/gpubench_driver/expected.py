@@ -3,7 +3,8 @@
 scripts/expected_ranges.json is written by `gpubench expected RUN...`, never by hand: for each GPU
 model among the runs, every headline figure's value in each run (and the run it came from), so that
 the health check (health.py) can say whether a new machine of that model measures like the
-committed ones. A figure is kept per entry it was read from (its `where`: a quick run's peak is
+committed ones. A run is given as its results.json or as its digest (digest.py, the compact form kept
+under results/). A figure is kept per entry it was read from (its `where`: a quick run's peak is
 measured at a smaller size than the default suite's), so a run is judged only against runs that
 measured the same point. Running it again for a model replaces that model's record (give every run
 of the model, the default suite's and --quick's, at once); other models are kept."""
@@ -11,7 +12,7 @@ import json
 import os
 import statistics
 
-from gpubench_driver import headline, journal, outputs, report, results
+from gpubench_driver import digest, outputs, results
 
 EXPECTED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "expected_ranges.json")
 SCHEMA = "gpubench-expected-ranges"
@@ -36,27 +37,27 @@ def load(path=EXPECTED):
 
 
 def _run_figures(path):
-    """(GPU name, run record, its headline figures with a value) of one results.json, its findings
-    derived again."""
+    """[(GPU name, run record, its headline figures with a value)] of each run a path holds: a
+    results.json, its findings derived again, or a run digest (digest.py), its figures as derived when
+    it was written."""
     try:
-        document = journal.load(path)
-    except results.ResultsError as error:
+        runs = digest.runs_in(path)
+    except (results.ResultsError, digest.DigestError) as error:
         raise ExpectedError(str(error)) from None
-    name = headline.first_gpu(document).get("name")
-    if not name or not document["gpu"].get("available"):
-        raise ExpectedError(f"{path}: the run has no GPU part")
-    report.derive_findings(document, 0)
-    figures = document["findings"]["headline"]["figures"]
-    run = {"id": document["run"]["id"], "path": os.path.relpath(path),
-           "revision": (document["run"].get("git") or {}).get("revision")}
-    return name, run, [row for row in figures if row["value"] is not None]
+    found = []
+    for run in runs:
+        name = run["machine"]["gpu"]
+        if not name or not run["gpu_available"]:
+            raise ExpectedError(f"{path}: {'the run' if len(runs) == 1 else 'run ' + run['id']} has no GPU part")
+        found.append((name, {"id": run["id"], "path": os.path.relpath(path), "revision": run["revision"]},
+                      [row for row in run["figures"] if row["value"] is not None]))
+    return found
 
 
 def model_records(paths):
     """{GPU name: {"runs": [...], "figures": {key: {where: {"values", "runs", "min", "max", "median"}}}}}."""
     models = {}
-    for path in paths:
-        name, run, figures = _run_figures(path)
+    for name, run, figures in (found for path in paths for found in _run_figures(path)):
         model = models.setdefault(name, {"runs": [], "figures": {}})
         model["runs"].append(run)
         for row in figures:

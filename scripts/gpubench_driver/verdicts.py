@@ -9,17 +9,18 @@ interval, against a minimum effect worth reporting.
   (Benjamini-Hochberg), so a comparison of hundreds of entries does not flag noise by chance.
 - Otherwise (one trial: the samples of one process say nothing of the next, docs/methodology.md)
   the interval is the ratio +- the between-run noise floor of the entry's protocol, measured on
-  an A/A pair (NOISE_FLOOR); no p-value.
+  an A/A pair (aa_noise_floor.py: scripts/noise_floor.json); no p-value.
 Then: `faster`/`slower` when the difference is significant (the interval excludes no change, and for
 trials also the corrected test) and at least the minimum effect; `same` when the whole interval lies
 within the minimum effect; `unclear` otherwise.
 """
+import functools
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Optional
 
-from gpubench_driver import stats
+from gpubench_driver import aa_noise_floor, stats
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
 VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
@@ -30,14 +31,6 @@ FALSE_DISCOVERY_RATE = 0.05
 LONG_ENTRY_S = 1e-4
 MIN_EFFECT_LONG_DEVICE = 0.02
 MIN_EFFECT_OTHER = 0.05
-# Between-run noise of one-trial entries: the 95th percentile (nearest rank) of |log(B/A)| per protocol over the
-# A/A pair of runs 20261124-000002 and 20261124-000955 (one H100, back to back, one trial each; committed
-# under results/ in f7fdce0 and since removed from the tree). test_verdicts recomputes these from each entry's
-# name, protocol, status and median in those runs, kept in tests/python/fixtures/runs/noise_floor_pair.json.
-NOISE_FLOOR_PAIR = ("20261124-000002", "20261124-000955")
-NOISE_FLOOR_PAIR_COMMIT = "f7fdce0"  # the commit that added them: git show f7fdce0:results/20261124-000002/
-NOISE_FLOOR = {"throughput": 0.2483, "latency": 0.6637, "cpu": 0.4982}
-NOISE_FLOOR_UNKNOWN_PROTOCOL = max(NOISE_FLOOR.values())  # files from before the protocols
 
 
 class MissingScipy(Exception):
@@ -116,8 +109,15 @@ def _t_test(first, second):
     return difference, quantile * se, p_value
 
 
+@functools.cache
+def noise_floor():
+    """scripts/noise_floor.json (aa_noise_floor.load), read once: its floors and the pair they were measured on."""
+    return aa_noise_floor.load()
+
+
 def _floor(measured):
-    return NOISE_FLOOR.get(measured.protocol, NOISE_FLOOR_UNKNOWN_PROTOCOL)
+    floors = noise_floor()["floors"]
+    return floors.get(measured.protocol, max(floors.values()))  # the widest for files from before the protocols
 
 
 def _decide(log_ratio, half_width, effect, significant):
