@@ -1,16 +1,20 @@
 """compare's verdicts on synthetic trials: a real shift is found, an A/A family is not flagged more
 than the calibration allows, drift and heavy tails end unclear rather than flagged, a change below
-the minimum effect is no difference; one-trial entries are held to the noise floor, whose figures
-are those of the committed A/A pair. The real runs are fixtures trimmed from committed ones
-(fixtures/runs/README.md)."""
+the minimum effect is no difference; one-trial entries are held to the noise floor, which
+scripts/noise_floor.json holds as measured on the committed A/A pair. The real runs are fixtures
+trimmed from committed ones (fixtures/runs/README.md)."""
+import json
 import math
 import os
 import random
+import subprocess
+import sys
+import tempfile
 import unittest
 
 import support
 
-from gpubench_driver import compare, stats, verdicts
+from gpubench_driver import aa_noise_floor, compare, digest, stats, verdicts
 
 
 def entry(medians, protocol="throughput"):
@@ -69,7 +73,7 @@ class TrialVerdictTest(unittest.TestCase):
 
 class NoiseFloorVerdictTest(unittest.TestCase):
     def test_one_trial_is_held_to_its_protocols_floor(self):
-        floor = verdicts.NOISE_FLOOR["throughput"]
+        floor = verdicts.noise_floor()["floors"]["throughput"]
         within, beyond = verdicts.compare_entries([
             (entry([1e-3]), entry([1e-3 * math.exp(floor / 2)])),
             (entry([1e-3]), entry([1e-3 * math.exp(-2 * floor)]))])
@@ -82,35 +86,63 @@ class NoiseFloorVerdictTest(unittest.TestCase):
         (verdict,) = verdicts.compare_entries([(entry([1e-3, 1.01e-3, 0.99e-3]), entry([1.5e-3]))])
         self.assertEqual(verdict.basis, "noise floor")
 
-    def test_floors_are_the_committed_aa_pairs(self):
-        """The 95th percentile of |log(B/A)| per protocol over the entries ok in both runs of the pair
-        (each entry's name, protocol, status and median, kept in fixtures/runs/noise_floor_pair.json)."""
-        pair = support.load_fixture("runs/noise_floor_pair.json")
 
-        def entry(row):  # the fixture's columns
-            name, protocol, status, median_s = row
-            return {"name": name, "protocol": protocol, "status": status, "time_s": {"median": median_s}}
+class NoiseFloorFileTest(unittest.TestCase):
+    """scripts/noise_floor.json is what `gpubench noise-floor` measures on its A/A pair, kept as a run
+    digest in fixtures/runs/noise_floor_pair.json.gz (a copy of results/aa/'s)."""
+    PAIR = support.fixture("runs/noise_floor_pair.json.gz")
 
-        def load(run_id):
-            return {"studies": {name: {"entries": [entry(row) for row in rows]}
-                                for name, rows in pair["runs"][run_id].items()}}
-        first, second = map(load, verdicts.NOISE_FLOOR_PAIR)
-        offsets = {}
-        for name, study in first["studies"].items():
-            other = {e["name"]: e for e in second["studies"][name]["entries"] if e["status"] == "ok"}
-            for e in study["entries"]:
-                if e["status"] == "ok" and e["name"] in other:
-                    offsets.setdefault(e["protocol"], []).append(
-                        abs(math.log(other[e["name"]]["time_s"]["median"] / e["time_s"]["median"])))
-        for protocol, values in offsets.items():
-            self.assertAlmostEqual(verdicts.NOISE_FLOOR[protocol], stats.nearest_rank_percentile(values, 0.95),
-                                   places=4, msg=protocol)
+    def test_the_committed_file_is_measured_on_the_pair(self):
+        committed = aa_noise_floor.load()
+        self.assertEqual(aa_noise_floor.record(digest.load(self.PAIR)["runs"]), committed)
+        self.assertEqual(sorted(committed["floors"]), ["cpu", "latency", "throughput"])
+        self.assertEqual([run["id"] for run in committed["runs"]], ["20261124-000002", "20261124-000955"])
+        self.assertEqual(committed["runs"][0]["machine"]["gpu"], "NVIDIA H100 80GB HBM3")
+
+    def test_the_command_writes_it_again(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "noise_floor.json")
+            done = subprocess.run(["bash", support.ENTRY, "noise-floor", self.PAIR, "--file", path],
+                                  capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, GPUBENCH_PYTHON=sys.executable))
+            self.assertEqual(done.returncode, 0, done.stderr)
+            with open(path, encoding="utf-8") as written, open(aa_noise_floor.FILE, encoding="utf-8") as committed:
+                self.assertEqual(written.read(), committed.read())
+
+    def test_the_floor_is_the_95th_percentile_of_the_pairs_log_ratios(self):
+        def run(run_id, medians):
+            return {"id": run_id, "entries": [
+                {"study": "s", "gpu": None, "name": f"e{index}", "protocol": "latency", "status": "ok", "median_s": m}
+                for index, m in enumerate(medians)]}
+        first = [1e-3] * 20
+        second = [1e-3 * math.exp(0.01 * (index + 1)) for index in range(20)]  # log ratios 0.01 ... 0.20
+        offsets = aa_noise_floor.offsets(run("a", first), run("b", second))
+        self.assertEqual(sorted(offsets), ["latency"])
+        self.assertAlmostEqual(stats.nearest_rank_percentile(offsets["latency"], 0.95), 0.19)
+
+    def test_a_pair_is_two_runs(self):
+        runs = digest.load(self.PAIR)["runs"]
+        for given in (runs[:1], runs + runs[:1]):
+            with self.assertRaises(aa_noise_floor.NoiseFloorError) as caught:
+                aa_noise_floor.record(given)
+            self.assertIn("two runs", str(caught.exception))
+
+    def test_a_damaged_file_is_a_message(self):
+        with tempfile.TemporaryDirectory() as directory:
+            for text in ("[" * 100000, "{}", json.dumps({"schema": aa_noise_floor.SCHEMA, "schema_version": 1,
+                                                           "floors": {"throughput": -1}, "runs": []})):
+                path = os.path.join(directory, "noise_floor.json")
+                with open(path, "w", encoding="utf-8") as stream:
+                    stream.write(text)
+                with self.assertRaises(aa_noise_floor.NoiseFloorError) as caught:
+                    aa_noise_floor.load(path)
+                self.assertIn(path, str(caught.exception))
 
 
 class RealPairTest(unittest.TestCase):
     """Real A/A pairs with trials, as the H100 wrote them: the default suite in three trials twice
-    (results/aa-trials3-20261124, the code of the default today) and the first quick pair, as
-    fixtures trimmed from them (fixtures/runs/README.md)."""
+    (run h100-aa-b1-20261124 and h100-aa-b2-20261124, the code of the default today) and the first quick
+    pair, as fixtures trimmed from them (fixtures/runs/README.md; the runs' digests are in results/aa/)."""
 
     def assert_calibrated(self, paths, at_least_on_trials):
         decided = list(compare.all_verdicts(compare.load_sources(paths, []))[2].values())
