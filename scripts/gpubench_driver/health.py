@@ -20,7 +20,8 @@ POWER_LIMIT_SHARE = 0.98  # a power limit under this share of the datasheet's is
 # Figures the host paces as much as the GPU: pageable copies (the CPU stages them through its own
 # memory), the CPU's side and the crossovers against it. The device tool lends H100s on different hosts,
 # and these moved by 20-60% between them while the same runs' GPU figures held within a few percent
-# (results/suite-time-20261124): they are judged, and shown, but say nothing of the GPU's health.
+# (the runs of suite-time-20261124, results/ at 1d0dbe8): they are judged, and shown, but say nothing
+# of the GPU's health.
 HOST_CAUSE = ("host-bound: the host's CPU and memory pace this figure (pageable copies are staged by the CPU "
               "through host memory; the CPU side of a comparison is the host's), not the GPU")
 
