@@ -66,7 +66,8 @@ def load(path=FILE):
     try:
         with open(path, encoding="utf-8") as stream:
             found = json.load(stream)
-        if not isinstance(found, dict) or found.get("schema") != SCHEMA or found.get("schema_version") != SCHEMA_VERSION:
+        version = (found.get("schema"), found.get("schema_version")) if isinstance(found, dict) else None
+        if version != (SCHEMA, SCHEMA_VERSION):
             raise ValueError(f"not a {SCHEMA} file of version {SCHEMA_VERSION}")
         floors = found.get("floors")
         if not isinstance(floors, dict) or not floors:

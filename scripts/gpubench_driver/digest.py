@@ -56,8 +56,9 @@ def _machine(document):
     machine = document["machine"]
     cpu = machine.get("cpu") or {}
     gpus = [gpu for gpu in machine.get("gpus") or [] if isinstance(gpu, dict)]
-    return {"gpu": headline.first_gpu(document).get("name"), "gpu_count": len(gpus),
-            "gpus": [gpu.get("name") for gpu in gpus], "driver_version": headline.first_gpu(document).get("driver_version"),
+    first = headline.first_gpu(document)
+    return {"gpu": first.get("name"), "gpu_count": len(gpus), "gpus": [gpu.get("name") for gpu in gpus],
+            "driver_version": first.get("driver_version"),
             "host": machine.get("hostname") if isinstance(machine.get("hostname"), str) else None,
             "cpu": cpu.get("model"), "cpu_sockets": cpu.get("sockets"), "cpu_cores": cpu.get("cores"),
             "cpu_threads": cpu.get("threads"), "memory_total_bytes": machine.get("memory_total_bytes"),
