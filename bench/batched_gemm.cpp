@@ -190,7 +190,7 @@ StudyDefinition definition() {
   study.default_sizes = {32, 64, 128, 256, 512};
   study.default_batches = geometric(1, 4096, 2);
   study.prepare = prepare;
-  study.describe = [] { return "\"utilization\": " + utilization_description(); };
+  study.describe = [] { return Json{{"utilization", utilization_description()}}; };
   return study;
 }
 

@@ -386,22 +386,29 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return made;
 }
 
-std::string describe_study() {
+// How the entries' bus bandwidth follows from their counters.
+constexpr const char* kBusBandwidthRule =
+    "algorithm bandwidth (message_bytes / time) x bus_factor: all_reduce 2(n-1)/n, all_gather, reduce_scatter and "
+    "all_to_all (n-1)/n, broadcast 1 (nccl-tests, doc/PERFORMANCE.md)";
+
+Json describe_study() {
   int nccl_version = 0;
   nccl_check(ncclGetVersion(&nccl_version), "ncclGetVersion");
-  return "\"nccl_version\": " + std::to_string(nccl_version) + ", \"operation\": \"sum\", \"root\": 0" +
-         ", \"size_meaning\": " + json_string("log2 of the message size in bytes: the larger of a rank's send and receive "
-                                              "buffers (nccl-tests' size)") +
-         ", \"ranks\": " + json_string("one per GPU: started alone, every visible GPU driven by this process "
-                                       "(ncclCommInitAll); started as several ranks (mpirun, srun, torchrun), one "
-                                       "process per GPU (ncclCommInitRank), rank 0 measuring") +
-         ", \"timed_region\": " + json_string("one collective on every rank: CUDA events on rank 0's GPU's default stream, "
-                                              "which orders itself with the communicators' streams") +
-         ", \"bus_bandwidth\": " + json_string("algorithm bandwidth (message_bytes / time) x bus_factor: all_reduce "
-                                               "2(n-1)/n, all_gather, reduce_scatter and all_to_all (n-1)/n, broadcast 1 "
-                                               "(nccl-tests, doc/PERFORMANCE.md)") +
-         ", \"check\": " + json_string("every rank's output of the first call: copies exactly, sums within 2(n-1) u "
-                                       "sum_r |x_r| of the FP64 sum (u = 2^-24)");
+  return {{"nccl_version", nccl_version},
+          {"operation", "sum"},
+          {"root", 0},
+          {"size_meaning",
+           "log2 of the message size in bytes: the larger of a rank's send and receive buffers (nccl-tests' size)"},
+          {"ranks",
+           "one per GPU: started alone, every visible GPU driven by this process (ncclCommInitAll); started as "
+           "several ranks (mpirun, srun, torchrun), one process per GPU (ncclCommInitRank), rank 0 measuring"},
+          {"timed_region",
+           "one collective on every rank: CUDA events on rank 0's GPU's default stream, which orders itself with the "
+           "communicators' streams"},
+          {"bus_bandwidth", kBusBandwidthRule},
+          {"check",
+           "every rank's output of the first call: copies exactly, sums within 2(n-1) u sum_r |x_r| of the FP64 sum "
+           "(u = 2^-24)"}};
 }
 
 StudyDefinition definition() {

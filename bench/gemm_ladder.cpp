@@ -165,12 +165,12 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return std::make_unique<LadderEntry>(rung, precision_named(entry.precision), problem_for(entry.n));
 }
 
-std::string describe_rung(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const LadderRow&>(impl).description);
+Json describe_rung(const Implementation& impl) {
+  return {{"description", static_cast<const LadderRow&>(impl).description}};
 }
 #else
 std::unique_ptr<PreparedEntry> prepare(const Entry&) { throw EntrySkipped("built without CUDA"); }
-std::string describe_rung(const Implementation&) { return "\"description\": null"; }
+Json describe_rung(const Implementation&) { return {{"description", nullptr}}; }
 #endif  // GPUBENCH_HAVE_CUDA
 
 StudyDefinition definition() {
@@ -183,8 +183,10 @@ StudyDefinition definition() {
   study.default_sizes = {1000, 1024, 4096, 8192};
   study.axes.impl = "rung";
   study.prepare = prepare;
-  study.describe = [] { return std::string("\"ladders\": {\"fp32\": \"SGEMM on the CUDA cores\", "
-                                           "\"fp16\": \"FP16 in, FP32 accumulate, FP16 out, on the tensor cores\"}"); };
+  study.describe = [] {
+    return Json{{"ladders",
+                 {{"fp32", "SGEMM on the CUDA cores"}, {"fp16", "FP16 in, FP32 accumulate, FP16 out, on the tensor cores"}}}};
+  };
   study.describe_implementation = describe_rung;
   return study;
 }

@@ -348,22 +348,24 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #endif
 }
 
-std::string describe_kernel(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const ChainKernel&>(impl).description);
+Json describe_kernel(const Implementation& impl) {
+  return {{"description", static_cast<const ChainKernel&>(impl).description}};
 }
 
-std::string describe_study() {
-  const auto launch = [](const LaunchInfo& info) {
-    return "{\"id\": " + json_string(info.id) + ", \"description\": " + json_string(info.description) + "}";
-  };
-  return "\"launches\": " + json_list(launches(), launch) +
-         ", \"elements\": " + std::to_string(kElements) + ", \"timed_region\": " +
-         json_string("host clock from the first launch to cudaStreamSynchronize's return on a non-blocking stream; "
-                     "resetting and reading the kernels' spans, the graph's capture and the checks excluded") +
-         ", \"busy_rule\": " +
-         json_string("kernel_busy_s: the median over the entry's timed calls of the sum of its kernels' spans (first "
-                     "block's start to last block's end on %globaltimer, whose smallest step is timer_step_s); "
-                     "chain_span_s: the median of the first kernel's start to the last kernel's end");
+// What kernel_busy_s and chain_span_s measure.
+constexpr const char* kBusyRule =
+    "kernel_busy_s: the median over the entry's timed calls of the sum of its kernels' spans (first block's start "
+    "to last block's end on %globaltimer, whose smallest step is timer_step_s); chain_span_s: the median of the "
+    "first kernel's start to the last kernel's end";
+
+Json describe_study() {
+  const auto launch = [](const LaunchInfo& info) { return Json{{"id", info.id}, {"description", info.description}}; };
+  return {{"launches", array_of(launches(), launch)},
+          {"elements", kElements},
+          {"timed_region",
+           "host clock from the first launch to cudaStreamSynchronize's return on a non-blocking stream; resetting "
+           "and reading the kernels' spans, the graph's capture and the checks excluded"},
+          {"busy_rule", kBusyRule}};
 }
 
 StudyDefinition definition() {

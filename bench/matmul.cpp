@@ -165,7 +165,7 @@ StudyDefinition definition() {
   // experiment; the driver adds points around each crossover.
   study.default_sizes = {64, 128, 200, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
   study.prepare = prepare;
-  study.describe = [] { return std::string("\"precision\": \"fp32\""); };
+  study.describe = [] { return Json{{"precision", "fp32"}}; };
   return study;
 }
 

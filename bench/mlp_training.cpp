@@ -429,9 +429,8 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------------------------
-std::string describe_tolerance(const StepTolerance& t) {
-  return std::string("{\"id\": ") + json_string(t.precision) + ", \"step_rel_fro\": " + json_number(t.step_rel_fro) +
-         ", \"step_max_rel\": " + json_number(t.step_max_rel) + ", \"loss_rel\": " + json_number(t.loss_rel) + "}";
+Json describe_tolerance(const StepTolerance& t) {
+  return {{"id", t.precision}, {"step_rel_fro", t.step_rel_fro}, {"step_max_rel", t.step_max_rel}, {"loss_rel", t.loss_rel}};
 }
 
 // Why the step reports no memory traffic counters: a compulsory-traffic lower bound would overstate its
@@ -439,14 +438,15 @@ std::string describe_tolerance(const StepTolerance& t) {
 constexpr const char* kNoTrafficModel =
     "no traffic model for a training step (weights, activations and gradients each move several times)";
 
-std::string describe_study() {
-  const auto number = [](int v) { return std::to_string(v); };
+Json describe_study() {
   const MlpShape shape;
-  return "\"inputs\": " + number(shape.inputs) + ", \"outputs\": " + number(shape.outputs) +
-         ", \"learning_rate\": " + json_number(kLearningRate) + ", \"epoch_samples\": " + number(kEpochSamples) +
-         ", \"precisions\": " + json_list(tolerances(), describe_tolerance) +
-         ", \"utilization\": " + utilization_description() +
-         ", \"memory_traffic_note\": " + json_string(kNoTrafficModel);
+  return {{"inputs", shape.inputs},
+          {"outputs", shape.outputs},
+          {"learning_rate", kLearningRate},
+          {"epoch_samples", kEpochSamples},
+          {"precisions", array_of(tolerances(), describe_tolerance)},
+          {"utilization", utilization_description()},
+          {"memory_traffic_note", kNoTrafficModel}};
 }
 
 StudyDefinition definition() {

@@ -159,21 +159,20 @@ std::vector<int> described_block_sizes() {
 
 // The kernel's occupancy at every block size; null without a usable GPU or where the runtime cannot
 // say (no code for this GPU in the binary: its entries then fail and say why).
-std::string described_occupancy(const OccupancyKernel& kernel) {
-  if (!gpu_unavailable_reason().empty()) return "null";
+Json described_occupancy(const OccupancyKernel& kernel) {
+  if (!gpu_unavailable_reason().empty()) return nullptr;
   try {
-    return json_list(described_block_sizes(),
-                     [&kernel](int threads) { return occupancy_json(kernel_occupancy(kernel.function(), threads)); });
+    return array_of(described_block_sizes(),
+                    [&kernel](int threads) { return occupancy_json(kernel_occupancy(kernel.function(), threads)); });
   } catch (const GpuError&) {
     static_cast<void>(cudaGetLastError());  // not sticky: the entries start clean
-    return "null";
+    return nullptr;
   }
 }
 
-std::string describe_kernel(const Implementation& impl) {
+Json describe_kernel(const Implementation& impl) {
   const auto& kernel = static_cast<const OccupancyKernel&>(impl);
-  return "\"problem\": " + json_string(kernel.problem) + ", \"description\": " + json_string(kernel.description) +
-         ", \"occupancy\": " + described_occupancy(kernel);
+  return {{"problem", kernel.problem}, {"description", kernel.description}, {"occupancy", described_occupancy(kernel)}};
 }
 #endif  // GPUBENCH_HAVE_CUDA
 
@@ -193,17 +192,19 @@ std::vector<int> default_blocks() {
   return geometric(1, 4096, 2);
 }
 
-std::string describe_study() {
-  return std::string(
-             "\"precision\": \"fp32\", \"walkthrough\": {\"blocks\": 16, \"threads_per_block\": 128, "
-             "\"kernel\": \"naive_sgemm\", \"claim\": \"uses less than a tenth of a big GPU\"}") +
-         ", \"blocks_rule\": " +
-         json_string("the full sweep's blocks: 1, 2, 4, ..., " + std::to_string(kSmallGrids) +
-                     " and 1, 2, 4, ..., 32 times the GPU's multiprocessor count (without a GPU, 1 to 4096)") +
-         ", \"placement_rule\": " +
-         json_string("busy_multiprocessors = min(blocks, multiprocessors): the block scheduler puts one block on each "
-                     "idle multiprocessor before a second on any; resident_warps = min(blocks, multiprocessors x "
-                     "blocks_per_multiprocessor) x warps per block: the grid's first wave");
+Json describe_study() {
+  return {{"precision", "fp32"},
+          {"walkthrough",
+           {{"blocks", 16},
+            {"threads_per_block", 128},
+            {"kernel", "naive_sgemm"},
+            {"claim", "uses less than a tenth of a big GPU"}}},
+          {"blocks_rule", "the full sweep's blocks: 1, 2, 4, ..., " + std::to_string(kSmallGrids) +
+                              " and 1, 2, 4, ..., 32 times the GPU's multiprocessor count (without a GPU, 1 to 4096)"},
+          {"placement_rule",
+           "busy_multiprocessors = min(blocks, multiprocessors): the block scheduler puts one block on each idle "
+           "multiprocessor before a second on any; resident_warps = min(blocks, multiprocessors x "
+           "blocks_per_multiprocessor) x warps per block: the grid's first wave"}};
 }
 
 StudyDefinition definition() {

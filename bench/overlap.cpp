@@ -408,24 +408,23 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #endif  // GPUBENCH_HAVE_CUDA
 
 // --- description ------------------------------------------------------------------------
-std::string describe_schedule(const Implementation& impl) {
+Json describe_schedule(const Implementation& impl) {
   const auto& s = static_cast<const Schedule&>(impl);
-  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
-  return "\"streams\": " + std::to_string(s.streams) + ", \"copies\": " + flag(s.copies) +
-         ", \"compute\": " + flag(s.compute) + ", \"one_chunk\": " + flag(s.one_chunk);
+  return {{"streams", s.streams}, {"copies", s.copies}, {"compute", s.compute}, {"one_chunk", s.one_chunk}};
 }
 
-std::string describe_workload(Workload w) {
+Json describe_workload(Workload w) {
   const bool saxpy = w == Workload::saxpy;
-  return "{\"id\": " + json_string(workload_name(w)) + ", \"operation\": " +
-         json_string(saxpy ? "y = a*x + y over n*n FP32 elements, x and y copied in by chunks, y copied out"
-                           : "C = A*B, n x n FP32 (cuBLAS SGEMM); A and C by chunks of rows, B copied in once first") +
-         ", \"flop\": " + json_string(saxpy ? "2 n^2" : "2 n^3") + ", \"bytes_transferred\": \"12 n^2\"}";
+  return {{"id", workload_name(w)},
+          {"operation", saxpy ? "y = a*x + y over n*n FP32 elements, x and y copied in by chunks, y copied out"
+                              : "C = A*B, n x n FP32 (cuBLAS SGEMM); A and C by chunks of rows, B copied in once first"},
+          {"flop", saxpy ? "2 n^2" : "2 n^3"},
+          {"bytes_transferred", "12 n^2"}};
 }
 
-std::string describe_study() {
-  return "\"workloads\": " + json_list(kWorkloads, describe_workload) + ", \"ideal\": " +
-         json_string("max(copy_only time, compute_only time) of the same n, workload, memory and batch");
+Json describe_study() {
+  return {{"workloads", array_of(kWorkloads, describe_workload)},
+          {"ideal", "max(copy_only time, compute_only time) of the same n, workload, memory and batch"}};
 }
 
 // Every entry is on the GPU: without one (or with --cpu-only, or built without CUDA) the

@@ -322,19 +322,22 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description ---------------------------------------------------------------------
-std::string describe_precision(const PrecisionInfo& info) {
-  const std::string note = cpu_precision_note(info.id);
-  return "{\"id\": " + json_string(info.name) + ", \"inputs\": " + json_string(info.inputs) +
-         ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
-         ", \"input_bytes\": " + std::to_string(info.input_bytes) +
-         ", \"output_bytes\": " + std::to_string(info.output_bytes) +
-         ", \"tensor_cores\": " + (info.tensor_cores ? "true" : "false") +
-         ", \"unit_roundoff_inputs\": " + json_number(info.input_roundoff) +
-         ", \"unit_roundoff_accumulate\": " + json_number(info.accumulate_roundoff) +
-         ", \"unit_roundoff_output\": " + json_number(info.output_roundoff) +
-         ", \"tolerance\": " + json_string(tolerance_rule()) +
-         ", \"cpu_note\": " + (note.empty() ? "null" : json_string(note)) + "}";
+Json describe_precision(const PrecisionInfo& info) {
+  return {{"id", info.name},
+          {"inputs", info.inputs},
+          {"accumulate", info.accumulate},
+          {"output", info.output},
+          {"input_bytes", info.input_bytes},
+          {"output_bytes", info.output_bytes},
+          {"tensor_cores", info.tensor_cores},
+          {"unit_roundoff_inputs", info.input_roundoff},
+          {"unit_roundoff_accumulate", info.accumulate_roundoff},
+          {"unit_roundoff_output", info.output_roundoff},
+          {"tolerance", tolerance_rule()},
+          {"cpu_note", text_or_null(cpu_precision_note(info.id))}};
 }
+
+Json describe_study() { return {{"precisions", array_of(all_precisions(), describe_precision)}}; }
 
 StudyDefinition definition() {
   StudyDefinition study;
@@ -343,7 +346,7 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = {256, 512, 1024, 2048, 4096, 8192, 16384};
   study.prepare = prepare;
-  study.describe = [] { return "\"precisions\": " + json_list(all_precisions(), describe_precision); };
+  study.describe = describe_study;
   return study;
 }
 

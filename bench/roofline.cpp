@@ -216,20 +216,20 @@ std::vector<Entry> arrange(std::vector<Entry> selected) {
   return selected;
 }
 
-std::string describe_study() {
+// The arithmetic intensity of an entry, from its counters.
+constexpr const char* kIntensityRule =
+    "2k FLOP per element over 2 x its bytes of memory traffic (x read, y written): k / element bytes FLOP per byte";
+
+Json describe_study() {
   const auto precision = [](const ChainPrecision& p) {
-    return "{\"id\": " + json_string(p.id) + ", \"element_bytes\": " + std::to_string(p.element_bytes) +
-           ", \"gpu\": " + json_string(p.gpu) + ", \"cpu\": " + json_string(p.cpu) + "}";
+    return Json{{"id", p.id}, {"element_bytes", p.element_bytes}, {"gpu", p.gpu}, {"cpu", p.cpu}};
   };
-  return "\"chain\": " +
-         json_string("y = x, then k times y = y*a + x (fused multiply-adds), x uniform in [-1, 1), a in [0.5, 0.75)") +
-         ", \"intensity_rule\": " +
-         json_string("2k FLOP per element over 2 x its bytes of memory traffic (x read, y written): k / element bytes "
-                     "FLOP per byte") +
-         ", \"tolerance\": " +
-         json_string("largest |y - x*(a^k + ... + a + 1)| over the largest |x*(a^k + ... + 1)| within 4 u min(k, "
-                     "1/(1-a)), u the precision's unit roundoff") +
-         ", \"precisions\": " + json_list(chain_precisions(), precision);
+  return {{"chain", "y = x, then k times y = y*a + x (fused multiply-adds), x uniform in [-1, 1), a in [0.5, 0.75)"},
+          {"intensity_rule", kIntensityRule},
+          {"tolerance",
+           "largest |y - x*(a^k + ... + a + 1)| over the largest |x*(a^k + ... + 1)| within 4 u min(k, 1/(1-a)), u "
+           "the precision's unit roundoff"},
+          {"precisions", array_of(chain_precisions(), precision)}};
 }
 
 StudyDefinition definition() {

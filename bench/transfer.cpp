@@ -526,30 +526,31 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------
-std::string describe_named(const Named& named) {
-  return "{\"id\": " + json_string(named.id) + ", \"description\": " + json_string(named.description) + "}";
-}
+Json describe_named(const Named& named) { return {{"id", named.id}, {"description", named.description}}; }
 
-std::string describe_study() {
+Json describe_study() {
   const auto configuration = [](const Configuration& c) {
-    return "{\"impl\": " + json_string(engine_info(c.engine).id) + ", \"mode\": " + json_string(memory_info(c.memory).id) +
-           ", \"direction\": " + json_string(direction_info(c.direction).id) + "}";
+    return Json{{"impl", engine_info(c.engine).id},
+                {"mode", memory_info(c.memory).id},
+                {"direction", direction_info(c.direction).id}};
   };
-  return "\"axes\": {\"impl\": \"copy engine or method\", \"mode\": \"host memory kind\", "
-         "\"precision\": \"direction\", \"n\": \"bytes per copy\"}"
-         ", \"timed_region\": " +
-         json_string("host clock from the call to its completion (stream synchronize); allocation, filling and "
-                     "checking excluded") +
-         ", \"memory_kinds\": " + json_list(all_memories(), [](Memory m) { return describe_named(memory_info(m)); }) +
-         ", \"directions\": " +
-         json_list(all_directions(), [](Direction d) { return describe_named(direction_info(d)); }) +
-         ", \"configurations\": " + json_list(configurations(), configuration) +
-         ", \"transparent_hugepage\": " + json_string(transparent_hugepage_setting());
+  return {{"axes",
+           {{"impl", "copy engine or method"},
+            {"mode", "host memory kind"},
+            {"precision", "direction"},
+            {"n", "bytes per copy"}}},
+          {"timed_region",
+           "host clock from the call to its completion (stream synchronize); allocation, filling and checking "
+           "excluded"},
+          {"memory_kinds", array_of(all_memories(), [](Memory m) { return describe_named(memory_info(m)); })},
+          {"directions", array_of(all_directions(), [](Direction d) { return describe_named(direction_info(d)); })},
+          {"configurations", array_of(configurations(), configuration)},
+          {"transparent_hugepage", transparent_hugepage_setting()}};
 }
 
-std::string describe_engine(const Implementation& impl) {
+Json describe_engine(const Implementation& impl) {
   const Engine engine = static_cast<const TransferImplementation&>(impl).engine;
-  return "\"description\": " + json_string(engine_info(engine).description);
+  return {{"description", engine_info(engine).description}};
 }
 
 StudyDefinition definition() {

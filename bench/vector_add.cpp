@@ -102,8 +102,8 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return cpu;
 }
 
-std::string describe_implementation(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const VectorAddImplementation&>(impl).description);
+Json describe_implementation(const Implementation& impl) {
+  return {{"description", static_cast<const VectorAddImplementation&>(impl).description}};
 }
 
 StudyDefinition definition() {
@@ -115,9 +115,9 @@ StudyDefinition definition() {
   study.axes.n = "elements";
   study.prepare = prepare;
   study.describe = [] {
-    return std::string(
-        "\"precision\": \"fp32\", \"operation\": \"c[i] = a[i] + b[i], a and b uniform in [-1, 1)\", "
-        "\"verification\": \"bit for bit against the host's FP32 sum\"");
+    return Json{{"precision", "fp32"},
+                {"operation", "c[i] = a[i] + b[i], a and b uniform in [-1, 1)"},
+                {"verification", "bit for bit against the host's FP32 sum"}};
   };
   study.describe_implementation = describe_implementation;
   return study;

@@ -246,7 +246,7 @@ void guard_entry(benchmark::State& state, Body&& body) {
 void write_measurement(const std::string& path, const std::string& name, const EntryMeasurement& measurement) {
   if (path.empty()) return;
   std::ofstream out(path, std::ios::app);
-  out << "{\"name\": " << json_string(name) << ", \"measurement\": " << measurement.json() << "}\n";
+  out << dump_json({{"name", name}, {"measurement", measurement.json()}}) << "\n";
   if (!out) std::cerr << "cannot append to the measurements file " << path << "\n";
 }
 
@@ -305,38 +305,37 @@ void register_entries(const StudyDefinition& study, const std::vector<Entry>& en
 }
 
 // --- --describe ------------------------------------------------------------------------------
-std::string axis_names_json(const AxisNames& axes, bool batch_axis) {
-  return "{\"impl\": " + json_string(axes.impl) + ", \"mode\": " + json_string(axes.mode) +
-         ", \"precision\": " + json_string(axes.precision) + ", \"n\": " + json_string(axes.n) +
-         ", \"batch\": " + (batch_axis ? json_string(axes.batch) : "null") + "}";
+Json axis_names_json(const AxisNames& axes, bool batch_axis) {
+  return {{"impl", axes.impl},
+          {"mode", axes.mode},
+          {"precision", axes.precision},
+          {"n", axes.n},
+          {"batch", batch_axis ? Json(axes.batch) : Json(nullptr)}};
 }
 
 // {"min": least, "max": largest}: the values of --sizes or --batches that check_study_options lets through.
-std::string range_json(int largest) {
-  return "{\"min\": " + std::to_string(kSmallestSize) + ", \"max\": " + std::to_string(largest) + "}";
-}
+Json range_json(int largest) { return {{"min", kSmallestSize}, {"max", largest}}; }
 
-std::string describe(const StudyDefinition& study, const std::string& gpu_reason,
-                     const std::string& telemetry_reason) {
-  const auto number = [](int v) { return std::to_string(v); };
-  const auto implementation = [&study](const Implementation* impl) {
-    const std::string extra = study.describe_implementation ? study.describe_implementation(*impl) : "";
-    return "{" + implementation_fields(*impl) + (extra.empty() ? "" : ", " + extra) + "}";
-  };
+Json describe(const StudyDefinition& study, const std::string& gpu_reason, const std::string& telemetry_reason) {
   const bool batch_axis = !study.default_batches.empty();
-  std::string out = "{\"study\": " + json_string(study.name) +
-                    ", \"default_sizes\": " + json_list(study.default_sizes, number);
-  if (batch_axis) out += ", \"default_batches\": " + json_list(study.default_batches, number);
-  out += ", \"size_range\": " + range_json(study.largest_size);
-  if (batch_axis) out += ", \"batch_range\": " + range_json(study.largest_batch);
-  out += ", \"axis_names\": " + axis_names_json(study.axes, batch_axis);
-  out += std::string(", \"ranks_together\": ") + (study.ranks_together ? "true" : "false");
-  out += ", \"implementations\": " + json_list(study.implementations, implementation);
-  const std::string own = study.describe ? study.describe() : "";
-  if (!own.empty()) out += ", " + own;
-  out += ", \"measurement\": " + protocol().json();
-  return out + ", \"gpu\": {" + json_availability(gpu_reason) + "}, \"telemetry\": {" +
-         json_availability(telemetry_reason) + "}}";
+  Json out = {{"study", study.name}, {"default_sizes", study.default_sizes}};
+  if (batch_axis) out["default_batches"] = study.default_batches;
+  out["size_range"] = range_json(study.largest_size);
+  if (batch_axis) out["batch_range"] = range_json(study.largest_batch);
+  out["axis_names"] = axis_names_json(study.axes, batch_axis);
+  out["ranks_together"] = study.ranks_together;
+  Json implementations = Json::array();
+  for (const Implementation* impl : study.implementations) {
+    Json described = implementation_fields(*impl);
+    if (study.describe_implementation) described.update(study.describe_implementation(*impl));
+    implementations.push_back(described);
+  }
+  out["implementations"] = implementations;
+  if (study.describe) out.update(study.describe());
+  out["measurement"] = protocol().json();
+  out["gpu"] = availability(gpu_reason);
+  out["telemetry"] = availability(telemetry_reason);
+  return out;
 }
 
 // Why no telemetry is sampled in this run, or "" when it is.
@@ -350,18 +349,19 @@ std::string telemetry_unavailable_reason(const StudyOptions& options, const std:
 void write_telemetry_series(const std::string& path, const std::string& unavailable_reason,
                             const std::string& binary) {
   std::ofstream out(path);
-  out << telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason) << "\n";
+  out << dump_json(telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason)) << "\n";
   if (!out) std::cerr << binary << ": cannot write the telemetry series to " << path << "\n";
 }
 
 }  // namespace
 
-std::string implementation_fields(const Implementation& impl) {
-  return "\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(device_name(impl.device)) +
-         ", \"modes\": " + json_list(impl.modes, json_string) +
-         ", \"precisions\": " + json_list(impl.precisions, json_string) +
-         ", \"max_size\": " + (impl.max_size > 0 ? std::to_string(impl.max_size) : "null") +
-         ", \"cap_reason\": " + (impl.cap_reason.empty() ? "null" : json_string(impl.cap_reason));
+Json implementation_fields(const Implementation& impl) {
+  return {{"id", impl.id},
+          {"device", device_name(impl.device)},
+          {"modes", impl.modes},
+          {"precisions", impl.precisions},
+          {"max_size", impl.max_size > 0 ? Json(impl.max_size) : Json(nullptr)},
+          {"cap_reason", text_or_null(impl.cap_reason)}};
 }
 
 namespace {
@@ -377,7 +377,7 @@ std::string artifact_path(const std::string& file_name) {
   return artifacts_dir().empty() ? "" : artifacts_dir() + "/" + file_name;
 }
 
-std::string utilization_description() { return "{" + json_availability(utilization_unavailable_reason()) + "}"; }
+Json utilization_description() { return availability(utilization_unavailable_reason()); }
 
 int run_study(int argc, char** argv, const StudyDefinition& study) {
   const std::string binary = "gpubench_" + study.name;
@@ -394,7 +394,7 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
   if (options.help) std::cout << study_options_help() << "\n";
   std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
   if (options.describe) {
-    std::cout << describe(study, gpu_reason, telemetry_unavailable_reason(options, gpu_reason)) << "\n";
+    std::cout << dump_json(describe(study, gpu_reason, telemetry_unavailable_reason(options, gpu_reason))) << "\n";
     return 0;
   }
   if (study.ranks_together && !options.help) {  // harness/ranks.hpp

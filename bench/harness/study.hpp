@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/verify.hpp"
 #include "harness/study_options.hpp"
 
@@ -158,8 +159,9 @@ struct StudyDefinition {
   // Sets up one entry (inputs, buffers, its first call, checked). Throws EntrySkipped for what
   // the machine cannot do; GPU failures follow the guard's rules (study.cpp).
   std::function<std::unique_ptr<PreparedEntry>(const Entry& entry)> prepare;
-  // The study's own --describe fields ("key": value, ...), besides those the skeleton writes.
-  std::function<std::string()> describe;
+  // The study's own --describe fields (an object whose keys are merged into it), besides those the
+  // skeleton writes.
+  std::function<Json()> describe;
   // Optional: the study's own checks of the options (e.g. sizes it has no entries for).
   std::function<void(const StudyOptions& options)> check_options;
   // Optional: the selected entries (sizes x batches x implementations x combinations, in that
@@ -171,7 +173,7 @@ struct StudyDefinition {
   // (harness/ranks.hpp); --describe says it, for the driver's --launcher.
   bool ranks_together = false;
   // Optional: per --describe implementation object, the study's own fields.
-  std::function<std::string(const Implementation& impl)> describe_implementation;
+  std::function<Json(const Implementation& impl)> describe_implementation;
 };
 
 // Thrown by `prepare` (or a kernel) for a configuration that cannot run here: reported as
@@ -208,10 +210,10 @@ class ProblemCache {
 // sets to the run's folder), or "" when the run keeps none.
 std::string artifact_path(const std::string& file_name);
 
-// The --describe fields every implementation has, for its JSON object.
-std::string implementation_fields(const Implementation& impl);
+// The --describe fields every implementation has, as a JSON object.
+Json implementation_fields(const Implementation& impl);
 // The "utilization" field of a batch study's --describe: whether NVML can sample the GPU, and why not.
-std::string utilization_description();
+Json utilization_description();
 // Throws UsageError when the options name an implementation or mode the study lacks.
 void check_study_options(const StudyOptions& options, const StudyDefinition& study);
 // The entries the options select, in registration order (what --describe and the run share).
