@@ -420,6 +420,25 @@ StudyDefinition definition() {
   study.axes.impl = "collective";
   study.axes.mode = "placement";
   study.axes.n = "log2_bytes";
+  study.axes.n_unit = "log2 bytes";
+  // The driver's default suite: every collective out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256
+  // MiB: near the links' rate on NVLink), 10 entries; --quick: 2^24. The 8 GiB all-reduce of the issue's
+  // target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and torch.distributed's
+  // beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to 8 GiB: --full.
+  study.quick.sizes = {24};
+  study.quick.modes = {"out_of_place"};
+  study.suite.sizes = {16, 28};
+  study.suite.modes = {"out_of_place"};
+  study.counters = {
+      {"message_bytes", "bytes", "2^n: the larger of a rank's send and receive buffers (nccl-tests' size)"},
+      {"ranks", "count", "the ranks (GPUs) taking part"},
+      {"bus_factor", "ratio", "nccl-tests' factor from algorithm to bus bandwidth: all_reduce 2(n-1)/n, all_gather, "
+                              "reduce_scatter and all_to_all (n-1)/n, broadcast 1, n the ranks"},
+      {"memory_read_bytes", "bytes", "each GPU's input once, at the least: its send buffer"},
+      {"memory_written_bytes", "bytes", "each GPU's output once, at the least: its receive buffer"},
+      {"rel_fro_error", "ratio", "the worst rank's output against the FP64 sum (copies exactly)"},
+      {"max_rel_error", "ratio", "the worst rank's max |output - reference| / max |reference|"}};
+  study.rules = {{"bus_bandwidth", kBusBandwidthRule}};
   study.prepare = prepare;
   study.describe = describe_study;
   study.ranks_together = true;

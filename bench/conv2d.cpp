@@ -392,6 +392,36 @@ StudyDefinition definition() {
   study.default_sizes = default_sizes();
   study.default_batches = geometric(1, 256, 2);
   study.axes.n = "layer";  // n names a layer by its input height and width (see "layers")
+  study.axes.n_unit = "pixels";  // the layer's input height and width
+  study.axes.batch_unit = "samples";
+  // The driver's default suite and --quick: the first and last ResNet-50 stages (56: conv2_x, 7: conv5_x's
+  // 1x1) at one image and at 32; --full sweeps every layer and batch.
+  study.quick.sizes = {56};
+  study.quick.batches = {1, 32};
+  study.suite.sizes = {7, 56};
+  study.suite.batches = {1, 32};
+  study.counters = {
+      {"flop", "FLOP", "2 x batch x K x P x Q x C x R x S, the direct algorithm's count (filter taps on the padding "
+                       "included)"},
+      {"samples", "count", "the batch: images a call"},
+      {"memory_read_bytes", "bytes", "every image of the batch and the filter once, in the element size the "
+                                     "implementation stores"},
+      {"memory_written_bytes", "bytes", "the batch's output once, in that element size"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"tolerance", "ratio", "the max_rel_error the entry is held to: " + tolerance_rule()},
+      {"device_bytes", "bytes", "device memory the configuration took: free memory before its buffers and plan "
+                                "less free memory after"},
+      {"workspace_bytes", "bytes", "the cuDNN plan's workspace"},
+      {"engine", "id", "the cuDNN engine's global index (engine_notes)"},
+      {"algorithm", "id", "the same number as engine"},
+      {"tensor_cores", "flag", "1 when the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE"},
+      {"engine_held", "flag", "1 when the engine is the one an earlier process of the run chose (--held-choices)"}};
+  // Why a rate from these FLOP is not what the multiply units did.
+  study.rules = {{"nominal_flop",
+                  "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or FFT "
+                  "algorithms, which do fewer operations, so its rate can exceed what the multiply units did, and its "
+                  "fraction of the peak 100%"}};
   study.prepare = prepare;
   study.check_options = check_sizes;
   study.describe = describe_study;

@@ -153,7 +153,8 @@ void check(PreparedEntry& entry, const MandelbrotImplementation& impl, const voi
   } else if (static_cast<double>(found.differing) > allowed) {
     const std::size_t i = found.first_differing;
     entry.wrong_result = std::to_string(found.differing) + " of " + std::to_string(image.pixels()) +
-                         " pixels differ from the CPU's counts (at most " + format_number(allowed) + " may), the first " +
+                         " pixels differ from the CPU's counts (at most " + format_number(allowed) +
+                         " may), the first " +
                          pixel_name(image, i) + ": " + std::to_string(count_at(counts, image.count_bytes(), i)) +
                          " against " + std::to_string(count_at(problem.reference.data(), image.count_bytes(), i));
   }
@@ -297,6 +298,28 @@ StudyDefinition definition() {
   study.default_sizes = geometric(256, 8192, 2);  // 384 x 256 to 12288 x 8192 pixels; the guide's at 1024
   study.default_batches = {kGuideIterations, 256, 512, 1024, 2048, 4096};
   study.axes = {"impl", "mode", "precision", "rows", "max_iterations"};
+  study.axes.n_unit = "pixels";  // rows of the image (1.5 n columns)
+  study.axes.batch_unit = "iterations";
+  // The driver's default suite and --quick: the guide's configuration only (1536 x 1024, 20 iterations);
+  // the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and minutes on one,
+  // which --full and --sizes/--batches/--caps reach (docs/methodology.md).
+  study.quick.sizes = {kGuideRows};
+  study.quick.batches = {kGuideIterations};
+  study.suite = study.quick;
+  study.counters = {
+      {"width", "pixels", "the image's columns: round(1.5 n)"},
+      {"height", "pixels", "the image's rows: n"},
+      {"escape_iterations", "count", "iterations the formula ran over the whole image: count + 1 for a pixel that "
+                                     "escaped, the limit for one that did not"},
+      {"flop", "FLOP", "8 an iteration (flop_per_iteration) x escape_iterations"},
+      {"memory_read_bytes", "bytes", "0: the image is computed from its coordinates"},
+      {"memory_written_bytes", "bytes", "the counts once: width x height x count bytes (count_bytes)"},
+      {"differing_pixels", "pixels", "pixels whose count differs from the CPU reference's"},
+      {"max_count_difference", "iterations", "the largest difference of a pixel's count from the reference's"},
+      {"allowed_differing_pixels", "pixels", "0, or for an implementation that contracts its arithmetic (FMA) "
+                                             "contracted_differing_fraction of the pixels"},
+      {"warp_divergence", "ratio", "the sum over 32-pixel warps of their longest lane's iterations over the sum of "
+                                   "their mean lane's (GPU entries)"}};
   study.largest_size = largest_rows();
   study.largest_batch = kLargestIterationLimit;
   study.prepare = prepare;

@@ -219,6 +219,34 @@ StudyDefinition definition() {
   study.default_batches = default_blocks();
   study.axes.n = "threads_per_block";
   study.axes.batch = "blocks";
+  study.axes.n_unit = "threads";
+  study.axes.batch_unit = "blocks";
+  // The driver's default suite: the naive SGEMM only, at the walk-through's 16 blocks (of 128 threads), one
+  // block per multiprocessor of an H100 or H200 (132) and 32 per multiprocessor (4224: a whole grid of
+  // 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction of the GPU
+  // the walk-through's launch reaches against the best of them. --quick: 16 and 4224 blocks of 128 threads.
+  // The triad, 32 to 1024 threads and 1 to 32 x the multiprocessors (the GPU's own count): --full.
+  study.quick.sizes = {128};
+  study.quick.batches = {16, 4224};
+  study.quick.impls = {"naive_sgemm"};
+  study.suite.sizes = {128, 256};
+  study.suite.batches = {16, 132, 4224};
+  study.suite.impls = {"naive_sgemm"};
+  study.counters = {
+      {"flop", "FLOP", "naive_sgemm: 2 x 1024^3; triad: 2 x 2^24"},
+      {"memory_read_bytes", "bytes", "naive_sgemm: A and B once (2 x 4 x 1024^2); triad: x and y once (8 x 2^24)"},
+      {"memory_written_bytes", "bytes", "naive_sgemm: C once (4 x 1024^2); triad: z once (4 x 2^24)"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"multiprocessors", "count", "the GPU's"},
+      {"busy_multiprocessors", "count", "placement_rule: min(blocks, multiprocessors)"},
+      {"resident_warps", "count", "placement_rule: the grid's first wave"},
+      {"max_resident_warps", "count", "multiprocessors x the warps one holds at once"},
+      {"blocks_per_multiprocessor", "count", "the kernel's resident blocks at this block size (the occupancy "
+                                             "calculator)"},
+      {"theoretical_occupancy", "fraction", "resident warps of a multiprocessor over the most it holds"},
+      {"registers_per_thread", "count", "the kernel's"},
+      {"shared_bytes_per_block", "bytes", "static and dynamic shared memory of a block"}};
   study.prepare = [](const Entry& entry) -> std::unique_ptr<PreparedEntry> {
 #if GPUBENCH_HAVE_CUDA
     return prepare(entry);

@@ -446,19 +446,17 @@ Json describe_topology() {
   for (int g = 0; g < visible_gpus(); ++g) gpus.push_back(g);
   for (const Route& r : routes())
     if (r.between_gpus() && visible_gpus() >= 2 && r.source < r.destination) pairs.push_back(r);
-  return {{"visible_gpus", visible_gpus()}, {"gpus", array_of(gpus, describe_gpu)}, {"pairs", array_of(pairs, describe_pair)}};
+  return {{"visible_gpus", visible_gpus()},
+          {"gpus", array_of(gpus, describe_gpu)},
+          {"pairs", array_of(pairs, describe_pair)}};
 }
 
 Json describe_study() {
-  return {{"axes",
-           {{"impl", "copy engine or SM kernel"},
-            {"mode", "one way or both ways at once"},
-            {"precision", "route: <source>-<destination>, each host or gpu<index>"},
-            {"n", "bytes per copy"}}},
-          {"timed_region",
+  return {{"timed_region",
            "host clock from the call until every stream it used has finished; allocation, filling and checking "
            "excluded"},
-          {"directions", array_of(std::vector<bool>{false, true}, [](bool both) { return describe_named(direction_info(both)); })},
+          {"directions",
+           array_of(std::vector<bool>{false, true}, [](bool both) { return describe_named(direction_info(both)); })},
           {"topology", describe_topology()}};
 }
 
@@ -473,6 +471,32 @@ StudyDefinition definition() {
   study.modes = {direction_info(false).id, direction_info(true).id};
   study.default_sizes = geometric(16, 1L << 30, 4);  // 16 B (latency) to 1 GiB (bandwidth)
   study.axes = {"engine", "direction", "route", "bytes"};
+  study.axes.n_unit = "bytes";
+  study.axes.about = {{"impl", "copy engine or SM kernel"},
+                      {"mode", "one way or both ways at once"},
+                      {"precision", "route: <source>-<destination>, each host or gpu<index>"},
+                      {"n", "bytes per copy"}};
+  // The driver's default suite: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth,
+  // as transfer's largest suite copy), one way and both ways. On one GPU that is 6 measured entries (the
+  // host to the GPU, both ways, the GPU to the host) and the pair entries skipped ("one GPU visible"); on
+  // N GPUs it grows with the N(N-1) ordered pairs (8 GPUs: 216 entries, an estimated two minutes a trial at
+  // half a second an entry). The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
+  study.quick.sizes = {64 << 20};
+  study.quick.impls = {"copy_engine"};
+  study.suite.sizes = {16, 64 << 20};
+  study.suite.impls = {"copy_engine"};
+  study.counters = {
+      {"memory_read_bytes", "bytes", "between GPUs: n a leg (each GPU's memory read on one end); with the host: n "
+                                     "where the copy reads the GPU (to the host, or both ways), else 0"},
+      {"memory_written_bytes", "bytes", "between GPUs: n a leg; with the host: n where the copy writes the GPU"},
+      {"bytes_transferred", "bytes", "every direction's bytes: n one way, 2n both ways (between GPUs too, where "
+                                     "nothing crosses the host link)"},
+      {"link_peak_bytes_per_s", "bytes/s", "the theoretical rate of the route's link one way (NVML: NVLink links x "
+                                           "their rate, or PCIe generation x width) times the directions; absent "
+                                           "where NVML did not give it"},
+      {"peer_access", "flag", "1 where the destination GPU can access the source's memory (cudaDeviceCanAccessPeer)"}};
+  study.rules = {{"bandwidth", "bytes_transferred / time"},
+                 {"fraction_of_link", "bytes_transferred / time / link_peak_bytes_per_s"}};
   study.gpu_clock = Clock::host_to_completion;
   study.prepare = prepare;
   study.describe = describe_study;

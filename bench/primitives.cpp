@@ -651,6 +651,27 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = geometric(1L << 10, 1L << 30, 4);  // 1 Ki to 1 Gi elements
   study.axes = {"primitive", "mode", "library", "elements"};
+  study.axes.n_unit = "elements";
+  // The driver's default suite: reduce of 2^26 uint32 values (256 MiB, the Thrust-against-a-copy
+  // question) by every library, resident and with pinned copies, and on the CPU: 8 entries. --quick: 2^20.
+  // The other primitives (scan, the three sorts, transform) and the sweep from 2^10 to 2^30 elements, where
+  // the crossovers and the sort of 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds
+  // a call there).
+  study.quick.sizes = {1 << 20};
+  study.quick.impls = {"reduce"};
+  study.suite.sizes = {1 << 26};
+  study.suite.impls = {"reduce"};
+  study.counters = {
+      {"elements", "elements", "n"},
+      {"memory_read_bytes", "bytes", kMemoryTrafficRule},
+      {"memory_written_bytes", "bytes", kMemoryTrafficRule},
+      {"rel_fro_error", "ratio", "0: every check is exact (element for element)"},
+      {"max_rel_error", "ratio", "0: every check is exact"},
+      {"temporary_bytes", "bytes", "temporary storage one more (untimed) call asks of the library, where it can be "
+                                   "observed"},
+      {"temporary_requests", "count", "the library's requests for temporary storage in that call"},
+      {"temporary_device_allocations", "count", "cudaMalloc calls in that call (0 once storage is cached or "
+                                                "preallocated)"}};
   study.prepare = prepare;
   study.describe = describe_study;
   study.describe_implementation = describe_implementation;

@@ -243,6 +243,26 @@ StudyDefinition definition() {
   study.default_batches = geometric(1, 1024, 2);
   study.axes.n = "elements";
   study.axes.batch = "fma_per_element";
+  study.axes.n_unit = "elements";
+  study.axes.batch_unit = "FMA";  // a chain's fused multiply-adds on each element
+  // The driver's default suite: one size past the L2 in every precision, k FMAs per element on both sides of
+  // the ridge (an H100's datasheet puts it near k = 80 in each precision); the GPU only: the CPU's chains at
+  // k = 1024 take tenths of a second a call. --quick: k = 1 and 1024. --full: k = 1, 2, 4, ..., 1024 on both.
+  study.quick.sizes = {1 << 25};
+  study.quick.batches = {1, 1024};
+  study.quick.impls = {"fma_kernel"};
+  study.suite.sizes = {1 << 25};
+  study.suite.batches = {1, 16, 128, 1024};
+  study.suite.impls = {"fma_kernel"};
+  study.counters = {{"flop", "FLOP", "2 k n: k fused multiply-adds on each of n elements"},
+                    {"array_bytes", "bytes", "one array: n x the element's bytes"},
+                    {"memory_read_bytes", "bytes", "x once: array_bytes"},
+                    {"memory_written_bytes", "bytes", "y once: array_bytes"},
+                    {"tensor_cores", "flag",
+                     "0: the FMAs run on the CUDA cores, so the datasheet's rate without tensor cores applies"},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
+  study.rules = {{"intensity_rule", kIntensityRule}};
   study.prepare = prepare;
   study.arrange = arrange;
   study.describe = describe_study;

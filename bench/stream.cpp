@@ -353,6 +353,27 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = geometric(1L << 10, 1L << 30, 2);  // 4 KiB to 4 GiB of FP32 per array
   study.axes.n = "elements";
+  study.axes.n_unit = "elements";  // of each array
+  // The driver's default suite: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2)
+  // and an HBM size (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or
+  // H200), triad by our one-vector-per-thread kernel and dot by our grid-stride one (each our faster on
+  // the H100: run stream-kernels-h100-20261124, committed in 39cf32a), triad by Thrust and by OpenMP,
+  // resident and on the host: 16 entries. --quick: the HBM size. The other operations and kernels, the
+  // transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
+  study.suite.sizes = {1 << 20, 1 << 25};
+  study.suite.impls = {"triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp"};
+  study.suite.modes = mode_names({Mode::resident, Mode::host});
+  study.quick = study.suite;
+  study.quick.sizes = {1 << 25};
+  study.counters = {{"flop", "FLOP", "the operation's flop_per_element x n (copy 0, scale and add 1, triad and dot 2)"},
+                    {"array_bytes", "bytes", "one array: n x the element's bytes (4 in FP32, 8 in FP64)"},
+                    {"memory_read_bytes", "bytes", kBytesRule},
+                    {"memory_written_bytes", "bytes", kBytesRule},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
+  study.rules = {{"bytes_rule", kBytesRule},
+                 {"bandwidth", "(memory_read_bytes + memory_written_bytes) / time: STREAM's bytes a second"},
+                 {"peak_rule", kPeakRule}};
   study.prepare = prepare;
   study.arrange = arrange;
   study.describe = describe_study;

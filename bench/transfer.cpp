@@ -534,12 +534,7 @@ Json describe_study() {
                 {"mode", memory_info(c.memory).id},
                 {"direction", direction_info(c.direction).id}};
   };
-  return {{"axes",
-           {{"impl", "copy engine or method"},
-            {"mode", "host memory kind"},
-            {"precision", "direction"},
-            {"n", "bytes per copy"}}},
-          {"timed_region",
+  return {{"timed_region",
            "host clock from the call to its completion (stream synchronize); allocation, filling and checking "
            "excluded"},
           {"memory_kinds", array_of(all_memories(), [](Memory m) { return describe_named(memory_info(m)); })},
@@ -560,6 +555,24 @@ StudyDefinition definition() {
   for (Memory m : all_memories()) study.modes.push_back(memory_info(m).id);
   study.default_sizes = geometric(4L << 10, 1L << 30, 4);  // 4 KiB to 1 GiB
   study.axes = {"engine", "host_memory", "direction", "bytes"};
+  study.axes.n_unit = "bytes";
+  study.axes.about = {{"impl", "copy engine or method"},
+                      {"mode", "host memory kind"},
+                      {"precision", "direction"},
+                      {"n", "bytes per copy"}};
+  // The driver's default suite: 4 KiB, where a copy's fixed cost dominates, and 64 MiB, past the GPU's L2
+  // (50-60 MB) and near each link's plateau; --quick: 1 MiB. --full sweeps 4 KiB to 1 GiB.
+  study.quick.sizes = {1 << 20};
+  study.suite.sizes = {4 << 10, 64 << 20};
+  study.counters = {
+      {"memory_read_bytes", "bytes", "what the copy reads in device memory (host memory for a host copy): n for "
+                                     "d2h, both ways, d2d and h2h, 0 for h2d and host_register"},
+      {"memory_written_bytes", "bytes", "what it writes there: n for h2d, both ways, d2d and h2h, 0 for d2h and "
+                                        "host_register"},
+      {"bytes_transferred", "bytes", "what crosses the link, both ways together (h2d_bytes + d2h_bytes: n, 2n both "
+                                     "ways); a copy that does not cross it (d2d, h2h) its size n"},
+      {"huge_page_bytes", "bytes", "how much of the huge-page-advised buffer huge pages back (pageable_thp)"}};
+  study.rules = {{"bandwidth", "bytes_transferred / time"}};
   study.cpu_clock = Clock::host;
   study.gpu_clock = Clock::host_to_completion;
   study.prepare = prepare;
