@@ -189,8 +189,23 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = {32, 64, 128, 256, 512};
   study.default_batches = geometric(1, 4096, 2);
+  study.axes.batch_unit = "products";
+  // The driver's default suite and --quick: a small and a mid-sized product (32, 128) from one product
+  // a call to thousands, where the batch fills the GPU; --full sweeps every size and doubling.
+  study.quick.sizes = {32};
+  study.quick.batches = {1, 256};
+  study.suite.sizes = {32, 128};
+  study.suite.batches = {1, 64, 4096};
+  study.counters = {{"flop", "FLOP", "2 n^3 x batch a call"},
+                    {"products", "count", "the batch: n x n products a call"},
+                    {"memory_read_bytes", "bytes", "every product's A and B once: 2 x 4 n^2 x batch"},
+                    {"memory_written_bytes", "bytes", "every product's C once: 4 n^2 x batch"},
+                    {"device_bytes", "bytes", "device memory the GPU entry took: free memory before its buffers "
+                                              "less free memory after"},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
   study.prepare = prepare;
-  study.describe = [] { return "\"utilization\": " + utilization_description(); };
+  study.describe = [] { return Json{{"utilization", utilization_description()}}; };
   return study;
 }
 

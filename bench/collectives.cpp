@@ -386,22 +386,29 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return made;
 }
 
-std::string describe_study() {
+// How the entries' bus bandwidth follows from their counters.
+constexpr const char* kBusBandwidthRule =
+    "algorithm bandwidth (message_bytes / time) x bus_factor: all_reduce 2(n-1)/n, all_gather, reduce_scatter and "
+    "all_to_all (n-1)/n, broadcast 1 (nccl-tests, doc/PERFORMANCE.md)";
+
+Json describe_study() {
   int nccl_version = 0;
   nccl_check(ncclGetVersion(&nccl_version), "ncclGetVersion");
-  return "\"nccl_version\": " + std::to_string(nccl_version) + ", \"operation\": \"sum\", \"root\": 0" +
-         ", \"size_meaning\": " + json_string("log2 of the message size in bytes: the larger of a rank's send and receive "
-                                              "buffers (nccl-tests' size)") +
-         ", \"ranks\": " + json_string("one per GPU: started alone, every visible GPU driven by this process "
-                                       "(ncclCommInitAll); started as several ranks (mpirun, srun, torchrun), one "
-                                       "process per GPU (ncclCommInitRank), rank 0 measuring") +
-         ", \"timed_region\": " + json_string("one collective on every rank: CUDA events on rank 0's GPU's default stream, "
-                                              "which orders itself with the communicators' streams") +
-         ", \"bus_bandwidth\": " + json_string("algorithm bandwidth (message_bytes / time) x bus_factor: all_reduce "
-                                               "2(n-1)/n, all_gather, reduce_scatter and all_to_all (n-1)/n, broadcast 1 "
-                                               "(nccl-tests, doc/PERFORMANCE.md)") +
-         ", \"check\": " + json_string("every rank's output of the first call: copies exactly, sums within 2(n-1) u "
-                                       "sum_r |x_r| of the FP64 sum (u = 2^-24)");
+  return {{"nccl_version", nccl_version},
+          {"operation", "sum"},
+          {"root", 0},
+          {"size_meaning",
+           "log2 of the message size in bytes: the larger of a rank's send and receive buffers (nccl-tests' size)"},
+          {"ranks",
+           "one per GPU: started alone, every visible GPU driven by this process (ncclCommInitAll); started as "
+           "several ranks (mpirun, srun, torchrun), one process per GPU (ncclCommInitRank), rank 0 measuring"},
+          {"timed_region",
+           "one collective on every rank: CUDA events on rank 0's GPU's default stream, which orders itself with the "
+           "communicators' streams"},
+          {"bus_bandwidth", kBusBandwidthRule},
+          {"check",
+           "every rank's output of the first call: copies exactly, sums within 2(n-1) u sum_r |x_r| of the FP64 sum "
+           "(u = 2^-24)"}};
 }
 
 StudyDefinition definition() {
@@ -413,6 +420,25 @@ StudyDefinition definition() {
   study.axes.impl = "collective";
   study.axes.mode = "placement";
   study.axes.n = "log2_bytes";
+  study.axes.n_unit = "log2 bytes";
+  // The driver's default suite: every collective out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256
+  // MiB: near the links' rate on NVLink), 10 entries; --quick: 2^24. The 8 GiB all-reduce of the issue's
+  // target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and torch.distributed's
+  // beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to 8 GiB: --full.
+  study.quick.sizes = {24};
+  study.quick.modes = {"out_of_place"};
+  study.suite.sizes = {16, 28};
+  study.suite.modes = {"out_of_place"};
+  study.counters = {
+      {"message_bytes", "bytes", "2^n: the larger of a rank's send and receive buffers (nccl-tests' size)"},
+      {"ranks", "count", "the ranks (GPUs) taking part"},
+      {"bus_factor", "ratio", "nccl-tests' factor from algorithm to bus bandwidth: all_reduce 2(n-1)/n, all_gather, "
+                              "reduce_scatter and all_to_all (n-1)/n, broadcast 1, n the ranks"},
+      {"memory_read_bytes", "bytes", "each GPU's input once, at the least: its send buffer"},
+      {"memory_written_bytes", "bytes", "each GPU's output once, at the least: its receive buffer"},
+      {"rel_fro_error", "ratio", "the worst rank's output against the FP64 sum (copies exactly)"},
+      {"max_rel_error", "ratio", "the worst rank's max |output - reference| / max |reference|"}};
+  study.rules = {{"bus_bandwidth", kBusBandwidthRule}};
   study.prepare = prepare;
   study.describe = describe_study;
   study.ranks_together = true;

@@ -318,36 +318,48 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description ------------------------------------------------------------------------------
-std::string describe_layer(const Layer& layer) {
+Json describe_layer(const Layer& layer) {
   const Conv2dShape s = layer.shape(1);
-  return "{\"n\": " + std::to_string(layer.n) + ", \"role\": " + json_string(layer.role) +
-         ", \"in_channels\": " + std::to_string(s.in_channels) + ", \"out_channels\": " +
-         std::to_string(s.out_channels) + ", \"kernel\": " + std::to_string(s.kernel) +
-         ", \"stride\": " + std::to_string(s.stride) + ", \"padding\": " + std::to_string(s.padding) +
-         ", \"height\": " + std::to_string(s.height) + ", \"width\": " + std::to_string(s.width) +
-         ", \"out_height\": " + std::to_string(s.out_height()) + ", \"out_width\": " + std::to_string(s.out_width()) +
-         ", \"flop_per_sample\": " + std::to_string(static_cast<long long>(s.flop())) + "}";
+  return {{"n", layer.n},
+          {"role", layer.role},
+          {"in_channels", s.in_channels},
+          {"out_channels", s.out_channels},
+          {"kernel", s.kernel},
+          {"stride", s.stride},
+          {"padding", s.padding},
+          {"height", s.height},
+          {"width", s.width},
+          {"out_height", s.out_height()},
+          {"out_width", s.out_width()},
+          {"flop_per_sample", static_cast<long long>(s.flop())}};
 }
 
-std::string describe_precision(const PrecisionUse& use) {
+Json describe_precision(const PrecisionUse& use) {
   const PrecisionInfo& info = precision_info(use.id);
-  return "{\"id\": " + json_string(info.name) + ", \"inputs\": " + json_string(info.inputs) +
-         ", \"accumulate\": " + json_string(info.accumulate) + ", \"output\": " + json_string(info.output) +
-         ", \"cudnn_math\": " + json_string(use.cudnn_math) + ", \"tolerance\": " + json_string(tolerance_rule()) +
-         "}";
+  return {{"id", info.name},
+          {"inputs", info.inputs},
+          {"accumulate", info.accumulate},
+          {"output", info.output},
+          {"cudnn_math", use.cudnn_math},
+          {"tolerance", tolerance_rule()}};
 }
 
 #if GPUBENCH_HAVE_CUDNN
-std::string describe_cudnn() {
-  return "{" + json_availability("") + ", \"version\": " + json_string(cudnn_library_version()) +
-         ", \"header_version\": " + json_string(cudnn_header_version()) + "}";
+Json describe_cudnn() {
+  Json cudnn = availability("");
+  cudnn["version"] = cudnn_library_version();
+  cudnn["header_version"] = cudnn_header_version();
+  return cudnn;
 }
 #else
-std::string describe_cudnn() {
+Json describe_cudnn() {
   const std::string reason = GPUBENCH_HAVE_CUDA ? "cuDNN 9 was not found when this build was configured "
                                                   "(cmake/FindCUDNN.cmake; set CUDNN_ROOT to point at one)"
                                                 : "this build has no GPU side (no CUDA compiler was found)";
-  return "{" + json_availability(reason) + ", \"version\": null, \"header_version\": null}";
+  Json cudnn = availability(reason);
+  cudnn["version"] = nullptr;
+  cudnn["header_version"] = nullptr;
+  return cudnn;
 }
 #endif
 
@@ -364,10 +376,12 @@ constexpr const char* kEngineNotes =
 
 // The layers, the precisions, cuDNN, and whether the GPU entries' utilization counters can be
 // sampled (NVML).
-std::string describe_study() {
-  return "\"layers\": " + json_list(layers(), describe_layer) +
-         ", \"precisions\": " + json_list(precision_uses(), describe_precision) + ", \"cudnn\": " + describe_cudnn() +
-         ", \"engine_notes\": " + json_string(kEngineNotes) + ", \"utilization\": " + utilization_description();
+Json describe_study() {
+  return {{"layers", array_of(layers(), describe_layer)},
+          {"precisions", array_of(precision_uses(), describe_precision)},
+          {"cudnn", describe_cudnn()},
+          {"engine_notes", kEngineNotes},
+          {"utilization", utilization_description()}};
 }
 
 StudyDefinition definition() {
@@ -378,11 +392,41 @@ StudyDefinition definition() {
   study.default_sizes = default_sizes();
   study.default_batches = geometric(1, 256, 2);
   study.axes.n = "layer";  // n names a layer by its input height and width (see "layers")
+  study.axes.n_unit = "pixels";  // the layer's input height and width
+  study.axes.batch_unit = "samples";
+  // The driver's default suite and --quick: the first and last ResNet-50 stages (56: conv2_x, 7: conv5_x's
+  // 1x1) at one image and at 32; --full sweeps every layer and batch.
+  study.quick.sizes = {56};
+  study.quick.batches = {1, 32};
+  study.suite.sizes = {7, 56};
+  study.suite.batches = {1, 32};
+  study.counters = {
+      {"flop", "FLOP", "2 x batch x K x P x Q x C x R x S, the direct algorithm's count (filter taps on the padding "
+                       "included)"},
+      {"samples", "count", "the batch: images a call"},
+      {"memory_read_bytes", "bytes", "every image of the batch and the filter once, in the element size the "
+                                     "implementation stores"},
+      {"memory_written_bytes", "bytes", "the batch's output once, in that element size"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"tolerance", "ratio", "the max_rel_error the entry is held to: " + tolerance_rule()},
+      {"device_bytes", "bytes", "device memory the configuration took: free memory before its buffers and plan "
+                                "less free memory after"},
+      {"workspace_bytes", "bytes", "the cuDNN plan's workspace"},
+      {"engine", "id", "the cuDNN engine's global index (engine_notes)"},
+      {"algorithm", "id", "the same number as engine"},
+      {"tensor_cores", "flag", "1 when the engine has the numerical note CUDNN_NUMERICAL_NOTE_TENSOR_CORE"},
+      {"engine_held", "flag", "1 when the engine is the one an earlier process of the run chose (--held-choices)"}};
+  // Why a rate from these FLOP is not what the multiply units did.
+  study.rules = {{"nominal_flop",
+                  "a convolution's FLOP are those of the direct algorithm; cuDNN may choose Winograd or FFT "
+                  "algorithms, which do fewer operations, so its rate can exceed what the multiply units did, and its "
+                  "fraction of the peak 100%"}};
   study.prepare = prepare;
   study.check_options = check_sizes;
   study.describe = describe_study;
   study.describe_implementation = [](const Implementation& impl) {
-    return "\"layout\": " + json_string(layout_name(static_cast<const ConvImplementation&>(impl).layout));
+    return Json{{"layout", layout_name(static_cast<const ConvImplementation&>(impl).layout)}};
   };
   return study;
 }

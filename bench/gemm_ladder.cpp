@@ -165,12 +165,12 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return std::make_unique<LadderEntry>(rung, precision_named(entry.precision), problem_for(entry.n));
 }
 
-std::string describe_rung(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const LadderRow&>(impl).description);
+Json describe_rung(const Implementation& impl) {
+  return {{"description", static_cast<const LadderRow&>(impl).description}};
 }
 #else
 std::unique_ptr<PreparedEntry> prepare(const Entry&) { throw EntrySkipped("built without CUDA"); }
-std::string describe_rung(const Implementation&) { return "\"description\": null"; }
+Json describe_rung(const Implementation&) { return {{"description", nullptr}}; }
 #endif  // GPUBENCH_HAVE_CUDA
 
 StudyDefinition definition() {
@@ -182,9 +182,30 @@ StudyDefinition definition() {
   // handling is checked on each run (rungs that need multiples of their vector width say so).
   study.default_sizes = {1000, 1024, 4096, 8192};
   study.axes.impl = "rung";
+  // The driver's default suite: every rung of both ladders and cuBLAS at 4096, where the targets are
+  // judged (8192, the other target size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs
+  // (the naive kernels) at most a few tenths of a second a call there. --quick: 1024.
+  study.quick.sizes = {1024};
+  study.suite.sizes = {4096};
+  study.counters = {
+      {"flop", "FLOP", "2 n^3 a call"},
+      {"memory_read_bytes", "bytes", "A and B once, in the ladder's input format"},
+      {"memory_written_bytes", "bytes", "C once, in its output format"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"tolerance", "ratio", "the rel_fro_error the entry is held to: " + tolerance_rule()},
+      {"threads_per_block", "threads", "the rung's launch (rungs of our own kernels)"},
+      {"grid_blocks", "blocks", "the rung's launch"},
+      {"registers_per_thread", "count", "the rung's kernel"},
+      {"shared_bytes_per_block", "bytes", "static and dynamic shared memory of a block"},
+      {"blocks_per_multiprocessor", "count", "the kernel's resident blocks at its block size"},
+      {"theoretical_occupancy", "fraction", "resident warps of a multiprocessor over the most it holds"}};
   study.prepare = prepare;
-  study.describe = [] { return std::string("\"ladders\": {\"fp32\": \"SGEMM on the CUDA cores\", "
-                                           "\"fp16\": \"FP16 in, FP32 accumulate, FP16 out, on the tensor cores\"}"); };
+  study.describe = [] {
+    return Json{{"ladders",
+                 {{"fp32", "SGEMM on the CUDA cores"},
+                  {"fp16", "FP16 in, FP32 accumulate, FP16 out, on the tensor cores"}}}};
+  };
   study.describe_implementation = describe_rung;
   return study;
 }

@@ -348,22 +348,24 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #endif
 }
 
-std::string describe_kernel(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const ChainKernel&>(impl).description);
+Json describe_kernel(const Implementation& impl) {
+  return {{"description", static_cast<const ChainKernel&>(impl).description}};
 }
 
-std::string describe_study() {
-  const auto launch = [](const LaunchInfo& info) {
-    return "{\"id\": " + json_string(info.id) + ", \"description\": " + json_string(info.description) + "}";
-  };
-  return "\"launches\": " + json_list(launches(), launch) +
-         ", \"elements\": " + std::to_string(kElements) + ", \"timed_region\": " +
-         json_string("host clock from the first launch to cudaStreamSynchronize's return on a non-blocking stream; "
-                     "resetting and reading the kernels' spans, the graph's capture and the checks excluded") +
-         ", \"busy_rule\": " +
-         json_string("kernel_busy_s: the median over the entry's timed calls of the sum of its kernels' spans (first "
-                     "block's start to last block's end on %globaltimer, whose smallest step is timer_step_s); "
-                     "chain_span_s: the median of the first kernel's start to the last kernel's end");
+// What kernel_busy_s and chain_span_s measure.
+constexpr const char* kBusyRule =
+    "kernel_busy_s: the median over the entry's timed calls of the sum of its kernels' spans (first block's start "
+    "to last block's end on %globaltimer, whose smallest step is timer_step_s); chain_span_s: the median of the "
+    "first kernel's start to the last kernel's end";
+
+Json describe_study() {
+  const auto launch = [](const LaunchInfo& info) { return Json{{"id", info.id}, {"description", info.description}}; };
+  return {{"launches", array_of(launches(), launch)},
+          {"elements", kElements},
+          {"timed_region",
+           "host clock from the first launch to cudaStreamSynchronize's return on a non-blocking stream; resetting "
+           "and reading the kernels' spans, the graph's capture and the checks excluded"},
+          {"busy_rule", kBusyRule}};
 }
 
 StudyDefinition definition() {
@@ -373,6 +375,26 @@ StudyDefinition definition() {
   study.modes = launch_ids({Launch::sync_each, Launch::stream, Launch::graph, Launch::fused});
   study.default_sizes = {1, 10, 100, 1000};
   study.axes.n = "kernels";
+  study.axes.n_unit = "kernels";  // in the chain
+  // The driver's default suite: chains of 1 kernel (an empty kernel's launch and synchronisation, the
+  // classic latency) and of 100 (the time per kernel of each way of launching, the busy share of a
+  // small-kernel chain): 14 host-timed entries. --quick: 100. Chains of 10 and 1000: --full.
+  study.quick.sizes = {100};
+  study.suite.sizes = {1, 100};
+  study.counters = {
+      {"kernels", "count", "kernels the call runs: n, 1 fused"},
+      {"host_launches", "count", "launches the host makes: n launched one by one, 1 as a graph or fused"},
+      {"host_synchronizations", "count", "n synchronising after each kernel, else 1"},
+      {"elements", "elements", "each kernel's array, where the kernels add (elements)"},
+      {"memory_read_bytes", "bytes", "each kernel reads x once (4 x elements), the fused kernel once and the n "
+                                     "values; 0 for the empty kernel"},
+      {"memory_written_bytes", "bytes", "each kernel writes x once (4 x elements), the fused kernel once"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"kernel_busy_s", "s", kBusyRule},
+      {"chain_span_s", "s", kBusyRule},
+      {"timer_step_s", "s", "the smallest step of %globaltimer seen on this GPU"}};
+  study.rules = {{"busy_rule", kBusyRule}};
   study.gpu_clock = Clock::host_to_completion;
   study.prepare = prepare;
   study.describe = describe_study;

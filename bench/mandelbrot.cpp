@@ -25,6 +25,7 @@
 #include "core/first_touch.hpp"
 #include "core/json.hpp"
 #include "core/mandelbrot.hpp"
+#include "core/system.hpp"
 #include "harness/study.hpp"
 #include "mandelbrot_cpu.hpp"
 
@@ -152,7 +153,8 @@ void check(PreparedEntry& entry, const MandelbrotImplementation& impl, const voi
   } else if (static_cast<double>(found.differing) > allowed) {
     const std::size_t i = found.first_differing;
     entry.wrong_result = std::to_string(found.differing) + " of " + std::to_string(image.pixels()) +
-                         " pixels differ from the CPU's counts (at most " + json_number(allowed) + " may), the first " +
+                         " pixels differ from the CPU's counts (at most " + format_number(allowed) +
+                         " may), the first " +
                          pixel_name(image, i) + ": " + std::to_string(count_at(counts, image.count_bytes(), i)) +
                          " against " + std::to_string(count_at(problem.reference.data(), image.count_bytes(), i));
   }
@@ -235,9 +237,9 @@ bool writes_count_image(const Entry& entry, const MandelbrotImplementation& impl
 void keep_count_image(const Entry& entry, const MandelbrotImage& image, const std::uint8_t* counts) {
   try {
     write_count_image(artifact_path(kCountImageFile), image, counts,
-                      "escape counts of " + entry.name + ": x in [" + json_number(image.x_min) + ", " +
-                          json_number(image.x_max) + "], y in [" + json_number(image.y_min) + ", " +
-                          json_number(image.y_max) + "], top row first");
+                      "escape counts of " + entry.name + ": x in [" + format_number(image.x_min) + ", " +
+                          format_number(image.x_max) + "], y in [" + format_number(image.y_min) + ", " +
+                          format_number(image.y_max) + "], top row first");
   } catch (const std::runtime_error& e) {
     std::cerr << "gpubench_mandelbrot: " << e.what() << "\n";
   }
@@ -262,34 +264,30 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------
-std::string region_json(const MandelbrotImage& image) {
-  return "\"x\": [" + json_number(image.x_min) + ", " + json_number(image.x_max) + "], \"y\": [" +
-         json_number(image.y_min) + ", " + json_number(image.y_max) + "]";
-}
-
-std::string describe_study() {
+Json describe_study() {
   const MandelbrotImage guide = image_of(kGuideRows, kGuideIterations);
-  return "\"region\": {" + region_json(guide) + "}, \"image\": " +
-         json_string("n rows of round(1.5 n) pixels over the region: the same picture at every n") +
-         ", \"guide\": {\"n\": " + std::to_string(kGuideRows) + ", \"max_iterations\": " +
-         std::to_string(kGuideIterations) + ", \"precision\": " + json_string(kGuidePrecision) +
-         ", \"width\": " + std::to_string(guide.width) + ", \"height\": " + std::to_string(guide.height) + "}" +
-         ", \"formula\": " +
-         json_string("z = z^2 + c from z = 0; the count is the first iteration i (from 0) after which |z|^2 >= 4, "
-                     "else the limit; c = (x_min + x*(x_max - x_min)/width, y_min + y*(y_max - y_min)/height)") +
-         ", \"flop_per_iteration\": " + json_number(kFlopPerIteration) +
-         ", \"count_bytes\": " +
-         json_string("1 up to " + std::to_string(kLargestByteLimit) + " iterations, 2 up to " +
-                     std::to_string(kLargestIterationLimit)) +
-         ", \"block\": [" + std::to_string(kBlockSide) + ", " + std::to_string(kBlockSide) + "]" +
-         ", \"contracted_differing_fraction\": " + json_number(kMandelbrotContractedDifferingFraction) +
-         ", \"count_image\": " + json_string(kCountImageFile);
+  return {{"region", {{"x", {guide.x_min, guide.x_max}}, {"y", {guide.y_min, guide.y_max}}}},
+          {"image", "n rows of round(1.5 n) pixels over the region: the same picture at every n"},
+          {"guide",
+           {{"n", kGuideRows},
+            {"max_iterations", kGuideIterations},
+            {"precision", kGuidePrecision},
+            {"width", guide.width},
+            {"height", guide.height}}},
+          {"formula",
+           "z = z^2 + c from z = 0; the count is the first iteration i (from 0) after which |z|^2 >= 4, else the "
+           "limit; c = (x_min + x*(x_max - x_min)/width, y_min + y*(y_max - y_min)/height)"},
+          {"flop_per_iteration", kFlopPerIteration},
+          {"count_bytes", "1 up to " + std::to_string(kLargestByteLimit) + " iterations, 2 up to " +
+                              std::to_string(kLargestIterationLimit)},
+          {"block", {kBlockSide, kBlockSide}},
+          {"contracted_differing_fraction", kMandelbrotContractedDifferingFraction},
+          {"count_image", kCountImageFile}};
 }
 
-std::string describe_implementation(const Implementation& impl) {
+Json describe_implementation(const Implementation& impl) {
   const auto& row = static_cast<const MandelbrotImplementation&>(impl);
-  return "\"description\": " + json_string(row.description) +
-         ", \"contracted\": " + (row.contracted ? "true" : "false");
+  return {{"description", row.description}, {"contracted", row.contracted}};
 }
 
 StudyDefinition definition() {
@@ -300,6 +298,28 @@ StudyDefinition definition() {
   study.default_sizes = geometric(256, 8192, 2);  // 384 x 256 to 12288 x 8192 pixels; the guide's at 1024
   study.default_batches = {kGuideIterations, 256, 512, 1024, 2048, 4096};
   study.axes = {"impl", "mode", "precision", "rows", "max_iterations"};
+  study.axes.n_unit = "pixels";  // rows of the image (1.5 n columns)
+  study.axes.batch_unit = "iterations";
+  // The driver's default suite and --quick: the guide's configuration only (1536 x 1024, 20 iterations);
+  // the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and minutes on one,
+  // which --full and --sizes/--batches/--caps reach (docs/methodology.md).
+  study.quick.sizes = {kGuideRows};
+  study.quick.batches = {kGuideIterations};
+  study.suite = study.quick;
+  study.counters = {
+      {"width", "pixels", "the image's columns: round(1.5 n)"},
+      {"height", "pixels", "the image's rows: n"},
+      {"escape_iterations", "count", "iterations the formula ran over the whole image: count + 1 for a pixel that "
+                                     "escaped, the limit for one that did not"},
+      {"flop", "FLOP", "8 an iteration (flop_per_iteration) x escape_iterations"},
+      {"memory_read_bytes", "bytes", "0: the image is computed from its coordinates"},
+      {"memory_written_bytes", "bytes", "the counts once: width x height x count bytes (count_bytes)"},
+      {"differing_pixels", "pixels", "pixels whose count differs from the CPU reference's"},
+      {"max_count_difference", "iterations", "the largest difference of a pixel's count from the reference's"},
+      {"allowed_differing_pixels", "pixels", "0, or for an implementation that contracts its arithmetic (FMA) "
+                                             "contracted_differing_fraction of the pixels"},
+      {"warp_divergence", "ratio", "the sum over 32-pixel warps of their longest lane's iterations over the sum of "
+                                   "their mean lane's (GPU entries)"}};
   study.largest_size = largest_rows();
   study.largest_batch = kLargestIterationLimit;
   study.prepare = prepare;

@@ -429,9 +429,11 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------------------------
-std::string describe_tolerance(const StepTolerance& t) {
-  return std::string("{\"id\": ") + json_string(t.precision) + ", \"step_rel_fro\": " + json_number(t.step_rel_fro) +
-         ", \"step_max_rel\": " + json_number(t.step_max_rel) + ", \"loss_rel\": " + json_number(t.loss_rel) + "}";
+Json describe_tolerance(const StepTolerance& t) {
+  return {{"id", t.precision},
+          {"step_rel_fro", t.step_rel_fro},
+          {"step_max_rel", t.step_max_rel},
+          {"loss_rel", t.loss_rel}};
 }
 
 // Why the step reports no memory traffic counters: a compulsory-traffic lower bound would overstate its
@@ -439,14 +441,15 @@ std::string describe_tolerance(const StepTolerance& t) {
 constexpr const char* kNoTrafficModel =
     "no traffic model for a training step (weights, activations and gradients each move several times)";
 
-std::string describe_study() {
-  const auto number = [](int v) { return std::to_string(v); };
+Json describe_study() {
   const MlpShape shape;
-  return "\"inputs\": " + number(shape.inputs) + ", \"outputs\": " + number(shape.outputs) +
-         ", \"learning_rate\": " + json_number(kLearningRate) + ", \"epoch_samples\": " + number(kEpochSamples) +
-         ", \"precisions\": " + json_list(tolerances(), describe_tolerance) +
-         ", \"utilization\": " + utilization_description() +
-         ", \"memory_traffic_note\": " + json_string(kNoTrafficModel);
+  return {{"inputs", shape.inputs},
+          {"outputs", shape.outputs},
+          {"learning_rate", kLearningRate},
+          {"epoch_samples", kEpochSamples},
+          {"precisions", array_of(tolerances(), describe_tolerance)},
+          {"utilization", utilization_description()},
+          {"memory_traffic_note", kNoTrafficModel}};
 }
 
 StudyDefinition definition() {
@@ -457,6 +460,24 @@ StudyDefinition definition() {
   study.default_sizes = {1024};  // the MNIST MLP
   study.default_batches = geometric(1, 8192, 2);
   study.axes.n = "hidden";  // n is the width of both hidden layers
+  study.axes.batch_unit = "samples";
+  // The driver's default suite: the MNIST MLP from one sample a step to 8192, where the GPU's rate
+  // levels off; --quick: one sample and 256. 256, 1024 and 8192 are the batches PyTorch's step is
+  // compared at.
+  study.quick.sizes = {1024};
+  study.quick.batches = {1, 256};
+  study.suite.sizes = {1024};
+  study.suite.batches = {1, 256, 1024, 8192};
+  study.counters = {
+      {"flop", "FLOP", "6 x batch x (784 n + n^2 + 10 n): per weight and sample, 2 forward and 4 backward"},
+      {"samples", "count", "the batch: samples a step"},
+      {"rel_fro_error", "ratio", "the step (weights after less before) against the FP64 reference's, normwise, in the "
+                                 "worst tensor"},
+      {"max_rel_error", "ratio", "the largest element's error over the largest element of the reference's step"},
+      {"loss_rel_error", "ratio", "|loss - reference loss| / reference loss"},
+      {"device_bytes", "bytes", "device memory the GPU entry took: free memory before its buffers less free memory "
+                                "after"}};
+  study.rules = {{"memory_traffic_note", kNoTrafficModel}};
   study.prepare = prepare;
   study.describe = describe_study;
   return study;

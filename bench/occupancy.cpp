@@ -159,21 +159,20 @@ std::vector<int> described_block_sizes() {
 
 // The kernel's occupancy at every block size; null without a usable GPU or where the runtime cannot
 // say (no code for this GPU in the binary: its entries then fail and say why).
-std::string described_occupancy(const OccupancyKernel& kernel) {
-  if (!gpu_unavailable_reason().empty()) return "null";
+Json described_occupancy(const OccupancyKernel& kernel) {
+  if (!gpu_unavailable_reason().empty()) return nullptr;
   try {
-    return json_list(described_block_sizes(),
-                     [&kernel](int threads) { return occupancy_json(kernel_occupancy(kernel.function(), threads)); });
+    return array_of(described_block_sizes(),
+                    [&kernel](int threads) { return occupancy_json(kernel_occupancy(kernel.function(), threads)); });
   } catch (const GpuError&) {
     static_cast<void>(cudaGetLastError());  // not sticky: the entries start clean
-    return "null";
+    return nullptr;
   }
 }
 
-std::string describe_kernel(const Implementation& impl) {
+Json describe_kernel(const Implementation& impl) {
   const auto& kernel = static_cast<const OccupancyKernel&>(impl);
-  return "\"problem\": " + json_string(kernel.problem) + ", \"description\": " + json_string(kernel.description) +
-         ", \"occupancy\": " + described_occupancy(kernel);
+  return {{"problem", kernel.problem}, {"description", kernel.description}, {"occupancy", described_occupancy(kernel)}};
 }
 #endif  // GPUBENCH_HAVE_CUDA
 
@@ -193,17 +192,19 @@ std::vector<int> default_blocks() {
   return geometric(1, 4096, 2);
 }
 
-std::string describe_study() {
-  return std::string(
-             "\"precision\": \"fp32\", \"walkthrough\": {\"blocks\": 16, \"threads_per_block\": 128, "
-             "\"kernel\": \"naive_sgemm\", \"claim\": \"uses less than a tenth of a big GPU\"}") +
-         ", \"blocks_rule\": " +
-         json_string("the full sweep's blocks: 1, 2, 4, ..., " + std::to_string(kSmallGrids) +
-                     " and 1, 2, 4, ..., 32 times the GPU's multiprocessor count (without a GPU, 1 to 4096)") +
-         ", \"placement_rule\": " +
-         json_string("busy_multiprocessors = min(blocks, multiprocessors): the block scheduler puts one block on each "
-                     "idle multiprocessor before a second on any; resident_warps = min(blocks, multiprocessors x "
-                     "blocks_per_multiprocessor) x warps per block: the grid's first wave");
+Json describe_study() {
+  return {{"precision", "fp32"},
+          {"walkthrough",
+           {{"blocks", 16},
+            {"threads_per_block", 128},
+            {"kernel", "naive_sgemm"},
+            {"claim", "uses less than a tenth of a big GPU"}}},
+          {"blocks_rule", "the full sweep's blocks: 1, 2, 4, ..., " + std::to_string(kSmallGrids) +
+                              " and 1, 2, 4, ..., 32 times the GPU's multiprocessor count (without a GPU, 1 to 4096)"},
+          {"placement_rule",
+           "busy_multiprocessors = min(blocks, multiprocessors): the block scheduler puts one block on each idle "
+           "multiprocessor before a second on any; resident_warps = min(blocks, multiprocessors x "
+           "blocks_per_multiprocessor) x warps per block: the grid's first wave"}};
 }
 
 StudyDefinition definition() {
@@ -218,6 +219,34 @@ StudyDefinition definition() {
   study.default_batches = default_blocks();
   study.axes.n = "threads_per_block";
   study.axes.batch = "blocks";
+  study.axes.n_unit = "threads";
+  study.axes.batch_unit = "blocks";
+  // The driver's default suite: the naive SGEMM only, at the walk-through's 16 blocks (of 128 threads), one
+  // block per multiprocessor of an H100 or H200 (132) and 32 per multiprocessor (4224: a whole grid of
+  // 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction of the GPU
+  // the walk-through's launch reaches against the best of them. --quick: 16 and 4224 blocks of 128 threads.
+  // The triad, 32 to 1024 threads and 1 to 32 x the multiprocessors (the GPU's own count): --full.
+  study.quick.sizes = {128};
+  study.quick.batches = {16, 4224};
+  study.quick.impls = {"naive_sgemm"};
+  study.suite.sizes = {128, 256};
+  study.suite.batches = {16, 132, 4224};
+  study.suite.impls = {"naive_sgemm"};
+  study.counters = {
+      {"flop", "FLOP", "naive_sgemm: 2 x 1024^3; triad: 2 x 2^24"},
+      {"memory_read_bytes", "bytes", "naive_sgemm: A and B once (2 x 4 x 1024^2); triad: x and y once (8 x 2^24)"},
+      {"memory_written_bytes", "bytes", "naive_sgemm: C once (4 x 1024^2); triad: z once (4 x 2^24)"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"multiprocessors", "count", "the GPU's"},
+      {"busy_multiprocessors", "count", "placement_rule: min(blocks, multiprocessors)"},
+      {"resident_warps", "count", "placement_rule: the grid's first wave"},
+      {"max_resident_warps", "count", "multiprocessors x the warps one holds at once"},
+      {"blocks_per_multiprocessor", "count", "the kernel's resident blocks at this block size (the occupancy "
+                                             "calculator)"},
+      {"theoretical_occupancy", "fraction", "resident warps of a multiprocessor over the most it holds"},
+      {"registers_per_thread", "count", "the kernel's"},
+      {"shared_bytes_per_block", "bytes", "static and dynamic shared memory of a block"}};
   study.prepare = [](const Entry& entry) -> std::unique_ptr<PreparedEntry> {
 #if GPUBENCH_HAVE_CUDA
     return prepare(entry);

@@ -408,24 +408,24 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 #endif  // GPUBENCH_HAVE_CUDA
 
 // --- description ------------------------------------------------------------------------
-std::string describe_schedule(const Implementation& impl) {
+Json describe_schedule(const Implementation& impl) {
   const auto& s = static_cast<const Schedule&>(impl);
-  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
-  return "\"streams\": " + std::to_string(s.streams) + ", \"copies\": " + flag(s.copies) +
-         ", \"compute\": " + flag(s.compute) + ", \"one_chunk\": " + flag(s.one_chunk);
+  return {{"streams", s.streams}, {"copies", s.copies}, {"compute", s.compute}, {"one_chunk", s.one_chunk}};
 }
 
-std::string describe_workload(Workload w) {
+Json describe_workload(Workload w) {
   const bool saxpy = w == Workload::saxpy;
-  return "{\"id\": " + json_string(workload_name(w)) + ", \"operation\": " +
-         json_string(saxpy ? "y = a*x + y over n*n FP32 elements, x and y copied in by chunks, y copied out"
-                           : "C = A*B, n x n FP32 (cuBLAS SGEMM); A and C by chunks of rows, B copied in once first") +
-         ", \"flop\": " + json_string(saxpy ? "2 n^2" : "2 n^3") + ", \"bytes_transferred\": \"12 n^2\"}";
+  return {{"id", workload_name(w)},
+          {"operation",
+           saxpy ? "y = a*x + y over n*n FP32 elements, x and y copied in by chunks, y copied out"
+                 : "C = A*B, n x n FP32 (cuBLAS SGEMM); A and C by chunks of rows, B copied in once first"},
+          {"flop", saxpy ? "2 n^2" : "2 n^3"},
+          {"bytes_transferred", "12 n^2"}};
 }
 
-std::string describe_study() {
-  return "\"workloads\": " + json_list(kWorkloads, describe_workload) + ", \"ideal\": " +
-         json_string("max(copy_only time, compute_only time) of the same n, workload, memory and batch");
+Json describe_study() {
+  return {{"workloads", array_of(kWorkloads, describe_workload)},
+          {"ideal", "max(copy_only time, compute_only time) of the same n, workload, memory and batch"}};
 }
 
 // Every entry is on the GPU: without one (or with --cpu-only, or built without CUDA) the
@@ -438,6 +438,23 @@ StudyDefinition definition() {
   study.default_sizes = {8192};
   study.default_batches = {1, 4, 16, 64};
   study.axes = {"schedule", "host_memory", "workload", "n", "chunks"};
+  study.axes.batch_unit = "chunks";
+  // The driver's default suite: n = 4096 (64 MiB an FP32 array) whole and in 8 chunks; --quick: whole and in 4.
+  // --full: 8192 in 1 to 64 chunks.
+  study.quick.sizes = {4096};
+  study.quick.batches = {1, 4};
+  study.suite.sizes = {4096};
+  study.suite.batches = {1, 8};
+  study.counters = {
+      {"flop", "FLOP", "the workload's where the schedule computes (saxpy 2 n^2, matmul 2 n^3), else 0"},
+      {"memory_read_bytes", "bytes", "where the schedule computes: saxpy x and y (2 x 4 n^2); matmul A once and B once "
+                                     "a chunk (4 n^2 x (1 + chunks)); else 0"},
+      {"memory_written_bytes", "bytes", "where the schedule computes: y or C once (4 n^2); else 0"},
+      kRelFroErrorCounter,
+      kMaxRelErrorCounter,
+      {"streams", "count", "the streams the pipeline ran on: the schedule's, at most one a chunk"},
+      {"chunk_bytes", "bytes", "the first chunk's share of one array: rows x n x 4"},
+      {"copy_engines", "count", "the GPU's copy engines (cudaDevAttrAsyncEngineCount)"}};
   study.arrange = arrange;
 #if GPUBENCH_HAVE_CUDA
   study.prepare = prepare;

@@ -413,56 +413,55 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------
-std::string describe_named(const Named& named) {
-  return "{\"id\": " + json_string(named.id) + ", \"description\": " + json_string(named.description) + "}";
-}
+Json describe_named(const Named& named) { return {{"id", named.id}, {"description", named.description}}; }
 
-std::string optional_rate(double bytes_per_s) { return bytes_per_s > 0 ? json_number(bytes_per_s) : "null"; }
-std::string optional_text(const std::string& text) { return text.empty() ? "null" : json_string(text); }
+// A rate NVML gave, or null where it gave none.
+Json optional_rate(double bytes_per_s) { return bytes_per_s > 0 ? Json(bytes_per_s) : Json(nullptr); }
 
-std::string describe_gpu(int g) {
+Json describe_gpu(int g) {
   const nvml::DeviceLinks& l = gpu_links()[g];
-  return "{\"gpu\": " + json_string(endpoint_name(g)) + ", \"pci_bus_id\": " + json_string(l.pci_bus_id) +
-         ", \"pcie_generation\": " + std::to_string(l.pcie_generation) +
-         ", \"pcie_width\": " + std::to_string(l.pcie_width) +
-         ", \"pcie_bytes_per_s\": " + optional_rate(l.pcie_bytes_per_s()) +
-         ", \"nvlinks_active\": " + std::to_string(l.nvlinks_active) +
-         ", \"nvlink_version\": " + std::to_string(l.nvlink_version) +
-         ", \"nvlink_bytes_per_s\": " + optional_rate(l.nvlink_bytes_per_s) +
-         ", \"unavailable_reason\": " + optional_text(l.unavailable_reason) + "}";
+  return {{"gpu", endpoint_name(g)},
+          {"pci_bus_id", l.pci_bus_id},
+          {"pcie_generation", l.pcie_generation},
+          {"pcie_width", l.pcie_width},
+          {"pcie_bytes_per_s", optional_rate(l.pcie_bytes_per_s())},
+          {"nvlinks_active", l.nvlinks_active},
+          {"nvlink_version", l.nvlink_version},
+          {"nvlink_bytes_per_s", optional_rate(l.nvlink_bytes_per_s)},
+          {"unavailable_reason", text_or_null(l.unavailable_reason)}};
 }
 
-std::string describe_pair(const Route& r) {
+Json describe_pair(const Route& r) {
   const nvml::PairTopology t = topology_of(r);
-  return "{\"pair\": " + json_string(route_name(r)) + ", \"common_ancestor\": " + json_string(t.common_ancestor) +
-         ", \"link\": " + json_string(t.link) + ", \"link_bytes_per_s\": " + optional_rate(t.link_bytes_per_s) +
-         ", \"unavailable_reason\": " + optional_text(t.unavailable_reason) + "}";
+  return {{"pair", route_name(r)},
+          {"common_ancestor", t.common_ancestor},
+          {"link", t.link},
+          {"link_bytes_per_s", optional_rate(t.link_bytes_per_s)},
+          {"unavailable_reason", text_or_null(t.unavailable_reason)}};
 }
 
-std::string describe_topology() {
+Json describe_topology() {
   std::vector<int> gpus;
   std::vector<Route> pairs;
   for (int g = 0; g < visible_gpus(); ++g) gpus.push_back(g);
   for (const Route& r : routes())
     if (r.between_gpus() && visible_gpus() >= 2 && r.source < r.destination) pairs.push_back(r);
-  return "{\"visible_gpus\": " + std::to_string(visible_gpus()) + ", \"gpus\": " + json_list(gpus, describe_gpu) +
-         ", \"pairs\": " + json_list(pairs, describe_pair) + "}";
+  return {{"visible_gpus", visible_gpus()},
+          {"gpus", array_of(gpus, describe_gpu)},
+          {"pairs", array_of(pairs, describe_pair)}};
 }
 
-std::string describe_study() {
-  return "\"axes\": {\"impl\": \"copy engine or SM kernel\", \"mode\": \"one way or both ways at once\", "
-         "\"precision\": \"route: <source>-<destination>, each host or gpu<index>\", \"n\": \"bytes per copy\"}"
-         ", \"timed_region\": " +
-         json_string("host clock from the call until every stream it used has finished; allocation, filling and "
-                     "checking excluded") +
-         ", \"directions\": " + json_list(std::vector<bool>{false, true}, [](bool both) {
-           return describe_named(direction_info(both));
-         }) +
-         ", \"topology\": " + describe_topology();
+Json describe_study() {
+  return {{"timed_region",
+           "host clock from the call until every stream it used has finished; allocation, filling and checking "
+           "excluded"},
+          {"directions",
+           array_of(std::vector<bool>{false, true}, [](bool both) { return describe_named(direction_info(both)); })},
+          {"topology", describe_topology()}};
 }
 
-std::string describe_engine(const Implementation& impl) {
-  return "\"description\": " + json_string(engine_info(static_cast<const P2pImplementation&>(impl).engine).description);
+Json describe_engine(const Implementation& impl) {
+  return {{"description", engine_info(static_cast<const P2pImplementation&>(impl).engine).description}};
 }
 
 StudyDefinition definition() {
@@ -472,6 +471,32 @@ StudyDefinition definition() {
   study.modes = {direction_info(false).id, direction_info(true).id};
   study.default_sizes = geometric(16, 1L << 30, 4);  // 16 B (latency) to 1 GiB (bandwidth)
   study.axes = {"engine", "direction", "route", "bytes"};
+  study.axes.n_unit = "bytes";
+  study.axes.about = {{"impl", "copy engine or SM kernel"},
+                      {"mode", "one way or both ways at once"},
+                      {"precision", "route: <source>-<destination>, each host or gpu<index>"},
+                      {"n", "bytes per copy"}};
+  // The driver's default suite: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth,
+  // as transfer's largest suite copy), one way and both ways. On one GPU that is 6 measured entries (the
+  // host to the GPU, both ways, the GPU to the host) and the pair entries skipped ("one GPU visible"); on
+  // N GPUs it grows with the N(N-1) ordered pairs (8 GPUs: 216 entries, an estimated two minutes a trial at
+  // half a second an entry). The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
+  study.quick.sizes = {64 << 20};
+  study.quick.impls = {"copy_engine"};
+  study.suite.sizes = {16, 64 << 20};
+  study.suite.impls = {"copy_engine"};
+  study.counters = {
+      {"memory_read_bytes", "bytes", "between GPUs: n a leg (each GPU's memory read on one end); with the host: n "
+                                     "where the copy reads the GPU (to the host, or both ways), else 0"},
+      {"memory_written_bytes", "bytes", "between GPUs: n a leg; with the host: n where the copy writes the GPU"},
+      {"bytes_transferred", "bytes", "every direction's bytes: n one way, 2n both ways (between GPUs too, where "
+                                     "nothing crosses the host link)"},
+      {"link_peak_bytes_per_s", "bytes/s", "the theoretical rate of the route's link one way (NVML: NVLink links x "
+                                           "their rate, or PCIe generation x width) times the directions; absent "
+                                           "where NVML did not give it"},
+      {"peer_access", "flag", "1 where the destination GPU can access the source's memory (cudaDeviceCanAccessPeer)"}};
+  study.rules = {{"bandwidth", "bytes_transferred / time"},
+                 {"fraction_of_link", "bytes_transferred / time / link_peak_bytes_per_s"}};
   study.gpu_clock = Clock::host_to_completion;
   study.prepare = prepare;
   study.describe = describe_study;

@@ -603,43 +603,45 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description ----------------------------------------------------------------------------
-std::string describe_primitive(const PrimitiveInfo& p) {
+Json describe_primitive(const PrimitiveInfo& p) {
   const auto operand = [](const Operand& o) {
-    return "{\"what\": " + json_string(o.what) + ", \"role\": " + json_string(role_name(o.role)) +
-           ", \"element_bytes\": " + std::to_string(o.element_bytes) + "}";
+    return Json{{"what", o.what}, {"role", role_name(o.role)}, {"element_bytes", o.element_bytes}};
   };
-  return "{\"id\": " + json_string(p.id) + ", \"description\": " + json_string(p.description) +
-         ", \"in_place\": " + (sorts_in_place(p) ? "true" : "false") +
-         ", \"operands\": " + json_list(p.operands, operand) + "}";
+  return {{"id", p.id},
+          {"description", p.description},
+          {"in_place", sorts_in_place(p)},
+          {"operands", array_of(p.operands, operand)}};
 }
 
-std::string describe_library(const Library& library) {
-  return "{\"id\": " + json_string(library.id) + ", \"device\": " + json_string(device_name(library.device)) +
-         ", \"description\": " + json_string(library.description) + ", \"available\": " +
-         (library.unavailable.empty() ? "true" : "false") + ", \"reason\": " +
-         (library.unavailable.empty() ? "null" : json_string(library.unavailable)) + "}";
+Json describe_library(const Library& library) {
+  Json described = {{"id", library.id}, {"device", device_name(library.device)}, {"description", library.description}};
+  described.update(availability(library.unavailable));
+  return described;
 }
 
-std::string describe_study() {
-  return "\"primitives\": " + json_list(primitives(), describe_primitive) +
-         ", \"libraries\": " + json_list(libraries(), describe_library) +
-         ", \"timed_region\": " +
-         json_string("GPU resident: device time on CUDA events of back-to-back calls (the throughput protocol), "
-                     "except sorts; sorts (in place) and every transfer_pinned entry: the host clock from the call "
-                     "to its completion, one call at a time, a sort's keys restored from an unsorted copy before "
-                     "each call outside it; CPU: the host clock, sorts call by call after the same untimed restore") +
-         ", \"verification\": " +
-         json_string("every entry's first call, exactly: the sum and prefix sums modulo 2^32, sorted keys equal to "
-                     "the input sorted by libstdc++'s parallel-mode sort, pairs whose values are their keys' input "
-                     "positions each once, the transform bit for bit against std::fma") +
-         ", \"memory_traffic\": " +
-         json_string("compulsory bytes of one call: each input and in-place array read once, each output and "
-                     "in-place array written once (a radix sort's passes move more)");
+// The entries' memory_read_bytes and memory_written_bytes.
+constexpr const char* kMemoryTrafficRule =
+    "compulsory bytes of one call: each input and in-place array read once, each output and in-place array "
+    "written once (a radix sort's passes move more)";
+
+Json describe_study() {
+  return {{"primitives", array_of(primitives(), describe_primitive)},
+          {"libraries", array_of(libraries(), describe_library)},
+          {"timed_region",
+           "GPU resident: device time on CUDA events of back-to-back calls (the throughput protocol), except sorts; "
+           "sorts (in place) and every transfer_pinned entry: the host clock from the call to its completion, one "
+           "call at a time, a sort's keys restored from an unsorted copy before each call outside it; CPU: the host "
+           "clock, sorts call by call after the same untimed restore"},
+          {"verification",
+           "every entry's first call, exactly: the sum and prefix sums modulo 2^32, sorted keys equal to the input "
+           "sorted by libstdc++'s parallel-mode sort, pairs whose values are their keys' input positions each once, "
+           "the transform bit for bit against std::fma"},
+          {"memory_traffic", kMemoryTrafficRule}};
 }
 
-std::string describe_implementation(const Implementation& impl) {
+Json describe_implementation(const Implementation& impl) {
   const auto& row = static_cast<const PrimitivesImplementation&>(impl);
-  return "\"library\": " + json_string(row.library->id) + ", \"primitive\": " + json_string(row.primitive->id);
+  return {{"library", row.library->id}, {"primitive", row.primitive->id}};
 }
 
 StudyDefinition definition() {
@@ -649,6 +651,27 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = geometric(1L << 10, 1L << 30, 4);  // 1 Ki to 1 Gi elements
   study.axes = {"primitive", "mode", "library", "elements"};
+  study.axes.n_unit = "elements";
+  // The driver's default suite: reduce of 2^26 uint32 values (256 MiB, the Thrust-against-a-copy
+  // question) by every library, resident and with pinned copies, and on the CPU: 8 entries. --quick: 2^20.
+  // The other primitives (scan, the three sorts, transform) and the sweep from 2^10 to 2^30 elements, where
+  // the crossovers and the sort of 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds
+  // a call there).
+  study.quick.sizes = {1 << 20};
+  study.quick.impls = {"reduce"};
+  study.suite.sizes = {1 << 26};
+  study.suite.impls = {"reduce"};
+  study.counters = {
+      {"elements", "elements", "n"},
+      {"memory_read_bytes", "bytes", kMemoryTrafficRule},
+      {"memory_written_bytes", "bytes", kMemoryTrafficRule},
+      {"rel_fro_error", "ratio", "0: every check is exact (element for element)"},
+      {"max_rel_error", "ratio", "0: every check is exact"},
+      {"temporary_bytes", "bytes", "temporary storage one more (untimed) call asks of the library, where it can be "
+                                   "observed"},
+      {"temporary_requests", "count", "the library's requests for temporary storage in that call"},
+      {"temporary_device_allocations", "count", "cudaMalloc calls in that call (0 once storage is cached or "
+                                                "preallocated)"}};
   study.prepare = prepare;
   study.describe = describe_study;
   study.describe_implementation = describe_implementation;

@@ -216,20 +216,20 @@ std::vector<Entry> arrange(std::vector<Entry> selected) {
   return selected;
 }
 
-std::string describe_study() {
+// The arithmetic intensity of an entry, from its counters.
+constexpr const char* kIntensityRule =
+    "2k FLOP per element over 2 x its bytes of memory traffic (x read, y written): k / element bytes FLOP per byte";
+
+Json describe_study() {
   const auto precision = [](const ChainPrecision& p) {
-    return "{\"id\": " + json_string(p.id) + ", \"element_bytes\": " + std::to_string(p.element_bytes) +
-           ", \"gpu\": " + json_string(p.gpu) + ", \"cpu\": " + json_string(p.cpu) + "}";
+    return Json{{"id", p.id}, {"element_bytes", p.element_bytes}, {"gpu", p.gpu}, {"cpu", p.cpu}};
   };
-  return "\"chain\": " +
-         json_string("y = x, then k times y = y*a + x (fused multiply-adds), x uniform in [-1, 1), a in [0.5, 0.75)") +
-         ", \"intensity_rule\": " +
-         json_string("2k FLOP per element over 2 x its bytes of memory traffic (x read, y written): k / element bytes "
-                     "FLOP per byte") +
-         ", \"tolerance\": " +
-         json_string("largest |y - x*(a^k + ... + a + 1)| over the largest |x*(a^k + ... + 1)| within 4 u min(k, "
-                     "1/(1-a)), u the precision's unit roundoff") +
-         ", \"precisions\": " + json_list(chain_precisions(), precision);
+  return {{"chain", "y = x, then k times y = y*a + x (fused multiply-adds), x uniform in [-1, 1), a in [0.5, 0.75)"},
+          {"intensity_rule", kIntensityRule},
+          {"tolerance",
+           "largest |y - x*(a^k + ... + a + 1)| over the largest |x*(a^k + ... + 1)| within 4 u min(k, 1/(1-a)), u "
+           "the precision's unit roundoff"},
+          {"precisions", array_of(chain_precisions(), precision)}};
 }
 
 StudyDefinition definition() {
@@ -243,6 +243,26 @@ StudyDefinition definition() {
   study.default_batches = geometric(1, 1024, 2);
   study.axes.n = "elements";
   study.axes.batch = "fma_per_element";
+  study.axes.n_unit = "elements";
+  study.axes.batch_unit = "FMA";  // a chain's fused multiply-adds on each element
+  // The driver's default suite: one size past the L2 in every precision, k FMAs per element on both sides of
+  // the ridge (an H100's datasheet puts it near k = 80 in each precision); the GPU only: the CPU's chains at
+  // k = 1024 take tenths of a second a call. --quick: k = 1 and 1024. --full: k = 1, 2, 4, ..., 1024 on both.
+  study.quick.sizes = {1 << 25};
+  study.quick.batches = {1, 1024};
+  study.quick.impls = {"fma_kernel"};
+  study.suite.sizes = {1 << 25};
+  study.suite.batches = {1, 16, 128, 1024};
+  study.suite.impls = {"fma_kernel"};
+  study.counters = {{"flop", "FLOP", "2 k n: k fused multiply-adds on each of n elements"},
+                    {"array_bytes", "bytes", "one array: n x the element's bytes"},
+                    {"memory_read_bytes", "bytes", "x once: array_bytes"},
+                    {"memory_written_bytes", "bytes", "y once: array_bytes"},
+                    {"tensor_cores", "flag",
+                     "0: the FMAs run on the CUDA cores, so the datasheet's rate without tensor cores applies"},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
+  study.rules = {{"intensity_rule", kIntensityRule}};
   study.prepare = prepare;
   study.arrange = arrange;
   study.describe = describe_study;

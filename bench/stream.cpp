@@ -287,58 +287,63 @@ std::vector<Entry> arrange(std::vector<Entry> selected) {
 }
 
 // --- description ------------------------------------------------------------------------
-std::string json_count(long value) { return value > 0 ? std::to_string(value) : "null"; }
+// A count the system gave, or null where it gave none (0 or -1).
+Json count_or_null(long value) { return value > 0 ? Json(value) : Json(nullptr); }
 
-std::string gpu_memory() {
+// How the GPU's theoretical memory bandwidth (peak_bytes_per_s) is computed.
+constexpr const char* kPeakRule =
+    "NVML's maximum memory clock (nvmlDeviceGetMaxClockInfo, NVML_CLOCK_MEM) x the memory bus width "
+    "(nvmlDeviceGetMemoryBusWidth) x 2 transfers per clock / 8 bits per byte";
+// How the entries' bytes are counted (memory_read_bytes, memory_written_bytes).
+constexpr const char* kBytesRule =
+    "STREAM's count: each array the operation reads or writes, once per call (copy and scale 2 arrays, add and "
+    "triad 3, dot 2), n x the element's bytes each";
+
+Json gpu_memory() {
   const std::string reason = gpu_unavailable_reason();
-  std::string out = "{" + json_availability(reason);
-  if (!reason.empty()) return out + "}";
+  Json out = availability(reason);
+  if (!reason.empty()) return out;
 #if GPUBENCH_HAVE_CUDA
-  out += ", \"l2_bytes\": " + json_count(device_attribute(cudaDevAttrL2CacheSize));
+  out["l2_bytes"] = count_or_null(device_attribute(cudaDevAttrL2CacheSize));
 #endif
   const nvml::MemoryPeak peak = nvml::memory_peak();
-  out += ", \"peak_bytes_per_s\": " + (peak.bytes_per_s > 0 ? json_number(peak.bytes_per_s) : "null") +
-         ", \"max_memory_clock_mhz\": " + json_count(peak.max_clock_mhz) +
-         ", \"bus_width_bits\": " + json_count(peak.bus_width_bits) +
-         ", \"transfers_per_clock\": " + std::to_string(nvml::MemoryPeak::kTransfersPerClock) +
-         ", \"peak_note\": " + (peak.unavailable_reason.empty() ? "null" : json_string(peak.unavailable_reason)) +
-         ", \"peak_rule\": " +
-         json_string("NVML's maximum memory clock (nvmlDeviceGetMaxClockInfo, NVML_CLOCK_MEM) x the memory bus width "
-                     "(nvmlDeviceGetMemoryBusWidth) x 2 transfers per clock / 8 bits per byte");
-  return out + "}";
+  out["peak_bytes_per_s"] = peak.bytes_per_s > 0 ? Json(peak.bytes_per_s) : Json(nullptr);
+  out["max_memory_clock_mhz"] = count_or_null(peak.max_clock_mhz);
+  out["bus_width_bits"] = count_or_null(peak.bus_width_bits);
+  out["transfers_per_clock"] = nvml::MemoryPeak::kTransfersPerClock;
+  out["peak_note"] = text_or_null(peak.unavailable_reason);
+  out["peak_rule"] = kPeakRule;
+  return out;
 }
 
-std::string host_memory() {
-  return "{\"l1d_bytes\": " + json_count(sysconf(_SC_LEVEL1_DCACHE_SIZE)) +
-         ", \"l2_bytes\": " + json_count(sysconf(_SC_LEVEL2_CACHE_SIZE)) +
-         ", \"l3_bytes\": " + json_count(sysconf(_SC_LEVEL3_CACHE_SIZE)) +
-         ", \"threads\": " + std::to_string(openmp_threads()) +
-         ", \"note\": " +
-         json_string("cache sizes as glibc reports them (sysconf): L1d and L2 per core, L3 per socket on most CPUs") +
-         "}";
+Json host_memory() {
+  return {{"l1d_bytes", count_or_null(sysconf(_SC_LEVEL1_DCACHE_SIZE))},
+          {"l2_bytes", count_or_null(sysconf(_SC_LEVEL2_CACHE_SIZE))},
+          {"l3_bytes", count_or_null(sysconf(_SC_LEVEL3_CACHE_SIZE))},
+          {"threads", openmp_threads()},
+          {"note", "cache sizes as glibc reports them (sysconf): L1d and L2 per core, L3 per socket on most CPUs"}};
 }
 
-std::string describe_study() {
+Json describe_study() {
   const auto operation = [](StreamOp op) {
-    return "{\"id\": " + json_string(stream_op_name(op)) + ", \"formula\": " + json_string(stream_formula(op)) +
-           ", \"arrays_read\": " + std::to_string(stream_arrays_read(op)) +
-           ", \"arrays_written\": " + std::to_string(stream_arrays_written(op)) +
-           ", \"flop_per_element\": " + json_number(stream_flop_per_element(op)) + "}";
+    return Json{{"id", stream_op_name(op)},
+                {"formula", stream_formula(op)},
+                {"arrays_read", stream_arrays_read(op)},
+                {"arrays_written", stream_arrays_written(op)},
+                {"flop_per_element", stream_flop_per_element(op)}};
   };
   const auto kernel = [](const Kernel& k) {
-    return "{\"id\": " + json_string(k.id) + ", \"device\": " + json_string(device_name(k.device)) +
-           ", \"description\": " + json_string(k.description) + "}";
+    return Json{{"id", k.id}, {"device", device_name(k.device)}, {"description", k.description}};
   };
-  return "\"operations\": " + json_list(all_stream_ops(), operation) +
-         ", \"kernels\": " + json_list(kernels(), kernel) + ", \"bytes_rule\": " +
-         json_string("STREAM's count: each array the operation reads or writes, once per call (copy and scale 2 "
-                     "arrays, add and triad 3, dot 2), n x the element's bytes each") +
-         ", \"memory_hierarchy\": {\"gpu\": " + gpu_memory() + ", \"host\": " + host_memory() + "}";
+  return {{"operations", array_of(all_stream_ops(), operation)},
+          {"kernels", array_of(kernels(), kernel)},
+          {"bytes_rule", kBytesRule},
+          {"memory_hierarchy", {{"gpu", gpu_memory()}, {"host", host_memory()}}}};
 }
 
-std::string describe_row(const Implementation& impl) {
+Json describe_row(const Implementation& impl) {
   const auto& row = static_cast<const StreamImplementation&>(impl);
-  return "\"operation\": " + json_string(stream_op_name(row.op)) + ", \"kernel\": " + json_string(row.kernel->id);
+  return {{"operation", stream_op_name(row.op)}, {"kernel", row.kernel->id}};
 }
 
 StudyDefinition definition() {
@@ -348,6 +353,27 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned});
   study.default_sizes = geometric(1L << 10, 1L << 30, 2);  // 4 KiB to 4 GiB of FP32 per array
   study.axes.n = "elements";
+  study.axes.n_unit = "elements";  // of each array
+  // The driver's default suite: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2)
+  // and an HBM size (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or
+  // H200), triad by our one-vector-per-thread kernel and dot by our grid-stride one (each our faster on
+  // the H100: run stream-kernels-h100-20261124, committed in 39cf32a), triad by Thrust and by OpenMP,
+  // resident and on the host: 16 entries. --quick: the HBM size. The other operations and kernels, the
+  // transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
+  study.suite.sizes = {1 << 20, 1 << 25};
+  study.suite.impls = {"triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp"};
+  study.suite.modes = mode_names({Mode::resident, Mode::host});
+  study.quick = study.suite;
+  study.quick.sizes = {1 << 25};
+  study.counters = {{"flop", "FLOP", "the operation's flop_per_element x n (copy 0, scale and add 1, triad and dot 2)"},
+                    {"array_bytes", "bytes", "one array: n x the element's bytes (4 in FP32, 8 in FP64)"},
+                    {"memory_read_bytes", "bytes", kBytesRule},
+                    {"memory_written_bytes", "bytes", kBytesRule},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
+  study.rules = {{"bytes_rule", kBytesRule},
+                 {"bandwidth", "(memory_read_bytes + memory_written_bytes) / time: STREAM's bytes a second"},
+                 {"peak_rule", kPeakRule}};
   study.prepare = prepare;
   study.arrange = arrange;
   study.describe = describe_study;

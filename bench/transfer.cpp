@@ -526,30 +526,26 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
 }
 
 // --- description -------------------------------------------------------------------------
-std::string describe_named(const Named& named) {
-  return "{\"id\": " + json_string(named.id) + ", \"description\": " + json_string(named.description) + "}";
-}
+Json describe_named(const Named& named) { return {{"id", named.id}, {"description", named.description}}; }
 
-std::string describe_study() {
+Json describe_study() {
   const auto configuration = [](const Configuration& c) {
-    return "{\"impl\": " + json_string(engine_info(c.engine).id) + ", \"mode\": " + json_string(memory_info(c.memory).id) +
-           ", \"direction\": " + json_string(direction_info(c.direction).id) + "}";
+    return Json{{"impl", engine_info(c.engine).id},
+                {"mode", memory_info(c.memory).id},
+                {"direction", direction_info(c.direction).id}};
   };
-  return "\"axes\": {\"impl\": \"copy engine or method\", \"mode\": \"host memory kind\", "
-         "\"precision\": \"direction\", \"n\": \"bytes per copy\"}"
-         ", \"timed_region\": " +
-         json_string("host clock from the call to its completion (stream synchronize); allocation, filling and "
-                     "checking excluded") +
-         ", \"memory_kinds\": " + json_list(all_memories(), [](Memory m) { return describe_named(memory_info(m)); }) +
-         ", \"directions\": " +
-         json_list(all_directions(), [](Direction d) { return describe_named(direction_info(d)); }) +
-         ", \"configurations\": " + json_list(configurations(), configuration) +
-         ", \"transparent_hugepage\": " + json_string(transparent_hugepage_setting());
+  return {{"timed_region",
+           "host clock from the call to its completion (stream synchronize); allocation, filling and checking "
+           "excluded"},
+          {"memory_kinds", array_of(all_memories(), [](Memory m) { return describe_named(memory_info(m)); })},
+          {"directions", array_of(all_directions(), [](Direction d) { return describe_named(direction_info(d)); })},
+          {"configurations", array_of(configurations(), configuration)},
+          {"transparent_hugepage", transparent_hugepage_setting()}};
 }
 
-std::string describe_engine(const Implementation& impl) {
+Json describe_engine(const Implementation& impl) {
   const Engine engine = static_cast<const TransferImplementation&>(impl).engine;
-  return "\"description\": " + json_string(engine_info(engine).description);
+  return {{"description", engine_info(engine).description}};
 }
 
 StudyDefinition definition() {
@@ -559,6 +555,24 @@ StudyDefinition definition() {
   for (Memory m : all_memories()) study.modes.push_back(memory_info(m).id);
   study.default_sizes = geometric(4L << 10, 1L << 30, 4);  // 4 KiB to 1 GiB
   study.axes = {"engine", "host_memory", "direction", "bytes"};
+  study.axes.n_unit = "bytes";
+  study.axes.about = {{"impl", "copy engine or method"},
+                      {"mode", "host memory kind"},
+                      {"precision", "direction"},
+                      {"n", "bytes per copy"}};
+  // The driver's default suite: 4 KiB, where a copy's fixed cost dominates, and 64 MiB, past the GPU's L2
+  // (50-60 MB) and near each link's plateau; --quick: 1 MiB. --full sweeps 4 KiB to 1 GiB.
+  study.quick.sizes = {1 << 20};
+  study.suite.sizes = {4 << 10, 64 << 20};
+  study.counters = {
+      {"memory_read_bytes", "bytes", "what the copy reads in device memory (host memory for a host copy): n for "
+                                     "d2h, both ways, d2d and h2h, 0 for h2d and host_register"},
+      {"memory_written_bytes", "bytes", "what it writes there: n for h2d, both ways, d2d and h2h, 0 for d2h and "
+                                        "host_register"},
+      {"bytes_transferred", "bytes", "what crosses the link, both ways together (h2d_bytes + d2h_bytes: n, 2n both "
+                                     "ways); a copy that does not cross it (d2d, h2h) its size n"},
+      {"huge_page_bytes", "bytes", "how much of the huge-page-advised buffer huge pages back (pageable_thp)"}};
+  study.rules = {{"bandwidth", "bytes_transferred / time"}};
   study.cpu_clock = Clock::host;
   study.gpu_clock = Clock::host_to_completion;
   study.prepare = prepare;

@@ -102,8 +102,8 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   return cpu;
 }
 
-std::string describe_implementation(const Implementation& impl) {
-  return "\"description\": " + json_string(static_cast<const VectorAddImplementation&>(impl).description);
+Json describe_implementation(const Implementation& impl) {
+  return {{"description", static_cast<const VectorAddImplementation&>(impl).description}};
 }
 
 StudyDefinition definition() {
@@ -113,11 +113,22 @@ StudyDefinition definition() {
   study.modes = mode_names({Mode::host, Mode::resident, Mode::transfer_pinned, Mode::transfer_pageable});
   study.default_sizes = geometric(1L << 10, 1L << 30, 4);  // 1 Ki to 1 Gi elements (12 bytes each)
   study.axes.n = "elements";
+  study.axes.n_unit = "elements";
+  // The driver's default suite: the two ends, 12 entries (as transfer's): 1 Ki elements, what launches and
+  // copies cost when there is almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory
+  // on both sides. --full sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
+  study.quick.sizes = {1 << 20};
+  study.suite.sizes = {1 << 10, 64 << 20};
+  study.counters = {{"flop", "FLOP", "n: one addition an element"},
+                    {"memory_read_bytes", "bytes", "a and b once: 2 x 4 n"},
+                    {"memory_written_bytes", "bytes", "c once: 4 n"},
+                    kRelFroErrorCounter,
+                    kMaxRelErrorCounter};
   study.prepare = prepare;
   study.describe = [] {
-    return std::string(
-        "\"precision\": \"fp32\", \"operation\": \"c[i] = a[i] + b[i], a and b uniform in [-1, 1)\", "
-        "\"verification\": \"bit for bit against the host's FP32 sum\"");
+    return Json{{"precision", "fp32"},
+                {"operation", "c[i] = a[i] + b[i], a and b uniform in [-1, 1)"},
+                {"verification", "bit for bit against the host's FP32 sum"}};
   };
   study.describe_implementation = describe_implementation;
   return study;

@@ -75,7 +75,8 @@ const cudaDeviceProp& current_device() {
   return properties;
 }
 
-std::string limit_json(int limit) { return limit == INT_MAX || limit < 0 ? "null" : std::to_string(limit); }
+// A limit, or null where the resource does not limit the blocks or the limit is unknown.
+Json limit_or_null(int limit) { return limit == INT_MAX || limit < 0 ? Json(nullptr) : Json(limit); }
 
 }  // namespace
 
@@ -88,16 +89,19 @@ KernelOccupancy kernel_occupancy(const void* kernel, int threads_per_block, std:
                         dynamic_shared_bytes, blocks);
 }
 
-std::string occupancy_json(const KernelOccupancy& o) {
-  return "{\"threads_per_block\": " + std::to_string(o.threads_per_block) +
-         ", \"registers_per_thread\": " + std::to_string(o.registers_per_thread) +
-         ", \"shared_bytes_per_block\": " + std::to_string(o.shared_bytes_per_block) +
-         ", \"blocks_per_multiprocessor\": " + std::to_string(o.blocks_per_multiprocessor) +
-         ", \"occupancy\": " + json_number(o.occupancy()) + ", \"limited_by\": " + json_list(o.limited_by, json_string) +
-         ", \"limits\": {\"threads\": " + limit_json(o.limit_by_threads) +
-         ", \"blocks\": " + limit_json(o.limit_by_blocks) + ", \"registers\": " + limit_json(o.limit_by_registers) +
-         ", \"shared_memory\": " + limit_json(o.limit_by_shared_memory) +
-         ", \"barriers\": " + limit_json(o.limit_by_barriers) + "}}";
+Json occupancy_json(const KernelOccupancy& o) {
+  return {{"threads_per_block", o.threads_per_block},
+          {"registers_per_thread", o.registers_per_thread},
+          {"shared_bytes_per_block", o.shared_bytes_per_block},
+          {"blocks_per_multiprocessor", o.blocks_per_multiprocessor},
+          {"occupancy", o.occupancy()},
+          {"limited_by", o.limited_by},
+          {"limits",
+           {{"threads", limit_or_null(o.limit_by_threads)},
+            {"blocks", limit_or_null(o.limit_by_blocks)},
+            {"registers", limit_or_null(o.limit_by_registers)},
+            {"shared_memory", limit_or_null(o.limit_by_shared_memory)},
+            {"barriers", limit_or_null(o.limit_by_barriers)}}}};
 }
 
 }  // namespace gpubench

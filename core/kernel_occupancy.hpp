@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_occupancy.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstddef>
 #include <string>
@@ -63,6 +64,8 @@ KernelOccupancy kernel_occupancy(const void* kernel, int threads_per_block, std:
 // The --describe object of an occupancy: {"threads_per_block", "registers_per_thread",
 // "shared_bytes_per_block", "blocks_per_multiprocessor", "occupancy", "limited_by": [...],
 // "limits": {"threads", "blocks", "registers", "shared_memory", "barriers"} (null: not a limit, or unknown)}.
-std::string occupancy_json(const KernelOccupancy& occupancy);
+// A gpubench::Json (core/json.hpp); declared here without the library's full header, which CUDA
+// sources that include this one need not compile.
+nlohmann::ordered_json occupancy_json(const KernelOccupancy& occupancy);
 
 }  // namespace gpubench

@@ -1,5 +1,6 @@
 #include "core/system.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,12 @@ std::string gpu_unavailable_reason() {
 #else
   return "this build has no GPU side (no CUDA compiler was found when it was configured)";
 #endif
+}
+
+std::string format_number(double value) {
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, value);  // shortest round trip
+  return std::string(text, written.ptr);
 }
 
 std::string format_bytes(double bytes) {

@@ -14,5 +14,7 @@ std::size_t host_memory_available_bytes();
 std::string gpu_unavailable_reason();
 
 std::string format_bytes(double bytes);
+// A number for a message, in the fewest digits that read back the same double (75, 0.1, -2.25).
+std::string format_number(double value);
 
 }  // namespace gpubench

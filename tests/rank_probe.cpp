@@ -39,11 +39,12 @@ int main() {
     std::random_device random;  // a different id each launch, as ncclGetUniqueId's
     for (char& byte : id) byte = static_cast<char>(random());
     id = channel->broadcast(id);
-    const std::string report = "{\"rank\": " + std::to_string(me.rank) + ", \"size\": " + std::to_string(me.size) +
-                               ", \"local_rank\": " + std::to_string(me.local_rank) +
-                               ", \"launcher\": " + gpubench::json_string(me.launcher) +
-                               ", \"transport\": " + gpubench::json_string(channel->transport()) + ", \"id\": \"" +
-                               hex(id) + "\"}";
+    const std::string report = gpubench::dump_json({{"rank", me.rank},
+                                                    {"size", me.size},
+                                                    {"local_rank", me.local_rank},
+                                                    {"launcher", me.launcher},
+                                                    {"transport", channel->transport()},
+                                                    {"id", hex(id)}});
     for (const std::string& line : channel->gather(report)) std::printf("%s\n", line.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/gpu_runtime.hpp"
+#include "core/json.hpp"
 #include "core/kernel_occupancy.hpp"
 #include "core/random.hpp"
 #include "core/system.hpp"
@@ -102,7 +103,7 @@ TEST(OccupancyCalculator, ADeviceNewerThanTheCalculatorKeepsTheRuntimesCount) {
   EXPECT_EQ(o.blocks_per_multiprocessor, 8);
   EXPECT_TRUE(o.limited_by.empty());
   EXPECT_EQ(o.limit_by_registers, -1);
-  EXPECT_NE(occupancy_json(o).find("\"registers\": null"), std::string::npos);
+  EXPECT_TRUE(occupancy_json(o)["limits"]["registers"].is_null());
 }
 
 TEST(OccupancyCalculator, WhereAGridLands) {
@@ -117,10 +118,10 @@ TEST(OccupancyCalculator, WhereAGridLands) {
 }
 
 TEST(OccupancyCalculator, DescribesItselfAsJson) {
-  const std::string json = occupancy_json(calculated(64, 0, 256));
-  EXPECT_NE(json.find("\"blocks_per_multiprocessor\": 4"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"limited_by\": [\"registers\"]"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"shared_memory\": "), std::string::npos) << json;
+  const Json json = occupancy_json(calculated(64, 0, 256));
+  EXPECT_EQ(json["blocks_per_multiprocessor"], 4) << json;
+  EXPECT_EQ(json["limited_by"], Json::array({"registers"})) << json;
+  EXPECT_TRUE(json["limits"].contains("shared_memory")) << json;
 }
 
 class GpuOccupancyTest : public ::testing::Test {

@@ -75,18 +75,20 @@ TEST(TelemetrySummary, NoSampleInsideGivesNoFigures) {
 TEST(TelemetrySeries, SamplesAsJsonWithNullForUnread) {
   TelemetrySample s = sample(0.25, 1980, 301.5, 41, 0x4);
   s.energy_j = kNotRead;
-  const std::string json = telemetry_series_json({s}, "");
-  EXPECT_NE(json.find("\"source\": \"nvml\""), std::string::npos) << json;
-  EXPECT_NE(json.find("\"interval_s\": 0.1"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"sm_clock_mhz\": 1980"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"power_w\": 301.5"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"energy_j\": null"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"reasons\": 4"), std::string::npos) << json;
+  const Json series = Json::parse(dump_json(telemetry_series_json({s}, "")));
+  EXPECT_EQ(series["source"], "nvml") << series;
+  EXPECT_EQ(series["interval_s"], 0.1) << series;
+  ASSERT_EQ(series["samples"].size(), 1u) << series;
+  const Json& written = series["samples"][0];
+  EXPECT_EQ(written["sm_clock_mhz"], 1980) << series;
+  EXPECT_EQ(written["power_w"], 301.5) << series;
+  EXPECT_TRUE(written["energy_j"].is_null()) << series;  // NaN: not read
+  EXPECT_EQ(written["reasons"], 4) << series;
 }
 
 TEST(TelemetrySeries, UnavailableSaysWhyAndEscapes) {
-  const std::string json = telemetry_series_json({}, "no \"NVML\" here");
-  EXPECT_EQ(json, "{\"source\": \"nvml\", \"unavailable\": \"no \\\"NVML\\\" here\"}");
+  const std::string text = dump_json(telemetry_series_json({}, "no \"NVML\" here"));
+  EXPECT_EQ(text, R"({"source":"nvml","unavailable":"no \"NVML\" here"})");
 }
 
 TEST(TelemetryRecorder, WithoutNvmlSaysSoAndWindowsReportNothing) {

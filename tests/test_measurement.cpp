@@ -4,10 +4,11 @@
 
 #include <cmath>
 #include <deque>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "harness/measurement.hpp"
-#include "json_value.hpp"
 
 namespace gpubench {
 namespace {
@@ -52,26 +53,27 @@ TEST(StoppingRule, ADriftTimesOut) {
 // two implement one rule. After the i-th sample, measured_s is the sum of the first i of
 // measured_s_per_sample (one number: i times it) and elapsed_s is i x elapsed_s_per_sample.
 TEST(StoppingRule, TheCasesSharedWithThePythonRule) {
-  const test::JsonValue cases =
-      test::read_json_file(std::string(GPUBENCH_SOURCE_DIR) + "/tests/python/fixtures/stopping_rule_cases.json");
-  ASSERT_FALSE(cases.array.empty());
-  for (const test::JsonValue& c : cases.array) {
-    const test::JsonValue& r = c["rule"];
-    const StoppingRule rule{r["max_noise"].number, static_cast<int>(r["min_samples"].number), r["min_time_s"].number,
-                            r["timeout_s"].number, r["plateau_tolerance"].number};
-    const test::JsonValue& measured = c["measured_s_per_sample"];
+  std::ifstream file(std::string(GPUBENCH_SOURCE_DIR) + "/tests/python/fixtures/stopping_rule_cases.json");
+  ASSERT_TRUE(file) << "the shared fixture is missing";
+  const Json cases = Json::parse(file);
+  ASSERT_FALSE(cases.empty());
+  for (const Json& c : cases) {
+    const Json& r = c["rule"];
+    const StoppingRule rule{r["max_noise"].get<double>(), r["min_samples"].get<int>(), r["min_time_s"].get<double>(),
+                            r["timeout_s"].get<double>(), r["plateau_tolerance"].get<double>()};
+    const Json& measured = c["measured_s_per_sample"];
+    const std::string name = c["name"].get<std::string>();
     std::vector<double> samples;
     double measured_s = 0;
     StopReason reason = StopReason::none;
-    for (const test::JsonValue& sample : c["samples_s"].array) {
-      samples.push_back(sample.number);
-      measured_s += measured.kind == test::JsonValue::Kind::array ? measured.array[samples.size() - 1].number
-                                                                   : measured.number;
-      reason = stop_reason(rule, samples, measured_s, samples.size() * c["elapsed_s_per_sample"].number);
+    for (const Json& sample : c["samples_s"]) {
+      samples.push_back(sample.get<double>());
+      measured_s += measured.is_array() ? measured[samples.size() - 1].get<double>() : measured.get<double>();
+      reason = stop_reason(rule, samples, measured_s, samples.size() * c["elapsed_s_per_sample"].get<double>());
       if (reason != StopReason::none) break;
     }
-    EXPECT_EQ(static_cast<double>(samples.size()), c["expect"]["stop_after"].number) << c["name"].string;
-    EXPECT_EQ(stop_reason_name(reason), c["expect"]["reason"].string) << c["name"].string;
+    EXPECT_EQ(samples.size(), c["expect"]["stop_after"].get<std::size_t>()) << name;
+    EXPECT_EQ(stop_reason_name(reason), c["expect"]["reason"].get<std::string>()) << name;
   }
 }
 

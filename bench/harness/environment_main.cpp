@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,13 +21,11 @@
 namespace gpubench {
 namespace {
 
-std::string openblas_json() {
-  std::ostringstream out;
-  out << "{\"config\": " << json_string(openblas_get_config())
-      << ", \"core\": " << json_string(openblas_get_corename())
-      << ", \"threads\": " << openblas_get_num_threads()
-      << ", \"parallel\": " << openblas_get_parallel() << "}";
-  return out.str();
+Json openblas_json() {
+  return {{"config", openblas_get_config()},
+          {"core", openblas_get_corename()},
+          {"threads", openblas_get_num_threads()},
+          {"parallel", openblas_get_parallel()}};
 }
 
 // --- affinity: what the study binaries, run with the same environment, are pinned to -----
@@ -38,9 +35,9 @@ int allowed_cpus() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
-std::string environment_value(const char* name) {
+Json environment_value(const char* name) {
   const char* value = std::getenv(name);
-  return value ? json_string(value) : "null";
+  return value ? Json(value) : Json(nullptr);
 }
 
 const char* proc_bind_name(omp_proc_bind_t bind) {
@@ -59,19 +56,18 @@ const char* proc_bind_name(omp_proc_bind_t bind) {
 // OpenBLAS threads, started before, keep the process's unless an OpenBLAS built without
 // NO_AFFINITY, see its config, pins them itself), and per OpenMP thread of a full team the
 // CPUs it may run on: those of one place each when pinned, all of the process's when not.
-std::string affinity_json() {
+Json affinity_json() {
   const int initial = allowed_cpus();
   std::vector<int> per_thread(omp_get_max_threads(), 0);
 #pragma omp parallel num_threads(static_cast<int>(per_thread.size()))
   per_thread[omp_get_thread_num()] = allowed_cpus();
-  std::ostringstream out;
-  out << "{\"process_cpus\": " << omp_get_num_procs() << ", \"initial_thread_cpus\": " << initial
-      << ", \"omp_proc_bind\": " << environment_value("OMP_PROC_BIND")
-      << ", \"omp_places\": " << environment_value("OMP_PLACES")
-      << ", \"openmp_proc_bind\": " << json_string(proc_bind_name(omp_get_proc_bind()))
-      << ", \"openmp_places\": " << omp_get_num_places()
-      << ", \"openmp_thread_cpus\": " << json_list(per_thread, [](int n) { return std::to_string(n); }) << "}";
-  return out.str();
+  return {{"process_cpus", omp_get_num_procs()},
+          {"initial_thread_cpus", initial},
+          {"omp_proc_bind", environment_value("OMP_PROC_BIND")},
+          {"omp_places", environment_value("OMP_PLACES")},
+          {"openmp_proc_bind", proc_bind_name(omp_get_proc_bind())},
+          {"openmp_places", omp_get_num_places()},
+          {"openmp_thread_cpus", per_thread}};
 }
 
 #if GPUBENCH_HAVE_CUDA
@@ -89,42 +85,41 @@ std::string cublas_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-std::string device_json(int index) {
+Json device_json(int index) {
   cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, index) != cudaSuccess) return "null";
+  if (cudaGetDeviceProperties(&p, index) != cudaSuccess) return nullptr;
   char bus_id[32];
   std::snprintf(bus_id, sizeof bus_id, "%08x:%02x:%02x.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
-  std::ostringstream out;
-  out << "{\"index\": " << index << ", \"name\": " << json_string(p.name)
-      << ", \"compute_capability\": \"" << p.major << "." << p.minor << "\""
-      << ", \"multiprocessors\": " << p.multiProcessorCount
-      << ", \"memory_bytes\": " << p.totalGlobalMem
-      << ", \"l2_cache_bytes\": " << p.l2CacheSize
-      << ", \"memory_bus_width_bits\": " << p.memoryBusWidth
-      << ", \"shared_memory_per_block_optin_bytes\": " << p.sharedMemPerBlockOptin
-      << ", \"ecc_enabled\": " << (p.ECCEnabled ? "true" : "false")
-      << ", \"pci_bus_id\": " << json_string(bus_id) << "}";
-  return out.str();
+  return {{"index", index},
+          {"name", p.name},
+          {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"multiprocessors", p.multiProcessorCount},
+          {"memory_bytes", p.totalGlobalMem},
+          {"l2_cache_bytes", p.l2CacheSize},
+          {"memory_bus_width_bits", p.memoryBusWidth},
+          {"shared_memory_per_block_optin_bytes", p.sharedMemPerBlockOptin},
+          {"ecc_enabled", p.ECCEnabled != 0},
+          {"pci_bus_id", bus_id}};
 }
 
-std::string cuda_json() {
+Json cuda_json() {
   int runtime = 0, driver = 0, count = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   const std::string reason = gpu_unavailable_reason();
   if (reason.empty()) cudaGetDeviceCount(&count);
-  std::ostringstream out;
-  out << "{\"built\": true, \"runtime_version\": \"" << version_string(runtime) << "\""
-      << ", \"driver_supports_version\": " << (driver ? "\"" + version_string(driver) + "\"" : "null")
-      << ", \"cublas_version\": " << json_string(cublas_version())
-      << ", \"unavailable_reason\": " << (reason.empty() ? "null" : json_string(reason)) << ", \"devices\": [";
-  for (int i = 0; i < count; ++i) out << (i ? ", " : "") << device_json(i);
-  out << "]}";
-  return out.str();
+  Json devices = Json::array();
+  for (int i = 0; i < count; ++i) devices.push_back(device_json(i));
+  return {{"built", true},
+          {"runtime_version", version_string(runtime)},
+          {"driver_supports_version", driver ? Json(version_string(driver)) : Json(nullptr)},
+          {"cublas_version", cublas_version()},
+          {"unavailable_reason", text_or_null(reason)},
+          {"devices", devices}};
 }
 #else
-std::string cuda_json() {
-  return "{\"built\": false, \"unavailable_reason\": " + json_string(gpu_unavailable_reason()) + ", \"devices\": []}";
+Json cuda_json() {
+  return {{"built", false}, {"unavailable_reason", gpu_unavailable_reason()}, {"devices", Json::array()}};
 }
 #endif
 
@@ -133,13 +128,13 @@ std::string cuda_json() {
 
 int main() {
   using namespace gpubench;
-  std::cout << "{\"hardware_threads\": " << std::thread::hardware_concurrency()
-            << ", \"openmp_threads\": " << omp_get_max_threads()
-            << ", \"affinity\": " << affinity_json()
-            << ", \"openblas\": " << openblas_json()
-            << ", \"compilers\": {\"cxx\": " << json_string(GPUBENCH_CXX_COMPILER)
-            << ", \"cuda\": " << json_string(GPUBENCH_CUDA_COMPILER) << "}"
-            << ", \"google_benchmark_version\": " << json_string(GPUBENCH_BENCHMARK_VERSION)
-            << ", \"cuda\": " << cuda_json() << "}\n";
+  const Json environment = {{"hardware_threads", std::thread::hardware_concurrency()},
+                            {"openmp_threads", omp_get_max_threads()},
+                            {"affinity", affinity_json()},
+                            {"openblas", openblas_json()},
+                            {"compilers", {{"cxx", GPUBENCH_CXX_COMPILER}, {"cuda", GPUBENCH_CUDA_COMPILER}}},
+                            {"google_benchmark_version", GPUBENCH_BENCHMARK_VERSION},
+                            {"cuda", cuda_json()}};
+  std::cout << dump_json(environment) << "\n";
   return 0;
 }

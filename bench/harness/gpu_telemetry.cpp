@@ -66,14 +66,18 @@ double fraction_with(const std::vector<const TelemetrySample*>& samples, std::ui
   return known ? static_cast<double>(with) / known : kNotRead;
 }
 
-std::string sample_json(const TelemetrySample& s) {
-  return "{\"t_s\": " + json_number(s.t_s) + ", \"unix_s\": " + json_number(s.unix_s) +
-         ", \"sm_clock_mhz\": " + json_number(s.sm_clock_mhz) + ", \"mem_clock_mhz\": " + json_number(s.mem_clock_mhz) +
-         ", \"power_w\": " + json_number(s.power_w) + ", \"energy_j\": " + json_number(s.energy_j) +
-         ", \"temperature_c\": " + json_number(s.temperature_c) + ", \"gpu_util\": " + json_number(s.gpu_util_percent) +
-         ", \"mem_util\": " + json_number(s.mem_util_percent) +
-         ", \"memory_used_mib\": " + json_number(s.memory_used_mib) +
-         ", \"reasons\": " + (s.reasons_known ? std::to_string(s.reasons) : "null") + "}";
+Json sample_json(const TelemetrySample& s) {
+  return {{"t_s", s.t_s},
+          {"unix_s", s.unix_s},
+          {"sm_clock_mhz", s.sm_clock_mhz},
+          {"mem_clock_mhz", s.mem_clock_mhz},
+          {"power_w", s.power_w},
+          {"energy_j", s.energy_j},
+          {"temperature_c", s.temperature_c},
+          {"gpu_util", s.gpu_util_percent},
+          {"mem_util", s.mem_util_percent},
+          {"memory_used_mib", s.memory_used_mib},
+          {"reasons", s.reasons_known ? Json(s.reasons) : Json(nullptr)}};
 }
 
 double unix_seconds() {
@@ -98,11 +102,9 @@ TelemetrySummary summarize_telemetry(const std::vector<TelemetrySample>& samples
   return summary;
 }
 
-std::string telemetry_series_json(const std::vector<TelemetrySample>& samples, const std::string& unavailable_reason) {
-  if (!unavailable_reason.empty())
-    return "{\"source\": \"nvml\", \"unavailable\": " + json_string(unavailable_reason) + "}";
-  return "{\"source\": \"nvml\", \"interval_s\": " + json_number(kTelemetryIntervalS) +
-         ", \"samples\": " + json_list(samples, sample_json) + "}";
+Json telemetry_series_json(const std::vector<TelemetrySample>& samples, const std::string& unavailable_reason) {
+  if (!unavailable_reason.empty()) return {{"source", "nvml"}, {"unavailable", unavailable_reason}};
+  return {{"source", "nvml"}, {"interval_s", kTelemetryIntervalS}, {"samples", array_of(samples, sample_json)}};
 }
 
 // The NVML calls, the sampling thread and the series.

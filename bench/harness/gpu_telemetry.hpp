@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json.hpp"
+
 namespace benchmark {
 class State;
 }
@@ -58,7 +60,7 @@ TelemetrySummary summarize_telemetry(const std::vector<TelemetrySample>& samples
 
 // The series as JSON: {"source": "nvml", "interval_s": .., "samples": [...]}, or
 // {"source": "nvml", "unavailable": reason} when nothing could be sampled.
-std::string telemetry_series_json(const std::vector<TelemetrySample>& samples, const std::string& unavailable_reason);
+Json telemetry_series_json(const std::vector<TelemetrySample>& samples, const std::string& unavailable_reason);
 
 // Samples the GPU the CUDA runtime uses from start() until the process ends.
 class TelemetryRecorder {

@@ -4,38 +4,32 @@
 #include <cmath>
 #include <functional>
 
-#include "core/json.hpp"
-
 namespace gpubench {
 
-std::string StoppingRule::json() const {
-  return "{\"max_noise\": " + json_number(max_noise) + ", \"min_samples\": " + std::to_string(min_samples) +
-         ", \"min_time_s\": " + json_number(min_time_s) + ", \"timeout_s\": " + json_number(timeout_s) +
-         ", \"plateau_tolerance\": " + json_number(plateau_tolerance) + "}";
+Json StoppingRule::json() const {
+  return {{"max_noise", max_noise},
+          {"min_samples", min_samples},
+          {"min_time_s", min_time_s},
+          {"timeout_s", timeout_s},
+          {"plateau_tolerance", plateau_tolerance}};
 }
 
-std::string WarmupRule::json() const {
-  return "{\"batch_s\": " + json_number(batch_s) + ", \"window_s\": " + json_number(window_s) +
-         ", \"settle_windows\": " + std::to_string(settle_windows) +
-         ", \"settle_tolerance\": " + json_number(settle_tolerance) + ", \"min_s\": " + json_number(min_s) +
-         ", \"max_s\": " + json_number(max_s) + "}";
+Json WarmupRule::json() const {
+  return {{"batch_s", batch_s},   {"window_s", window_s}, {"settle_windows", settle_windows},
+          {"settle_tolerance", settle_tolerance}, {"min_s", min_s}, {"max_s", max_s}};
 }
 
-std::string ThrottleRule::json() const {
-  return "{\"threshold\": " + json_number(threshold) + ", \"recovery_s\": " + json_number(recovery_s) + "}";
-}
+Json ThrottleRule::json() const { return {{"threshold", threshold}, {"recovery_s", recovery_s}}; }
 
-std::string Protocol::json() const {
-  std::string throughput_json = throughput.json();
-  throughput_json.pop_back();
-  throughput_json += ", \"sample_s\": " + json_number(sample_s) +
-                     ", \"max_calls_per_sample\": " + std::to_string(max_calls_per_sample) + "}";
-  std::string cpu_json = cpu.json();
-  cpu_json.pop_back();
-  cpu_json += ", \"sample_s\": " + json_number(cpu_sample_s) + "}";
-  return "{\"warmup\": " + warmup.json() + ", \"throughput\": " + throughput_json + ", \"latency\": " +
-         latency.json() + ", \"cpu\": " + cpu_json + ", \"throttle\": " + throttle.json() +
-         ", \"energy\": {\"window_s\": " + json_number(energy_window_s) + "}}";
+Json Protocol::json() const {
+  Json throughput_json = throughput.json();
+  throughput_json["sample_s"] = sample_s;
+  throughput_json["max_calls_per_sample"] = max_calls_per_sample;
+  Json cpu_json = cpu.json();
+  cpu_json["sample_s"] = cpu_sample_s;
+  return {{"warmup", warmup.json()},     {"throughput", throughput_json},
+          {"latency", latency.json()},   {"cpu", cpu_json},
+          {"throttle", throttle.json()}, {"energy", {{"window_s", energy_window_s}}}};
 }
 
 const Protocol& protocol() {
@@ -141,12 +135,16 @@ bool throttled(const ThrottleRule& rule, double clock_mhz, double busy_mhz) {
   return clock_mhz < rule.threshold * busy_mhz;
 }
 
-std::string PhaseRecord::json() const {
-  return "{\"samples_s\": " + json_list(samples_s, json_number) + ", \"median_s\": " + json_number(median_s()) +
-         ", \"noise\": " + json_number(noise) + ", \"stop\": " + json_string(stop_reason_name(reason)) +
-         ", \"converged\": " + (converged() ? "true" : "false") + ", \"measured_s\": " + json_number(measured_s) +
-         ", \"elapsed_s\": " + json_number(elapsed_s) + ", \"throttled_samples\": " + std::to_string(throttled_samples) +
-         ", \"calls_per_sample\": " + std::to_string(calls_per_sample) + "}";
+Json PhaseRecord::json() const {
+  return {{"samples_s", samples_s},
+          {"median_s", median_s()},
+          {"noise", noise},
+          {"stop", stop_reason_name(reason)},
+          {"converged", converged()},
+          {"measured_s", measured_s},
+          {"elapsed_s", elapsed_s},
+          {"throttled_samples", throttled_samples},
+          {"calls_per_sample", calls_per_sample}};
 }
 
 PhaseRecord run_phase(const StoppingRule& rule, const ThrottleRule& throttle, double busy_mhz,
@@ -169,11 +167,10 @@ PhaseRecord run_phase(const StoppingRule& rule, const ThrottleRule& throttle, do
   return record;
 }
 
-std::string WarmupRecord::json() const {
-  return "{\"burst_call_s\": " + json_number(burst_call_s) +
-         ", \"window_call_s\": " + json_list(window_call_s, json_number) +
-         ", \"window_clock_mhz\": " + json_list(window_clock_mhz, json_number) +
-         ", \"settled\": " + (settled ? "true" : "false") + ", \"elapsed_s\": " + json_number(elapsed_s) + "}";
+Json WarmupRecord::json() const {
+  return {{"burst_call_s", burst_call_s},   {"window_call_s", window_call_s},
+          {"window_clock_mhz", window_clock_mhz}, {"settled", settled},
+          {"elapsed_s", elapsed_s}};
 }
 
 WarmupRecord run_warmup(const WarmupRule& rule, double first_call_s, const WarmupHooks& hooks) {

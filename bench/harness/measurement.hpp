@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json.hpp"
+
 namespace gpubench {
 
 constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
@@ -22,7 +24,7 @@ struct StoppingRule {
   double min_time_s = 0;         // ... and at least this much measured time
   double timeout_s = 0;          // wall seconds of the phase: stop unconverged
   double plateau_tolerance = 0;  // stop when the noise no longer moves by more than this fraction
-  std::string json() const;
+  Json json() const;
 };
 
 // When the warm-up ends: back-to-back batches grouped into windows; settled once the last
@@ -35,13 +37,13 @@ struct WarmupRule {
   double settle_tolerance = 0;
   double min_s = 0;
   double max_s = 0;
-  std::string json() const;
+  Json json() const;
 };
 
 struct ThrottleRule {
   double threshold = 0;   // a sample whose SM clock is below this fraction of the GPU's maximum is dropped
   double recovery_s = 0;  // and the GPU is left idle this long before the next
-  std::string json() const;
+  Json json() const;
 };
 
 // Every number of the protocol, in one place (published in --describe as "measurement").
@@ -57,7 +59,7 @@ struct Protocol {
   ThrottleRule throttle;
   double energy_window_s = 0;  // the energy counter is read over at least this much of the headline's
                                // back-to-back batches (calls of sample_s and longer)
-  std::string json() const;
+  Json json() const;
 };
 const Protocol& protocol();
 
@@ -117,7 +119,7 @@ struct PhaseRecord {
   int calls_per_sample = 1;
   double median_s() const { return median_of(samples_s); }
   bool converged() const { return reason == StopReason::noise || reason == StopReason::plateau; }
-  std::string json() const;
+  Json json() const;
 };
 
 // Takes samples until the rule stops; throttled samples are dropped and followed by a pause.
@@ -140,7 +142,7 @@ struct WarmupRecord {
   double settled_call_s() const { return window_call_s.empty() ? burst_call_s : window_call_s.back(); }
   // The SM clock of the last window (NaN when unknown): the entry's own steady clock.
   double settled_clock_mhz() const { return window_clock_mhz.empty() ? kUnknown : window_clock_mhz.back(); }
-  std::string json() const;
+  Json json() const;
 };
 
 // Runs batches until the windows settle or rule.max_s has passed; `first_call_s` sizes the batches.

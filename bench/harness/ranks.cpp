@@ -77,34 +77,40 @@ std::string choose_gpu(int local_rank) {
   return status == cudaSuccess ? "" : std::string("cudaSetDevice: ") + cudaGetErrorString(status);
 }
 
-std::string gpu_json() {
+Json gpu_json() {
   int device = 0, driver = 0;
   cudaDeviceProp properties{};
   char pci_bus_id[32] = {};
   if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess ||
       cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, device) != cudaSuccess || cudaDriverGetVersion(&driver) != cudaSuccess)
-    return "null";
+    return nullptr;
   char uuid[48];
   const auto* u = reinterpret_cast<const unsigned char*>(properties.uuid.bytes);
   std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
                 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  return "{\"device\": " + std::to_string(device) + ", \"name\": " + json_string(properties.name) +
-         ", \"uuid\": " + json_string(uuid) + ", \"pci_bus_id\": " + json_string(pci_bus_id) +
-         ", \"memory_bytes\": " + json_number(static_cast<double>(properties.totalGlobalMem)) +
-         ", \"cuda_driver_version\": " + std::to_string(driver) + "}";
+  return {{"device", device},
+          {"name", properties.name},
+          {"uuid", uuid},
+          {"pci_bus_id", pci_bus_id},
+          {"memory_bytes", properties.totalGlobalMem},
+          {"cuda_driver_version", driver}};
 }
 #endif
 
-// Who this rank is: its node (host, CPU) and its GPU, or why it has none.
+// Who this rank is: its node (host, CPU) and its GPU, or why it has none; as JSON text, which the
+// channel carries to rank 0.
 std::string identity_json(const LaunchedRank& rank, const std::string& host, const std::string& gpu_reason) {
-  std::string gpu = "null";
+  Json gpu = nullptr;
 #if GPUBENCH_HAVE_CUDA
   if (gpu_reason.empty()) gpu = gpu_json();
 #endif
-  return "{\"rank\": " + std::to_string(rank.rank) + ", \"local_rank\": " + std::to_string(rank.local_rank) +
-         ", \"host\": " + json_string(host) + ", \"cpu\": " + json_string(cpu_model()) +
-         ", \"logical_cpus\": " + std::to_string(std::thread::hardware_concurrency()) + ", \"gpu\": " + gpu +
-         ", \"gpu_reason\": " + (gpu_reason.empty() ? "null" : json_string(gpu_reason)) + "}";
+  return dump_json({{"rank", rank.rank},
+                    {"local_rank", rank.local_rank},
+                    {"host", host},
+                    {"cpu", cpu_model()},
+                    {"logical_cpus", std::thread::hardware_concurrency()},
+                    {"gpu", gpu},
+                    {"gpu_reason", text_or_null(gpu_reason)}});
 }
 
 std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
@@ -172,9 +178,12 @@ std::string join_ranks(const std::string& gpu_reason) {
   const std::string host = host_name();
   const std::vector<std::string> identities = channel.gather(identity_json(channel.ranks(), host, reason));
   if (channel.ranks().rank == 0) {
-    state.json = "{\"launcher\": " + json_string(channel.ranks().launcher) + ", \"transport\": " +
-                 json_string(channel.transport()) + ", \"size\": " + std::to_string(channel.ranks().size) +
-                 ", \"ranks\": [" + joined(identities, ", ") + "]}";
+    Json identified = Json::array();
+    for (const std::string& identity : identities) identified.push_back(Json::parse(identity));
+    state.json = dump_json({{"launcher", channel.ranks().launcher},
+                            {"transport", channel.transport()},
+                            {"size", channel.ranks().size},
+                            {"ranks", identified}});
   }
   const std::string hosts = channel.broadcast(joined(channel.gather(host), "\n"));  // every rank's, everywhere
   std::size_t same_host = 0;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <new>
+#include <set>
 
 #include "core/json.hpp"
 #include "core/system.hpp"
@@ -96,6 +97,11 @@ void PreparedEntry::add_link_traffic(double host_to_device, double device_to_hos
   counters["d2h_bytes"] = device_to_host;
   counters["bytes_transferred"] = host_to_device + device_to_host;
 }
+
+const CounterRule kRelFroErrorCounter{"rel_fro_error", "ratio",
+                                      "||result - reference||_F / ||reference||_F of the first call, against the "
+                                      "FP64 reference"};
+const CounterRule kMaxRelErrorCounter{"max_rel_error", "ratio", "max |result - reference| / max |reference|"};
 
 void PreparedEntry::set_verdict(const Verification& verdict) {
   counters["rel_fro_error"] = verdict.rel_fro_error;
@@ -246,8 +252,62 @@ void guard_entry(benchmark::State& state, Body&& body) {
 void write_measurement(const std::string& path, const std::string& name, const EntryMeasurement& measurement) {
   if (path.empty()) return;
   std::ofstream out(path, std::ios::app);
-  out << "{\"name\": " << json_string(name) << ", \"measurement\": " << measurement.json() << "}\n";
+  out << dump_json({{"name", name}, {"measurement", measurement.json()}}) << "\n";
   if (!out) std::cerr << "cannot append to the measurements file " << path << "\n";
+}
+
+// Every counter the study's entries may report: the skeleton's (the axes, the CPU threads, the link
+// traffic, the GPU telemetry of GPU entries) and the study's own, which say how they are counted
+// where a study counts one of the skeleton's itself (transfer's bytes_transferred).
+std::vector<CounterRule> counter_rules(const StudyDefinition& study) {
+  const auto any_row = [&study](auto has) {
+    return std::any_of(study.implementations.begin(), study.implementations.end(), has);
+  };
+  std::vector<CounterRule> rules = {{"n", study.axes.n_unit, "the entry's " + study.axes.n}};
+  if (!study.default_batches.empty())
+    rules.push_back({"batch", study.axes.batch_unit, "the entry's " + study.axes.batch});
+  if (any_row([](const Implementation* impl) { return impl->threads != nullptr; }))
+    rules.push_back({"threads", "count", "CPU threads the implementation uses (CPU entries)"});
+  rules.insert(rules.end(), study.counters.begin(), study.counters.end());
+  std::vector<CounterRule> skeleton = {
+      {"h2d_bytes", "bytes", "copied from the host to the device by one call (0 where the timed call copies nothing)"},
+      {"d2h_bytes", "bytes", "copied from the device to the host by one call"},
+      {"bytes_transferred", "bytes", "h2d_bytes + d2h_bytes"}};
+  if (any_row([](const Implementation* impl) { return impl->on_gpu(); })) {
+    const std::vector<CounterRule> telemetry = {
+        {"telemetry_samples", "count", "NVML samples over the timed loops (every 0.1 s)"},
+        {"telemetry_window_s", "s", "the span of the timed loops the samples cover"},
+        {"sm_clock_mhz", "MHz", "median SM clock of the samples"},
+        {"mem_clock_mhz", "MHz", "median memory clock of the samples"},
+        {"power_w", "W", "mean power of the samples"},
+        {"temperature_c_max", "degC", "the hottest sample"},
+        {"power_limited_fraction", "fraction", "of the samples with a power limit holding the clocks down"},
+        {"thermal_limited_fraction", "fraction", "of the samples with a thermal limit holding the clocks down"},
+        {"gpu_util_samples", "count", "NVML utilization samples over the timed loops"},
+        {"gpu_util_mean", "percent", "mean GPU utilization (time a kernel ran)"},
+        {"gpu_util_max", "percent", "largest GPU utilization"},
+        {"mem_util_mean", "percent", "mean memory utilization (time memory was read or written)"}};
+    skeleton.insert(skeleton.end(), telemetry.begin(), telemetry.end());
+  }
+  for (const CounterRule& rule : skeleton) {
+    const bool own = std::any_of(rules.begin(), rules.end(), [&](const CounterRule& r) { return r.name == rule.name; });
+    if (!own) rules.push_back(rule);
+  }
+  return rules;
+}
+
+// Every counter an entry reports is declared in --describe's rules with its unit, so that the driver
+// can read each by name; one that is not is a mistake of the study, said once on stderr.
+void warn_if_undeclared(const StudyDefinition& study, const std::string& counter) {
+  static const std::set<std::string> declared = [&study] {  // one study a process
+    std::set<std::string> names;
+    for (const CounterRule& rule : counter_rules(study)) names.insert(rule.name);
+    return names;
+  }();
+  static std::set<std::string> warned;
+  if (declared.count(counter) || !warned.insert(counter).second) return;
+  std::cerr << "gpubench_" << study.name << ": counter '" << counter
+            << "' is not among the counters --describe declares (StudyDefinition::counters)\n";
 }
 
 void run_entry(benchmark::State& state, const StudyDefinition& study, const Entry& entry,
@@ -280,7 +340,10 @@ void run_entry(benchmark::State& state, const StudyDefinition& study, const Entr
     for (auto _ : state) state.SetIterationTime(measurement.headline_s());
     telemetry.report(state);
     write_measurement(measurements_out, entry.name, measurement);
-    for (const auto& [counter, value] : prepared.counters) state.counters[counter] = value;
+    for (const auto& [counter, value] : prepared.counters) {
+      state.counters[counter] = value;
+      warn_if_undeclared(study, counter);
+    }
     if (!prepared.label.empty()) state.SetLabel(prepared.label);
     state.counters["n"] = entry.n;
     if (entry.batch > 0) state.counters["batch"] = entry.batch;
@@ -305,38 +368,84 @@ void register_entries(const StudyDefinition& study, const std::vector<Entry>& en
 }
 
 // --- --describe ------------------------------------------------------------------------------
-std::string axis_names_json(const AxisNames& axes, bool batch_axis) {
-  return "{\"impl\": " + json_string(axes.impl) + ", \"mode\": " + json_string(axes.mode) +
-         ", \"precision\": " + json_string(axes.precision) + ", \"n\": " + json_string(axes.n) +
-         ", \"batch\": " + (batch_axis ? json_string(axes.batch) : "null") + "}";
+Json axis_names_json(const AxisNames& axes, bool batch_axis) {
+  return {{"impl", axes.impl},
+          {"mode", axes.mode},
+          {"precision", axes.precision},
+          {"n", axes.n},
+          {"batch", batch_axis ? Json(axes.batch) : Json(nullptr)}};
 }
 
 // {"min": least, "max": largest}: the values of --sizes or --batches that check_study_options lets through.
-std::string range_json(int largest) {
-  return "{\"min\": " + std::to_string(kSmallestSize) + ", \"max\": " + std::to_string(largest) + "}";
+Json range_json(int largest) { return {{"min", kSmallestSize}, {"max", largest}}; }
+
+// Each value once, in the order first met.
+void add_once(std::vector<std::string>& values, const std::string& value) {
+  if (!contains(values, value)) values.push_back(value);
 }
 
-std::string describe(const StudyDefinition& study, const std::string& gpu_reason,
-                     const std::string& telemetry_reason) {
-  const auto number = [](int v) { return std::to_string(v); };
-  const auto implementation = [&study](const Implementation* impl) {
-    const std::string extra = study.describe_implementation ? study.describe_implementation(*impl) : "";
-    return "{" + implementation_fields(*impl) + (extra.empty() ? "" : ", " + extra) + "}";
-  };
+// One axis of --describe's axes: its name, the slot of the entry name it fills, the unit of its values
+// (null where they are names or plain numbers), where the binary knows the set its values (else
+// null), and where the study says it, what it holds.
+Json axis_json(const AxisNames& names, const std::string& name, const std::string& slot, const std::string& unit,
+               const Json& values) {
+  Json axis = {{"name", name}, {"slot", slot}, {"unit", text_or_null(unit)}, {"values", values}};
+  const auto about = names.about.find(slot);
+  if (about != names.about.end()) axis["description"] = about->second;
+  return axis;
+}
+
+// The axes in the order they appear in an entry's name.
+Json axes_json(const StudyDefinition& study) {
+  std::vector<std::string> ids, devices, precisions;
+  for (const Implementation* impl : study.implementations) {
+    ids.push_back(impl->id);
+    add_once(devices, device_name(impl->device));
+    for (const auto& combination : combinations_of(*impl)) add_once(precisions, combination.second);
+  }
+  const AxisNames& names = study.axes;
+  Json axes = {axis_json(names, names.impl, "impl", "", ids), axis_json(names, "device", "device", "", devices),
+               axis_json(names, names.mode, "mode", "", study.modes),
+               axis_json(names, names.precision, "precision", "", precisions),
+               axis_json(names, names.n, "n", names.n_unit, nullptr)};
+  if (!study.default_batches.empty())
+    axes.push_back(axis_json(names, names.batch, "batch", names.batch_unit, nullptr));
+  return axes;
+}
+
+// An entry's axes by name: its values in the slots of its name.
+Json entry_axes(const StudyDefinition& study, const Entry& entry) {
+  Json axes = {{study.axes.impl, entry.impl->id},
+               {"device", device_name(entry.impl->device)},
+               {study.axes.mode, entry.mode},
+               {study.axes.precision, entry.precision},
+               {study.axes.n, entry.n}};
+  if (!study.default_batches.empty()) axes[study.axes.batch] = entry.batch;
+  return axes;
+}
+
+Json points_json(const RunPoints& points, bool batch_axis) {
+  Json out = {{"sizes", points.sizes}};
+  if (batch_axis) out["batches"] = points.batches;
+  if (!points.impls.empty()) out["impls"] = points.impls;
+  if (!points.modes.empty()) out["modes"] = points.modes;
+  return out;
+}
+
+Json describe_points(const StudyDefinition& study) {
   const bool batch_axis = !study.default_batches.empty();
-  std::string out = "{\"study\": " + json_string(study.name) +
-                    ", \"default_sizes\": " + json_list(study.default_sizes, number);
-  if (batch_axis) out += ", \"default_batches\": " + json_list(study.default_batches, number);
-  out += ", \"size_range\": " + range_json(study.largest_size);
-  if (batch_axis) out += ", \"batch_range\": " + range_json(study.largest_batch);
-  out += ", \"axis_names\": " + axis_names_json(study.axes, batch_axis);
-  out += std::string(", \"ranks_together\": ") + (study.ranks_together ? "true" : "false");
-  out += ", \"implementations\": " + json_list(study.implementations, implementation);
-  const std::string own = study.describe ? study.describe() : "";
-  if (!own.empty()) out += ", " + own;
-  out += ", \"measurement\": " + protocol().json();
-  return out + ", \"gpu\": {" + json_availability(gpu_reason) + "}, \"telemetry\": {" +
-         json_availability(telemetry_reason) + "}}";
+  return {{"quick", points_json(study.quick, batch_axis)},
+          {"suite", points_json(study.suite, batch_axis)},
+          {"full", points_json(RunPoints{study.default_sizes, study.default_batches, {}, {}}, batch_axis)}};
+}
+
+Json describe_rules(const StudyDefinition& study) {
+  Json counters = Json::object();
+  for (const CounterRule& counter : counter_rules(study))
+    counters[counter.name] = {{"unit", text_or_null(counter.unit)}, {"rule", text_or_null(counter.rule)}};
+  Json rules = {{"counters", counters}};
+  rules.update(study.rules);
+  return rules;
 }
 
 // Why no telemetry is sampled in this run, or "" when it is.
@@ -350,18 +459,49 @@ std::string telemetry_unavailable_reason(const StudyOptions& options, const std:
 void write_telemetry_series(const std::string& path, const std::string& unavailable_reason,
                             const std::string& binary) {
   std::ofstream out(path);
-  out << telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason) << "\n";
+  out << dump_json(telemetry_series_json(TelemetryRecorder::instance().samples(), unavailable_reason)) << "\n";
   if (!out) std::cerr << binary << ": cannot write the telemetry series to " << path << "\n";
 }
 
 }  // namespace
 
-std::string implementation_fields(const Implementation& impl) {
-  return "\"id\": " + json_string(impl.id) + ", \"device\": " + json_string(device_name(impl.device)) +
-         ", \"modes\": " + json_list(impl.modes, json_string) +
-         ", \"precisions\": " + json_list(impl.precisions, json_string) +
-         ", \"max_size\": " + (impl.max_size > 0 ? std::to_string(impl.max_size) : "null") +
-         ", \"cap_reason\": " + (impl.cap_reason.empty() ? "null" : json_string(impl.cap_reason));
+Json implementation_fields(const Implementation& impl) {
+  return {{"id", impl.id},
+          {"device", device_name(impl.device)},
+          {"modes", impl.modes},
+          {"precisions", impl.precisions},
+          {"max_size", impl.max_size > 0 ? Json(impl.max_size) : Json(nullptr)},
+          {"cap_reason", text_or_null(impl.cap_reason)}};
+}
+
+Json describe(const StudyDefinition& study, const StudyOptions& options, const std::string& gpu_reason,
+              const std::string& telemetry_reason) {
+  const bool batch_axis = !study.default_batches.empty();
+  Json out = {{"study", study.name}, {"default_sizes", study.default_sizes}};
+  if (batch_axis) out["default_batches"] = study.default_batches;
+  out["size_range"] = range_json(study.largest_size);
+  if (batch_axis) out["batch_range"] = range_json(study.largest_batch);
+  out["axis_names"] = axis_names_json(study.axes, batch_axis);
+  out["axes"] = axes_json(study);
+  out["points"] = describe_points(study);
+  out["rules"] = describe_rules(study);
+  out["ranks_together"] = study.ranks_together;
+  Json implementations = Json::array();
+  for (const Implementation* impl : study.implementations) {
+    Json described = implementation_fields(*impl);
+    if (study.describe_implementation) described.update(study.describe_implementation(*impl));
+    implementations.push_back(described);
+  }
+  out["implementations"] = implementations;
+  if (study.describe) out.update(study.describe());
+  Json entries = Json::array();
+  for (const Entry& entry : selected_entries(options, study, gpu_reason.empty()))
+    entries.push_back({{"name", entry.name}, {"axes", entry_axes(study, entry)}});
+  out["entries"] = entries;
+  out["measurement"] = protocol().json();
+  out["gpu"] = availability(gpu_reason);
+  out["telemetry"] = availability(telemetry_reason);
+  return out;
 }
 
 namespace {
@@ -377,7 +517,7 @@ std::string artifact_path(const std::string& file_name) {
   return artifacts_dir().empty() ? "" : artifacts_dir() + "/" + file_name;
 }
 
-std::string utilization_description() { return "{" + json_availability(utilization_unavailable_reason()) + "}"; }
+Json utilization_description() { return availability(utilization_unavailable_reason()); }
 
 int run_study(int argc, char** argv, const StudyDefinition& study) {
   const std::string binary = "gpubench_" + study.name;
@@ -394,7 +534,8 @@ int run_study(int argc, char** argv, const StudyDefinition& study) {
   if (options.help) std::cout << study_options_help() << "\n";
   std::string gpu_reason = options.cpu_only ? "not requested (--cpu-only)" : gpu_unavailable_reason();
   if (options.describe) {
-    std::cout << describe(study, gpu_reason, telemetry_unavailable_reason(options, gpu_reason)) << "\n";
+    std::cout << dump_json(describe(study, options, gpu_reason, telemetry_unavailable_reason(options, gpu_reason)))
+              << "\n";
     return 0;
   }
   if (study.ranks_together && !options.help) {  // harness/ranks.hpp

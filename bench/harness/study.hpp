@@ -4,7 +4,8 @@
 //   - its axes by name and their defaults,
 //   - `prepare`: for one entry, its inputs on the right side, its first (checked) call, and
 //     what it reports, as a `PreparedEntry` whose `run_once` is the timed work;
-//   - its own --describe fields.
+//   - the points its quick run and default suite take, the counters its entries report and the
+//     rules they are counted by, and its own --describe fields.
 // The skeleton owns everything else: registration over sizes x batches x implementations x
 // precisions x modes, entry names, --impls/--modes/--caps/--cpu-only, the per-entry cache,
 // the skip/error guard, the warm-up, the timed loop with its clock and telemetry window,
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/json.hpp"
 #include "core/verify.hpp"
 #include "harness/study_options.hpp"
 
@@ -133,14 +135,42 @@ class PreparedEntry {
   void set_verdict(const Verification& verdict);
 };
 
-// A slot of the entry name and what it holds in this study.
+// A slot of the entry name and what it holds in this study (--describe's axis_names and axes):
+// its name, and for the numeric slots what their values count ("" where they are plain numbers,
+// a matrix's order). The device slot is always the device.
 struct AxisNames {
   std::string impl = "impl";
   std::string mode = "mode";
   std::string precision = "precision";
   std::string n = "n";
   std::string batch = "batch";
+  std::string n_unit;
+  std::string batch_unit;
+  // What a slot holds, in words, where its name does not say it all: {slot: text}.
+  std::map<std::string, std::string> about;
 };
+
+// The points one kind of run takes (--describe's points.quick and points.suite, which the driver
+// runs for --quick and by default): sizes, batches (studies with a batch axis), and where not every
+// one of them, the implementations and modes. The driver's --impls/--modes, --sizes/--batches and
+// --full (the study's default_sizes and default_batches, every implementation and mode) override them.
+struct RunPoints {
+  std::vector<int> sizes;
+  std::vector<int> batches;
+  std::vector<std::string> impls;  // empty: every implementation
+  std::vector<std::string> modes;  // empty: every mode
+};
+
+// One counter the study's entries report (--describe's rules.counters): its unit ("bytes", "FLOP",
+// "s", "count", "ratio", ...) and, where it is not plain, how it is counted ("2 n^3 a call").
+struct CounterRule {
+  std::string name;
+  std::string unit;
+  std::string rule;
+};
+// The counters set_verdict writes.
+extern const CounterRule kRelFroErrorCounter;
+extern const CounterRule kMaxRelErrorCounter;
 
 struct StudyDefinition {
   std::string name;  // the study; its binary is gpubench_<name>
@@ -152,14 +182,25 @@ struct StudyDefinition {
   // batch_range): what the option parser reads, unless the study's own work cannot hold that much.
   int largest_size = kLargestSize;
   int largest_batch = kLargestSize;
+  // The driver's --quick run and its default suite (the reasons for each study's points are beside
+  // them in its definition).
+  RunPoints quick;
+  RunPoints suite;
   AxisNames axes;
+  // The counters its entries report besides the skeleton's own (n, batch, threads, the link traffic
+  // and the GPU telemetry), with their units and rules: every counter any entry of it may report.
+  std::vector<CounterRule> counters;
+  // What else it knows of its figures, for --describe's rules ({"peak_rule": "..."}); the counters go
+  // in rules.counters.
+  Json rules = Json::object();
   Clock cpu_clock = Clock::wall;
   Clock gpu_clock = Clock::device_events;
   // Sets up one entry (inputs, buffers, its first call, checked). Throws EntrySkipped for what
   // the machine cannot do; GPU failures follow the guard's rules (study.cpp).
   std::function<std::unique_ptr<PreparedEntry>(const Entry& entry)> prepare;
-  // The study's own --describe fields ("key": value, ...), besides those the skeleton writes.
-  std::function<std::string()> describe;
+  // The study's own --describe fields (an object whose keys are merged into it), besides those the
+  // skeleton writes.
+  std::function<Json()> describe;
   // Optional: the study's own checks of the options (e.g. sizes it has no entries for).
   std::function<void(const StudyOptions& options)> check_options;
   // Optional: the selected entries (sizes x batches x implementations x combinations, in that
@@ -171,7 +212,7 @@ struct StudyDefinition {
   // (harness/ranks.hpp); --describe says it, for the driver's --launcher.
   bool ranks_together = false;
   // Optional: per --describe implementation object, the study's own fields.
-  std::function<std::string(const Implementation& impl)> describe_implementation;
+  std::function<Json(const Implementation& impl)> describe_implementation;
 };
 
 // Thrown by `prepare` (or a kernel) for a configuration that cannot run here: reported as
@@ -208,14 +249,20 @@ class ProblemCache {
 // sets to the run's folder), or "" when the run keeps none.
 std::string artifact_path(const std::string& file_name);
 
-// The --describe fields every implementation has, for its JSON object.
-std::string implementation_fields(const Implementation& impl);
+// The --describe fields every implementation has, as a JSON object.
+Json implementation_fields(const Implementation& impl);
 // The "utilization" field of a batch study's --describe: whether NVML can sample the GPU, and why not.
-std::string utilization_description();
+Json utilization_description();
 // Throws UsageError when the options name an implementation or mode the study lacks.
 void check_study_options(const StudyOptions& options, const StudyDefinition& study);
 // The entries the options select, in registration order (what --describe and the run share).
 std::vector<Entry> selected_entries(const StudyOptions& options, const StudyDefinition& study, bool gpu_usable);
+
+// What --describe prints: the study, its axes and points, the rules of its figures, its implementations
+// and the entries the options select (`gpu_reason` empty where the GPU is usable), each with its axes
+// by name; docs/interface.md lists the fields.
+Json describe(const StudyDefinition& study, const StudyOptions& options, const std::string& gpu_reason,
+              const std::string& telemetry_reason);
 
 // main() of a study binary: flags, --describe, the GPU check, telemetry, registration, Google Benchmark.
 int run_study(int argc, char** argv, const StudyDefinition& study);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/json.hpp"
+#include "core/system.hpp"
 #include "harness/gpu_telemetry.hpp"
 #include "harness/ranks.hpp"
 
@@ -31,6 +32,7 @@ double now_s() {
 void sleep_s(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 double unknown() { return kUnknown; }
+
 
 // The SM clock for the throttle filter and the warm-up, or NaN without NVML.
 double sm_clock_mhz() {
@@ -231,7 +233,7 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
   StoppingRule rule = rules.throughput;
   std::optional<EnergyPoller> energy;
   if (m.held) {
-    m.energy_note = "not measured: calls shorter than " + json_number(rules.sample_s * 1e6) + " us";
+    m.energy_note = "not measured: calls shorter than " + format_number(rules.sample_s * 1e6) + " us";
   } else if (!EnergyPoller::available()) {
     m.energy_note = "not measured: NVML gives no energy counter here";
   } else {
@@ -277,31 +279,37 @@ EntryMeasurement measure_on_device(PreparedEntry& entry, TelemetryWindow& teleme
 
 }  // namespace
 
-std::string EntryMeasurement::json() const {
-  const double energy_j = power.power_w * sustained_call_s;
-  std::string out = "{\"protocol\": " + json_string(protocol) + ", \"warmup\": " + warmup.json() +
-                    ", \"headline\": " + headline.json() + ", \"busy_clock_mhz\": " + json_number(busy_clock_mhz) +
-                    ", \"steady_clock_mhz\": " + json_number(steady_clock_mhz) +
-                    ", \"setup_s\": " + json_number(setup_s);
+Json EntryMeasurement::json() const {
+  Json out = {{"protocol", protocol},
+              {"warmup", warmup.json()},
+              {"headline", headline.json()},
+              {"busy_clock_mhz", busy_clock_mhz},
+              {"steady_clock_mhz", steady_clock_mhz},
+              {"setup_s", setup_s}};
   if (protocol == "throughput") {
-    out += ", \"held\": " + std::string(held ? "true" : "false") + ", \"latency\": " + latency.json() +
-           ", \"cold_l2\": " + (measured_cold ? cold_l2.json() : "null") +
-           ", \"working_set_bytes\": " + json_number(working_set_bytes) + ", \"l2_bytes\": " + json_number(l2_bytes);
+    out["held"] = held;
+    out["latency"] = latency.json();
+    out["cold_l2"] = measured_cold ? cold_l2.json() : Json(nullptr);
+    out["working_set_bytes"] = working_set_bytes;
+    out["l2_bytes"] = l2_bytes;
   }
-  out += ", \"energy\": ";
   if (protocol == "cpu") {
-    out += "null";
+    out["energy"] = nullptr;
   } else if (std::isnan(power.power_w)) {
-    out += "{\"note\": " + json_string(energy_note) + "}";
+    out["energy"] = {{"note", energy_note}};
   } else {
-    out += "{\"power_w\": " + json_number(power.power_w) + ", \"uncertainty_w\": " + json_number(power.uncertainty_w) +
-           ", \"window_s\": " + json_number(power.window_s) + ", \"ticks\": " + std::to_string(power.ticks) +
-           ", \"sustained_call_s\": " + json_number(sustained_call_s) + ", \"j_per_call\": " + json_number(energy_j) +
-           ", \"j_per_call_uncertainty\": " + json_number(power.uncertainty_w * sustained_call_s) +
-           ", \"idle_power_w\": " + json_number(idle_power_w) +
-           ", \"j_per_call_above_idle\": " + json_number((power.power_w - idle_power_w) * sustained_call_s) + "}";
+    const double energy_j = power.power_w * sustained_call_s;
+    out["energy"] = {{"power_w", power.power_w},
+                     {"uncertainty_w", power.uncertainty_w},
+                     {"window_s", power.window_s},
+                     {"ticks", power.ticks},
+                     {"sustained_call_s", sustained_call_s},
+                     {"j_per_call", energy_j},
+                     {"j_per_call_uncertainty", power.uncertainty_w * sustained_call_s},
+                     {"idle_power_w", idle_power_w},
+                     {"j_per_call_above_idle", (power.power_w - idle_power_w) * sustained_call_s}};
   }
-  return out + "}";
+  return out;
 }
 
 EntryMeasurement measure_entry(PreparedEntry& entry, const Entry& point, Clock clock, TelemetryWindow& telemetry) {
@@ -314,7 +322,7 @@ EntryMeasurement measure_entry(PreparedEntry& entry, const Entry& point, Clock c
   EntryMeasurement m = measure_on_host(entry, clock, on_gpu, telemetry);
 #endif
   if (m.headline.samples_s.empty())
-    throw std::runtime_error("every sample was taken below " + json_number(protocol().throttle.threshold * 100) +
+    throw std::runtime_error("every sample was taken below " + format_number(protocol().throttle.threshold * 100) +
                              "% of the SM clock the warm-up settled at (throttled)");
   return m;
 }

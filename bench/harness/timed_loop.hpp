@@ -42,7 +42,7 @@ struct EntryMeasurement {
   double setup_s = kUnknown;           // wall time of preparing the entry (inputs, first call and check)
 
   double headline_s() const { return headline.median_s(); }
-  std::string json() const;
+  Json json() const;
 };
 
 // Measures a prepared entry (its first call made and checked) on the protocol its clock and mode

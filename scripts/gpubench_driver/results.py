@@ -23,7 +23,7 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
              "operations": list, "kernels": list, "bytes_rule": str, "memory_hierarchy": dict, "chain": str,
              "intensity_rule": str, "primitives": list, "libraries": list, "walkthrough": dict, "blocks_rule": str,
              "placement_rule": str, "launches": list, "elements": int, "busy_rule": str,
-             "topology": dict}
+             "topology": dict, "axes": list, "points": dict, "rules": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
 # clock_limited, a boolean.
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
@@ -74,11 +74,18 @@ def new_study(description, sizes, batches=None):
         # the batch studies could sample GPU utilization, and why not; the MLP's training-set size; what
         # each slot of its entry names holds (axis_names; absent in files written before it); the
         # measurement protocol its entries and its references are timed by (measurement).
-        **{key: description.get(key) for key in DESCRIBED},
+        **{key: _described(description, key) for key in DESCRIBED},
         "entries": [],
         "invocations": [],
         "derived": {},
     }
+
+
+def _described(description, key):
+    """A --describe field of the type DESCRIBED gives it, else None: a binary from before the field took
+    that shape (transfer's and p2p's `axes` were text) is recorded as one that does not say it."""
+    value = description.get(key)
+    return value if _has_type(value, DESCRIBED[key]) else None
 
 
 # --- validation --------------------------------------------------------------------
@@ -243,6 +250,10 @@ def _validate_study(study, path):
         _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
     _expect_fields(study.get("axis_names"), {slot: _OPTIONAL_STR for slot in gbench.NAMED_SLOTS},
                    f"{path}.axis_names")
+    for index, axis in enumerate(study.get("axes") or []):  # --describe's axes (absent in older files)
+        _expect_fields(axis, {"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": (list, type(None))},
+                       f"{path}.axes[{index}]")
+    _expect_fields(study.get("rules"), {"counters": (dict, type(None))}, f"{path}.rules")
     for index, impl in enumerate(study["implementations"]):
         where = f"{path}.implementations[{index}]"
         _expect_fields(impl, {"id": str, "device": _OPTIONAL_STR, "modes": (list, type(None)),

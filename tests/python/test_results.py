@@ -82,6 +82,30 @@ class ValidationTest(unittest.TestCase):
             with self.subTest(field=field):
                 self.assert_invalid(change, field)
 
+    def test_the_described_axes_points_and_rules_are_kept_and_typed(self):
+        """A study's record keeps --describe's axes, points and rules (absent in older files); an older
+        binary's text axes object is recorded as null rather than failing the record."""
+        axes = [{"name": "engine", "slot": "impl", "unit": None, "values": ["copy_engine"]},
+                {"name": "bytes", "slot": "n", "unit": "bytes", "values": None}]
+        points = {"quick": {"sizes": [1048576]}, "suite": {"sizes": [4096]}, "full": {"sizes": [4096]}}
+        rules = {"counters": {"bytes_transferred": {"unit": "bytes", "rule": "n"}}, "bandwidth": "bytes / time"}
+        record = results.new_study({"axes": axes, "points": points, "rules": rules}, [4096])
+        self.assertEqual((record["axes"], record["points"], record["rules"]), (axes, points, rules))
+        self.assertIsNone(results.new_study({"axes": {"impl": "copy engine or method"}}, [4096])["axes"])
+        document = fixture_document()
+        document["studies"]["matmul"].update(axes=axes, points=points, rules=rules)
+        results.validate(document)
+        study = lambda d: d["studies"]["matmul"]  # noqa: E731
+        for change, field in (
+                (lambda d: study(d).update(axes={"impl": "engine"}), "studies.matmul.axes"),
+                (lambda d: study(d).update(axes=[{"name": "n", "slot": None}]), "studies.matmul.axes[0].slot"),
+                (lambda d: study(d).update(axes=[{"name": "n", "slot": "n", "unit": 1}]),
+                 "studies.matmul.axes[0].unit"),
+                (lambda d: study(d).update(points=[]), "studies.matmul.points"),
+                (lambda d: study(d).update(rules={"counters": []}), "studies.matmul.rules.counters")):
+            with self.subTest(field=field):
+                self.assert_invalid(change, field)
+
     def test_a_reference_results_measurement_is_typed(self):
         """How a reference was timed (reference_timing.record): optional, typed where present."""
         result = lambda d: d["references"]["numpy"]["results"][0]  # noqa: E731
