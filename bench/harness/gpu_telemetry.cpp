@@ -172,14 +172,21 @@ struct TelemetryRecorder::Impl {
     return s;
   }
 
+  // Samples on a fixed grid of kTelemetryIntervalS: waiting a whole interval after each sample would
+  // stretch the period by the NVML calls' own time (tens of ms on a loaded host: 7 samples a second).
   void loop() {
+    using Clock = std::chrono::steady_clock;
+    const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTelemetryIntervalS));
+    auto next = Clock::now();
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
       lock.unlock();
       const TelemetrySample sample = take();  // NVML outside the lock: windows may read meanwhile
       lock.lock();
       series.push_back(sample);
-      wake.wait_for(lock, std::chrono::duration<double>(kTelemetryIntervalS), [this] { return stopping; });
+      next += interval;
+      if (next < Clock::now()) next = Clock::now();  // a sample slower than the interval: no burst to catch up
+      wake.wait_until(lock, next, [this] { return stopping; });
     }
   }
 
