@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""How well compare's verdicts answer, measured on the committed A/A runs (results/aa/*.json.gz): per
+kind of entry, the share an A/A pair calls `same` and the share it flags (a false alarm: nothing
+changed), and the share flagged `slower` after a known slowdown is injected into the second run (its
+trials' medians times 1.05, 1.10, 1.20) for every entry of the kind at once, or for one entry at a time
+(each in turn, the others unchanged). Both methods: the old (verdicts.compare_measured: Welch's t-test
+on the trials, one Benjamini-Hochberg pool, the one-trial noise floor of scripts/noise_floor.json) and
+the new (noise_verdicts with a noise model fitted, pair by pair, on every run but the two compared:
+leave one pair out; families per study).
+
+Run from the repository root: /usr/bin/python3 scripts/evaluate_compare.py [--no-entry-history]
+"""
+import argparse
+import glob
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gpubench_driver import digest, noise_model, noise_verdicts, stats, verdicts  # noqa: E402
+
+AA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "aa")
+SLOWDOWNS = (0.05, 0.10, 0.20)
+STEADY = 0.01
+# The rows: the model's kinds, the groups the issue's targets name, and the steady part of the first
+# (entries whose own width, as the model fitted without the pair knows it, is under STEADY).
+GROUPS = {
+    "throughput-long": lambda kind, width: kind == "throughput-long",
+    f"throughput-long, own sigma_w < {STEADY:.0%}": lambda kind, width: kind == "throughput-long" and width < STEADY,
+    "throughput-short": lambda kind, width: kind == "throughput-short",
+    "latency-long": lambda kind, width: kind == "latency-long",
+    "latency-short": lambda kind, width: kind == "latency-short",
+    "cpu": lambda kind, width: kind in ("cpu-long", "cpu-short"),
+    "GPU other than throughput-long": lambda kind, width: kind in ("throughput-short", "latency-long", "latency-short"),
+}
+
+
+def pairs_to_evaluate(runs):
+    """[(label, first run, second run, note)]: each replicate set's first two runs, and the two lone H100
+    runs of other revisions against each other (not replicates: the suite changed between them)."""
+    found = []
+    for members in noise_model.replicate_sets(runs):
+        if len(members) >= 2:
+            found.append((f"{members[0]['id']} / {members[1]['id']}", members[0], members[1], ""))
+    lone = {run["id"]: run for members in noise_model.replicate_sets(runs) if len(members) == 1 for run in members}
+    if {"h100-aa1-20261124", "h100-aa-a-20261124"} <= lone.keys():
+        found.append(("h100-aa1-20261124 / h100-aa-a-20261124", lone["h100-aa1-20261124"], lone["h100-aa-a-20261124"],
+                      "two revisions: not a replicate pair, an upper bound on the noise"))
+    return found
+
+
+def common_entries(first, second):
+    """[(key, protocol, A medians, B medians)] of the entries ok in both runs."""
+    b = {noise_model.entry_key(entry): entry for entry in second["entries"]}
+    found = []
+    for entry in first["entries"]:
+        other = b.get(noise_model.entry_key(entry))
+        medians = noise_model.trial_medians(entry)
+        if medians and other is not None and noise_model.trial_medians(other) and entry["protocol"] is not None:
+            found.append((noise_model.entry_key(entry), entry["protocol"], medians, noise_model.trial_medians(other)))
+    return found
+
+
+def kind(protocol, first, second):
+    return noise_model.kind_of(protocol, math.sqrt(statistics.median(first) * statistics.median(second)))
+
+
+class NewMethod:
+    def __init__(self, model, entries):
+        self.model, self.entries = model, entries
+        self.families = [key[0] for key, *_ in entries]  # the digest does not say which entries are headline
+        self.baseline = [self.comparison(index) for index in range(len(entries))]
+
+    def comparison(self, index, factor=1.0):
+        key, protocol, first, second = self.entries[index]
+        return noise_verdicts.compare(self.model, key, kind(protocol, first, second), noise_verdicts.Side(tuple(first)),
+                                      noise_verdicts.Side(tuple(value * factor for value in second)))
+
+    def verdicts(self, factors):
+        comparisons = [self.comparison(index, factors[index]) if index in factors else self.baseline[index]
+                       for index in range(len(self.entries))]
+        return [v.verdict for v in noise_verdicts.decide(comparisons, self.families, advise=False)]
+
+    def isolated(self, index, factor):
+        """The verdict of entry index alone slowed by factor: its family's control redone."""
+        members = [i for i, family in enumerate(self.families) if family == self.families[index]]
+        comparisons = [self.comparison(i, factor) if i == index else self.baseline[i] for i in members]
+        return noise_verdicts.decide(comparisons, [0] * len(members), advise=False)[members.index(index)].verdict
+
+
+class OldMethod:
+    def __init__(self, entries):
+        self.entries = entries
+
+    def measured(self, index, factor=1.0):
+        _, protocol, first, second = self.entries[index]
+        second = [value * factor for value in second]
+        return tuple(verdicts.Measured(statistics.median(values), tuple(values) if len(values) >= 2 else (), protocol)
+                     for values in (first, second))
+
+    def effects(self):
+        return [verdicts.min_effect({"protocol": protocol, "time_s": {"median": statistics.median(first)}})
+                for _, protocol, first, _ in self.entries]
+
+    def verdicts(self, factors):
+        return [v.verdict for v in verdicts.compare_measured(
+            [self.measured(index, factors.get(index, 1.0)) for index in range(len(self.entries))], self.effects())]
+
+    def isolated(self, index, factor):
+        return self.verdicts({index: factor})[index]
+
+
+def share(values):
+    return f"{100 * statistics.fmean(values):.0f}%" if values else "-"
+
+
+def evaluate(method, kinds, widths, isolated_sample):
+    """{group: {column: share}} of one method on one pair."""
+    plain = method.verdicts({})
+    isolated = {}  # (index, slowdown): verdict, shared by the groups an entry is in
+    rows = {}
+    for group, holds in GROUPS.items():
+        indices = [i for i, (k, width) in enumerate(zip(kinds, widths)) if holds(k, width)]
+        if not indices:
+            continue
+        row = {"n": len(indices), "same": share([plain[i] == "same" for i in indices]),
+               "flagged": share([plain[i] in ("faster", "slower") for i in indices]),
+               "MDE": f"{statistics.median(method.baseline[i].mde for i in indices):.1%}"
+               if isinstance(method, NewMethod) else "-"}
+        for slowdown in SLOWDOWNS:
+            slowed = method.verdicts({i: 1 + slowdown for i in indices})
+            row[f"all {slowdown:.0%}"] = share([slowed[i] == "slower" for i in indices])
+            sample = indices[::max(1, len(indices) // isolated_sample)]
+            for i in sample:
+                if (i, slowdown) not in isolated:
+                    isolated[(i, slowdown)] = method.isolated(i, 1 + slowdown)
+            row[f"one {slowdown:.0%}"] = share([isolated[(i, slowdown)] == "slower" for i in sample])
+        rows[group] = row
+    return rows
+
+
+def tail_rows(label, entries, kinds, widths):
+    """Per kind: the median and 95th percentile of |B/A - 1| over the pair's entries, and the entries
+    beyond that percentile by study and protocol, with how many of them the model already knows as
+    noisy in their own trials (sigma_w of 2% or more)."""
+    rows = []
+    for kind_name in noise_model.KINDS:
+        found = [(abs(math.log(statistics.median(b) / statistics.median(a))), key[0], protocol, width)
+                 for (key, protocol, a, b), k, width in zip(entries, kinds, widths) if k == kind_name]
+        if len(found) < 5:
+            continue
+        cut = stats.nearest_rank_percentile([offset for offset, *_ in found], 0.95)
+        tail = [row for row in found if row[0] > cut]
+        counts = {}
+        for _, study, protocol, _ in tail:
+            counts[f"{study} ({protocol})"] = counts.get(f"{study} ({protocol})", 0) + 1
+        rows.append(f"| {label} | {kind_name} | {len(found)} | "
+                    f"{math.expm1(statistics.median(offset for offset, *_ in found)):.1%} | {math.expm1(cut):.1%} | "
+                    f"{', '.join(f'{name} {count}' for name, count in sorted(counts.items())) or '-'} | "
+                    f"{sum(width >= 0.02 for *_, width in tail)} of {len(tail)} |")
+    return rows
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-entry-history", action="store_true",
+                        help="the new method without the A/A history of each entry (the kind's prior only)")
+    parser.add_argument("--isolated-sample", type=int, default=1000,
+                        help="at most about this many entries of a group slowed one at a time (default: all)")
+    args = parser.parse_args(argv)
+    runs = [run for path in sorted(glob.glob(os.path.join(AA, "*.json.gz"))) for run in digest.load(path)["runs"]]
+    columns = (["n", "same", "flagged"] + [f"all {s:.0%}" for s in SLOWDOWNS] + [f"one {s:.0%}" for s in SLOWDOWNS]
+               + ["MDE"])
+    print(f"A/A runs: {len(runs)} from {AA}; the old method's one-trial noise floor is scripts/noise_floor.json, "
+          f"measured on the pair 20261124-000002 / 20261124-000955 (in-sample for that pair)")
+    print("| pair | kind | method | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 3))
+    tails = []
+    for label, first, second, note in pairs_to_evaluate(runs):
+        others = [run for run in runs if run["id"] not in (first["id"], second["id"])]
+        document = noise_model.fit(others)
+        if args.no_entry_history:
+            document["entries"] = []
+        model = noise_model.read(document)
+        entries = common_entries(first, second)
+        kinds = [kind(protocol, a, b) for _, protocol, a, b in entries]
+        widths = [model.kinds[k].within(model.history(key), [])[0] ** 0.5 if k in model.kinds else math.inf
+                  for (key, *_), k in zip(entries, kinds)]
+        for name, method in (("old", OldMethod(entries)), ("new", NewMethod(model, entries))):
+            for group, row in evaluate(method, kinds, widths, args.isolated_sample).items():
+                print(f"| {label}{' (' + note + ')' if note else ''} | {group} | {name} | "
+                      + " | ".join(str(row[column]) for column in columns) + " |", flush=True)
+        tails += tail_rows(label, entries, kinds, widths)
+    print("\nThe A/A tail: per kind, the median and 95th percentile of |B/A - 1|, the entries beyond the 95th "
+          "percentile by study (protocol), and how many of them have an own sigma_w of 2% or more in the model "
+          "fitted without the pair")
+    print("| pair | kind | entries | median | 95th percentile | beyond it | own sigma_w >= 2% |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(tails))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
