@@ -8,7 +8,6 @@
 // Entries: batched_gemm/<impl>/<cpu|gpu>/<mode>/fp32/n:<n>/batch:<b>; docs/interface.md.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -24,7 +23,7 @@
 
 #if GPUBENCH_HAVE_CUDA
 #include "batched_gemm_cublas.hpp"
-#include "core/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
 #endif
 
 namespace gpubench {
@@ -123,63 +122,27 @@ void report_work(PreparedEntry& entry, const BatchedGemmShape& s) {
   entry.add_memory_traffic(4.0 * 2 * s.elements(), 4.0 * s.elements());
 }
 
-#if GPUBENCH_HAVE_CUDA
-// The first, checked call runs on operands copied in untimed, in either mode. transfer_pinned
-// then copies A and B in and C out of cudaMallocHost memory in every timed call.
-class GpuBatchedGemm : public PreparedEntry {
- public:
-  GpuBatchedGemm(const BatchedGemmImplementation& impl, const std::string& mode, const BatchedProblem& problem)
-      : impl_(impl), shape_(problem.shape), copies_(copies_timed(mode)),
-        free_before_(require_device_memory(12.0 * shape_.elements())),
-        a_(shape_.elements()), b_(shape_.elements()), c_(shape_.elements()) {
-    counters["device_bytes"] = free_before_ - static_cast<double>(device_free_bytes());
-    CUDA_CHECK(cudaMemcpy(a_.get(), problem.a.data(), a_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(b_.get(), problem.b.data(), b_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));  // NaN: unwritten products fail
-    impl_.run(a_.get(), b_.get(), c_.get(), shape_);
-    std::vector<float> c(shape_.elements());
-    CUDA_CHECK(cudaMemcpy(c.data(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
-    set_verdict(verify_batch(c.data(), problem));
-    if (copies_) {
-      pinned_a_ = pinned_copy_of(problem.a);
-      pinned_b_ = pinned_copy_of(problem.b);
-      pinned_c_ = std::make_unique<PinnedBuffer<float>>(shape_.elements());
-    }
-    report_work(*this, shape_);
-    if (copies_) add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
-  }
-
-  void run_once() override {
-    if (copies_) {
-      CUDA_CHECK(cudaMemcpyAsync(a_.get(), pinned_a_->get(), a_.bytes(), cudaMemcpyHostToDevice, 0));
-      CUDA_CHECK(cudaMemcpyAsync(b_.get(), pinned_b_->get(), b_.bytes(), cudaMemcpyHostToDevice, 0));
-    }
-    impl_.run(a_.get(), b_.get(), c_.get(), shape_);
-    if (copies_) CUDA_CHECK(cudaMemcpyAsync(pinned_c_->get(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost, 0));
-  }
-
- private:
-  const BatchedGemmImplementation& impl_;
-  BatchedGemmShape shape_;
-  bool copies_;
-  double free_before_;  // free device memory before the buffers, checked to hold them: device_bytes
-  DeviceBuffer<float> a_, b_, c_;
-  std::unique_ptr<PinnedBuffer<float>> pinned_a_, pinned_b_, pinned_c_;
-};
-#endif  // GPUBENCH_HAVE_CUDA
-
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& impl = row_of<BatchedGemmImplementation>(entry);
   const BatchedProblem& problem = problem_for(BatchedGemmShape{entry.n, entry.batch});
+  const std::vector<const std::vector<float>*> inputs = {&problem.a, &problem.b};
+  const auto call = [&impl, &problem](const std::vector<const float*>& in, float* c) {
+    impl.run(in[0], in[1], c, problem.shape);
+  };
+  const auto reported = [&problem](auto entry) -> std::unique_ptr<PreparedEntry> {
+    entry->set_verdict(verify_batch(entry->output(), problem));
+    report_work(*entry, problem.shape);
+    return entry;
+  };
 #if GPUBENCH_HAVE_CUDA
-  if (impl.on_gpu()) return std::make_unique<GpuBatchedGemm>(impl, entry.mode, problem);
+  // transfer_pinned copies A and B in and C out of cudaMallocHost memory in every call.
+  if (impl.on_gpu()) {
+    auto gpu = std::make_unique<GpuFp32Entry>(inputs, problem.shape.elements(), entry.mode, call);
+    gpu->counters["device_bytes"] = gpu->device_bytes_taken();
+    return reported(std::move(gpu));
+  }
 #endif
-  auto cpu = std::make_unique<ThreadPlacedCpuEntry>(
-      std::vector{&problem.a, &problem.b}, problem.shape.elements(),
-      [&impl, &problem](const std::vector<const float*>& in, float* c) { impl.run(in[0], in[1], c, problem.shape); });
-  cpu->set_verdict(verify_batch(cpu->output(), problem));
-  report_work(*cpu, problem.shape);
-  return cpu;
+  return reported(std::make_unique<ThreadPlacedCpuEntry>(inputs, problem.shape.elements(), call));
 }
 
 StudyDefinition definition() {

@@ -7,6 +7,7 @@
 // shared memory per block, theoretical occupancy from the occupancy API, the grid, the tiling); the
 // driver sets its rate against cuBLAS's at the same size and precision. Operands resident, device time.
 // Entries: gemm_ladder/<rung>/gpu/resident/<fp32|fp16>/n:<n> (C = A*B, all n x n); docs/gemm-ladder.md.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +21,8 @@
 #include "harness/study.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "core/gpu_runtime.hpp"
 #include "core/kernel_occupancy.hpp"
+#include "harness/gpu_entry.hpp"
 #include "gemm_ladder.cuh"
 #include "matmul_cublas_precisions.hpp"
 #endif
@@ -119,40 +120,27 @@ void report_launch(PreparedEntry& entry, const GemmLaunch& launch) {
 
 // Operands copied to the device once; the first call on a NaN-poisoned C, checked against the FP64
 // product within the precision's tolerance (the FP16 ladder's includes rounding the inputs).
-class LadderEntry : public PreparedEntry {
- public:
-  LadderEntry(const GemmRung& rung, Precision precision, const MatmulProblem& problem)
-      : rung_(rung), shape_(problem.shape), encoded_(encoded_fitting_device(problem, precision)),
-        a_(encoded_.a.size()), b_(encoded_.b.size()),
-        c_(gemm_operand_bytes(precision, shape_).output) {
-    CUDA_CHECK(cudaMemcpy(a_.get(), encoded_.a.data(), a_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(b_.get(), encoded_.b.data(), b_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));
-    run_once();
-    std::vector<std::uint8_t> c(c_.bytes());
-    CUDA_CHECK(cudaMemcpy(c.data(), c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
-    const std::vector<double> values = decode_output(precision, c.data(), shape_.c_elements(), encoded_);
-    const Tolerance tolerance = precision_tolerance(precision, shape_.k);
-    set_verdict(verify_matmul(values.data(), problem.reference, tolerance));
-    counters["tolerance"] = tolerance.rel_fro;
-    counters["flop"] = shape_.flop();
-    add_memory_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
-    if (rung_.launch) report_launch(*this, rung_.launch(shape_));
-  }
-
-  void run_once() override { rung_.run(a_.get(), b_.get(), c_.get(), shape_); }
-
- private:
-  static const EncodedOperands& encoded_fitting_device(const MatmulProblem& problem, Precision precision) {
-    require_device_memory(gemm_operand_bytes(precision, problem.shape).total());
-    return encoded_for(problem, precision);
-  }
-
-  GemmRung rung_;
-  MatmulShape shape_;
-  const EncodedOperands& encoded_;
-  DeviceBuffer<std::uint8_t> a_, b_, c_;
-};
+std::unique_ptr<PreparedEntry> ladder_entry(const GemmRung& rung, const std::string& mode, Precision precision,
+                                            const MatmulProblem& problem) {
+  const MatmulShape shape = problem.shape;
+  const GemmOperandBytes bytes = gemm_operand_bytes(precision, shape);
+  require_device_memory(bytes.total());  // before the encoding: an entry that cannot fit skips at once
+  const EncodedOperands& encoded = encoded_for(problem, precision);
+  auto entry = std::make_unique<GpuEntry<std::uint8_t>>(
+      std::vector{&encoded.a, &encoded.b}, bytes.output, mode,
+      [run = rung.run, shape](const std::vector<const std::uint8_t*>& in, std::uint8_t* c) {
+        run(in[0], in[1], c, shape);
+      });
+  const std::vector<double> values = decode_output(precision, entry->output(), shape.c_elements(), encoded);
+  const Tolerance tolerance = precision_tolerance(precision, shape.k);
+  entry->set_verdict(verify_matmul(values.data(), problem.reference, tolerance));
+  entry->counters["tolerance"] = tolerance.rel_fro;
+  entry->counters["flop"] = shape.flop();
+  entry->add_memory_traffic(static_cast<double>(encoded.a.size() + encoded.b.size()),
+                            static_cast<double>(bytes.output));
+  if (rung.launch) report_launch(*entry, rung.launch(shape));
+  return entry;
+}
 
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& impl = row_of<LadderRow>(entry);
@@ -162,7 +150,7 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
     const std::string reason = rung.unsupported(shape);
     if (!reason.empty()) throw EntrySkipped(reason);
   }
-  return std::make_unique<LadderEntry>(rung, precision_named(entry.precision), problem_for(entry.n));
+  return ladder_entry(rung, entry.mode, precision_named(entry.precision), problem_for(entry.n));
 }
 
 Json describe_rung(const Implementation& impl) {

@@ -15,6 +15,7 @@
 // Entries: mandelbrot/<impl>/<device>/<mode>/<fp32|fp64>/n:<rows>/batch:<max iterations>.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -22,15 +23,15 @@
 #include <tuple>
 #include <vector>
 
-#include "core/first_touch.hpp"
 #include "core/json.hpp"
 #include "core/mandelbrot.hpp"
 #include "core/system.hpp"
+#include "harness/cpu_entry.hpp"
 #include "harness/study.hpp"
 #include "mandelbrot_cpu.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "core/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
 #include "mandelbrot.cuh"
 #endif
 
@@ -171,61 +172,11 @@ void report(PreparedEntry& entry, const MandelbrotProblem& problem) {
   entry.add_memory_traffic(0, static_cast<double>(image.bytes()));
 }
 
-// Counts of its own, first written by the threads that compute (one thread: placed by it).
-class CpuMandelbrot : public PreparedEntry {
- public:
-  CpuMandelbrot(const MandelbrotImplementation& impl, const MandelbrotProblem& problem)
-      : impl_(impl), problem_(problem), counts_(problem.image.bytes(), 0xFF, impl.threads()) {
-    run_once();  // the first call, on counts poisoned above the limit
-    check(*this, impl, counts_.data(), problem);
-    report(*this, problem);
-  }
-  void run_once() override { impl_.run(problem_.precision, problem_.image, counts_.data()); }
-
- private:
-  const MandelbrotImplementation& impl_;
-  const MandelbrotProblem& problem_;
-  ThreadPlacedArray<std::uint8_t> counts_;
-};
+// The call on a count image, on either side: no inputs, the counts its output.
+using CountsEntryCall = std::function<void(const std::vector<const std::uint8_t*>&, std::uint8_t*)>;
+const std::vector<const std::vector<std::uint8_t>*> kNoInputs;
 
 #if GPUBENCH_HAVE_CUDA
-// Resident: the counts stay on the device (one untimed copy back for the check). transfer_pageable:
-// every call copies them back into an ordinary (written) vector, as a program that shows the image does.
-class GpuMandelbrot : public PreparedEntry {
- public:
-  GpuMandelbrot(const MandelbrotImplementation& impl, const std::string& mode, const MandelbrotProblem& problem)
-      : impl_(impl), problem_(problem), copies_(copies_timed(mode)), device_(allocate(problem.image.bytes())),
-        host_(problem.image.bytes(), 0xFF) {
-    CUDA_CHECK(cudaMemset(device_.get(), 0xFF, device_.bytes()));
-    run_once();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    if (!copies_) CUDA_CHECK(cudaMemcpy(host_.data(), device_.get(), device_.bytes(), cudaMemcpyDeviceToHost));
-    check(*this, impl, host_.data(), problem);
-    report(*this, problem);
-    counters["warp_divergence"] = problem.divergence;
-    if (copies_) add_link_traffic(0, static_cast<double>(device_.bytes()));
-  }
-
-  void run_once() override {
-    impl_.run(problem_.precision, problem_.image, device_.get());
-    if (copies_) CUDA_CHECK(cudaMemcpyAsync(host_.data(), device_.get(), device_.bytes(), cudaMemcpyDeviceToHost, 0));
-  }
-
-  const std::uint8_t* counts() const { return host_.data(); }
-
- private:
-  static std::size_t allocate(std::size_t bytes) {
-    require_device_memory(static_cast<double>(bytes));
-    return bytes;
-  }
-
-  const MandelbrotImplementation& impl_;
-  const MandelbrotProblem& problem_;
-  bool copies_;
-  DeviceBuffer<std::uint8_t> device_;
-  std::vector<std::uint8_t> host_;
-};
-
 // The report's picture: the guide's configuration as the separately rounded kernel computed it
 // (resident), when the run keeps files (--artifacts-dir) and the counts passed their check.
 bool writes_count_image(const Entry& entry, const MandelbrotImplementation& impl) {
@@ -245,11 +196,16 @@ void keep_count_image(const Entry& entry, const MandelbrotImage& image, const st
   }
 }
 
+// Resident: the counts stay on the device (one untimed copy back for the check). transfer_pageable:
+// every call copies them back into an ordinary (written) vector, as a program that shows the image does.
 std::unique_ptr<PreparedEntry> prepare_gpu(const Entry& entry, const MandelbrotImplementation& impl,
-                                           const MandelbrotProblem& problem) {
-  auto gpu = std::make_unique<GpuMandelbrot>(impl, entry.mode, problem);
+                                           const MandelbrotProblem& problem, const CountsEntryCall& call) {
+  auto gpu = std::make_unique<GpuEntry<std::uint8_t>>(kNoInputs, problem.image.bytes(), entry.mode, call);
+  check(*gpu, impl, gpu->output(), problem);
+  report(*gpu, problem);
+  gpu->counters["warp_divergence"] = problem.divergence;
   if (gpu->wrong_result.empty() && writes_count_image(entry, impl))
-    keep_count_image(entry, problem.image, gpu->counts());
+    keep_count_image(entry, problem.image, gpu->output());
   return gpu;
 }
 #endif  // GPUBENCH_HAVE_CUDA
@@ -257,10 +213,18 @@ std::unique_ptr<PreparedEntry> prepare_gpu(const Entry& entry, const MandelbrotI
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& impl = row_of<MandelbrotImplementation>(entry);
   const MandelbrotProblem& problem = problem_for(entry);
+  const CountsEntryCall call = [&impl, &problem](const std::vector<const std::uint8_t*>&, std::uint8_t* counts) {
+    impl.run(problem.precision, problem.image, counts);
+  };
 #if GPUBENCH_HAVE_CUDA
-  if (impl.on_gpu()) return prepare_gpu(entry, impl, problem);
+  if (impl.on_gpu()) return prepare_gpu(entry, impl, problem, call);
 #endif
-  return std::make_unique<CpuMandelbrot>(impl, problem);
+  // Counts of its own, first written by the threads that compute (one thread: placed by it); the
+  // first call runs on counts poisoned above the limit.
+  auto cpu = std::make_unique<ThreadPlacedEntry<std::uint8_t>>(kNoInputs, problem.image.bytes(), call, impl.threads());
+  check(*cpu, impl, cpu->output(), problem);
+  report(*cpu, problem);
+  return cpu;
 }
 
 // --- description -------------------------------------------------------------------------

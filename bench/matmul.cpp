@@ -4,8 +4,6 @@
 //   transfer_pinned    copy A and B in, compute, copy C out, from cudaMallocHost memory
 //   transfer_pageable  the same from ordinary (touched) host memory
 // Entries are named matmul/<impl>/<device>/<mode>/fp32/n:<n>; docs/interface.md has the rest.
-#include <algorithm>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -19,7 +17,7 @@
 #include "matmul_openblas.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "core/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
 #include "matmul_cublas.hpp"
 #include "matmul_naive.cuh"
 #include "matmul_tiled.cuh"
@@ -79,81 +77,25 @@ void report_traffic(PreparedEntry& entry, const MatmulShape& s) {
   entry.add_memory_traffic(4.0 * (s.a_elements() + s.b_elements()), 4.0 * s.c_elements());
 }
 
-#if GPUBENCH_HAVE_CUDA
-// Resident: operands copied once, untimed. Transfer modes: A and B copied in and C out in every
-// call, from pinned (cudaMallocHost) memory or from the problem's own written vectors.
-class GpuMatmul : public PreparedEntry {
- public:
-  GpuMatmul(const MatmulImplementation& impl, const std::string& mode, const MatmulProblem& problem)
-      : impl_(impl), shape_(problem.shape), copies_(copies_timed(mode)),
-        a_(allocate(shape_.a_elements())), b_(shape_.b_elements()), c_(shape_.c_elements()),
-        pageable_c_(shape_.c_elements()) {
-    host_a_ = problem.a.data();
-    host_b_ = problem.b.data();
-    host_c_ = pageable_c_.data();
-    if (copies_from_pinned(mode)) {
-      pinned_a_ = pinned_copy_of(problem.a);
-      pinned_b_ = pinned_copy_of(problem.b);
-      pinned_c_ = std::make_unique<PinnedBuffer<float>>(shape_.c_elements());
-      host_a_ = pinned_a_->get();
-      host_b_ = pinned_b_->get();
-      host_c_ = pinned_c_->get();
-    }
-    if (!copies_) {
-      CUDA_CHECK(cudaMemcpy(a_.get(), host_a_, a_.bytes(), cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaMemcpy(b_.get(), host_b_, b_.bytes(), cudaMemcpyHostToDevice));
-    }
-    // The first call on poisoned outputs (all-ones bytes are NaN), checked.
-    CUDA_CHECK(cudaMemset(c_.get(), 0xFF, c_.bytes()));
-    std::fill(host_c_, host_c_ + shape_.c_elements(), std::numeric_limits<float>::quiet_NaN());
-    run_once();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    if (!copies_) CUDA_CHECK(cudaMemcpy(host_c_, c_.get(), c_.bytes(), cudaMemcpyDeviceToHost));
-    set_verdict(checked(host_c_, problem));
-    report_traffic(*this, shape_);
-    if (copies_) add_link_traffic(static_cast<double>(a_.bytes() + b_.bytes()), static_cast<double>(c_.bytes()));
-  }
-
-  void run_once() override {
-    if (copies_) {
-      CUDA_CHECK(cudaMemcpyAsync(a_.get(), host_a_, a_.bytes(), cudaMemcpyHostToDevice, 0));
-      CUDA_CHECK(cudaMemcpyAsync(b_.get(), host_b_, b_.bytes(), cudaMemcpyHostToDevice, 0));
-    }
-    impl_.run(a_.get(), b_.get(), c_.get(), shape_);
-    if (copies_) CUDA_CHECK(cudaMemcpyAsync(host_c_, c_.get(), c_.bytes(), cudaMemcpyDeviceToHost, 0));
-  }
-
- private:
-  // Checks that the three device buffers fit before the first is allocated.
-  std::size_t allocate(std::size_t a_elements) {
-    require_device_memory(4.0 * (a_elements + shape_.b_elements() + shape_.c_elements()));
-    return a_elements;
-  }
-
-  const MatmulImplementation& impl_;
-  MatmulShape shape_;
-  bool copies_;
-  DeviceBuffer<float> a_, b_, c_;
-  std::vector<float> pageable_c_;
-  std::unique_ptr<PinnedBuffer<float>> pinned_a_, pinned_b_, pinned_c_;
-  const float* host_a_ = nullptr;
-  const float* host_b_ = nullptr;
-  float* host_c_ = nullptr;
-};
-#endif  // GPUBENCH_HAVE_CUDA
-
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& impl = row_of<MatmulImplementation>(entry);
   const MatmulProblem& problem = problem_for(entry.n);
+  const std::vector<const std::vector<float>*> inputs = {&problem.a, &problem.b};
+  const auto call = [&impl, &problem](const std::vector<const float*>& in, float* c) {
+    impl.run(in[0], in[1], c, problem.shape);
+  };
+  const auto reported = [&problem](auto entry) -> std::unique_ptr<PreparedEntry> {
+    entry->set_verdict(checked(entry->output(), problem));
+    report_traffic(*entry, problem.shape);
+    return entry;
+  };
 #if GPUBENCH_HAVE_CUDA
-  if (impl.on_gpu()) return std::make_unique<GpuMatmul>(impl, entry.mode, problem);
+  // Resident: operands copied once, untimed. Transfer modes: A and B copied in and C out in every
+  // call, from pinned (cudaMallocHost) memory or from the problem's own written vectors.
+  if (impl.on_gpu())
+    return reported(std::make_unique<GpuFp32Entry>(inputs, problem.shape.c_elements(), entry.mode, call));
 #endif
-  auto cpu = std::make_unique<ThreadPlacedCpuEntry>(
-      std::vector{&problem.a, &problem.b}, problem.shape.c_elements(),
-      [&impl, &problem](const std::vector<const float*>& in, float* c) { impl.run(in[0], in[1], c, problem.shape); });
-  cpu->set_verdict(checked(cpu->output(), problem));
-  report_traffic(*cpu, problem.shape);
-  return cpu;
+  return reported(std::make_unique<ThreadPlacedCpuEntry>(inputs, problem.shape.c_elements(), call));
 }
 
 StudyDefinition definition() {

@@ -248,7 +248,8 @@ struct DeviceOperands {
 
 // Both distributions checked (the uniform one last, so its operands stay on the device), then
 // for transfer_pinned pinned copies of the uniform operands, which every timed call copies in
-// with C copied out.
+// with C copied out. Its own class, not the harness's GpuEntry: two operand sets are checked through
+// one set of device buffers, with the scaled formats' dequantisation factors beside them.
 class GpuPrecisionGemm : public PreparedEntry {
  public:
   GpuPrecisionGemm(const PrecisionImplementation& impl, Precision precision, const std::string& mode,

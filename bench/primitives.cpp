@@ -450,7 +450,8 @@ class CpuPrimitive : public PreparedEntry {
 // restore their keys from it before every call (untimed), and are timed on the host clock from the
 // call to its completion; the others on the device clock. transfer_pinned: every call copies what
 // it reads in from pinned memory and what it writes out to other pinned memory, so the sources
-// stay unsorted. reduce's sum goes to pinned host memory in both.
+// stay unsorted. reduce's sum goes to pinned host memory in both. Its own class, not the harness's
+// GpuEntry: operands are read, written or both (sorts in place), and a result can land in host memory.
 class GpuPrimitive : public PreparedEntry {
  public:
   GpuPrimitive(const PrimitivesImplementation& impl, const std::string& mode, const PrimitiveProblem& problem)

@@ -24,7 +24,7 @@
 #include "fma_chain_openmp.hpp"
 
 #if GPUBENCH_HAVE_CUDA
-#include "core/gpu_runtime.hpp"
+#include "harness/gpu_entry.hpp"
 #include "fma_chain.cuh"
 #endif
 
@@ -144,66 +144,34 @@ Verification checked(const ChainProblem& problem, const T* y, int k) {
   return verify_fma_chain(x.data(), y, x.size(), k, fma_chain_stored<T>(problem.a));
 }
 
+// x copied in once, untimed (to the device; on the CPU, into pages its threads placed); y written by
+// every call; the first call checked.
 template <typename T>
-std::unique_ptr<PreparedEntry> prepare_cpu(const ChainImplementation& impl, const ChainProblem& problem, int k) {
+std::unique_ptr<PreparedEntry> prepare_typed(const ChainImplementation& impl, const std::string& mode,
+                                             const ChainProblem& problem, int k) {
   const FmaChainFn<T> run = function_of<T>(impl);
   const std::size_t n = problem.x<T>().size();
   const T a = fma_chain_stored<T>(problem.a);
-  auto entry = std::make_unique<ThreadPlacedEntry<T>>(
-      std::vector{&problem.x<T>()}, n, [=](const std::vector<const T*>& in, T* y) { run(in[0], y, n, k, a); });
-  entry->set_verdict(checked(problem, entry->output(), k));
-  report_counters<T>(*entry, n, k);
-  return entry;
-}
-
+  const std::vector<const std::vector<T>*> inputs = {&problem.x<T>()};
+  const auto call = [=](const std::vector<const T*>& in, T* y) { run(in[0], y, n, k, a); };
+  const auto reported = [&problem, n, k](auto entry) -> std::unique_ptr<PreparedEntry> {
+    entry->set_verdict(checked(problem, entry->output(), k));
+    report_counters<T>(*entry, n, k);
+    return entry;
+  };
 #if GPUBENCH_HAVE_CUDA
-// x copied to the device once, untimed; the timed call is the kernel alone.
-template <typename T>
-class GpuChain : public PreparedEntry {
- public:
-  GpuChain(const ChainImplementation& impl, const ChainProblem& problem, int k)
-      : run_(function_of<T>(impl)), n_(problem.x<T>().size()), k_(k), a_(fma_chain_stored<T>(problem.a)),
-        x_(device_arrays(n_)), y_(n_) {
-    CUDA_CHECK(cudaMemcpy(x_.get(), problem.x<T>().data(), x_.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(y_.get(), 0xFF, y_.bytes()));  // all-ones bytes are NaN: an unwritten element fails
-    run_once();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<T> y(n_);
-    CUDA_CHECK(cudaMemcpy(y.data(), y_.get(), y_.bytes(), cudaMemcpyDeviceToHost));
-    set_verdict(checked(problem, y.data(), k_));
-    report_counters<T>(*this, n_, k_);
-  }
-
-  void run_once() override { run_(x_.get(), y_.get(), n_, k_, a_); }
-
- private:
-  static std::size_t device_arrays(std::size_t n) {
-    require_device_memory(2.0 * n * sizeof(T));
-    return n;
-  }
-
-  FmaChainFn<T> run_;
-  std::size_t n_;
-  int k_;
-  T a_;
-  DeviceBuffer<T> x_, y_;
-};
-#endif  // GPUBENCH_HAVE_CUDA
-
-template <typename T>
-std::unique_ptr<PreparedEntry> prepare_typed(const ChainImplementation& impl, const ChainProblem& problem, int k) {
-#if GPUBENCH_HAVE_CUDA
-  if (impl.on_gpu()) return std::make_unique<GpuChain<T>>(impl, problem, k);
+  if (impl.on_gpu()) return reported(std::make_unique<GpuEntry<T>>(inputs, n, mode, call));
 #endif
-  return prepare_cpu<T>(impl, problem, k);
+  static_cast<void>(mode);
+  return reported(std::make_unique<ThreadPlacedEntry<T>>(inputs, n, call));
 }
 
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& impl = row_of<ChainImplementation>(entry);
   const ChainProblem& problem = problem_for(entry.n, entry.precision);
-  if (entry.precision == "fp16") return prepare_typed<std::uint16_t>(impl, problem, entry.batch);
-  if (entry.precision == "fp64") return prepare_typed<double>(impl, problem, entry.batch);
-  return prepare_typed<float>(impl, problem, entry.batch);
+  if (entry.precision == "fp16") return prepare_typed<std::uint16_t>(impl, entry.mode, problem, entry.batch);
+  if (entry.precision == "fp64") return prepare_typed<double>(impl, entry.mode, problem, entry.batch);
+  return prepare_typed<float>(impl, entry.mode, problem, entry.batch);
 }
 
 // Each size's entries precision by precision (every k of it), so that consecutive entries share x.

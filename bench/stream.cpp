@@ -197,6 +197,8 @@ std::unique_ptr<PreparedEntry> prepare_cpu(const StreamImplementation& impl, con
 #if GPUBENCH_HAVE_CUDA
 // Resident: x and y copied to the device once, untimed. transfer_pinned: every call copies the
 // arrays the operation reads in from pinned memory and its output (dot: the one sum) back.
+// Its own class, not the harness's GpuEntry: z is larger than what comes back (the dot keeps its block
+// sums there) and y is on the device for every operation but copied only for those that read it.
 template <typename T>
 class GpuStream : public PreparedEntry {
  public:

@@ -29,5 +29,6 @@ ThreadPlacedEntry<T>::ThreadPlacedEntry(const std::vector<const std::vector<T>*>
 template class ThreadPlacedEntry<float>;
 template class ThreadPlacedEntry<double>;
 template class ThreadPlacedEntry<std::uint16_t>;
+template class ThreadPlacedEntry<std::uint8_t>;
 
 }  // namespace gpubench

@@ -17,7 +17,8 @@ namespace gpubench {
 // were written by one thread. The output is poisoned with NaN (an element the call never
 // writes fails the check) and the first call is made here, for the study to check with
 // `output()`. `threads` (0: all OpenMP threads) place the pages: the implementation's own.
-// T: float, double, or std::uint16_t (FP16 bits); all-ones bytes are a NaN in each.
+// T: float, double, std::uint16_t (FP16 bits): all-ones bytes are a NaN in each; or std::uint8_t
+// (bytes of counts: all-ones is above any limit the study checks against).
 template <typename T>
 class ThreadPlacedEntry : public PreparedEntry {
  public:
@@ -38,5 +39,6 @@ using ThreadPlacedCpuEntry = ThreadPlacedEntry<float>;
 extern template class ThreadPlacedEntry<float>;
 extern template class ThreadPlacedEntry<double>;
 extern template class ThreadPlacedEntry<std::uint16_t>;
+extern template class ThreadPlacedEntry<std::uint8_t>;
 
 }  // namespace gpubench
