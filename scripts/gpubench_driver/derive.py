@@ -3,9 +3,9 @@ entries grouped for the summary."""
 import math
 from dataclasses import dataclass
 
-from gpubench_driver import trials
-from gpubench_driver.gbench import SKIP_PREFIX, TRAFFIC_COUNTERS
-from gpubench_driver.stats import finite, medians_differ
+from gpubench_driver.lib import trials
+from gpubench_driver.lib.gbench import SKIP_PREFIX, TRAFFIC_COUNTERS
+from gpubench_driver.lib.stats import finite, medians_differ
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "

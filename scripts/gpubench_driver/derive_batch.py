@@ -9,8 +9,8 @@ from typing import Callable, Optional
 
 from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
                                     set_fraction_of_best_rate)
-from gpubench_driver.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
-from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
+from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 # A doubling of the batch that gains less than this in items/s (beyond noise): throughput has saturated.
 SATURATION_GAIN = 0.05

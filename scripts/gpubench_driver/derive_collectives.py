@@ -12,7 +12,7 @@ Entry axes in this study: impl = collective, mode = placement, n = log2 of the m
 (message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
 as nccl-tests does."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import median_interval
+from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
             "collective but broadcast, so only the algorithm bandwidth is reported")

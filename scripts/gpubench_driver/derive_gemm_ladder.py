@@ -8,7 +8,7 @@ Entry axes: impl = rung ("cublas" is each ladder's yardstick), mode resident, pr
 Every entry of one size and ladder does the same work, so a rung's fraction of cuBLAS is the inverse ratio
 of their device times."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import finite, interval_side, time_ratio_interval
+from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 YARDSTICK = "cublas"
 LADDERS = {"fp32": "SGEMM (FP32 on the CUDA cores)", "fp16": "tensor cores (FP16 in, FP32 accumulate, FP16 out)"}

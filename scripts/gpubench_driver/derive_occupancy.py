@@ -12,8 +12,8 @@ occupancy at its block size (blocks_per_multiprocessor, theoretical_occupancy, r
 shared_bytes_per_block); --describe's implementations list each kernel's occupancy at every block size
 with the resources that limit it."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.formatting import percent, rate
-from gpubench_driver.stats import finite, interval_side, median_interval, time_ratio_interval
+from gpubench_driver.lib.formatting import percent, rate
+from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
 WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}

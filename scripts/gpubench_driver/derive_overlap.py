@@ -8,7 +8,7 @@ ideal time / pipelined time (1 when the pipeline hides the shorter of copying an
 completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import Interval, beyond_spread, median_interval, medians_differ
+from gpubench_driver.lib.stats import Interval, beyond_spread, median_interval, medians_differ
 
 SERIAL = "serial"
 COPY_ONLY, COMPUTE_ONLY = "copy_only", "compute_only"

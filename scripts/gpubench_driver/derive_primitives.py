@@ -11,7 +11,7 @@ array read or written once) over the median time."""
 from gpubench_driver import derive_stream
 from gpubench_driver.derive import best_by_size, grouped_failures, memory_traffic, ok_entries, positive
 from gpubench_driver.derive import crossovers as crossovers_along_n
-from gpubench_driver.stats import finite, median_interval, medians_differ
+from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
 GPU_LIBRARIES = ("thrust", "thrust_cached", "cub")
@@ -144,7 +144,7 @@ def memory_bandwidth(studies):
     bandwidth findings.roofline.bandwidth holds (derive_run.device_bandwidth: the stream study's
     fastest kernel past the L2, or twice the transfer study's fastest device-to-device copy); both
     count a call's traffic, the bytes read plus the bytes written."""
-    from gpubench_driver import derive_run  # it imports the registry, which imports this module
+    from gpubench_driver.stages import derive_run  # it imports the registry, which imports this module
     studies = _stream_view(studies)
     copy = next((row["hbm"] for row in ((studies.get("stream") or {}).get("derived") or {}).get("device_memory") or []
                  if row.get("operation") == "copy" and row.get("hbm")), None)

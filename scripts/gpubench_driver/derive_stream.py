@@ -11,7 +11,7 @@ bytes per second (the report prints GB/s, 10^9)."""
 import math
 
 from gpubench_driver.derive import grouped_failures, memory_traffic, ok_entries, positive
-from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
 OWN_KERNELS = ("grid_stride", "one_per_thread")  # ours, against Thrust

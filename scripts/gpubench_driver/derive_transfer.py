@@ -10,7 +10,7 @@ report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
 from gpubench_driver.derive import grouped_failures, ok_entries
-from gpubench_driver.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 PLATEAU_FRACTION = 0.9
 GIB = float(1 << 30)

@@ -11,7 +11,7 @@ entry on the host clock. The copies' cost at a size is the transfer entry's time
 implementation's resident time there: the copies with their latency and the synchronisation."""
 from gpubench_driver.derive import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
                                     grouped_failures, ok_entries)
-from gpubench_driver.stats import median_interval, medians_differ
+from gpubench_driver.lib.stats import median_interval, medians_differ
 
 RESIDENT = "resident"
 TRANSFER_MODES = ("transfer_pinned", "transfer_pageable")

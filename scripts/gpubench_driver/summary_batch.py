@@ -1,10 +1,12 @@
 """summary.md: the sections of a study with a batch axis (batched GEMM, MLP training, convolution),
 from its `derived` (derive_batch.py); what sets one study apart is its BatchStudy record."""
-from gpubench_driver import derive_batch, gbench, reference
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, md, rate, ratio, seconds
+from gpubench_driver import derive_batch
 from gpubench_driver.summary_common import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
                                             grouped_failures, references_not_run, run_notes)
+from gpubench_driver.lib import gbench
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import byte_size, md, rate, ratio, seconds
+from gpubench_driver.stages import reference
 
 NO_VALUE = "–"  # a series that did not measure a batch
 

@@ -1,9 +1,9 @@
 """Pieces of summary.md that several studies' sections share: crossover cells, best rates, size caps,
 skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import md, rate
 from gpubench_driver.derive import failure_text
-from gpubench_driver.stats import finite
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import md, rate
+from gpubench_driver.lib.stats import finite
 
 AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
 STEADY_STATE = ("Both sides are timed in the steady state by the study binary's protocol: warmed up until the "

@@ -1,10 +1,10 @@
 """summary.md: the matmul study's sections, from its `derived` (derive.py)."""
-from gpubench_driver import reference
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import md, rate, ratio, seconds
 from gpubench_driver.summary_common import (STEADY_STATE, best_rates, caps, crossover_cells,
                                             crossover_header, failed_entries, references_not_run, run_notes,
                                             unsettled_mark)
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import md, rate, ratio, seconds
+from gpubench_driver.stages import reference
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 

@@ -1,7 +1,7 @@
 """summary.md: the occupancy study's sections, from its `derived` (derive_occupancy.py)."""
-from gpubench_driver.document import folded_long_tables, paragraph, section, table
-from gpubench_driver.formatting import byte_size, md, percent, rate
 from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
+from gpubench_driver.lib.formatting import byte_size, md, percent, rate
 
 AGAINST = {"below": "below a tenth beyond the interval", "above": "above a tenth beyond the interval",
            "within noise": "within the interval of a tenth"}

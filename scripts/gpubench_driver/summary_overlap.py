@@ -1,7 +1,7 @@
 """summary.md: the overlap study's sections, from its `derived` (derive_overlap.py)."""
-from gpubench_driver.document import paragraph, section, table
-from gpubench_driver.formatting import md, percent, seconds
 from gpubench_driver.summary_common import grouped_failures, noise_note
+from gpubench_driver.lib.document import paragraph, section, table
+from gpubench_driver.lib.formatting import md, percent, seconds
 
 HEADER = ("workload", "host memory", "n", "serial", "best pipeline", "ties within noise", "time saved", "ideal",
           "fraction of the ideal")

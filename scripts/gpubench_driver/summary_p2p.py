@@ -1,7 +1,7 @@
 """summary.md: the p2p study's sections, from its `derived` (derive_p2p.py)."""
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, md, percent, seconds
 from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import byte_size, md, percent, seconds
 
 GIB = float(1 << 30)
 

@@ -1,9 +1,9 @@
 """summary.md: the precision study's sections, from its `derived` (derive_precision.py)."""
-from gpubench_driver import reference
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import md, rate, ratio, scientific, seconds
 from gpubench_driver.summary_common import (STEADY_STATE, best_rates, grouped_failures, references_not_run,
                                             run_notes, unsettled_mark)
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
+from gpubench_driver.stages import reference
 
 TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
                 "rel. error (normal)", "tolerance")

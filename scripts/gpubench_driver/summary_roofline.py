@@ -1,8 +1,8 @@
 """summary.md: the roofline study's sections, from its `derived` (derive_roofline.py) and the run's
 findings (the memory roof the stream study set, the claim on memory-bound entries)."""
-from gpubench_driver.document import paragraph, section, table
-from gpubench_driver.formatting import md, percent, rate
 from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.document import paragraph, section, table
+from gpubench_driver.lib.formatting import md, percent, rate
 
 CLAIM = "flops_rarely_limit"  # claims.py's key of the verdict this study's roofs decide
 

@@ -1,9 +1,9 @@
 """summary.md: the transfer study's sections, from its `derived` (derive_transfer.py)."""
 from gpubench_driver import derive_transfer
-from gpubench_driver.document import bullets, paragraph, section, table
-from gpubench_driver.formatting import byte_size, md, percent, ratio, seconds
 from gpubench_driver.summary_common import (STEADY_STATE, grouped_failures, noise_note, references_not_run,
                                             run_notes, time_ratio_cell)
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
 
 REFERENCE_RUN = "torch_transfer"
 

@@ -13,7 +13,9 @@ import unittest
 import support
 from support import run_options
 
-from gpubench_driver import derive_batch, gbench, options, plots, reference, report, results, runner, studies, summary
+from gpubench_driver.lib import gbench, results
+from gpubench_driver import derive_batch, studies
+from gpubench_driver.stages import options, plots, reference, report, runner, summary
 from test_run_studies import FakeMachine, read
 
 MLP = "mlp_training/cublas_kernels/gpu/resident/{precision}/n:1024/batch:{batch}"

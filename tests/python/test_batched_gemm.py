@@ -10,7 +10,9 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, stats, studies, summary
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver import derive_batch, studies
+from gpubench_driver.stages import options, plots, report, runner, summary
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"

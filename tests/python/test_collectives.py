@@ -14,8 +14,10 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import derive_collectives, gbench, plots, reference, runner, stats, studies, summary_collectives
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_collectives, studies, summary_collectives
+from gpubench_driver.stages import plots, reference, runner
 
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
            "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}

@@ -11,7 +11,9 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import ENTRY
 
-from gpubench_driver import cli, compare, gbench, options as opts, results, stats
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.stages import options as opts
+from gpubench_driver.commands import cli, compare
 
 
 def entry(name, samples, status="ok", flop=None, batch=None):

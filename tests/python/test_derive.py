@@ -4,7 +4,8 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, make_entry
 
-from gpubench_driver import derive, results, stats
+from gpubench_driver import derive
+from gpubench_driver.lib import results, stats
 
 
 def study(cpu_times, gpu_times, mode="resident"):

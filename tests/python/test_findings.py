@@ -11,7 +11,9 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, load_fixture
 
-from gpubench_driver import derive, derive_run, gbench, plots, report, results, stats, summary
+from gpubench_driver import derive
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.stages import derive_run, plots, report, summary
 
 HOSTILE = "<script>alert(1)</script>"
 GIB = 1 << 30

@@ -11,9 +11,10 @@ import unittest
 
 from support import ENTRY, fixture
 
-from gpubench_driver import claims, expected, headline, health, html_report, journal, report, summary, summary_headline
-from gpubench_driver import document as document_blocks
-from gpubench_driver.document import Panel
+from gpubench_driver.lib import expected, html_report
+from gpubench_driver.lib import document as document_blocks
+from gpubench_driver.lib.document import Panel
+from gpubench_driver.stages import claims, headline, health, journal, report, summary, summary_headline
 
 H200_RUN = fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
 SHEETS = headline.load_datasheets()

@@ -9,8 +9,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_gemm_ladder, gbench, plots, stats, studies
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_gemm_ladder, studies
+from gpubench_driver.stages import plots
 
 RUNGS = {"fp32": ("cublas", "sgemm_04_shared_tiles", "sgemm_10_autotuned"),
          "fp16": ("cublas", "hgemm_01_wmma", "hgemm_03_wgmma")}

@@ -11,7 +11,9 @@ import unittest.mock
 
 import support
 
-from gpubench_driver import cli, compare, environment, gbench, gpus, options as opts, report, results, stats
+from gpubench_driver.lib import environment, gbench, outputs, results, stats
+from gpubench_driver.stages import gpus, options as opts, report
+from gpubench_driver.commands import cli, compare
 
 HEADLINE = "matmul/cublas/gpu/resident/fp32/n:4096"  # a study's reference comparison: headline-like
 OTHER = "matmul/cublas/gpu/resident/fp32/n:1024"
@@ -81,7 +83,7 @@ class SubRunTest(unittest.TestCase):
         env = gpus.sub_run_environment(GPUS[2])
         self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "GPU-0002")
         self.assertEqual(env[gpus.SUB_RUN_VARIABLE], "2")
-        self.assertTrue(env["PYTHONPATH"].startswith(gpus.SCRIPTS_DIR))
+        self.assertTrue(env["PYTHONPATH"].startswith(outputs.SCRIPTS_DIR))
 
     def test_nvidia_smi_is_limited_to_that_gpu(self):
         self.assertEqual(environment.visible_gpu_selection({"CUDA_VISIBLE_DEVICES": "GPU-0002"}), ["-i", "GPU-0002"])

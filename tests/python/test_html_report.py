@@ -13,9 +13,10 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture
 
-from gpubench_driver import html_report, plots, report, results
-from gpubench_driver.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
-from gpubench_driver.formatting import md
+from gpubench_driver.lib import html_report, results
+from gpubench_driver.lib.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
+from gpubench_driver.lib.formatting import md
+from gpubench_driver.stages import plots, report
 
 CHROMIUM = os.environ.get("GPUBENCH_CHROMIUM") or "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 60

@@ -11,9 +11,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_launch_overhead, gbench, plots, runner, stats, studies
 from gpubench_driver import summary_launch_overhead
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_launch_overhead, studies
+from gpubench_driver.stages import claims, plots, runner
 
 US = 1e-6
 # (impl, mode, n) -> (call time, kernels' own time, chain span), seconds.

@@ -12,7 +12,9 @@ import unittest
 from unittest import mock
 
 import support
-from gpubench_driver import options as opts, results, runner, summary_collectives
+from gpubench_driver import summary_collectives
+from gpubench_driver.lib import results
+from gpubench_driver.stages import options as opts, runner
 from test_run_studies import FAKE_STUDY
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")

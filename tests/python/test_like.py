@@ -11,8 +11,10 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import cli, like, results, summary
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import results
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.stages import like, summary
+from gpubench_driver.commands import cli
 
 
 def recorded_document():

@@ -7,8 +7,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_mandelbrot, gbench, plots, runner, stats, studies, summary_mandelbrot
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_mandelbrot, studies, summary_mandelbrot
+from gpubench_driver.stages import claims, plots, runner
 
 GUIDE_N = 1024  # rows: 1536 x 1024 pixels
 IMPLEMENTATIONS = [{"id": "loop_1thread"}, {"id": "kernel", "contracted": False},

@@ -5,7 +5,8 @@ import unittest
 
 from support import make_entry
 
-from gpubench_driver import document as page, noise_floor, summary_findings, trials
+from gpubench_driver.lib import document as page, noise_floor, trials
+from gpubench_driver.stages import summary_findings
 
 
 def with_trials(impl, device, mode, n, medians):

@@ -11,8 +11,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_occupancy, gbench, plots, runner, stats, studies, summary_occupancy
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_occupancy, studies, summary_occupancy
+from gpubench_driver.stages import claims, plots, runner
 
 MULTIPROCESSORS = 132
 BLOCKS_PER_MULTIPROCESSOR = {128: 16, 256: 8}

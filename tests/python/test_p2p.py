@@ -10,8 +10,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_p2p, gbench, plots, runner, stats, studies, summary_p2p
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_p2p, studies, summary_p2p
+from gpubench_driver.stages import plots, runner
 
 GIB = float(1 << 30)
 NVLINK = 450e9  # an H100's 18 links x 25 GB/s, one way

@@ -9,7 +9,9 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import plots, report, results, studies
+from gpubench_driver.lib import results
+from gpubench_driver import studies
+from gpubench_driver.stages import plots, report
 
 CPU_IMPLS = ("blocked_loop", "naive_loop", "openblas")
 GPU_IMPLS = ("cublas", "naive_kernel", "tiled_kernel")

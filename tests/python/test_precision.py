@@ -9,7 +9,9 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import derive_precision, gbench, plots, report, results, summary
+from gpubench_driver import derive_precision
+from gpubench_driver.lib import gbench, results
+from gpubench_driver.stages import plots, report, summary
 
 FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
 

@@ -7,8 +7,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_primitives, gbench, options, plots, stats, studies, summary_primitives
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_primitives, studies, summary_primitives
+from gpubench_driver.stages import options, plots
 
 # Bytes one call reads and writes per element (reduce writes one sum of 4 bytes).
 TRAFFIC = {"reduce": (4, 0), "inclusive_scan": (4, 4), "sort_u32": (4, 4), "sort_pairs": (8, 8), "sort_u64": (8, 8),

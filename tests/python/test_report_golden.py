@@ -17,7 +17,7 @@ import unittest
 
 from support import ENTRY, SCRIPTS_DIR, fixture
 
-from gpubench_driver import gpus, journal, report
+from gpubench_driver.stages import gpus, journal, report
 
 RUNS = {"h200-aa-a-20261124": "runs/aa-h200-20261124/h200-aa-a-20261124",
         "aa1-quick-trials3-20261124-005923": "runs/aa-quick-trials3-20261124/aa1-quick-trials3-20261124-005923"}

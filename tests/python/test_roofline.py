@@ -8,7 +8,9 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_roofline, gbench, plots, report, results, stats, summary
+from gpubench_driver import derive_roofline
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.stages import claims, plots, report, summary
 
 N = 1 << 25
 BANDWIDTH, COMPUTE = 3.0e12, 60.0e12  # B/s and FLOP/s of the synthetic GPU in FP32

@@ -10,7 +10,9 @@ import unittest
 
 from support import TESTS_DIR, fixture, gpubench_run, write_executable
 
-from gpubench_driver import plots, results, studies
+from gpubench_driver.lib import results
+from gpubench_driver import studies
+from gpubench_driver.stages import plots
 
 # A study binary that answers --describe from a file and runs by replaying Google Benchmark
 # objects from another (and their times as its measurements file's samples), honouring the flags

@@ -8,8 +8,9 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import (derive_run, derive_stream, gbench, headline, options, plots, report, results, stats,
-                             studies, summary)
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver import derive_stream, studies
+from gpubench_driver.stages import derive_run, headline, options, plots, report, summary
 
 MIB = 1 << 20
 L2 = 50 * MIB

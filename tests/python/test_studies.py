@@ -13,8 +13,10 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import (compare, derive_run, gbench, options, plots, reference, report, runner,
-                             studies, summary_precision)
+from gpubench_driver.lib import gbench
+from gpubench_driver import studies, summary_precision
+from gpubench_driver.stages import derive_run, options, plots, reference, report, runner
+from gpubench_driver.commands import compare
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 

@@ -10,7 +10,9 @@ import unittest
 import support
 from support import fixture, make_entry
 
-from gpubench_driver import derive, document, report, results, studies, summary
+from gpubench_driver.lib import document, results
+from gpubench_driver import derive, studies
+from gpubench_driver.stages import report, summary
 
 
 def matmul_document():

@@ -4,7 +4,8 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_overlap, derive_transfer, gbench, stats
+from gpubench_driver import derive_overlap, derive_transfer
+from gpubench_driver.lib import gbench, stats
 
 GIB = float(1 << 30)
 
@@ -199,7 +200,8 @@ class ReportTest(unittest.TestCase):
 
     def test_summary_and_plots(self):
         import tempfile
-        from gpubench_driver import plots, results, summary
+        from gpubench_driver.stages import plots, summary
+        from gpubench_driver.lib import results
         document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
                                          "status": "complete", "command_line": [], "options": {}})
         document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>", numa_node=1)]
@@ -226,7 +228,7 @@ class ReportTest(unittest.TestCase):
 
 class SizeSuffixTest(unittest.TestCase):
     def test_sizes_take_binary_suffixes_batches_do_not(self):
-        from gpubench_driver import options
+        from gpubench_driver.stages import options
         self.assertEqual(options.parse_positive_list("4KiB,1GiB,64M,100", "--sizes"), [100, 4096, 64 << 20, 1 << 30])
         for bad in ("4kib", "4KB", "1.5MiB", "KiB", "0KiB"):
             with self.assertRaises(options.UsageError):

@@ -9,7 +9,9 @@ import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver import cli, derive, results, stats, summary_common, trials
+from gpubench_driver import derive, summary_common
+from gpubench_driver.lib import results, stats, trials
+from gpubench_driver.commands import cli
 
 
 def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):

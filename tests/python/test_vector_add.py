@@ -7,8 +7,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_vector_add, gbench, plots, runner, stats, studies, summary_vector_add
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver import derive_vector_add, studies, summary_vector_add
+from gpubench_driver.stages import claims, plots, runner
 
 
 def spread_samples(seconds, spread):

@@ -10,7 +10,8 @@ import unittest
 
 import support
 
-from gpubench_driver import compare, stats, verdicts
+from gpubench_driver.lib import stats, verdicts
+from gpubench_driver.commands import compare
 
 
 def entry(medians, protocol="throughput"):
