@@ -1,6 +1,6 @@
 """summary.md: the collectives study's sections, from its `derived` (derive_collectives.py) and its
 comparison with the torch.distributed all-reduce (reference_allreduce.py)."""
-from gpubench_driver.summary_common import grouped_failures, references_not_run, run_notes, time_ratio_cell
+from gpubench_driver.lib.sections import grouped_failures, references_not_run, run_notes, time_ratio_cell
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, seconds
 

@@ -1,8 +1,8 @@
 """summary.md: the gemm_ladder study's sections, from its `derived` (derive_gemm_ladder.py)."""
-from gpubench_driver.derive_gemm_ladder import YARDSTICK
-from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.sections import grouped_failures
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, percent, rate
+from gpubench_driver.studies.gemm_ladder import YARDSTICK
 
 VERDICTS = {"met": "met (the interval is above it)", "short": "short (the interval is below it)",
             "within noise": "not decided: the interval holds it"}

@@ -1,8 +1,8 @@
 """summary.md: the launch_overhead study's sections, from its `derived` (derive_launch_overhead.py)."""
-from gpubench_driver.derive_launch_overhead import GRAPH, MODES, STREAM, SYNC_EACH
-from gpubench_driver.summary_common import grouped_failures, noise_note
+from gpubench_driver.lib.sections import grouped_failures, noise_note
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
+from gpubench_driver.studies.launch_overhead import GRAPH, MODES, STREAM, SYNC_EACH
 
 MODE_NAMES = {SYNC_EACH: "synchronised after each", STREAM: "back to back on a stream", GRAPH: "one CUDA graph",
               "fused": "fused into one kernel"}

@@ -1,8 +1,8 @@
 """summary.md: the mandelbrot study's sections, from its `derived` (derive_mandelbrot.py)."""
-from gpubench_driver.derive_mandelbrot import ALL_CORES, COPY_BACK, GUIDE, ONE_CORE, RESIDENT
-from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.sections import grouped_failures
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
+from gpubench_driver.studies.mandelbrot import ALL_CORES, COPY_BACK, GUIDE, ONE_CORE, RESIDENT
 
 CORES = {ONE_CORE: "one core", ALL_CORES: "all cores"}
 MODES = {RESIDENT: "kernel alone (counts left on the device)", COPY_BACK: "with the count image copied back"}

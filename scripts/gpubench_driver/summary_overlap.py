@@ -1,5 +1,5 @@
 """summary.md: the overlap study's sections, from its `derived` (derive_overlap.py)."""
-from gpubench_driver.summary_common import grouped_failures, noise_note
+from gpubench_driver.lib.sections import grouped_failures, noise_note
 from gpubench_driver.lib.document import paragraph, section, table
 from gpubench_driver.lib.formatting import md, percent, seconds
 

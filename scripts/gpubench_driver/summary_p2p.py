@@ -1,5 +1,5 @@
 """summary.md: the p2p study's sections, from its `derived` (derive_p2p.py)."""
-from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.sections import grouped_failures
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, percent, seconds
 

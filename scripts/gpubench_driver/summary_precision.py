@@ -1,5 +1,5 @@
 """summary.md: the precision study's sections, from its `derived` (derive_precision.py)."""
-from gpubench_driver.summary_common import (STEADY_STATE, best_rates, grouped_failures, references_not_run,
+from gpubench_driver.lib.sections import (STEADY_STATE, best_rates, grouped_failures, references_not_run,
                                             run_notes, unsettled_mark)
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds

@@ -1,8 +1,8 @@
 """summary.md: the primitives study's sections, from its `derived` (derive_primitives.py)."""
-from gpubench_driver.derive_primitives import RESIDENT
-from gpubench_driver.summary_common import crossover_cells, crossover_header, grouped_failures, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, grouped_failures, noise_note
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, percent, rate, ratio, seconds
+from gpubench_driver.studies.primitives import RESIDENT
 
 MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
 

@@ -1,6 +1,6 @@
 """summary.md: the roofline study's sections, from its `derived` (derive_roofline.py) and the run's
 findings (the memory roof the stream study set, the claim on memory-bound entries)."""
-from gpubench_driver.summary_common import grouped_failures
+from gpubench_driver.lib.sections import grouped_failures
 from gpubench_driver.lib.document import paragraph, section, table
 from gpubench_driver.lib.formatting import md, percent, rate
 

@@ -1,5 +1,5 @@
 """summary.md: the stream study's sections, from its `derived` (derive_stream.py)."""
-from gpubench_driver.summary_common import grouped_failures, noise_note
+from gpubench_driver.lib.sections import grouped_failures, noise_note
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
 

@@ -1,15 +1,15 @@
-"""summary.md: the transfer study's sections, from its `derived` (derive_transfer.py)."""
-from gpubench_driver import derive_transfer
-from gpubench_driver.summary_common import (STEADY_STATE, grouped_failures, noise_note, references_not_run,
+"""summary.md: the transfer study's sections, from its `derived` (transfer.py)."""
+from gpubench_driver.lib.sections import (STEADY_STATE, grouped_failures, noise_note, references_not_run,
                                             run_notes, time_ratio_cell)
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
+from gpubench_driver.studies import transfer
 
 REFERENCE_RUN = "torch_transfer"
 
 
 def _gib_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / derive_transfer.GIB:.2f} GiB/s"
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / transfer.GIB:.2f} GiB/s"
 
 
 def _link(derived, document):

@@ -1,8 +1,8 @@
 """summary.md: the vector_add study's sections, from its `derived` (derive_vector_add.py)."""
-from gpubench_driver.derive_vector_add import RESIDENT, TRANSFER_MODES
-from gpubench_driver.summary_common import crossover_cells, crossover_header, grouped_failures, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, grouped_failures, noise_note
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
+from gpubench_driver.studies.vector_add import RESIDENT, TRANSFER_MODES
 
 MODES = (RESIDENT, *TRANSFER_MODES)
 MODE_NAMES = {RESIDENT: "data resident", "transfer_pinned": "pinned copies", "transfer_pageable": "pageable copies"}

@@ -14,7 +14,8 @@ import support
 from support import run_options
 
 from gpubench_driver.lib import gbench, results
-from gpubench_driver import derive_batch, studies
+from gpubench_driver.lib import batch_study
+from gpubench_driver import studies
 from gpubench_driver.stages import options, plots, reference, report, runner, summary
 from test_run_studies import FakeMachine, read
 
@@ -210,10 +211,10 @@ class FindingsTest(unittest.TestCase):
     def test_utilization_not_available(self):
         record = copy.deepcopy(support.conv_document()["studies"]["conv2d"])
         record["utilization"] = {"available": False, "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        found = derive_batch.derive(studies.CONV2D, record)["utilization"]
+        found = batch_study.derive(studies.CONV2D, record)["utilization"]
         self.assertEqual((found["available"], found["reason"]), (False, "NVML not loaded: libnvidia-ml.so.1 not found"))
         record["utilization"] = None  # a binary that does not say
-        self.assertIn("does not say", derive_batch.derive(studies.CONV2D, record)["utilization"]["reason"])
+        self.assertIn("does not say", batch_study.derive(studies.CONV2D, record)["utilization"]["reason"])
 
     def test_chosen_algorithms(self):
         rows = {(r["n"], r["impl"], r["mode"], r["precision"], r["batch"]): r for r in self.conv["chosen_algorithms"]}
@@ -223,17 +224,17 @@ class FindingsTest(unittest.TestCase):
                          (7, "WINOGRAD_NONFUSED", 12 * 2 ** 20))
         entry = support.conv_document()["studies"]["conv2d"]["entries"][-1]
         self.assertEqual(entry["device"], "gpu")
-        [unnamed] = derive_batch.chosen_algorithms([entry], None)  # the graph API: engines have no names
+        [unnamed] = batch_study.chosen_algorithms([entry], None)  # the graph API: engines have no names
         self.assertEqual((unnamed["algorithm"], unnamed["algorithm_name"]),
                          (entry["algorithm"], f"engine {entry['algorithm']:.0f}"))
-        [engine] = derive_batch.chosen_algorithms([dict(entry, tensor_cores=1)], None)
+        [engine] = batch_study.chosen_algorithms([dict(entry, tensor_cores=1)], None)
         self.assertEqual(engine["algorithm_name"], f"engine {entry['algorithm']:.0f} (tensor cores)")
 
     def test_size_text(self):
         layers = support.load_fixture("conv2d_describe.json")["layers"]
-        self.assertEqual(derive_batch.size_text(studies.BY_NAME["conv2d"].batch, layers, 56),
+        self.assertEqual(batch_study.size_text(studies.BY_NAME["conv2d"].batch, layers, 56),
                          "layer n = 56 (ResNet-50 conv2_x 3x3: 64 -> 64 channels, 3x3 kernel, 56x56)")
-        self.assertEqual(derive_batch.size_text(studies.BY_NAME["mlp_training"].batch, None, 1024),
+        self.assertEqual(batch_study.size_text(studies.BY_NAME["mlp_training"].batch, None, 1024),
                          "hidden width n = 1024")
 
 

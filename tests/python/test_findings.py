@@ -11,7 +11,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, load_fixture
 
-from gpubench_driver import derive
+from gpubench_driver.lib import findings
 from gpubench_driver.lib import gbench, results, stats
 from gpubench_driver.stages import derive_run, plots, report, summary
 
@@ -99,11 +99,11 @@ class TrafficTest(unittest.TestCase):
 
     def test_traffic_is_the_reported_reads_and_writes(self):
         made = entry("precision", "cublas", "gpu", "resident", "int8", 64, 1e-3)
-        self.assertEqual(derive.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
+        self.assertEqual(findings.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
         made["memory_written_bytes"] = None
-        self.assertIsNone(derive.memory_traffic(made))
+        self.assertIsNone(findings.memory_traffic(made))
         made["memory_written_bytes"] = float("nan")
-        self.assertIsNone(derive.memory_traffic(made))
+        self.assertIsNone(findings.memory_traffic(made))
 
     def test_an_entry_without_traffic_is_not_placed(self):
         made = run_document()

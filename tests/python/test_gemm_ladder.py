@@ -11,7 +11,8 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_gemm_ladder, studies
+from gpubench_driver.studies import gemm_ladder
+from gpubench_driver import studies
 from gpubench_driver.stages import plots
 
 RUNGS = {"fp32": ("cublas", "sgemm_04_shared_tiles", "sgemm_10_autotuned"),
@@ -44,7 +45,7 @@ IMPLEMENTATIONS.insert(0, {"id": "cublas"})
 
 def study_of(found):
     study = {"entries": found, "invocations": [], "implementations": IMPLEMENTATIONS}
-    study["derived"] = derive_gemm_ladder.derive(study)
+    study["derived"] = gemm_ladder.derive(study)
     return study
 
 

@@ -14,7 +14,8 @@ import support  # noqa: F401  (import path)
 from gpubench_driver import summary_launch_overhead
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_launch_overhead, studies
+from gpubench_driver.studies import launch_overhead
+from gpubench_driver import studies
 from gpubench_driver.stages import claims, plots, runner
 
 US = 1e-6
@@ -48,13 +49,13 @@ def entries(times=TIMES, spread=0.01):
 
 def document_of(found):
     study = {"entries": found, "invocations": [], "implementations": []}
-    study["derived"] = derive_launch_overhead.derive(found)
+    study["derived"] = launch_overhead.derive(found)
     return {"studies": {"launch_overhead": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_launch_overhead.derive(entries())
+        self.derived = launch_overhead.derive(entries())
         self.rows = {(row["impl"], row["mode"], row["n"]): row for row in self.derived["rows"]}
 
     def test_time_per_kernel_with_its_interval(self):
@@ -79,7 +80,7 @@ class DeriveTest(unittest.TestCase):
 
     def test_a_span_longer_than_the_call_leaves_nothing_outside_it(self):
         # the span from one trial's calls, the time from the trials' median: their difference is no figure
-        found = derive_launch_overhead.row(entry("add_kernel", "sync_each", 100, 900 * US, 80 * US, 950 * US))
+        found = launch_overhead.row(entry("add_kernel", "sync_each", 100, 900 * US, 80 * US, 950 * US))
         self.assertIsNone(found["outside_s"])
         self.assertAlmostEqual(found["gaps_s"], 870 * US)
 
@@ -112,7 +113,7 @@ class DeriveTest(unittest.TestCase):
 
     def test_no_stamped_chain_is_no_finding(self):
         empty_only = [e for e in entries() if e["impl"] == "empty_kernel"]
-        derived = derive_launch_overhead.derive(empty_only)
+        derived = launch_overhead.derive(empty_only)
         self.assertIsNone(derived["idle_finding"])
         self.assertEqual(derived["chains"], [])
 

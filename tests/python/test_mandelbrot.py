@@ -9,7 +9,8 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_mandelbrot, studies, summary_mandelbrot
+from gpubench_driver.studies import mandelbrot
+from gpubench_driver import studies, summary_mandelbrot
 from gpubench_driver.stages import claims, plots, runner
 
 GUIDE_N = 1024  # rows: 1536 x 1024 pixels
@@ -52,10 +53,10 @@ def document_of(found):
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_mandelbrot.derive(guide_entries() + square_entries(), IMPLEMENTATIONS)
+        self.derived = mandelbrot.derive(guide_entries() + square_entries(), IMPLEMENTATIONS)
 
     def guide(self):
-        return next(row for row in self.derived["configurations"] if derive_mandelbrot.is_guide(row))
+        return next(row for row in self.derived["configurations"] if mandelbrot.is_guide(row))
 
     def test_one_row_per_configuration(self):
         rows = self.derived["configurations"]
@@ -88,7 +89,7 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(claim["guide"]["ratio"], 885)
         self.assertAlmostEqual(claim["interpreter_factor"], 4.07 / 20e-3)
         self.assertAlmostEqual(claim["ratios"]["resident"]["all_cores"], 0.4e-3 / 8e-6)
-        self.assertIsNone(derive_mandelbrot.derive(square_entries())["guide_claim"])
+        self.assertIsNone(mandelbrot.derive(square_entries())["guide_claim"])
 
     def test_rates(self):
         row = next(r for r in self.derived["rates"] if (r["impl"], r["max_iterations"]) == ("kernel", 256))

@@ -13,7 +13,8 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_occupancy, studies, summary_occupancy
+from gpubench_driver.studies import occupancy
+from gpubench_driver import studies, summary_occupancy
 from gpubench_driver.stages import claims, plots, runner
 
 MULTIPROCESSORS = 132
@@ -53,7 +54,7 @@ IMPLEMENTATIONS = [{"id": "naive_sgemm", "occupancy": [
 
 def study_of(found, implementations=IMPLEMENTATIONS):
     study = {"entries": found, "invocations": [], "implementations": implementations}
-    study["derived"] = derive_occupancy.derive(study)
+    study["derived"] = occupancy.derive(study)
     return study
 
 
@@ -104,11 +105,11 @@ class DeriveTest(unittest.TestCase):
     def test_the_plateau_is_where_the_curve_stays_near_its_best(self):
         curve = [{"blocks": b, "fraction_of_best": f} for b, f in ((1, 0.1), (4, 0.95), (16, 0.5), (64, 0.92),
                                                                     (256, 1.0))]
-        self.assertEqual(derive_occupancy.plateau_blocks(curve), 64)
+        self.assertEqual(occupancy.plateau_blocks(curve), 64)
         curve[-1]["fraction_of_best"] = 0.5  # falls again at the largest grid: no plateau
         curve[-2]["fraction_of_best"] = 1.0
-        self.assertIsNone(derive_occupancy.plateau_blocks(curve))
-        self.assertIsNone(derive_occupancy.plateau_blocks([]))
+        self.assertIsNone(occupancy.plateau_blocks(curve))
+        self.assertIsNone(occupancy.plateau_blocks([]))
 
     def test_the_walkthrough_against_the_claimed_tenth(self):
         found = self.derived["walkthrough"][0]

@@ -12,7 +12,8 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_p2p, studies, summary_p2p
+from gpubench_driver.studies import p2p
+from gpubench_driver import studies, summary_p2p
 from gpubench_driver.stages import plots, runner
 
 GIB = float(1 << 30)
@@ -60,13 +61,13 @@ TOPOLOGY = {"visible_gpus": 2,
 
 def document_of(found, topology=TOPOLOGY):
     study = {"entries": found, "invocations": [], "implementations": [], "topology": topology}
-    study["derived"] = derive_p2p.derive(study)
+    study["derived"] = p2p.derive(study)
     return {"studies": {"p2p": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_p2p.derive({"entries": entries(), "topology": TOPOLOGY})
+        self.derived = p2p.derive({"entries": entries(), "topology": TOPOLOGY})
         self.rows = {(row["impl"], row["direction"], row["route"]): row for row in self.derived["routes"]}
 
     def test_latency_bandwidth_and_fraction_of_the_link(self):
@@ -100,7 +101,7 @@ class DeriveTest(unittest.TestCase):
         self.assertAlmostEqual(one_way["latency_s"][2][1], 12e-6)
 
     def test_gpus_order_by_index_not_by_name(self):
-        self.assertEqual(sorted(["gpu10", "gpu2", "host", "gpu0"], key=derive_p2p.end_order),
+        self.assertEqual(sorted(["gpu10", "gpu2", "host", "gpu0"], key=p2p.end_order),
                          ["host", "gpu0", "gpu2", "gpu10"])
 
     def test_skips_are_grouped_with_their_reason(self):

@@ -9,8 +9,8 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import derive_precision
 from gpubench_driver.lib import gbench, results
+from gpubench_driver.studies import precision
 from gpubench_driver.stages import plots, report, summary
 
 FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
@@ -104,7 +104,7 @@ class DerivationTest(unittest.TestCase):
     def test_no_fp32_baseline_no_speedup(self):
         entries = [e for e in self.document["studies"]["precision"]["entries"]
                    if not (e["precision"] == "fp32" and e["n"] == 8192)]
-        rows = derive_precision.speedups_over_fp32(entries)
+        rows = precision.speedups_over_fp32(entries)
         row = next(r for r in rows if (r["impl"], r["precision"], r["n"]) == ("cublas", "fp16", 8192))
         self.assertIsNone(row["speedup_over_fp32"])
         self.assertIsNone(row["fp32_impl"])
@@ -119,7 +119,7 @@ class DerivationTest(unittest.TestCase):
         self.assertAlmostEqual(bf16["max_speedup"], 58.0 / 4.30)
 
     def test_claim_without_measurements(self):
-        claim = derive_precision.tensor_core_claim([])
+        claim = precision.tensor_core_claim([])
         self.assertEqual([r["max_speedup"] for r in claim["results"]], [None, None])
 
     def test_best_rate_per_precision_and_fraction_of_best(self):
@@ -231,7 +231,7 @@ class PlotsTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         study["entries"] = [e for e in study["entries"] if e["device"] == "cpu"]
-        study["derived"] = derive_precision.derive(study["entries"])
+        study["derived"] = precision.derive(study["entries"])
         with tempfile.TemporaryDirectory() as out:
             paths = plots.write_plots(copy.deepcopy(document["studies"]), out)["precision"]
             self.assertEqual([os.path.basename(p) for p in paths], ["precision_rate.png"])

@@ -8,8 +8,8 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_roofline
 from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.studies import roofline
 from gpubench_driver.stages import claims, plots, report, summary
 
 N = 1 << 25
@@ -69,7 +69,7 @@ def roofline_document(with_matmul=True, with_stream=True):
 class RoofsTest(unittest.TestCase):
     def setUp(self):
         self.series = {(row["device"], row["precision"]): row
-                       for row in derive_roofline.derive(sweep())["series"]}
+                       for row in roofline.derive(sweep())["series"]}
 
     def test_the_roofs_and_the_ridge(self):
         fp32 = self.series[("gpu", "fp32")]
@@ -91,7 +91,7 @@ class RoofsTest(unittest.TestCase):
         self.assertAlmostEqual(cpu["ridge_intensity"], 15)
 
     def test_a_sweep_on_one_side_of_the_ridge_measures_one_roof(self):
-        low = derive_roofline.derive([chain_entry("gpu", "fp32", k) for k in (1, 4, 16)])["series"][0]
+        low = roofline.derive([chain_entry("gpu", "fp32", k) for k in (1, 4, 16)])["series"][0]
         self.assertFalse(low["spans_ridge"])
 
 

@@ -9,7 +9,8 @@ import unittest
 import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, results, stats
-from gpubench_driver import derive_stream, studies
+from gpubench_driver.studies import stream
+from gpubench_driver import studies
 from gpubench_driver.stages import derive_run, headline, options, plots, report, summary
 
 MIB = 1 << 20
@@ -147,7 +148,7 @@ class CurvesTest(unittest.TestCase):
 
 
 def levels_of(rates):
-    return derive_stream.levels([{"working_set_bytes": size, "bytes_per_s": rate} for size, rate in rates.items()])
+    return stream.levels([{"working_set_bytes": size, "bytes_per_s": rate} for size, rate in rates.items()])
 
 
 class LevelsTest(unittest.TestCase):

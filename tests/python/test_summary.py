@@ -11,7 +11,8 @@ import support
 from support import fixture, make_entry
 
 from gpubench_driver.lib import document, results
-from gpubench_driver import derive, studies
+from gpubench_driver.lib import findings
+from gpubench_driver import studies
 from gpubench_driver.stages import report, summary
 
 
@@ -30,7 +31,7 @@ class DerivedTest(unittest.TestCase):
     def test_headline_speedups(self):
         entries = [make_entry("openblas", "cpu", "host", 1024, 0.5),
                    make_entry("cublas", "gpu", "resident", 1024, 0.01), make_entry("cublas", "gpu", "resident", 64, 0.01)]
-        found = derive.headline_speedups(entries)
+        found = findings.headline_speedups(entries)
         self.assertEqual(found["sizes"], [200, 1024, 4096, 8192])
         self.assertEqual(found["rows"], [{"n": 1024, "mode": "resident", "cpu_impl": "openblas", "cpu_median_s": 0.5,
                                           "gpu_impl": "cublas", "gpu_median_s": 0.01, "speedup": 50.0}])
@@ -41,12 +42,12 @@ class DerivedTest(unittest.TestCase):
         entries.append(make_entry("cublas_loop", "gpu", "resident", 256, 0, status="skipped", batch=8))
         for entry in entries:
             entry["message"] = "skipped: out of memory"
-        self.assertEqual(derive.grouped_failures(entries), [{
+        self.assertEqual(findings.grouped_failures(entries), [{
             "impl": "cublas_loop", "precision": "fp32", "reason": "skipped: out of memory",
             "modes": ["resident", "transfer_pinned"],
             "sizes": [{"n": 64, "batches": [8, 512]}, {"n": 256, "batches": [8]}]}])
         text = render({**matmul_document(), "studies": {"overlap": {"entries": entries, "invocations": [],
-                                                                    "derived": {"failures": derive.grouped_failures(
+                                                                    "derived": {"failures": findings.grouped_failures(
                                                                         entries)}}}})
         self.assertIn("- cublas\\_loop fp32 (resident, transfer\\_pinned; n = 64 (batch 8, 512), 256 (batch 8)): "
                       "skipped: out of memory\n", text)

@@ -9,7 +9,7 @@ import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver import derive, summary_common
+from gpubench_driver.lib import findings, sections
 from gpubench_driver.lib import results, stats, trials
 from gpubench_driver.commands import cli
 
@@ -109,11 +109,11 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         entries += [timed("cublas", "gpu", "resident", 64, [2e-5, 2e-5]),
                     timed("cublas", "gpu", "resident", 128, [4e-5, 1.6e-4]),
                     timed("cublas", "gpu", "resident", 256, [5e-5, 5e-5])]
-        (found,) = derive.crossovers(entries, with_latency=False)
+        (found,) = findings.crossovers(entries, with_latency=False)
         first, second = found["estimate_n_trials"]
         self.assertTrue(64 <= first <= 128 < second <= 256, found["estimate_n_trials"])
         self.assertEqual(len(trials.view(entries, 2)), 6)
-        cells = summary_common.crossover_cells(found)
+        cells = sections.crossover_cells(found)
         self.assertIn("over 2 trials)", cells[1])
 
 

@@ -9,7 +9,8 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import gbench, stats
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive_vector_add, studies, summary_vector_add
+from gpubench_driver.studies import vector_add
+from gpubench_driver import studies, summary_vector_add
 from gpubench_driver.stages import claims, plots, runner
 
 
@@ -46,13 +47,13 @@ def entries(times=TIMES):
 
 def document_of(found):
     study = {"entries": found, "invocations": [], "implementations": []}
-    study["derived"] = derive_vector_add.derive(found)
+    study["derived"] = vector_add.derive(found)
     return {"studies": {"vector_add": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_vector_add.derive(entries())
+        self.derived = vector_add.derive(entries())
 
     def row(self, n):
         return next(row for row in self.derived["comparison"] if row["n"] == n)
@@ -82,20 +83,20 @@ class DeriveTest(unittest.TestCase):
     def test_cheap_copies_break_it(self):
         times = dict(TIMES)
         times[64 << 20] = (600e-3, 150e-3, 0.3e-3, 30e-3, 60e-3)  # a slow CPU: the copies cost less
-        found = derive_vector_add.derive(entries(times))["expected_finding"]
+        found = vector_add.derive(entries(times))["expected_finding"]
         self.assertFalse(found["holds"])
         self.assertEqual(found["copies"]["transfer_pinned"]["sizes_cheaper_than_cpu"], [64 << 20])
         self.assertEqual(found["gpu_wins"]["transfer_pinned"], [64 << 20])
 
     def test_a_lower_median_within_noise_is_no_win(self):
         times = {1 << 20: (400e-6, 100e-6, 99.95e-6, 1.2e-3, 2.5e-3)}
-        found = derive_vector_add.derive(entries(times))
+        found = vector_add.derive(entries(times))
         self.assertFalse(found["comparison"][0]["gpu"]["resident"]["beyond_noise"])
         self.assertEqual(found["expected_finding"]["gpu_wins"]["resident"], [])
 
     def test_nothing_compared_is_no_finding(self):
         cpu_only = [e for e in entries() if e["device"] == "cpu"]
-        self.assertIsNone(derive_vector_add.derive(cpu_only)["expected_finding"])
+        self.assertIsNone(vector_add.derive(cpu_only)["expected_finding"])
 
     def test_series_rates(self):
         series = {(row["impl"], row["mode"]): row for row in self.derived["series"]}

@@ -8,8 +8,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench_driver import derive, derive_mandelbrot, derive_occupancy, derive_vector_add
+from gpubench_driver.lib import findings
 from gpubench_driver.lib.formatting import byte_size, percent, ratio, seconds
+from gpubench_driver.studies import mandelbrot, occupancy, vector_add
 from gpubench_driver.stages import headline
 
 CONFIRMED, REFUTED = "confirmed", "refuted"
@@ -35,11 +36,11 @@ SMALL_MATRIX = 200
 
 def small_matrix(document):
     entries = (document["studies"].get("matmul") or {}).get("entries") or []
-    best_cpu = derive.best_by_size(derive.cpu_entries(entries))
-    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable") if derive.gpu_entries(entries, mode)]
+    best_cpu = findings.best_by_size(findings.cpu_entries(entries))
+    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable") if findings.gpu_entries(entries, mode)]
     if "resident" not in modes or not best_cpu:
         return None
-    best_gpu = {mode: derive.best_by_size(derive.gpu_entries(entries, mode)) for mode in modes}
+    best_gpu = {mode: findings.best_by_size(findings.gpu_entries(entries, mode)) for mode in modes}
     sizes = [n for n in best_cpu if all(n in best_gpu[mode] for mode in modes)]
     if not sizes:
         return None
@@ -228,17 +229,17 @@ def memory_bound(document):
 # --- "Mandelbrot: 4.07 s on the CPU against 0.0046 s on the GPU, 885x" -------------------------------
 def mandelbrot_guide(document):
     claim = _derived(document, "mandelbrot").get("guide_claim")
-    resident = ((claim or {}).get("ratios") or {}).get(derive_mandelbrot.RESIDENT) or {}
-    one, every = resident.get(derive_mandelbrot.ONE_CORE), resident.get(derive_mandelbrot.ALL_CORES)
+    resident = ((claim or {}).get("ratios") or {}).get(mandelbrot.RESIDENT) or {}
+    one, every = resident.get(mandelbrot.ONE_CORE), resident.get(mandelbrot.ALL_CORES)
     if one is None or every is None:
         return None
-    claimed = derive_mandelbrot.GUIDE["ratio"]
+    claimed = mandelbrot.GUIDE["ratio"]
     verdict = (CONFIRMED if every >= claimed * (1 - CLOSE_TO) else
                f"{REFUTED}: the gain is smaller" if one < claimed * (1 - CLOSE_TO) else
                "depends on the CPU: one compiled core loses by that much, all of them do not")
-    copied = claim["ratios"].get(derive_mandelbrot.COPY_BACK) or {}
-    with_copy = (f"; with the image copied back {ratio(copied.get(derive_mandelbrot.ONE_CORE))} and "
-                 f"{ratio(copied.get(derive_mandelbrot.ALL_CORES))}" if copied else "")
+    copied = claim["ratios"].get(mandelbrot.COPY_BACK) or {}
+    with_copy = (f"; with the image copied back {ratio(copied.get(mandelbrot.ONE_CORE))} and "
+                 f"{ratio(copied.get(mandelbrot.ALL_CORES))}" if copied else "")
     interpreter = claim.get("interpreter_factor")
     return {"verdict": verdict, "numbers": {"ratios": claim["ratios"], "interpreter_factor": interpreter},
             "answer": f"The guide's image (1536 x 1024, 20 iterations, FP64), GPU kernel alone against compiled C++: "
@@ -254,7 +255,7 @@ def vector_add_copies(document):
         return None
     cheaper = {mode: copies["sizes_cheaper_than_cpu"] for mode, copies in found["copies"].items()
                if copies["sizes_cheaper_than_cpu"]}
-    resident = found["gpu_wins"].get(derive_vector_add.RESIDENT) or []
+    resident = found["gpu_wins"].get(vector_add.RESIDENT) or []
     verdict = (CONFIRMED if found["holds"] else
                f"{REFUTED}: the copies cost less than the CPU at some sizes" if cheaper else
                "depends: the copies cost more, but the GPU does not beat the CPU even with the data resident"
@@ -274,7 +275,7 @@ def _percent_interval(value, interval):
 
 
 def walkthrough_launch(document):
-    launch = derive_occupancy.WALKTHROUGH
+    launch = occupancy.WALKTHROUGH
     row = next((row for row in _derived(document, "occupancy").get("walkthrough") or []
                 if row["impl"] == launch["kernel"]), None)
     if row is None:

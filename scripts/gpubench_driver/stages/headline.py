@@ -8,7 +8,7 @@ check (health.py), the rank page (rank.py) and the report's first screen read th
 import json
 import os
 
-from gpubench_driver import derive
+from gpubench_driver.lib import findings
 from gpubench_driver.lib import outputs, stats, verdicts
 
 DATASHEETS = os.path.join(outputs.SCRIPTS_DIR, "gpu_datasheets.json")
@@ -94,7 +94,7 @@ def _inverse(numerator, time_interval):
 def _entry(document, row):
     """The entry of a findings row ({study, impl, mode, precision, n, batch})."""
     study = document["studies"].get(row["study"]) or {}
-    for entry in derive.ok_entries(study.get("entries") or []):
+    for entry in findings.ok_entries(study.get("entries") or []):
         if all(entry.get(axis) == row.get(axis) for axis in ("impl", "mode", "precision", "n")) \
                 and entry.get("batch") == row.get("batch"):
             return entry

@@ -10,9 +10,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver import derive, derive_batch, derive_mandelbrot, derive_transfer
+from gpubench_driver.lib import findings, batch_study
 from gpubench_driver.lib import outputs
 from gpubench_driver.lib.formatting import rate
+from gpubench_driver.studies import mandelbrot, transfer
 
 PLOT_DIR = "plots"  # in the output folder
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
@@ -43,7 +44,7 @@ def _series(entries, key):
     """{key: [(n, entry), ...]} sorted by n; key(entry) is the entry's series, a tuple (implementation,
     mode[, precision]), or None to leave it out."""
     series = {}
-    for entry in derive.ok_entries(entries):
+    for entry in findings.ok_entries(entries):
         name = key(entry)
         if name is not None:
             series.setdefault(name, []).append((entry["n"], entry))
@@ -225,10 +226,10 @@ def _timed(crossovers):
 # --- matmul ----------------------------------------------------------------------------
 def _speedup_series(entries):
     """{("best GPU", mode): [(n, best CPU time / best GPU time of that mode)]} at the sizes both measured."""
-    best_cpu = derive.best_by_size(derive.cpu_entries(entries))
+    best_cpu = findings.best_by_size(findings.cpu_entries(entries))
     series = {}
-    for mode in derive.gpu_modes(entries):
-        best_gpu = derive.best_by_size(derive.gpu_entries(entries, mode))
+    for mode in findings.gpu_modes(entries):
+        best_gpu = findings.best_by_size(findings.gpu_entries(entries, mode))
         series[("best GPU", mode)] = [(n, best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"])
                                       for n in sorted(set(best_cpu) & set(best_gpu))]
     return series
@@ -254,7 +255,7 @@ def matmul_plots(pyplot, study, plot_dir):
                      _cpu(series), ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
         + _line_charts(plot_dir, ("matmul_rate",), "matmul FP32: FLOP/s", series, by_mode, _cpu(series),
                        ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
-    if derive.gpu_modes(entries):
+    if findings.gpu_modes(entries):
         study_charts += _line_charts(plot_dir, ("matmul_speedup",),
                                      "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
                                      ylabel="speedup: best CPU time / best GPU time (x)",
@@ -333,14 +334,14 @@ def batch_plots(name, spec, pyplot, study, plot_dir):
     with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
     fields = ("impl", "mode", "precision")[:2 + with_precision]
     levels = ((lambda key: key[2],) if with_precision else ()) + (lambda key: key[1],)
-    key = derive_batch.rate_key(spec)
+    key = batch_study.rate_key(spec)
     study_charts = []
     for n in sorted({row["n"] for row in rows}):
         series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
                   for row in rows if row["n"] == n}
         study_charts += _line_charts(
             plot_dir, (name, "throughput", f"n{n}"),
-            f"{spec.title}: {spec.unit} per second\n{derive_batch.size_text(spec, study.get('layers'), n)}",
+            f"{spec.title}: {spec.unit} per second\n{batch_study.size_text(spec, study.get('layers'), n)}",
             series, levels, _cpu(series), ylabel=f"{spec.unit}/s", value=lambda point: point[key],
             xlabel=f"batch ({spec.unit} per call)",
             mark=_crossover_marks(_timed(c for c in derived.get("crossovers", []) if c["n"] == n), with_precision))
@@ -350,7 +351,7 @@ def batch_plots(name, spec, pyplot, study, plot_dir):
 # --- the transfer and overlap studies ----------------------------------------------------
 def _link_mark(link):
     def mark(axes, keys):
-        axes.axhline(link["bytes_per_s"] / derive_transfer.GIB, color="black", alpha=0.6, linestyle="--",
+        axes.axhline(link["bytes_per_s"] / transfer.GIB, color="black", alpha=0.6, linestyle="--",
                      label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
     return mark
 
@@ -370,12 +371,12 @@ def transfer_plots(pyplot, study, plot_dir):
     for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
         series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
                   for row in derived["curves"] if row["direction"] == direction}
-        link = derived.get("link") if direction in derive_transfer.LINK_DIRECTIONS else None
+        link = derived.get("link") if direction in transfer.LINK_DIRECTIONS else None
         study_charts += _line_charts(
             plot_dir, ("transfer_bandwidth", direction),
             f"transfer {direction}: bandwidth against the size of one copy", series,
             (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
-            value=lambda point: point["bytes_per_s"] / derive_transfer.GIB, xlabel="bytes per copy (B)",
+            value=lambda point: point["bytes_per_s"] / transfer.GIB, xlabel="bytes per copy (B)",
             mark=_link_mark(link) if link else None)
     return _draw(pyplot, study_charts)
 
@@ -525,7 +526,7 @@ def mandelbrot_plots(pyplot, study, plot_dir):
     claim = derived.get("guide_claim")
     if claim:
         paths.append(plot_path(plot_dir, "mandelbrot_guide"))
-        _configuration_bars(pyplot, paths[-1], claim["configuration"], derive_mandelbrot.GUIDE)
+        _configuration_bars(pyplot, paths[-1], claim["configuration"], mandelbrot.GUIDE)
     rows = [row for row in derived.get("rates") or [] if len(row["points"]) > 1]
     study_charts = []
     for limit in sorted({row["max_iterations"] for row in rows}):

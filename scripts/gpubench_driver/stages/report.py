@@ -3,7 +3,8 @@ import os
 
 from gpubench_driver.lib import html_report, outputs
 from gpubench_driver.lib.document import to_markdown
-from gpubench_driver import derive, studies
+from gpubench_driver.lib import findings
+from gpubench_driver import studies
 from gpubench_driver.stages import (claims, derive_run, gpus, headline, health, journal, plots, reference, summary,
                                     summary_findings)
 
@@ -13,7 +14,7 @@ def derive_findings(document, refine_rounds):
         record = studies.BY_NAME.get(name)
         # A study the registry does not know (a file from elsewhere) gets the findings any sweep over n has.
         study["derived"] = (record.derive(study, document, refine_rounds) if record
-                            else derive.derive(study["entries"], refine_rounds))
+                            else findings.derive(study["entries"], refine_rounds))
         if document.get("references") is not None and record and record.references:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)

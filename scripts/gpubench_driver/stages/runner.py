@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 from gpubench_driver.lib import formatting, gbench, measurements, stopping, telemetry, trials
-from gpubench_driver import derive, studies
+from gpubench_driver.lib import findings
+from gpubench_driver import studies
 from gpubench_driver.stages import journal
 
 STDERR_TAIL_CHARS = 4000
@@ -290,7 +291,7 @@ class Study:
                 break
 
     def _refine(self, round_number):
-        plan = derive.refinement_plan(self.record["entries"])
+        plan = findings.refinement_plan(self.record["entries"])
         if not plan:
             return False
         # The caps stay: they keep implementations that cannot be the fastest (single-thread

@@ -14,16 +14,16 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpubench_driver import (derive, derive_batch, derive_overlap, derive_precision, derive_roofline, derive_stream,
-                             derive_transfer)
-from gpubench_driver import derive_mandelbrot, derive_vector_add
-from gpubench_driver import derive_primitives
-from gpubench_driver import derive_launch_overhead, derive_occupancy
-from gpubench_driver import derive_gemm_ladder
-from gpubench_driver import derive_p2p
-from gpubench_driver import derive_collectives
-from gpubench_driver.derive_batch import BatchStudy
+from gpubench_driver.lib import findings, batch_study
+from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib import formatting
+from gpubench_driver.studies import overlap, precision, roofline, stream, transfer
+from gpubench_driver.studies import mandelbrot, vector_add
+from gpubench_driver.studies import primitives
+from gpubench_driver.studies import launch_overhead, occupancy
+from gpubench_driver.studies import gemm_ladder
+from gpubench_driver.studies import p2p
+from gpubench_driver.studies import collectives
 from gpubench_driver.stages import plots
 
 # The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
@@ -139,11 +139,11 @@ def pixel_rates(axes, counters, median_s):
 
 
 def copy_rates(axes, counters, median_s):
-    return derive_transfer.progress_rates(counters, median_s)
+    return transfer.progress_rates(counters, median_s)
 
 
 def bandwidth_rates(axes, counters, median_s):
-    return derive_stream.progress_rates(counters, median_s)
+    return stream.progress_rates(counters, median_s)
 
 
 # --- the record --------------------------------------------------------------------------
@@ -192,8 +192,8 @@ class Study:
 
 def _batch_study(name, spec, **fields):
     return Study(name=name, batch_axis=True, batch=spec,
-                 derive=lambda study, document, rounds: derive_batch.derive(spec, study),
-                 plots=functools.partial(plots.batch_plots, name, spec), summary=_summary("summary_batch", name, spec),
+                 derive=lambda study, document, rounds: batch_study.derive(spec, study),
+                 plots=functools.partial(plots.batch_plots, name, spec), summary=_summary("lib.batch_report", name, spec),
                  **fields)
 
 
@@ -224,8 +224,8 @@ STUDIES = (
     # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
     # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
     Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096),
-          refined=True, derive=lambda study, document, rounds: derive.derive(study["entries"], rounds),
-          summary=_summary("summary_matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
+          refined=True, derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
+          summary=_summary("studies.matmul"), plots=plots.matmul_plots, roofline_marker="o", rates=flop_rates,
           gemm_cost=True,
           references={"numpy": Run("numpy", "reference_matmul.py", ("numpy", _csv(NUMPY_SIZES)), gpu=False,
                                    sizes_at=1),
@@ -238,7 +238,7 @@ STUDIES = (
     # 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
     # --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
     Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
-          derive=lambda study, document, rounds: derive_precision.derive(study["entries"], study.get("precisions")),
+          derive=lambda study, document, rounds: precision.derive(study["entries"], study.get("precisions")),
           summary=_summary("summary_precision"), plots=plots.precision_plots, roofline_marker="s", rates=flop_rates,
           gemm_cost=True,
           references={"torch_precision": Run("torch", "reference_matmul.py", (
@@ -273,7 +273,7 @@ STUDIES = (
                                               tuple((n, b) for n in CONV_SIZES for b in CONV_BATCHES), CONV_TARGET)
                                    for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())),
     Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
-          derive=lambda study, document, rounds: derive_transfer.derive(
+          derive=lambda study, document, rounds: transfer.derive(
               study["entries"], (document["machine"].get("gpus") or [None])[0]),
           summary=_summary("summary_transfer"), plots=plots.transfer_plots, rates=copy_rates,
           axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
@@ -284,24 +284,24 @@ STUDIES = (
                             for (memory, direction), target in TRANSFER_TARGETS.items())),
     # overlap's entries are whole pipelined runs: no rate on the progress line.
     Study(name="overlap", quick_sizes=(4096,), suite_sizes=(4096,), batch_axis=True, quick_batches=(1, 4),
-          suite_batches=(1, 8), derive=lambda study, document, rounds: derive_overlap.derive(study["entries"]),
+          suite_batches=(1, 8), derive=lambda study, document, rounds: overlap.derive(study["entries"]),
           summary=_summary("summary_overlap"), plots=plots.overlap_plots, rates=no_rates,
           axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}),
     # The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
     # almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
     # sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
     Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
-          derive=lambda study, document, rounds: derive_vector_add.derive(study["entries"]),
+          derive=lambda study, document, rounds: vector_add.derive(study["entries"]),
           summary=_summary("summary_vector_add"), plots=plots.vector_add_plots, rates=size_rates("elements"),
           axes={"n": "elements"}),
     # n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
     # 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
     # minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
-    Study(name="mandelbrot", quick_sizes=(derive_mandelbrot.GUIDE["height"],),
-          suite_sizes=(derive_mandelbrot.GUIDE["height"],), batch_axis=True,
-          quick_batches=(derive_mandelbrot.GUIDE["max_iterations"],),
-          suite_batches=(derive_mandelbrot.GUIDE["max_iterations"],),
-          derive=lambda study, document, rounds: derive_mandelbrot.derive(study["entries"],
+    Study(name="mandelbrot", quick_sizes=(mandelbrot.GUIDE["height"],),
+          suite_sizes=(mandelbrot.GUIDE["height"],), batch_axis=True,
+          quick_batches=(mandelbrot.GUIDE["max_iterations"],),
+          suite_batches=(mandelbrot.GUIDE["max_iterations"],),
+          derive=lambda study, document, rounds: mandelbrot.derive(study["entries"],
                                                                           study.get("implementations")),
           summary=_summary("summary_mandelbrot"), plots=plots.mandelbrot_plots, rates=pixel_rates,
           axes={"n": "rows", "batch": "max_iterations"}),
@@ -313,7 +313,7 @@ STUDIES = (
     # sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
     Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
           suite_impls=STREAM_SUITE_IMPLS, suite_modes=("resident", "host"),
-          derive=lambda study, document, rounds: derive_stream.derive(study),
+          derive=lambda study, document, rounds: stream.derive(study),
           summary=_summary("summary_stream"), plots=plots.stream_plots, roofline_marker="v", rates=bandwidth_rates,
           axes={"n": "elements"}),
     # roofline: one size past the L2 in every precision, k FMAs per element on both sides of the ridge
@@ -321,7 +321,7 @@ STUDIES = (
     # k = 1024 take tenths of a second a call. --full: k = 1, 2, 4, ..., 1024 on both.
     Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
           quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
-          derive=lambda study, document, rounds: derive_roofline.derive(study["entries"]),
+          derive=lambda study, document, rounds: roofline.derive(study["entries"]),
           summary=_summary("summary_roofline"), plots=plots.roofline_sweep_plots, roofline_marker="X",
           rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"}),
     # primitives: reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every
@@ -329,7 +329,7 @@ STUDIES = (
     # three sorts, transform) and the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of
     # 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds a call there).
     Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
-          derive=lambda study, document, rounds: derive_primitives.derive(study, document),
+          derive=lambda study, document, rounds: primitives.derive(study, document),
           summary=_summary("summary_primitives"), plots=plots.primitives_plots, rates=size_rates("elements"),
           axes={"impl": "primitive", "precision": "library", "n": "elements"}),
     # occupancy: n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the
@@ -339,21 +339,21 @@ STUDIES = (
     # The triad, 32 to 1024 threads and 1 to 32 x the multiprocessors (the GPU's own count): --full.
     Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
           suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
-          derive=lambda study, document, rounds: derive_occupancy.derive(study),
-          summary=_summary("summary_occupancy"), plots=plots.occupancy_plots, rates=derive_occupancy.progress_rates,
+          derive=lambda study, document, rounds: occupancy.derive(study),
+          summary=_summary("summary_occupancy"), plots=plots.occupancy_plots, rates=occupancy.progress_rates,
           axes={"n": "threads_per_block", "batch": "blocks"}),
     # launch_overhead: chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency)
     # and of 100 (the time per kernel of each way of launching, the busy share of a small-kernel chain): 14
     # host-timed entries. Chains of 10 and 1000: --full.
     Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
-          derive=lambda study, document, rounds: derive_launch_overhead.derive(study["entries"]),
+          derive=lambda study, document, rounds: launch_overhead.derive(study["entries"]),
           summary=_summary("summary_launch_overhead"), plots=plots.launch_overhead_plots,
-          rates=derive_launch_overhead.progress_rates, axes={"n": "kernels"}),
+          rates=launch_overhead.progress_rates, axes={"n": "kernels"}),
     # gemm_ladder: every rung of both ladders and cuBLAS at 4096, where the issue's targets are judged (8192,
     # the other target size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive
     # kernels) at most a few tenths of a second a call there. --quick: 1024.
     Study(name="gemm_ladder", quick_sizes=(1024,), suite_sizes=(4096,),
-          derive=lambda study, document, rounds: derive_gemm_ladder.derive(study),
+          derive=lambda study, document, rounds: gemm_ladder.derive(study),
           summary=_summary("summary_gemm_ladder"), plots=plots.gemm_ladder_plots,
           rates=flop_rates, axes={"impl": "rung"}),
     # p2p: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest
@@ -362,7 +362,7 @@ STUDIES = (
     # N(N-1) ordered pairs (8 GPUs: 216 entries, an estimated two minutes a trial at half a second an entry).
     # The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
     Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
-          derive=lambda study, document, rounds: derive_p2p.derive(study),
+          derive=lambda study, document, rounds: p2p.derive(study),
           summary=_summary("summary_p2p"), plots=plots.p2p_plots, rates=copy_rates,
           axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"}),
     # collectives (only where NCCL was found at build time): n is log2 of the message bytes. Every collective
@@ -372,9 +372,9 @@ STUDIES = (
     # graphs and the sweep from 8 B to 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary
     # says ranks_together), the ranks' record in the study's `ranks`.
     Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
-          derive=lambda study, document, rounds: derive_collectives.derive(study),
+          derive=lambda study, document, rounds: collectives.derive(study),
           summary=_summary("summary_collectives"), plots=plots.collectives_plots,
-          rates=derive_collectives.progress_rates,
+          rates=collectives.progress_rates,
           axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
           references={"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", _csv(ALLREDUCE_SIZES)),
                                              gpu=True, sizes_at=1)},

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.derive import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
+from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
                                     set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item

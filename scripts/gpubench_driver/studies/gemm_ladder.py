@@ -7,7 +7,7 @@ Entry axes: impl = rung ("cublas" is each ladder's yardstick), mode resident, pr
 (fp32: SGEMM on the CUDA cores; fp16: FP16 in, FP32 accumulate on the tensor cores), n = the square size.
 Every entry of one size and ladder does the same work, so a rung's fraction of cuBLAS is the inverse ratio
 of their device times."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 YARDSTICK = "cublas"

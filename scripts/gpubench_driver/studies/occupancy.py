@@ -11,7 +11,7 @@ lands (busy_multiprocessors, resident_warps, max_resident_warps, multiprocessors
 occupancy at its block size (blocks_per_multiprocessor, theoretical_occupancy, registers_per_thread,
 shared_bytes_per_block); --describe's implementations list each kernel's occupancy at every block size
 with the resources that limit it."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import percent, rate
 from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
 

@@ -1,5 +1,5 @@
 """summary.md: the matmul study's sections, from its `derived` (derive.py)."""
-from gpubench_driver.summary_common import (STEADY_STATE, best_rates, caps, crossover_cells,
+from gpubench_driver.lib.sections import (STEADY_STATE, best_rates, caps, crossover_cells,
                                             crossover_header, failed_entries, references_not_run, run_notes,
                                             unsettled_mark)
 from gpubench_driver.lib.document import bullets, paragraph, section, table

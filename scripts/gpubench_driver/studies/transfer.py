@@ -9,7 +9,7 @@ n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per s
 report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 PLATEAU_FRACTION = 0.9

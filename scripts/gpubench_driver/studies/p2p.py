@@ -8,7 +8,7 @@ ends (the host and every GPU), source down, destination across, that the heat ma
 
 Entry axes in this study: impl = engine, mode = direction, precision = route
 (<source>-<destination>, each "host" or "gpu<index>"), n = bytes per copy."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.stats import median_interval
 
 HOST = "host"

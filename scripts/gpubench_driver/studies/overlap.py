@@ -7,7 +7,7 @@ dimension, batch = chunks. Time saved = serial time - pipelined time; fraction o
 ideal time / pipelined time (1 when the pipeline hides the shorter of copying and computing
 completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.stats import Interval, beyond_spread, median_interval, medians_differ
 
 SERIAL = "serial"

@@ -11,7 +11,7 @@ then None (not 0) and the report gives the algorithm bandwidth alone, saying why
 Entry axes in this study: impl = collective, mode = placement, n = log2 of the message size in bytes
 (message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
 as nccl-tests does."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "

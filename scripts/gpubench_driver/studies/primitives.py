@@ -8,10 +8,10 @@ Entry axes in this study: impl = primitive, mode, precision = library (thrust, t
 std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements per second). Effective bandwidth:
 the bytes the binary counts as compulsory for one call (memory_read_bytes + memory_written_bytes: each
 array read or written once) over the median time."""
-from gpubench_driver import derive_stream
-from gpubench_driver.derive import best_by_size, grouped_failures, memory_traffic, ok_entries, positive
-from gpubench_driver.derive import crossovers as crossovers_along_n
+from gpubench_driver.lib.findings import best_by_size, grouped_failures, memory_traffic, ok_entries, positive
+from gpubench_driver.lib.findings import crossovers as crossovers_along_n
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
+from gpubench_driver.studies import stream as stream_study
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
 GPU_LIBRARIES = ("thrust", "thrust_cached", "cub")
@@ -135,7 +135,7 @@ def _stream_view(studies):
     stream = studies.get("stream")
     if not stream or stream.get("derived"):
         return studies
-    return {**studies, "stream": {**stream, "derived": derive_stream.derive(stream)}}
+    return {**studies, "stream": {**stream, "derived": stream_study.derive(stream)}}
 
 
 def memory_bandwidth(studies):

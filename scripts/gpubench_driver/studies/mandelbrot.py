@@ -10,7 +10,7 @@ rows (every image is the guide's region at another resolution, 1.5 n pixels wide
 limit. What an entry knows comes from its counters: width, height,
 escape_iterations (what the formula ran over the image), flop, warp_divergence (GPU entries),
 differing_pixels and max_count_difference (against the CPU's counts), threads (CPU entries)."""
-from gpubench_driver.derive import gpu_entries, gpu_modes, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import gpu_entries, gpu_modes, grouped_failures, ok_entries
 from gpubench_driver.lib.stats import median_interval
 
 # The guide's published configuration and figures (the issue that asked for this study).

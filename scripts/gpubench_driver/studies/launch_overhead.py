@@ -12,7 +12,7 @@ stream's synchronisation. Counters: kernels (run per call: n, or 1 fused), host_
 host_synchronizations; add_kernel's kernel_busy_s (the kernels' own device time per call, the sum of
 their spans) and chain_span_s (first kernel's start to last kernel's end), timer_step_s (the global
 timer's resolution), and NVML's gpu_util_mean where the harness's telemetry read it."""
-from gpubench_driver.derive import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import seconds
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 

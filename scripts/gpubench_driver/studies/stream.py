@@ -10,7 +10,7 @@ memory_written_bytes: each array the operation reads or writes, once) over the m
 bytes per second (the report prints GB/s, 10^9)."""
 import math
 
-from gpubench_driver.derive import grouped_failures, memory_traffic, ok_entries, positive
+from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries, positive
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"

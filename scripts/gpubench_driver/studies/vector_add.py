@@ -9,7 +9,7 @@ precision fp32, n the elements per vector. A GPU entry with resident data is tim
 clock (its kernel alone); a transfer entry on the host clock from the call to its completion; a CPU
 entry on the host clock. The copies' cost at a size is the transfer entry's time less its
 implementation's resident time there: the copies with their latency and the synchronisation."""
-from gpubench_driver.derive import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
+from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
                                     grouped_failures, ok_entries)
 from gpubench_driver.lib.stats import median_interval, medians_differ
 

@@ -1,6 +1,6 @@
 """Findings of the precision study: how much faster than FP32 each precision is, next to the
 accuracy it costs."""
-from gpubench_driver.derive import best_rates, failure_text, grouped_failures, ok_entries, set_fraction_of_best_rate
+from gpubench_driver.lib.findings import best_rates, failure_text, grouped_failures, ok_entries, set_fraction_of_best_rate
 
 FP32 = "fp32"
 # The library of each device. Every entry is compared with its FP32 at the same mode and size

@@ -1,7 +1,7 @@
 """summary.md: the sections of a study with a batch axis (batched GEMM, MLP training, convolution),
-from its `derived` (derive_batch.py); what sets one study apart is its BatchStudy record."""
-from gpubench_driver import derive_batch
-from gpubench_driver.summary_common import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
+from its `derived` (batch_study.py); what sets one study apart is its BatchStudy record."""
+from gpubench_driver.lib import batch_study
+from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
                                             grouped_failures, references_not_run, run_notes)
 from gpubench_driver.lib import gbench
 from gpubench_driver.lib.document import bullets, paragraph, section, table
@@ -42,7 +42,7 @@ def _crossovers(study, spec):
     blocks = [paragraph(f"Swept {spec.size_name} = {', '.join(map(str, study.get('sizes') or []))} and batches "
                         f"{', '.join(map(str, study.get('batches') or []))} ({spec.batch_meaning}).")]
     if study.get("layers"):  # what each swept size is
-        blocks.append(bullets(md(derive_batch.size_text(spec, study["layers"], n)) for n in study.get("sizes") or []))
+        blocks.append(bullets(md(batch_study.size_text(spec, study["layers"], n)) for n in study.get("sizes") or []))
     crossovers = derived.get("crossovers") or []
     if not crossovers:
         return section(title, blocks + [paragraph("No GPU entries were measured.")])
@@ -91,7 +91,7 @@ def _loop_ratios(derived, spec):
 
 
 def _saturation_cell(row):
-    """The saturation batch and what its step measured (derive_batch.saturation), or none and why."""
+    """The saturation batch and what its step measured (batch_study.saturation), or none and why."""
     batch = "none" if row["saturation_batch"] is None else str(row["saturation_batch"])
     return f"{batch}: {md(row['saturation_note'])}"
 
@@ -102,16 +102,16 @@ def _throughput(study, spec):
     title = f"{spec.title}: throughput and saturation"
     if not rows:
         return section(title, [paragraph("No entry was measured.")])
-    best = f"best_{derive_batch.rate_key(spec)}"
+    best = f"best_{batch_study.rate_key(spec)}"
     header = [md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"]
     body = [[str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
              rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
     return section(title, [table(header, body), paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
-        f"{derive_batch.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
+        f"{batch_study.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
         f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
         f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
-        f"below {derive_batch.SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
+        f"below {batch_study.SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
 
 
 def _epoch_times(study, spec):

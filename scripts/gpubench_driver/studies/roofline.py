@@ -7,7 +7,7 @@ which it follows the FMA units.
 Intensity is FLOP per byte of memory traffic as the binary counts them (flop over memory_read_bytes +
 memory_written_bytes: x read and y written once per call); rates are the entries' FLOP/s and bytes/s
 over the median time."""
-from gpubench_driver.derive import grouped_failures, memory_traffic, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries
 from gpubench_driver.lib.stats import finite, median_interval
 
 # A point follows a roof while it reaches this share of it: memory-bound until the bandwidth it
