@@ -13,9 +13,9 @@ import unittest
 import support
 from support import run_options
 
-from gpubench_driver.lib import gbench, results
-from gpubench_driver.lib import batch_study
 from gpubench_driver import studies
+from gpubench_driver.lib import batch_study, charts, gbench, results
+from gpubench_driver.studies import conv2d, mlp_training
 from gpubench_driver.stages import options, plots, reference, report, runner, summary
 from test_run_studies import FakeMachine, read
 
@@ -211,10 +211,10 @@ class FindingsTest(unittest.TestCase):
     def test_utilization_not_available(self):
         record = copy.deepcopy(support.conv_document()["studies"]["conv2d"])
         record["utilization"] = {"available": False, "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        found = batch_study.derive(studies.CONV2D, record)["utilization"]
+        found = batch_study.derive(conv2d.CONV2D, record)["utilization"]
         self.assertEqual((found["available"], found["reason"]), (False, "NVML not loaded: libnvidia-ml.so.1 not found"))
         record["utilization"] = None  # a binary that does not say
-        self.assertIn("does not say", batch_study.derive(studies.CONV2D, record)["utilization"]["reason"])
+        self.assertIn("does not say", batch_study.derive(conv2d.CONV2D, record)["utilization"]["reason"])
 
     def test_chosen_algorithms(self):
         rows = {(r["n"], r["impl"], r["mode"], r["precision"], r["batch"]): r for r in self.conv["chosen_algorithms"]}
@@ -364,7 +364,7 @@ class SummaryTest(unittest.TestCase):
         text = summary.render(document, [], tempfile.gettempdir())
         self.assertIn("| 64 | cublas\\_strided | resident | 6.0 MiB (batch 1) | 48.0 KiB (batch 1024) |", text)
         self.assertNotIn("GPU utilization", text)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             with tempfile.TemporaryDirectory() as out:
                 self.assertEqual(len(plots.write_plots(document["studies"], out)["batched_gemm"]), 2)
 
@@ -379,7 +379,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("WINO\\|GRAD, 12.0 MiB", text)
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         studies = {**support.mlp_document()["studies"], **support.conv_document()["studies"]}
@@ -403,7 +403,7 @@ class OptionsTest(unittest.TestCase):
                 self.assertTrue(1 <= len(study.quick_sizes) <= 2)
                 if study.batch_axis:
                     self.assertTrue(1 <= len(study.quick_batches) <= 2)
-        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (studies.MLP_WIDTH,))
+        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (mlp_training.MLP_WIDTH,))
         # overlap's, mandelbrot's, roofline's and occupancy's batch axes (chunks, the iteration limit, FMAs per
         # element, blocks in the grid) are no batch of items: batch studies without the batch studies' findings
         self.assertEqual(set(studies.BATCH_NAMES) - {"overlap", "mandelbrot", "roofline", "occupancy"},
@@ -469,7 +469,7 @@ class RunTest(unittest.TestCase):
     def test_summary_and_plots(self):
         self.assertIn("## Convolution: algorithm chosen and its workspace", self.summary)
         self.assertIn("## MLP training: time per epoch of 60,000 samples", self.summary)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             for name in ("mlp_training_throughput_n1024", "conv2d_throughput_n56_fp16", "conv2d_throughput_n56_fp32"):
                 self.assertIn(f"`plots/{name}.png`", self.summary)
 

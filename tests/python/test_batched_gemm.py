@@ -10,9 +10,8 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver.lib import gbench, results, stats
-from gpubench_driver.lib import batch_study
 from gpubench_driver import studies
+from gpubench_driver.lib import batch_study, charts, gbench, results, stats
 from gpubench_driver.stages import options, plots, report, runner, summary
 from test_run_studies import FakeMachine, read
 
@@ -295,7 +294,7 @@ class SummaryTest(unittest.TestCase):
         self.assertNotIn("reference_comparison", document["studies"]["batched_gemm"]["derived"])
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         with tempfile.TemporaryDirectory() as out:
@@ -390,7 +389,7 @@ class RunTest(unittest.TestCase):
                       "Batched GEMM: skipped and failed entries"):
             self.assertIn(f"## {title}", self.summary)
         self.assertIn("- batched\\_gemm: SM clock 1980–1980 MHz", self.summary)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             for n in (64, 256):
                 self.assertIn(f"`plots/batched_gemm_throughput_n{n}.png`", self.summary)
                 self.assertTrue(os.path.exists(os.path.join(self.out, "plots", f"batched_gemm_throughput_n{n}.png")))

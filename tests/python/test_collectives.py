@@ -14,11 +14,11 @@ from unittest import mock
 
 import support
 
-from gpubench_driver.lib import gbench, stats
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import collectives
-from gpubench_driver import studies, summary_collectives
-from gpubench_driver.stages import plots, reference, runner
+from gpubench_driver.stages import reference, runner
 
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
            "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
@@ -75,7 +75,7 @@ class SummaryTest(unittest.TestCase):
     def text(self, found, references=None):
         document = document_of(found)
         document["references"] = references
-        return to_markdown(summary_collectives.sections(document["studies"]["collectives"], document))
+        return to_markdown(collectives.sections(document["studies"]["collectives"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -100,7 +100,7 @@ class SummaryTest(unittest.TestCase):
         document = document_of(found)
         document["references"] = references
         document["studies"]["collectives"]["derived"]["reference_comparison"] = list(rows.values())
-        text = to_markdown(summary_collectives.sections(document["studies"]["collectives"], document))
+        text = to_markdown(collectives.sections(document["studies"]["collectives"], document))
         self.assertIn("1.010", text)
         self.assertIn("within 2%", text)
 
@@ -110,7 +110,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def draw(self, ranks):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries(ranks))["studies"]["collectives"]
@@ -126,7 +126,7 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual(self.draw(1), ["collectives_algorithm_bandwidth.png"])
 
     def test_nothing_measured_draws_nothing(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         with tempfile.TemporaryDirectory() as plot_dir:

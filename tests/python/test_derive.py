@@ -4,8 +4,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, make_entry
 
-from gpubench_driver.lib import findings
-from gpubench_driver.lib import results, stats
+from gpubench_driver.lib import findings, results, stats
 
 
 def study(cpu_times, gpu_times, mode="resident"):

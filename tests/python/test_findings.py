@@ -11,9 +11,8 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, load_fixture
 
-from gpubench_driver.lib import findings
-from gpubench_driver.lib import gbench, results, stats
-from gpubench_driver.stages import derive_run, plots, report, summary
+from gpubench_driver.lib import charts, findings, gbench, results, stats
+from gpubench_driver.stages import derive_run, report, summary
 
 HOSTILE = "<script>alert(1)</script>"
 GIB = 1 << 30
@@ -286,7 +285,7 @@ class RooflineTest(unittest.TestCase):
         self.assertEqual(len(loaded["findings"]["roofline"]["points"]), 6)
         self.assertAlmostEqual(loaded["findings"]["roofline"]["bandwidth"]["bytes_per_s"], 2.9e12)
 
-    @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+    @unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
     def test_chart_is_a_png_in_the_report(self):
         for with_transfer in (True, False):
             with self.subTest(with_transfer=with_transfer), tempfile.TemporaryDirectory() as out:

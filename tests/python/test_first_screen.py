@@ -11,13 +11,12 @@ import unittest
 
 from support import ENTRY, fixture
 
-from gpubench_driver.lib import expected, html_report
-from gpubench_driver.lib import document as document_blocks
+from gpubench_driver.lib import document as document_blocks, expected, figures, html_report
 from gpubench_driver.lib.document import Panel
 from gpubench_driver.stages import claims, headline, health, journal, report, summary, summary_headline
 
 H200_RUN = fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
-SHEETS = headline.load_datasheets()
+SHEETS = figures.load_datasheets()
 
 
 def derived(document):
@@ -79,7 +78,7 @@ class HeadlineTest(unittest.TestCase):
     def test_a_peak_on_the_cuda_cores_alone_is_held_to_the_rate_without_tensor_cores(self):
         document = h200()
         peak = next(row for row in document["findings"]["roofline"]["peaks"] if row["precision"] == "fp32")
-        entry = headline._entry(document, peak)
+        entry = figures.entry_of(document, peak)
         entry["tensor_cores"] = 0
         sheet = {**SHEETS["NVIDIA H200"], "peak_flop_per_s_without_tensor_cores": {"fp32": 50e12}}
         row = next(f for f in headline.peak_rates(document, sheet) if f["key"] == "rate/fp32")
@@ -105,8 +104,8 @@ class HeadlineTest(unittest.TestCase):
         self.assertEqual(document["findings"]["health"]["verdict"], health.NOT_JUDGED)
 
 
-def figure(value, low, high, better="higher", timed_as=headline.THROUGHPUT, key="rate/fp32"):
-    return headline.figure(key, "x", value, (low, high), "FLOP/s", better, timed_as)
+def figure(value, low, high, better="higher", timed_as=figures.THROUGHPUT, key="rate/fp32"):
+    return figures.figure(key, "x", value, (low, high), "FLOP/s", better, timed_as)
 
 
 RANGE = {"values": [100.0, 102.0], "min": 100.0, "median": 101.0, "max": 102.0}
@@ -125,7 +124,7 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(health.judge(figure(90.0, 80.0, 99.0), RANGE)["status"], health.AS_EXPECTED)
 
     def test_host_paced_figures_have_a_wider_tolerance(self):
-        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0, timed_as=headline.LATENCY), RANGE)["status"],
+        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0, timed_as=figures.LATENCY), RANGE)["status"],
                          health.AS_EXPECTED)
         self.assertEqual(health.judge(figure(93.0, 93.0, 93.0), RANGE)["status"], health.BELOW)
 

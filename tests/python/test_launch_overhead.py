@@ -11,12 +11,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import summary_launch_overhead
-from gpubench_driver.lib import gbench, stats
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import launch_overhead
-from gpubench_driver import studies
-from gpubench_driver.stages import claims, plots, runner
+from gpubench_driver.stages import claims, runner
 
 US = 1e-6
 # (impl, mode, n) -> (call time, kernels' own time, chain span), seconds.
@@ -120,10 +119,10 @@ class DeriveTest(unittest.TestCase):
 
 class ClaimTest(unittest.TestCase):
     def verdict(self, times):
-        return claims.idle_gaps(document_of(entries(times)))["verdict"]
+        return launch_overhead.idle_gaps(document_of(entries(times)))["verdict"]
 
     def test_the_verdict_follows_the_gaps_and_the_graphs_gain(self):
-        found = claims.idle_gaps(document_of(entries()))
+        found = launch_overhead.idle_gaps(document_of(entries()))
         self.assertEqual(found["verdict"], claims.CONFIRMED)
         self.assertIn("80.0%", found["answer"])
         self.assertIn("1.35x as fast as the stream", found["answer"])
@@ -133,7 +132,7 @@ class ClaimTest(unittest.TestCase):
         self.assertEqual(self.verdict(busy), claims.REFUTED)
 
     def test_a_run_without_the_study_leaves_it_unanswered(self):
-        self.assertIsNone(claims.idle_gaps({"studies": {}}))
+        self.assertIsNone(launch_overhead.idle_gaps({"studies": {}}))
         claim = next(claim for claim in claims.CLAIMS if claim.key == "idle_gaps")
         self.assertEqual(claim.studies, ("launch_overhead",))
 
@@ -147,7 +146,7 @@ class ProgressTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def text(self, found):
         document = document_of(found)
-        return to_markdown(summary_launch_overhead.sections(document["studies"]["launch_overhead"], document))
+        return to_markdown(launch_overhead.sections(document["studies"]["launch_overhead"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -170,7 +169,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_the_charts_of_the_study(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries())["studies"]["launch_overhead"]

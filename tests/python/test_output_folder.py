@@ -16,7 +16,7 @@ from support import ENTRY, SCRIPTS_DIR, SOURCE_DIR, write_executable
 from test_run_studies import FakeMachine
 from test_transfer import curve
 
-from gpubench_driver.lib import results
+from gpubench_driver.lib import charts, results
 from gpubench_driver.stages import plots
 
 
@@ -62,7 +62,7 @@ class HostileNameTest(unittest.TestCase):
     def escaped(self):
         return [name for name in os.listdir(self.root) if name.startswith("EVIL")]
 
-    @unittest.skipIf(plots.load_pyplot() is None, "no matplotlib: no plots to write")
+    @unittest.skipIf(charts.load_pyplot() is None, "no matplotlib: no plots to write")
     def test_report_writes_no_plot_outside_its_folder(self):
         run = os.path.join(self.root, "run")
         document = results.new_document({"id": "hostile", "started": "2026-11-24T00:00:00+00:00", "finished": None,
@@ -81,7 +81,7 @@ class HostileNameTest(unittest.TestCase):
         self.assertEqual(len(written), 1, written)
         self.assertTrue(written[0].startswith("transfer_bandwidth_x_"), written)
 
-    @unittest.skipIf(plots.load_pyplot() is None, "no matplotlib: no plots to write")
+    @unittest.skipIf(charts.load_pyplot() is None, "no matplotlib: no plots to write")
     def test_every_study_name_in_a_plot_file_is_cleaned(self):
         bad = self.hostile()
         studies = {

@@ -10,11 +10,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver.lib import gbench, stats
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import p2p
-from gpubench_driver import studies, summary_p2p
-from gpubench_driver.stages import plots, runner
+from gpubench_driver.stages import runner
 
 GIB = float(1 << 30)
 NVLINK = 450e9  # an H100's 18 links x 25 GB/s, one way
@@ -114,7 +114,7 @@ class DeriveTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def text(self, found, topology=TOPOLOGY):
         document = document_of(found, topology)
-        return to_markdown(summary_p2p.sections(document["studies"]["p2p"], document))
+        return to_markdown(p2p.sections(document["studies"]["p2p"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -137,7 +137,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_a_bandwidth_and_a_latency_heat_map_per_engine_and_direction(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries())["studies"]["p2p"]

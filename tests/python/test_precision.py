@@ -9,7 +9,7 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver.lib import gbench, results
+from gpubench_driver.lib import charts, gbench, results
 from gpubench_driver.studies import precision
 from gpubench_driver.stages import plots, report, summary
 
@@ -17,7 +17,7 @@ FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
 
 
 def has_matplotlib():
-    return plots.load_pyplot() is not None
+    return charts.load_pyplot() is not None
 
 
 class ParsingTest(unittest.TestCase):
@@ -222,7 +222,7 @@ class PlotsTest(unittest.TestCase):
 
     def test_pareto_points_are_resident_at_the_largest_size(self):
         rows = support.precision_document()["studies"]["precision"]["derived"]["speedups_over_fp32"]
-        points = {(p["impl"], p["precision"]): p["n"] for p in plots.pareto_points(rows)}
+        points = {(p["impl"], p["precision"]): p["n"] for p in precision.pareto_points(rows)}
         self.assertEqual(points, {("cublas", "fp32"): 8192, ("cublas", "tf32"): 8192, ("cublas", "fp16"): 8192,
                                   ("cublas", "fp16_acc16"): 8192, ("cublas", "bf16"): 8192, ("cublas", "int8"): 8192,
                                   ("wmma_kernel", "fp16"): 8192})

@@ -7,11 +7,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver.lib import gbench, stats
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import primitives
-from gpubench_driver import studies, summary_primitives
-from gpubench_driver.stages import options, plots
+from gpubench_driver.stages import derive_run, options
 
 # Bytes one call reads and writes per element (reduce writes one sum of 4 bytes).
 TRAFFIC = {"reduce": (4, 0), "inclusive_scan": (4, 4), "sort_u32": (4, 4), "sort_pairs": (8, 8), "sort_u64": (8, 8),
@@ -85,7 +85,11 @@ def stream_study(*points):
 def document_of(found, **others):
     study = {"entries": found, "invocations": [], "implementations": [], "libraries": []}
     document = {"studies": {**others, "primitives": study}, "machine": {"gpus": []}}
-    study["derived"] = primitives.derive(study, document)
+    study["derived"] = primitives.derive(study)
+    # reduce is held against the run's memory roof, found across the studies (stream's, or transfer's copies)
+    document["findings"] = {"roofline": dict(zip(("bandwidth", "memory_roof_note"),
+                                                 derive_run.device_bandwidth(document["studies"])))}
+    study["derived"].update(primitives.derive_across(study, document))
     return document
 
 
@@ -226,7 +230,7 @@ class SummaryTest(unittest.TestCase):
         study["implementations"] = [{"id": primitive, "library": "std_seq", "primitive": primitive,
                                      "max_size": 4194304, "cap_reason": "slow"}
                                     for primitive in ("sort_u32", "sort_u64")]
-        return to_markdown(summary_primitives.sections(study, document))
+        return to_markdown(primitives.sections(study, document))
 
     def test_sections(self):
         text = self.render(REDUCE + TRANSFORM + SORT, transfer=transfer_study(180e-6))
@@ -249,12 +253,12 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_primitive_and_reduce_bandwidth(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(REDUCE + TRANSFORM, transfer=transfer_study(180e-6))["studies"]["primitives"]
         with tempfile.TemporaryDirectory() as plot_dir:
-            paths = plots.primitives_plots(pyplot, study, plot_dir)
+            paths = primitives.plots(pyplot, study, plot_dir)
         names = sorted(path.rsplit("/", 1)[1] for path in paths)
         self.assertEqual(names, ["primitives_reduce.png", "primitives_reduce_bandwidth.png",
                                  "primitives_transform.png"])

@@ -8,7 +8,7 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.lib import charts, gbench, results, stats
 from gpubench_driver.studies import roofline
 from gpubench_driver.stages import claims, plots, report, summary
 
@@ -140,7 +140,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("| matmul | fp32 | 1 | 1 |", text)
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_device(self):
         with tempfile.TemporaryDirectory() as out:

@@ -8,9 +8,8 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.lib import charts, gbench, results, stats
 from gpubench_driver.studies import stream
-from gpubench_driver import studies
 from gpubench_driver.stages import derive_run, headline, options, plots, report, summary
 
 MIB = 1 << 20
@@ -234,10 +233,10 @@ class SuiteSubsetTest(unittest.TestCase):
     def test_the_suite_runs_the_records_subset(self):
         described = description()
         suite = options.for_study(support.run_options(), "stream", described)
-        self.assertEqual(suite.impls, list(studies.STREAM_SUITE_IMPLS))
+        self.assertEqual(suite.impls, list(stream.STREAM_SUITE_IMPLS))
         self.assertEqual(suite.modes, ["resident", "host"])
         self.assertEqual(options.for_study(support.run_options(quick=True), "stream", described).impls,
-                         list(studies.STREAM_SUITE_IMPLS))
+                         list(stream.STREAM_SUITE_IMPLS))
         full = options.for_study(support.run_options(full=True), "stream", described)
         self.assertEqual((full.impls, full.modes), (None, None))
         mine = options.for_study(support.run_options(impls=["copy_thrust"]), "stream", described)
@@ -257,7 +256,7 @@ class SuiteSubsetTest(unittest.TestCase):
         self.assertEqual(options.for_study(support.run_options(), "roofline", no_gpu).impls, ["fma_kernel"])
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_operation(self):
         with tempfile.TemporaryDirectory() as out:

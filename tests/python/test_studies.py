@@ -13,8 +13,9 @@ from unittest import mock
 
 import support
 
+from gpubench_driver import studies
 from gpubench_driver.lib import gbench
-from gpubench_driver import studies, summary_precision
+from gpubench_driver.studies import batched_gemm, conv2d, mlp_training, precision
 from gpubench_driver.stages import derive_run, options, plots, reference, report, runner
 from gpubench_driver.commands import compare
 
@@ -105,8 +106,8 @@ class RecordsTest(unittest.TestCase):
                                                "collectives"})
         self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
         self.assertEqual({s.name: s.batch for s in studies.STUDIES if s.batch},
-                         {"batched_gemm": studies.BATCHED_GEMM, "mlp_training": studies.MLP_TRAINING,
-                          "conv2d": studies.CONV2D})
+                         {"batched_gemm": batched_gemm.BATCHED_GEMM, "mlp_training": mlp_training.MLP_TRAINING,
+                          "conv2d": conv2d.CONV2D})
         self.assertEqual(by_name["conv2d"].suite_sizes, (7, 56))
         self.assertEqual(by_name["transfer"].quick_sizes, (1 << 20,))
         self.assertEqual(by_name["overlap"].suite_batches, (1, 8))
@@ -168,7 +169,7 @@ class ReadersTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         self.assertEqual(studies.BY_NAME["precision"].summary(study, document),
-                         summary_precision.sections(study, document))
+                         precision.sections(study, document))
 
 
 class NewStudyTest(unittest.TestCase):

@@ -10,9 +10,8 @@ import unittest
 import support
 from support import fixture, make_entry
 
-from gpubench_driver.lib import document, results
-from gpubench_driver.lib import findings
 from gpubench_driver import studies
+from gpubench_driver.lib import document, findings, results
 from gpubench_driver.stages import report, summary
 
 

@@ -97,8 +97,7 @@ class DeriveTest(unittest.TestCase):
                    + curve("copy_engine", "pageable", "h2d", {4096: 0.97e9, 1 << 28: 8e9}, spread=0.05))
         [h2d] = transfer.derive(entries)["pinned_over_pageable"]
         self.assertEqual([(r["n"], r["beyond_noise"]) for r in h2d["ratios"]], [(4096, False), (1 << 28, True)])
-        from gpubench_driver import summary_transfer
-        self.assertEqual(summary_transfer._ratio_items([h2d], "pinned over pageable,"), [
+        self.assertEqual(transfer._ratio_items([h2d], "pinned over pageable,"), [
             "pinned over pageable, h2d: 6.50x at 256.0 MiB (smallest size: 1.03x at 4.0 KiB, within noise)"])
 
     def test_link_rate_from_generation_and_width(self):
@@ -184,13 +183,13 @@ class OverlapNoiseTest(unittest.TestCase):
         self.assertGreater(row["fraction_of_ideal"], 1)
 
     def test_summary_names_the_ties(self):
-        from gpubench_driver import summary_overlap
+        from gpubench_driver.studies import overlap
         entries = overlap_group(self.TIMES, 0.05)
-        cells = summary_overlap._row(overlap.derive(entries)["best"][0])
+        cells = overlap._row(overlap.derive(entries)["best"][0])
         self.assertEqual(cells[4:7], ["26.00 s (streams4, 16 chunks)", "streams2, 64 chunks (26.30 s)",
                                       "10.00 s (28%)"])
         times = {("serial", 1): 108.6, ("streams4", 4): 109.9, ("copy_only", 4): 113.6, ("compute_only", 4): 2.0}
-        cells = summary_overlap._row(overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"][0])
+        cells = overlap._row(overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"][0])
         self.assertEqual(cells[4:], ["109.90 s (streams4, 4 chunks)", "none", "-1.30 s (-1%, within noise)",
                                      "113.60 s", "103%, within noise"])
 
@@ -205,13 +204,13 @@ class ReportTest(unittest.TestCase):
         document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
                                          "status": "complete", "command_line": [], "options": {}})
         document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>", numa_node=1)]
-        transfer = DeriveTest()
-        transfer.setUp()
-        document["studies"]["transfer"] = {"entries": transfer.entries, "invocations": [],
-                                           "derived": transfer.derive(transfer.entries, H100_GPU)}
-        overlap = OverlapTest()
-        overlap.setUp()
-        document["studies"]["overlap"] = {"entries": overlap.entries, "invocations": [], "derived": overlap.derived}
+        copies = DeriveTest()
+        copies.setUp()
+        document["studies"]["transfer"] = {"entries": copies.entries, "invocations": [],
+                                           "derived": transfer.derive(copies.entries, H100_GPU)}
+        pipelines = OverlapTest()
+        pipelines.setUp()
+        document["studies"]["overlap"] = {"entries": pipelines.entries, "invocations": [], "derived": pipelines.derived}
         with tempfile.TemporaryDirectory() as out:
             paths = plots.write_plots(document["studies"], out)
             text = summary.render(document, paths, out)

@@ -9,8 +9,7 @@ import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver.lib import findings, sections
-from gpubench_driver.lib import results, stats, trials
+from gpubench_driver.lib import findings, results, sections, stats, trials
 from gpubench_driver.commands import cli
 
 

@@ -3,12 +3,11 @@ import argparse
 import os
 import signal
 import sys
-
 from dataclasses import replace
 
-from gpubench_driver.lib import expected, outputs, results, stopping, verdicts
 from gpubench_driver import studies
-from gpubench_driver.stages import build, gpus, headline, like, options as opts, report, runner, session
+from gpubench_driver.lib import expected, figures, outputs, results, stopping, verdicts
+from gpubench_driver.stages import build, gpus, like, options as opts, report, runner, session
 from gpubench_driver.commands import compare, rank, repeatability
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
@@ -277,7 +276,7 @@ def main(argv):
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
     except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
-            verdicts.MissingScipy, expected.ExpectedError, headline.DatasheetError, outputs.WriteError) as error:
+            verdicts.MissingScipy, expected.ExpectedError, figures.DatasheetError, outputs.WriteError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1
     except stopping.StoppedAfterFinalWrite as stop:

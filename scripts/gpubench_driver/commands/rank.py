@@ -13,9 +13,9 @@ import json
 import os
 from itertools import combinations
 
-from gpubench_driver.lib import document as page, html_report, outputs, verdicts
+from gpubench_driver.lib import document as page, figures, html_report, outputs, verdicts
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import headline, report, session
+from gpubench_driver.stages import report, session
 from gpubench_driver.stages.summary_headline import value_text
 from gpubench_driver.commands import compare
 
@@ -120,7 +120,7 @@ def ordinal(number):
 
 def spread_text(figure):
     """The interval as the largest distance from the value, a share of it (±x%); '' where unknown."""
-    share = headline.spread(figure)
+    share = figures.spread(figure)
     return "" if share is None else f" ±{percent(share)}"
 
 

@@ -1,12 +1,15 @@
-"""summary.md: the sections of a study with a batch axis (batched GEMM, MLP training, convolution),
-from its `derived` (batch_study.py); what sets one study apart is its BatchStudy record."""
-from gpubench_driver.lib import batch_study
-from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
-                                            grouped_failures, references_not_run, run_notes)
-from gpubench_driver.lib import gbench
+"""The report of a study with a batch axis (batched GEMM, MLP training, convolution): its sections of
+summary.md from its `derived` (batch_study.py), its plots and its registry record; what sets one study
+apart is its BatchStudy record."""
+import functools
+
+from gpubench_driver.lib import charts, gbench
+from gpubench_driver.lib.batch_study import SATURATION_GAIN, derive, rate_key, size_text
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, rate, ratio, seconds
-from gpubench_driver.stages import reference
+from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
+                                          failures_section, references_not_run, run_notes)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -42,7 +45,7 @@ def _crossovers(study, spec):
     blocks = [paragraph(f"Swept {spec.size_name} = {', '.join(map(str, study.get('sizes') or []))} and batches "
                         f"{', '.join(map(str, study.get('batches') or []))} ({spec.batch_meaning}).")]
     if study.get("layers"):  # what each swept size is
-        blocks.append(bullets(md(batch_study.size_text(spec, study["layers"], n)) for n in study.get("sizes") or []))
+        blocks.append(bullets(md(size_text(spec, study["layers"], n)) for n in study.get("sizes") or []))
     crossovers = derived.get("crossovers") or []
     if not crossovers:
         return section(title, blocks + [paragraph("No GPU entries were measured.")])
@@ -91,7 +94,7 @@ def _loop_ratios(derived, spec):
 
 
 def _saturation_cell(row):
-    """The saturation batch and what its step measured (batch_study.saturation), or none and why."""
+    """The saturation batch and what its step measured (saturation), or none and why."""
     batch = "none" if row["saturation_batch"] is None else str(row["saturation_batch"])
     return f"{batch}: {md(row['saturation_note'])}"
 
@@ -102,16 +105,16 @@ def _throughput(study, spec):
     title = f"{spec.title}: throughput and saturation"
     if not rows:
         return section(title, [paragraph("No entry was measured.")])
-    best = f"best_{batch_study.rate_key(spec)}"
+    best = f"best_{rate_key(spec)}"
     header = [md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"]
     body = [[str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
              rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
     return section(title, [table(header, body), paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
-        f"{batch_study.SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
+        f"{SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
         f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
         f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
-        f"below {batch_study.SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
+        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
 
 
 def _epoch_times(study, spec):
@@ -227,8 +230,7 @@ def _comparison_table(rows):
     return table(["n", "batch", *(f"{md(study)} {md(precision)}" for study, precision in columns)], body)
 
 
-def _references(name, study, spec, document):
-    runs = reference.RUNS.get(name)
+def _references(runs, study, spec, document):
     if not runs:
         return []
     title = f"{spec.title}: PyTorch reference"
@@ -255,10 +257,45 @@ def _references(name, study, spec, document):
             row["target"] for row in rows if row["target"])))])
 
 
-def sections(name, spec, study, document):
-    """The sections of the batch study `name`, whose BatchStudy is spec. No caps section: these
+def sections(spec, references, study, document):
+    """The sections of a batch study, whose BatchStudy is spec and `references` its reference runs' keys. No caps section: these
     studies cap nothing, memory limits the batch (a skip says so)."""
     return (_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
             + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
-            + _chosen_algorithms(study, spec, document.get("gpu") or {}) + _references(name, study, spec, document)
-            + grouped_failures(study, f"{spec.title}: skipped and failed entries"))
+            + _chosen_algorithms(study, spec, document.get("gpu") or {}) + _references(references, study, spec, document)
+            + failures_section(study, f"{spec.title}: skipped and failed entries"))
+
+
+# --- plots ------------------------------------------------------------------------------------
+def plots(name, spec, pyplot, study, plot_dir):
+    """One chart per size n of batch study `name` (spec: its BatchStudy): items/s of every
+    implementation, mode (and precision) over the batch, CPU and GPU together, with the crossovers
+    marked; split by precision, then mode, when over charts.MAX_SERIES (e.g. conv2d_throughput_n56_fp16.png)."""
+    derived = study["derived"]
+    rows = derived.get("throughput", [])
+    with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
+    fields = ("impl", "mode", "precision")[:2 + with_precision]
+    levels = ((lambda key: key[2],) if with_precision else ()) + (lambda key: key[1],)
+    key = rate_key(spec)
+    study_charts = []
+    for n in sorted({row["n"] for row in rows}):
+        series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
+                  for row in rows if row["n"] == n}
+        study_charts += charts.line_charts(
+            plot_dir, (name, "throughput", f"n{n}"),
+            f"{spec.title}: {spec.unit} per second\n{size_text(spec, study.get('layers'), n)}",
+            series, levels, charts.cpu_keys(series), ylabel=f"{spec.unit}/s", value=lambda point: point[key],
+            xlabel=f"batch ({spec.unit} per call)",
+            mark=charts.crossover_marks(charts.timed(c for c in derived.get("crossovers", []) if c["n"] == n), with_precision))
+    return charts.draw(pyplot, study_charts)
+
+
+# --- the record -----------------------------------------------------------------------------
+def study_record(name, spec, **fields):
+    """The registry record of batch study `name` (spec: its BatchStudy), its findings, sections and plots
+    those of every batch study."""
+    references = tuple(fields.get("references") or ())
+    return Study(name=name, batch_axis=True, batch=spec,
+                 derive=lambda record, document, rounds: derive(spec, record),
+                 plots=functools.partial(plots, name, spec),
+                 summary=lambda record, document: sections(spec, references, record, document), **fields)

@@ -24,7 +24,7 @@ class Claim:
     position: int = 0  # where the report lists it among every study's claims (the most asked first)
 
 
-def derived(document, study):
+def derived_of(document, study):
     """The derived findings of a study of the run ({} where it has none)."""
     return ((document["studies"].get(study) or {}).get("derived")) or {}
 

@@ -12,7 +12,8 @@ import os
 import statistics
 
 from gpubench_driver.lib import outputs, results
-from gpubench_driver.stages import headline, journal, report
+from gpubench_driver.lib.figures import first_gpu
+from gpubench_driver.stages import journal, report
 
 EXPECTED = os.path.join(outputs.SCRIPTS_DIR, "expected_ranges.json")
 SCHEMA = "gpubench-expected-ranges"
@@ -43,7 +44,7 @@ def _run_figures(path):
         document = journal.load(path)
     except results.ResultsError as error:
         raise ExpectedError(str(error)) from None
-    name = headline.first_gpu(document).get("name")
+    name = first_gpu(document).get("name")
     if not name or not document["gpu"].get("available"):
         raise ExpectedError(f"{path}: the run has no GPU part")
     report.derive_findings(document, 0)

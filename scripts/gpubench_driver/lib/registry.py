@@ -75,6 +75,16 @@ def no_rates(axes, counters, median_s):
     return []
 
 
+GIB = float(1 << 30)
+
+
+def copy_rates(axes, counters, median_s):
+    """The bandwidth of one copy for the progress line: the bytes_transferred counter its console line
+    reports (bidirectional copies count both directions; registering moves nothing)."""
+    moved = counters.get("bytes_transferred")
+    return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
+
+
 def size_rates(unit):
     """What the size axis counts (elements) per second."""
     def rates(axes, counters, median_s):

@@ -49,7 +49,7 @@ def crossover_cells(found, axis="n"):
             md(found.get("gpu_impl")), how]
 
 
-def best_rates(derived, axes=("impl", "mode"), title="Best rates"):
+def best_rates_section(derived, axes=("impl", "mode"), title="Best rates"):
     rows = [[md(row[axis]) for axis in axes] + [rate(row["flop_per_s"]), str(row["n"])]
             for row in derived.get("best_rates", [])]
     return section(title, [table([AXIS_TITLES[axis] for axis in axes] + ["best rate", "at n"], rows)])
@@ -68,7 +68,7 @@ def invocation_items(study):
             f"{md(invocation.get('exit'))}" for invocation in study["invocations"]]
 
 
-def failed_entries(study):
+def failed_entries_section(study):
     """Every entry that is not ok (derived failed_entries) and the processes that ended badly."""
     items = [f"{md(row['name'])}: {md(failure_text(row))}" for row in study["derived"].get("failed_entries", [])]
     items += invocation_items(study)
@@ -81,7 +81,7 @@ def _where(sizes):
                                                   if found["batches"] else "") for found in sizes)
 
 
-def grouped_failures(study, title):
+def failures_section(study, title):
     """The derived failures, one item per implementation, precision and reason, and the processes
     that ended badly."""
     items = [f"{md(row['impl'])} {md(row['precision'])} ({md(', '.join(row['modes']))}; {_where(row['sizes'])}): "

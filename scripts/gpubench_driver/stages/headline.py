@@ -5,105 +5,14 @@ Every figure is read from the studies' derived findings and the run's findings (
 interval is its entry's: the median's interval over the trials (stats.median_interval), carried
 through the same arithmetic as the figure. document["findings"]["headline"] holds them; the health
 check (health.py), the rank page (rank.py) and the report's first screen read them from there."""
-import json
-import os
+from gpubench_driver.lib import stats
+from gpubench_driver.lib.figures import (ENERGY, LATENCY, PRECISION_NAMES, PRECISIONS, THROUGHPUT, between_runs,
+                                         datasheet_of, entry_of, figure, inverse, load_datasheets, where_text)
 
-from gpubench_driver.lib import findings
-from gpubench_driver.lib import outputs, stats, verdicts
-
-DATASHEETS = os.path.join(outputs.SCRIPTS_DIR, "gpu_datasheets.json")
-# The formats a reader compares (the precision study's names), in the order the page lists them.
-PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8")
-PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16",
-                   "fp8_e4m3": "FP8 (E4M3)", "int8": "INT8"}
-THROUGHPUT = "throughput: device time, back-to-back calls, warm L2, sustained"
-LATENCY = "latency: one call on the host clock"
-ENERGY = "energy: NVML board energy over a sustained window of back-to-back calls"
 MODE_NAMES = {"resident": "data resident", "transfer_pinned": "with pinned copies",
               "transfer_pageable": "with pageable copies"}
 LINK_MODES = (("pinned", "pinned"), ("pageable", "pageable"))  # (transfer mode, its name on the page)
 ENERGY_SERIES = (("matmul", "cublas", "fp32"), ("precision", "cublas", "bf16"))
-
-
-class DatasheetError(Exception):
-    """The datasheet file cannot be read: the message says why."""
-
-
-def load_datasheets(path=DATASHEETS):
-    """{GPU name as nvidia-smi reports it: its datasheet record}."""
-    try:
-        with open(path, encoding="utf-8") as stream:
-            records = json.load(stream)["models"]
-        return {name: record for record in records for name in record["names"]}
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise DatasheetError(f"cannot read the GPU datasheets {path}: {error}") from None
-
-
-def first_gpu(document):
-    """nvidia-smi's record of the run's first GPU ({} without one): the GPU the studies ran on."""
-    gpus = (document.get("machine") or {}).get("gpus") or []
-    return gpus[0] if gpus and isinstance(gpus[0], dict) else {}
-
-
-def datasheet_of(document, datasheets):
-    """The datasheet record of the run's first GPU, or None (no GPU, or a model the file lacks)."""
-    return datasheets.get(first_gpu(document).get("name"))
-
-
-# --- one figure -------------------------------------------------------------------------------
-def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
-           reference=None, device="gpu", between_runs=None):
-    """One headline figure; interval: (low, high) of the value, None where the run has no spread to
-    read; reference: {"value", "what"} it is set against (its fraction is value / reference);
-    between_runs: what tells it from another run's (between_runs())."""
-    low, high = interval
-    return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
-            "timed_as": timed_as, "where": where, "device": device, "reference": reference,
-            "fraction_of_reference": value / reference["value"] if reference and reference.get("value") else None,
-            "between_runs": between_runs}
-
-
-def between_runs(entry, value, scales="rate"):
-    """What rank's noise judgement reads of a figure computed from one entry's median time (verdicts.Measured,
-    compare's judgement of that entry): the figure at each of the entry's trials (a rate scales as 1/time,
-    scales="time" as the time, None: not from the time alone, no trial values), the protocol that timed the
-    entry (its noise floor between runs) and the smallest change worth a verdict."""
-    time_s = entry["time_s"]
-    median = time_s["median"]
-    trials = []
-    if scales and time_s.get("over") == "trials" and median:
-        trials = [value * (median / time if scales == "rate" else time / median)
-                  for time in time_s["samples"] if stats.finite(time) and time > 0]
-    return {"trial_values": trials, "protocol": entry.get("protocol"), "min_effect": verdicts.min_effect(entry)}
-
-
-def spread(row):
-    """The interval's largest distance from the value, as a share of it; None without an interval."""
-    if row["low"] is None or row["high"] is None or not row["value"]:
-        return None
-    return max(row["value"] - row["low"], row["high"] - row["value"]) / abs(row["value"])
-
-
-def _inverse(numerator, time_interval):
-    """(low, high) of numerator / time from the time's interval (the rate is high when the time is low)."""
-    if not time_interval.known or not time_interval.low or not time_interval.high:
-        return None, None
-    return numerator / time_interval.high, numerator / time_interval.low
-
-
-def _entry(document, row):
-    """The entry of a findings row ({study, impl, mode, precision, n, batch})."""
-    study = document["studies"].get(row["study"]) or {}
-    for entry in findings.ok_entries(study.get("entries") or []):
-        if all(entry.get(axis) == row.get(axis) for axis in ("impl", "mode", "precision", "n")) \
-                and entry.get("batch") == row.get("batch"):
-            return entry
-    return None
-
-
-def _where(row):
-    text = f"{row['study']}: {row['impl']} {row['mode']} n={row['n']}"
-    return text + (f", batch {row['batch']}" if row.get("batch") is not None else "")
 
 
 # --- the figures --------------------------------------------------------------------------------
@@ -113,7 +22,7 @@ def peak_rates(document, sheet):
     found = []
     for precision in PRECISIONS:
         row = peaks.get(precision)
-        entry = _entry(document, row) if row else None
+        entry = entry_of(document, row) if row else None
         if entry is None:
             continue
         flop = entry["flop_per_s"] * entry["time_s"]["median"]
@@ -124,8 +33,8 @@ def peak_rates(document, sheet):
         what = "datasheet, without tensor cores" if plain else "datasheet (dense)"
         unit = "OP/s" if precision == "int8" else "FLOP/s"
         found.append(figure(f"rate/{precision}", f"{PRECISION_NAMES[precision]} peak rate", row["flop_per_s"],
-                            _inverse(flop, stats.median_interval(entry["time_s"])), unit, "higher", THROUGHPUT,
-                            _where(row), {"value": peak, "what": what} if peak else None,
+                            inverse(flop, stats.median_interval(entry["time_s"])), unit, "higher", THROUGHPUT,
+                            where_text(row), {"value": peak, "what": what} if peak else None,
                             between_runs=between_runs(entry, row["flop_per_s"])))
     return found
 
@@ -138,11 +47,11 @@ def memory_bandwidth(document, sheet):
     L2 cache, against the theoretical peak NVML's figures give (else the datasheet's); without the
     stream study, twice the fastest device-to-device copy at the largest size, against the datasheet."""
     found = document["findings"]["roofline"].get("bandwidth")
-    entry = _entry(document, found) if found else None
+    entry = entry_of(document, found) if found else None
     if entry is None:
         return []
     bytes_moved = found.get("bytes_per_call") or 2 * entry["bytes_transferred"]
-    interval = _inverse(bytes_moved, stats.median_interval(entry["time_s"]))
+    interval = inverse(bytes_moved, stats.median_interval(entry["time_s"]))
     sheet_rate = (sheet or {}).get("memory_bytes_per_s")
     reference = {"value": sheet_rate, "what": "datasheet"} if sheet_rate else None
     if found["study"] == "stream":
@@ -156,7 +65,7 @@ def memory_bandwidth(document, sheet):
         return [figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
                        reference, between_runs=between_runs(entry, found["bytes_per_s"]))]
     return [figure("memory_bandwidth", "Device memory bandwidth (2 x a device-to-device copy)", found["bytes_per_s"],
-                   interval, "B/s", "higher", THROUGHPUT, _where(found), reference,
+                   interval, "B/s", "higher", THROUGHPUT, where_text(found), reference,
                    between_runs=between_runs(entry, found["bytes_per_s"]))]
 
 
@@ -172,11 +81,11 @@ def link_bandwidths(document):
             if not curve or not curve["points"]:
                 continue
             point = max(curve["points"], key=lambda point: point["n"])
-            interval = _inverse(point["n"], stats.Interval.of_record(point["interval_s"]))
+            interval = inverse(point["n"], stats.Interval.of_record(point["interval_s"]))
             reference = ({"value": link["bytes_per_s"],
                           "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
                          if link else None)
-            entry = _entry(document, {"study": "transfer", "impl": "copy_engine", "mode": mode, "precision": direction,
+            entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode, "precision": direction,
                                       "n": point["n"]})  # the transfer study's direction is its precision slot
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
@@ -233,7 +142,7 @@ def epoch_times(document):
         best = _epoch_point(study, device, mode)
         if best:
             epoch_s, interval, row, point = best
-            entry = _entry(document, {"study": "mlp_training", **row, "batch": point["batch"]})
+            entry = entry_of(document, {"study": "mlp_training", **row, "batch": point["batch"]})
             found.append(figure(f"mlp_epoch/{device}", f"MLP training epoch of {samples:,} samples, {name}", epoch_s,
                                 interval, "s", "lower", THROUGHPUT if device == "gpu" else "cpu: host clock",
                                 f"mlp_training: {row['impl']} {row['mode']} {row['precision']}, batch {point['batch']}",
@@ -254,10 +163,10 @@ def energy(document):
         spread = row.get("energy_uncertainty_j")
         interval = (row["energy_j_per_op"] - spread, row["energy_j_per_op"] + spread) if spread is not None \
             else (None, None)
-        entry = _entry(document, row)
+        entry = entry_of(document, row)
         # Energy is not a scale of the time: no value per trial; its entry's noise floor between runs.
         found.append(figure(f"energy/{precision}", f"Energy of one {PRECISION_NAMES[precision]} GEMM, n={row['n']}",
-                            row["energy_j_per_op"], interval, "J", "lower", ENERGY, _where(row),
+                            row["energy_j_per_op"], interval, "J", "lower", ENERGY, where_text(row),
                             between_runs=between_runs(entry, row["energy_j_per_op"], None) if entry else None))
     return found
 

@@ -10,7 +10,7 @@ width, the power limit, entries held at a power cap or a thermal slowdown, ECC, 
 the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make the verdict. None of
 this changes a setting: it reads what the run recorded."""
 from gpubench_driver.lib import expected
-from gpubench_driver.stages import headline
+from gpubench_driver.lib.figures import datasheet_of, first_gpu, load_datasheets
 
 AS_EXPECTED, BELOW, ABOVE, NOT_JUDGED = "as expected", "below expected", "above expected", "not judged"
 # How far beyond the committed range a figure may lie before it is judged: device-timed figures
@@ -107,7 +107,7 @@ def process_check(machine):
 
 
 def checks(document, sheet):
-    gpu = headline.first_gpu(document)
+    gpu = first_gpu(document)
     found = [link_check(gpu, sheet), power_check(gpu, sheet), clock_check(document.get("findings") or {}),
              ecc_check(gpu), process_check(document.get("machine") or {})]
     return [check for check in found if check]
@@ -121,8 +121,8 @@ def derive_health(document, ranges=None, datasheets=None):
     """findings["health"]: the model, each judged figure, the checks and the verdict."""
     if not (document.get("gpu") or {}).get("available"):
         return {"verdict": NOT_JUDGED, "why": "the run has no GPU part", "figures": [], "checks": []}
-    gpu = headline.first_gpu(document)
-    sheet = headline.datasheet_of(document, headline.load_datasheets() if datasheets is None else datasheets)
+    gpu = first_gpu(document)
+    sheet = datasheet_of(document, load_datasheets() if datasheets is None else datasheets)
     try:
         model = (expected.load() if ranges is None else ranges).get(gpu.get("name"))
     except expected.ExpectedError as error:

@@ -20,6 +20,10 @@ def derive_findings(document, refine_rounds):
                                                                          name)
     # Across the studies (peaks, roofline, energy, clock-limited entries): after each study's own findings.
     document["findings"] = derive_run.derive(document["studies"])
+    for name, study in document["studies"].items():
+        record = studies.BY_NAME.get(name)
+        if record and record.derive_across:
+            study["derived"].update(record.derive_across(study, document))
     # The first screen: the headline figures, the health check against them, the claims answered.
     document["findings"]["headline"] = headline.derive_headline(document)
     document["findings"]["health"] = health.derive_health(document)

@@ -1,9 +1,10 @@
 """The report's first screen: the headline figures with their uncertainty (findings["headline"]),
 the health verdict (findings["health"]) and the claims answered (findings["claims"]). Only what
 the run measured is shown: a figure, check or claim the run has no data for is left out."""
+from gpubench_driver.lib import figures
 from gpubench_driver.lib.document import Panel, bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import joules, md, percent, rate, seconds
-from gpubench_driver.stages import headline, health
+from gpubench_driver.stages import health
 
 
 def value_text(value, unit):
@@ -25,7 +26,7 @@ def value_text(value, unit):
 
 def interval_text(row):
     """The interval as a share of the value (±x%), or the range for a size."""
-    share = headline.spread(row)
+    share = figures.spread(row)
     if share is None:
         return "one trial: none"
     if row["unit"] == "n":

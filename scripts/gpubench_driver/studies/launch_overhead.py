@@ -12,8 +12,13 @@ stream's synchronisation. Counters: kernels (run per call: n, or 1 fused), host_
 host_synchronizations; add_kernel's kernel_busy_s (the kernels' own device time per call, the sum of
 their spans) and chain_span_s (first kernel's start to last kernel's end), timer_step_s (the global
 timer's resolution), and NVML's gpu_util_mean where the harness's telemetry read it."""
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of, percent_interval
+from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import seconds
+from gpubench_driver.lib.formatting import md, percent, ratio, seconds
+from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 EMPTY, ADDS = "empty_kernel", "add_kernel"
@@ -149,3 +154,190 @@ def derive(entries):
     chain_rows = chains(entries, found)
     return {"rows": found, "launch": launch_costs(entries, found), "chains": chain_rows,
             "idle_finding": idle_finding(chain_rows), "failures": grouped_failures(entries)}
+
+
+# --- summary.md --------------------------------------------------------------------------------
+
+MODE_NAMES = {SYNC_EACH: "synchronised after each", STREAM: "back to back on a stream", GRAPH: "one CUDA graph",
+              "fused": "fused into one kernel"}
+LAUNCHED = {SYNC_EACH: "with a synchronisation after each kernel", STREAM: "launched back to back from a stream",
+            GRAPH: "as one CUDA graph"}
+
+
+def _with_interval(value, interval, show=seconds):
+    return show(value) + (f" ({show(interval[0])}–{show(interval[1])})" if interval else "")
+
+
+def _per_kernel(item):
+    return _with_interval(item["per_kernel_s"], item["per_kernel_interval_s"])
+
+
+def _launch(derived):
+    launch = derived.get("launch") or {}
+    title = "Launch overhead: what a launch costs"
+    items = []
+    latency = launch.get("latency")
+    if latency:
+        items.append(f"An empty kernel launched and waited for (cudaStreamSynchronize), per kernel over a chain of "
+                     f"{latency['n']}: **{_per_kernel(latency)}**.")
+    rows = [[md(MODE_NAMES.get(item["mode"], item["mode"])), str(item["n"]), seconds(item["median_s"]), _per_kernel(item)]
+            for item in launch.get("per_kernel") or []]
+    rows += [[f"{md(MODE_NAMES.get(slope['mode'], slope['mode']))}: one more kernel", f"{slope['from_n']} to {slope['to_n']}",
+              "", _with_interval(slope["per_kernel_s"], slope["interval_s"])] for slope in launch.get("marginal") or []]
+    if not items and not rows:
+        return section(title, [paragraph("No empty-kernel entry was measured.")])
+    blocks = [bullets(items)] if items else []
+    if rows:
+        blocks += [table(["empty kernels", "kernels n", "call", "per kernel (interval)"], rows)]
+    return section(title, blocks + [paragraph(
+        "An empty kernel (one thread, no work), host clock from the first launch to the stream's synchronisation. "
+        "Per kernel: the call's median over n. One more kernel: the slope between the two longest chains measured, "
+        "which leaves out the synchronisation's fixed cost. Intervals: the medians' (between trials, or within one "
+        "process where the run had one trial).")])
+
+
+def _busy(item):
+    if item["busy_fraction"] is None:
+        return "n/a"
+    return _with_interval(item["busy_fraction"], item["busy_fraction_interval"], percent)
+
+
+def _gaps(item):
+    return "n/a" if item["gap_per_kernel_s"] is None else seconds(item["gap_per_kernel_s"])
+
+
+def _util(item):
+    return "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"
+
+
+def _chains(derived):
+    chains = derived.get("chains") or []
+    title = "Launch overhead: a chain of small kernels"
+    if not chains:
+        return section(title, [paragraph("No add_kernel entry was measured.")])
+    body = [[str(chain["n"]), md(MODE_NAMES[mode]), seconds(item["median_s"]), _per_kernel(item), _busy(item),
+             _gaps(item), seconds(item["outside_s"]), _util(item)]
+            for chain in chains for mode in MODES if (item := chain["modes"].get(mode))]
+    steps = next((item["timer_step_s"] for chain in chains for item in chain["modes"].values() if item["timer_step_s"]),
+                 None)
+    return section(title, [table(["kernels n", "launched", "call", "per kernel (interval)",
+                                  "GPU busy: kernels' own time / call (interval)", "gap between kernels",
+                                  "before the first and after the last", "NVML utilisation"], body), paragraph(
+        "Each kernel adds a random value to 2^16 floats (256 KiB, in the L2 cache); the result is checked bit for "
+        "bit against the host's additions. GPU busy: the sum of the kernels' spans (each kernel's first block's "
+        "start to its last block's end on the GPU's global timer, median over the entry's calls) over the call's "
+        "median time; the rest of the call the GPU ran none of the chain's kernels. Gap between kernels: the "
+        "chain's span (first kernel's start to last kernel's end) less the kernels' own time, per gap. Before the "
+        "first and after the last: the call's time less the chain's span (the first launch's latency and the "
+        "synchronisation's return). "
+        + (f"The global timer's smallest step here: {seconds(steps)}. " if steps else "")
+        + "NVML utilisation: the share of its sample periods in which a kernel ran, where the telemetry read any "
+          "over the entry's samples (n/a: none fell inside).")])
+
+
+def _speedup_text(found, what):
+    if not found:
+        return None
+    return (f"n = {found['n']}: {what} {ratio(found['ratio'])}{noise_note(found['beyond_noise'])}, "
+            f"{seconds(found['saved_per_kernel_s'])} saved per kernel")
+
+
+def _graphs(derived):
+    items = []
+    for chain in derived.get("chains") or []:
+        items += [text for text in (_speedup_text(chain["graph_over_stream"], "a graph over the stream"),
+                                    _speedup_text(chain["graph_over_sync_each"], "a graph over synchronising each"),
+                                    _speedup_text(chain["fused_over_graph"], "one fused kernel over the graph"))
+                  if text]
+    finding = derived.get("idle_finding")
+    blocks = [bullets(items)] if items else []
+    if finding:
+        idle = finding["idle"]
+        blocks.append(paragraph(
+            f"\"A GPU must never idle between kernels\": in a chain of {finding['n']} small kernels the GPU was idle "
+            + "; ".join(f"{_with_interval(idle[mode]['fraction'], idle[mode]['interval'], percent)} of the time "
+                        f"{LAUNCHED[mode]}" for mode in (SYNC_EACH, STREAM, GRAPH)) + "."))
+    return section("Launch overhead: what a graph buys", blocks) if blocks else []
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_launch(derived) + _chains(derived) + _graphs(derived)
+            + failures_section(study, "Launch overhead: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+CHAIN_KERNELS = "kernels in the chain (n)"
+
+
+def plots(pyplot, study, plot_dir):
+    """The time per kernel against the chain's length, a line per kernel and launch mode
+    (launch_overhead_per_kernel.png), and the share of a small-kernel chain's time the GPU ran its
+    kernels (launch_overhead_busy.png)."""
+    rows = study["derived"].get("rows") or []
+    per_kernel, busy = {}, {}
+    for row in rows:
+        per_kernel.setdefault((row["impl"], row["mode"]), []).append((row["n"], row))
+        if row["busy_fraction"] is not None:
+            busy.setdefault((row["mode"],), []).append((row["n"], row))
+    study_charts = charts.line_charts(plot_dir, ("launch_overhead_per_kernel",),
+                                "launch_overhead: time per kernel (host clock, launch to synchronisation)",
+                                per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],
+                                xlabel=CHAIN_KERNELS)
+    if busy:
+        study_charts += charts.line_charts(plot_dir, ("launch_overhead_busy",),
+                                     "launch_overhead: GPU busy share of a chain of small kernels\n"
+                                     "(the kernels' own spans over the call's time)", busy,
+                                     ylabel="kernels' time / call time", value=lambda row: row["busy_fraction"],
+                                     xlabel=CHAIN_KERNELS)
+    return charts.draw(pyplot, study_charts)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+# --- "a GPU must never idle between kernels" ---------------------------------------------------
+MOSTLY_IDLE = 0.5  # the host-synchronised chain's idle share from which gaps are "much of its time"
+
+
+def idle_gaps(document):
+    found = derived_of(document, "launch_overhead").get("idle_finding")
+    if not found:
+        return None
+    idle, gain = found["idle"], found["graph_over_stream"]
+    gaps_matter = idle["sync_each"]["fraction"] >= MOSTLY_IDLE
+    graph_gains = bool(gain) and gain["ratio"] > 1 and gain["beyond_noise"] is not False
+    verdict = (CONFIRMED if gaps_matter and graph_gains else REFUTED if not gaps_matter and not graph_gains else
+               "depends on the launching: synchronising after each kernel leaves the GPU idle most of the time, but "
+               "a graph buys nothing over launching back to back" if gaps_matter else
+               "depends: the gaps are a small share, yet a graph still shortens the chain")
+    shares = "; ".join(f"{percent_interval(idle[mode]['fraction'], idle[mode]['interval'])} {what}"
+                       for mode, what in (("sync_each", "with a synchronisation after each kernel"),
+                                          ("stream", "launched back to back from a stream"), ("graph", "as a CUDA graph")))
+    graph = (f"; the graph ran the chain {ratio(gain['ratio'])} as fast as the stream"
+             + ("" if gain["beyond_noise"] is not False else " (within the noise)")
+             + f", {seconds(gain['saved_per_kernel_s'])} saved per kernel" if gain else "")
+    return {"verdict": verdict, "numbers": {"n": found["n"], "idle": {mode: idle[mode]["fraction"] for mode in idle},
+                                            "graph_over_stream": gain["ratio"] if gain else None},
+            "answer": f"A chain of {found['n']} small kernels (each adding to 2^16 floats), the share of its time the "
+                      f"GPU ran none of them: {shares}{graph}."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+CLAIMS = (
+    Claim("idle_gaps", "A GPU must never idle between kernels: a chain of small kernels spends much of its time in "
+          "launch gaps, which CUDA graphs remove",
+          "the same profiling walk-through; CUDA graphs are NVIDIA's remedy for launch overhead", idle_gaps,
+          studies=("launch_overhead",), position=10),
+)
+
+
+# launch_overhead: chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency)
+# and of 100 (the time per kernel of each way of launching, the busy share of a small-kernel chain): 14
+# host-timed entries. Chains of 10 and 1000: --full.
+STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
+              derive=lambda study, document, rounds: derive(study["entries"]),
+              summary=sections, plots=plots,
+              rates=progress_rates, axes={"n": "kernels"},
+              claims=CLAIMS)

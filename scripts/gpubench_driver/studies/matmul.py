@@ -1,10 +1,13 @@
 """summary.md: the matmul study's sections, from its `derived` (derive.py)."""
-from gpubench_driver.lib.sections import (STEADY_STATE, best_rates, caps, crossover_cells,
-                                            crossover_header, failed_entries, references_not_run, run_notes,
-                                            unsettled_mark)
+import math
+
+from gpubench_driver.lib import charts, findings
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import md, rate, ratio, seconds
-from gpubench_driver.stages import reference
+from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
+from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, caps, crossover_cells, crossover_header,
+                                          failed_entries_section, references_not_run, run_notes, unsettled_mark)
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 
@@ -57,7 +60,7 @@ def _references(derived, document):
         return section("Reference libraries", [paragraph(references_not_run(document))])
     items = []
     for name, run in references.items():
-        if name in reference.RUNS["matmul"]:
+        if name in REFERENCES:
             items += run_notes(name, run) + [_reference_item(result) for result in run.get("results") or []]
     rows = derived.get("reference_comparison", [])
     items += [_comparison_item(row) for row in rows]
@@ -70,5 +73,105 @@ def _references(derived, document):
 
 def sections(study, document):
     derived = study["derived"]
-    return (_crossovers(derived) + _headline_speedups(derived) + best_rates(derived) + caps(study)
-            + failed_entries(study) + _references(derived, document))
+    return (_crossovers(derived) + _headline_speedups(derived) + best_rates_section(derived) + caps(study)
+            + failed_entries_section(study) + _references(derived, document))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+# --- matmul ----------------------------------------------------------------------------
+def _speedup_series(entries):
+    """{("best GPU", mode): [(n, best CPU time / best GPU time of that mode)]} at the sizes both measured."""
+    best_cpu = findings.best_by_size(findings.cpu_entries(entries))
+    series = {}
+    for mode in findings.gpu_modes(entries):
+        best_gpu = findings.best_by_size(findings.gpu_entries(entries, mode))
+        series[("best GPU", mode)] = [(n, best_cpu[n]["time_s"]["median"] / best_gpu[n]["time_s"]["median"])
+                                      for n in sorted(set(best_cpu) & set(best_gpu))]
+    return series
+
+
+def plots(pyplot, study, plot_dir):
+    """Time and rate of every implementation and mode, split by GPU mode when over charts.MAX_SERIES (the CPU
+    on each, e.g. matmul_time_resident.png); the best GPU's speedup over the best CPU per mode."""
+    entries = study["entries"]
+    series = charts.series(entries, lambda entry: (entry["impl"], entry["mode"]))
+    by_mode = (lambda key: key[1],)
+    study_charts = (
+        charts.line_charts(plot_dir, ("matmul_time",), "matmul FP32: median time", series, by_mode,
+                     charts.cpu_keys(series), ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
+        + charts.line_charts(plot_dir, ("matmul_rate",), "matmul FP32: FLOP/s", series, by_mode, charts.cpu_keys(series),
+                       ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
+    if findings.gpu_modes(entries):
+        study_charts += charts.line_charts(plot_dir, ("matmul_speedup",),
+                                     "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
+                                     ylabel="speedup: best CPU time / best GPU time (x)",
+                                     mark=charts.parity_and_crossovers(charts.timed(study["derived"].get("crossovers", []))))
+    return charts.draw(pyplot, study_charts)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+# --- "at 200x200 the GPU is about 6x faster, but the copies eat the gain" ------------------------
+SMALL_MATRIX = 200
+
+
+def small_matrix(document):
+    entries = (document["studies"].get("matmul") or {}).get("entries") or []
+    best_cpu = findings.best_by_size(findings.cpu_entries(entries))
+    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable") if findings.gpu_entries(entries, mode)]
+    if "resident" not in modes or not best_cpu:
+        return None
+    best_gpu = {mode: findings.best_by_size(findings.gpu_entries(entries, mode)) for mode in modes}
+    sizes = [n for n in best_cpu if all(n in best_gpu[mode] for mode in modes)]
+    if not sizes:
+        return None
+    n = min(sizes, key=lambda size: abs(math.log(size / SMALL_MATRIX)))
+    cpu_s = best_cpu[n]["time_s"]["median"]
+    speedups = {mode: cpu_s / best_gpu[mode][n]["time_s"]["median"] for mode in modes}
+    copies = [speedups[mode] for mode in modes if mode != "resident"]
+    if speedups["resident"] <= 1:
+        verdict = REFUTED
+    elif copies and all(value <= 1 for value in copies):
+        verdict = CONFIRMED
+    elif copies and any(value <= 1 for value in copies):
+        verdict = "depends on the host memory: pinned copies keep a gain, pageable ones eat it"
+    else:
+        verdict = REFUTED
+    parts = ", ".join(f"{ratio(speedups[mode])} {mode.replace('transfer_', 'with ')} copies"
+                      for mode in modes if mode != "resident")
+    return {"verdict": verdict, "numbers": {"n": n, "speedups": speedups},
+            "answer": f"At n = {n} (the measured size nearest {SMALL_MATRIX}), FP32 GEMM on the GPU against the best "
+                      f"CPU: {ratio(speedups['resident'])} with the data resident" + (f"; {parts}" if parts else "")
+                      + "."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+NUMPY_SIZES = (4096,)
+
+
+CLAIMS = (
+    Claim("small_matrix", "At 200x200 the GPU is about 6x faster, but copying the data each call eats the gain",
+          "a blog benchmark of a K80 against a 4-core laptop", small_matrix, studies=("matmul",), position=1),
+)
+
+
+# Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
+# to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
+REFERENCES = {"numpy": Run("numpy", "reference_matmul.py", ("numpy", csv(NUMPY_SIZES)), gpu=False,
+                           sizes_at=1),
+              "torch": Run("torch", "reference_matmul.py", ("torch", csv(TORCH_SIZES), "float32"), gpu=True,
+                           sizes_at=1)}
+
+
+STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096),
+              refined=True, derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
+              summary=sections, plots=plots, roofline_marker="o", rates=flop_rates,
+              gemm_cost=True,
+              references=REFERENCES,
+              comparisons=(Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
+                                      tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET),
+                           Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
+                                      tuple((n, None) for n in NUMPY_SIZES))),
+              claims=CLAIMS)

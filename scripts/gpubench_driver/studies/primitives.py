@@ -8,10 +8,16 @@ Entry axes in this study: impl = primitive, mode, precision = library (thrust, t
 std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements per second). Effective bandwidth:
 the bytes the binary counts as compulsory for one call (memory_read_bytes + memory_written_bytes: each
 array read or written once) over the median time."""
-from gpubench_driver.lib.findings import best_by_size, grouped_failures, memory_traffic, ok_entries, positive
-from gpubench_driver.lib.findings import crossovers as crossovers_along_n
+import textwrap
+
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, grouped_failures,
+                                          memory_traffic, ok_entries, positive)
+from gpubench_driver.lib.formatting import byte_size, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.registry import Study, size_rates
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
-from gpubench_driver.studies import stream as stream_study
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
 GPU_LIBRARIES = ("thrust", "thrust_cached", "cub")
@@ -129,31 +135,21 @@ def storage_costs(entries):
 
 
 # --- reduce against the memory bandwidth ----------------------------------------------------------
-def _stream_view(studies):
-    """The studies with the stream study's findings derived (the run's roof reads them), whatever
-    order the studies were derived in; the same studies where there is no stream study."""
-    stream = studies.get("stream")
-    if not stream or stream.get("derived"):
-        return studies
-    return {**studies, "stream": {**stream, "derived": stream_study.derive(stream)}}
-
-
-def memory_bandwidth(studies):
+def memory_bandwidth(document):
     """(what reduce is held against, None) or (None, why nothing): the stream study's copy past the
     L2 cache where it measured one (the issue's target names copy), else the run's memory roof, the
-    bandwidth findings.roofline.bandwidth holds (derive_run.device_bandwidth: the stream study's
-    fastest kernel past the L2, or twice the transfer study's fastest device-to-device copy); both
-    count a call's traffic, the bytes read plus the bytes written."""
-    from gpubench_driver.stages import derive_run  # it imports the registry, which imports this module
-    studies = _stream_view(studies)
-    copy = next((row["hbm"] for row in ((studies.get("stream") or {}).get("derived") or {}).get("device_memory") or []
-                 if row.get("operation") == "copy" and row.get("hbm")), None)
+    bandwidth findings.roofline.bandwidth holds (the stream study's fastest kernel past the L2, or twice
+    the transfer study's fastest device-to-device copy); both count a call's traffic, the bytes read
+    plus the bytes written."""
+    stream = ((document["studies"].get("stream") or {}).get("derived") or {}).get("device_memory") or []
+    copy = next((row["hbm"] for row in stream if row.get("operation") == "copy" and row.get("hbm")), None)
     if copy:
         return {"study": "stream", "source": "the stream study's copy", "what": f"stream copy, {copy['kernel']} "
                 f"kernel, {copy['precision']}, n = {copy['n']}", "bytes_per_s": copy["bytes_per_s"]}, None
-    roof, note = derive_run.device_bandwidth(studies)
+    roofline = (document.get("findings") or {}).get("roofline") or {}
+    roof = roofline.get("bandwidth")
     if roof is None:
-        return None, note
+        return None, roofline.get("memory_roof_note")
     if roof["study"] == "stream":
         what = f"stream {roof.get('operation')}, {roof.get('kernel')} kernel, {roof['precision']}, n = {roof['n']}"
         source = "the run's memory roof: the stream study's fastest kernel past the L2 (it measured no copy there)"
@@ -163,10 +159,10 @@ def memory_bandwidth(studies):
     return {"study": roof["study"], "source": source, "what": what, "bytes_per_s": roof["bytes_per_s"]}, None
 
 
-def reduce_bandwidth(entries, studies):
+def reduce_bandwidth(entries, document):
     """Each GPU library's resident reduce from REDUCE_FROM_BYTES of input: its effective bandwidth and
     that over the device's memory bandwidth (memory_bandwidth), beside the target."""
-    reference, note = memory_bandwidth(studies)
+    reference, note = memory_bandwidth(document)
     rows = []
     for entry in _primitive_entries(entries, "reduce"):
         moved = memory_traffic(entry)
@@ -213,13 +209,240 @@ def sort_target(entries):
     return found
 
 
-def derive(study, document):
+def derive(study):
     entries = study["entries"]
     return {
         "curves": curves(entries),
         "crossovers": crossovers(entries),
         "storage_costs": storage_costs(entries),
-        "reduce_bandwidth": reduce_bandwidth(entries, document["studies"]),
         "sort_target": sort_target(entries),
         "failures": grouped_failures(entries),
     }
+
+
+def derive_across(study, document):
+    """reduce against the device's memory bandwidth, which the run's memory roof (the findings across the
+    studies) and the stream study's findings give: derived after them."""
+    return {"reduce_bandwidth": reduce_bandwidth(study["entries"], document)}
+
+
+# --- summary.md --------------------------------------------------------------------------------
+
+MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
+
+
+def _gb_per_s(bytes_per_s):
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
+def _libraries(study):
+    items = [f"{md(library.get('id'))} ({md(library.get('device'))}): {md(library.get('description'))}"
+             + ("" if library.get("available") else f" **Not run here: {md(library.get('reason'))}**")
+             for library in study.get("libraries") or [] if isinstance(library, dict)]
+    caps = {}
+    for impl in study.get("implementations") or []:
+        if isinstance(impl, dict) and impl.get("max_size"):
+            key = (str(impl.get("library")), str(impl.get("max_size")), str(impl.get("cap_reason")))
+            caps.setdefault(key, []).append(str(impl.get("primitive")))
+    items += [f"cap: {md(library)} runs {md(', '.join(primitives))} up to n = {md(size)} ({md(reason)})"
+              for (library, size, reason), primitives in caps.items()]
+    return items
+
+
+def _rate_row(row):
+    point = row["points"][-1]  # the largest size of the series
+    latency = f"{seconds(point['latency_s'])}" if point.get("latency_s") else ""
+    return [md(row["primitive"]), md(row["library"]), md(MODE_NAMES.get(row["mode"], row["mode"])), str(point["n"]),
+            seconds(point["median_s"]), rate(point["elements_per_s"], "elements/s", " "),
+            _gb_per_s(point["bytes_per_s"]), latency]
+
+
+def _rates(study):
+    derived = study["derived"]
+    title = "Primitives: elements per second"
+    rows = derived.get("curves") or []
+    if not rows:
+        return section(title, [bullets(_libraries(study)), paragraph("No primitive was measured.")])
+    return section(title, [bullets(_libraries(study)), table(
+        ["primitive", "library", "mode", "largest n", "median time", "rate", "effective bandwidth",
+         "one call, host-observed"], [_rate_row(row) for row in rows]), paragraph(
+        "Each series at the largest size it ran (the plots have every size). Rate: elements per call over the median "
+        "time. Effective bandwidth: the bytes a call must read and write (each array once; a radix sort's passes "
+        "move several times that) over the median time, 10^9 bytes per second. Resident GPU entries other than sorts "
+        "are timed on the device (back-to-back calls, launch latency held out), with one call as the host sees it "
+        "beside them; sorts, which work in place, and every entry with copies are timed one call at a time on the "
+        "host clock until its work is done, a sort's keys restored from an unsorted copy before each call, "
+        "untimed. Thrust's calls wait for the device before they return, so its back-to-back device time holds "
+        "the gaps in which the GPU waits for the host.")])
+
+
+def _crossovers(derived):
+    title = "Primitives: where the GPU beats the CPU"
+    rows = [[md(found["primitive"]), md(MODE_NAMES.get(found["mode"], found["mode"])),
+             *crossover_cells({**found, "gpu_impl": found.get("gpu_library")})]
+            for found in derived.get("crossovers") or []]
+    if not rows:
+        return section(title, [paragraph("No primitive was measured on both the CPU and the GPU.")])
+    header = ["primitive", "GPU mode", *crossover_header()]
+    header[header.index("GPU impl")] = "GPU library"
+    return section(title, [table(header, rows), paragraph(
+        "Per primitive and GPU mode, the fastest GPU library against the fastest CPU one at each size both measured; "
+        "the GPU wins at a size only beyond the noise. Resident entries are compared twice: on their headline "
+        "time and on one call as a CPU program that waits for it sees it.")])
+
+
+def _request_cell(row):
+    if row["temporary_bytes"] is None:
+        return "n/a"
+    requests = row["temporary_requests"]
+    count = "" if requests is None else f" in {requests:.0f} request{'s' if requests != 1 else ''}"
+    return f"{byte_size(row['temporary_bytes'])}{count}"
+
+
+def _difference_cell(seconds_value, beyond_noise):
+    return "n/a" if seconds_value is None else f"{seconds(seconds_value)}{noise_note(beyond_noise)}"
+
+
+def _storage(derived):
+    rows = [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT]
+    if not rows:
+        return []
+    body = [[md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
+                                                     for name in ("thrust", "thrust_cached", "cub")),
+             _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
+             _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
+             + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
+             ratio(row["thrust_over_cub"]), _request_cell(row),
+             "n/a" if row["cached_device_allocations"] is None else f"{row['cached_device_allocations']:.0f}"]
+            for row in rows]
+    return section("Primitives: what Thrust's temporary storage and synchronisation cost", [table(
+        ["primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
+         "temporary storage a call asks for", "cudaMalloc a call, cached"], body), paragraph(
+        "Resident, median times. thrust: thrust::device, whose calls take their temporary storage from cudaMalloc "
+        "and give it back with cudaFree, which waits for the whole device; thrust_cached: the same calls through a "
+        "caching allocator; cub: CUB's device API, its storage allocated once, nothing waited for. Allocation: "
+        "thrust less thrust_cached. Synchronisation: thrust_cached less cub (every Thrust call waits for the device "
+        "before it returns, reduce copies its sum back first, and Thrust dispatches on the host); where Thrust has "
+        "no cached entry (transform, which takes no temporary storage) thrust less cub. \"within noise\": the two "
+        "times' intervals overlap. The storage a call asks for is what the cache was asked in one call; thrust asks "
+        "the same of cudaMalloc every time, and the cache gets it from cudaMalloc only in the first call (its count "
+        "in a later call is the last column).")])
+
+
+def _reduce_cost_item(row, costs):
+    cost = next((found for found in costs if (found["primitive"], found["mode"], found["n"])
+                 == ("reduce", RESIDENT, row["n"])), None)
+    if row["library"] != "thrust" or not cost:
+        return None
+    allocation = _difference_cell(cost["allocation_s"], cost["allocation_beyond_noise"])
+    synchronisation = _difference_cell(cost["synchronisation_s"], cost["synchronisation_beyond_noise"])
+    return (f"n = {row['n']}: of thrust's {seconds(row['median_s'])}, {allocation} went to allocating "
+            f"({_request_cell(cost)} from cudaMalloc and back through cudaFree, which waits for the device) and "
+            f"{synchronisation} to waiting for the device and copying the sum back (thrust_cached against cub)")
+
+
+def _reduce(derived):
+    found = derived.get("reduce_bandwidth") or {}
+    title = "Primitives: reduce against the memory bandwidth"
+    reference = found.get("reference")
+    if not found.get("rows"):
+        return section(title, [paragraph(f"No resident GPU reduce of {byte_size(found.get('from_bytes'))} or more "
+                                         f"was measured.")]) if found else []
+    lead = (f"Held against {md(reference['what'])}: {_gb_per_s(reference['bytes_per_s'])} ({md(reference['source'])})."
+            if reference else f"No memory bandwidth to hold it against: {md(found.get('note'))}.")
+    body = [[md(row["library"]), str(row["n"]), byte_size(row["bytes"]), seconds(row["median_s"]),
+             _gb_per_s(row["bytes_per_s"]), percent(row["fraction"]), seconds(row["latency_s"])]
+            for row in found["rows"]]
+    costs = [item for item in (_reduce_cost_item(row, derived.get("storage_costs") or []) for row in found["rows"])
+             if item]
+    return section(title, [paragraph(lead), table(
+        ["library", "n", "bytes read", "median time", "effective bandwidth", "of the memory bandwidth",
+         "one call, host-observed"], body), paragraph(
+        f"Target: {md(found['target_text'])} (stated, not judged). Both figures count a call's traffic: reduce reads "
+        f"its input once; a copy reads and writes. The headline time is back-to-back calls on the device clock, so a "
+        f"Thrust call's wait for the device and its cudaFree leave the GPU idle inside it.")]
+        + ([bullets(costs)] if costs else []))
+
+
+def _speedup_cell(row):
+    return "n/a" if row["speedup"] is None else ratio(row["speedup"]) + noise_note(row["beyond_noise"])
+
+
+def _sort(derived):
+    found = derived.get("sort_target")
+    if not found:
+        return []
+    title = f"Primitives: sorting 2^28 32-bit keys, GPU against {md(found['cpu_library'])}"
+    blocks = [paragraph(md(found["note"]))] if found.get("note") else []
+    if found.get("rows"):
+        blocks.append(table(["GPU mode", "GPU library", "GPU time", f"{md(found['cpu_library'])} time", "speedup"],
+                            [[md(MODE_NAMES.get(row["mode"], row["mode"])), md(row["gpu_library"]),
+                              seconds(row["gpu_median_s"]), seconds(found["cpu_median_s"]),
+                              _speedup_cell(row)]
+                             for row in found["rows"]]))
+        blocks.append(paragraph("Speedup: the CPU's time over the GPU's, each one sort of unsorted keys (the keys "
+                                "restored before every call, untimed); with pinned copies the keys go in and come back "
+                                "inside the GPU's time. Reported, not judged."))
+    return section(title, blocks)
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_rates(study) + _crossovers(derived) + _storage(derived) + _reduce(derived) + _sort(derived)
+            + failures_section(study, "Primitives: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+# --- the primitives study ---------------------------------------------------------------------
+PRIMITIVE_ELEMENTS = "elements per call (n)"
+
+
+def _reference_mark(reference, target):
+    """mark(axes, keys): the device's memory bandwidth reduce is held against, and the target's share of it."""
+    def mark(axes, keys):
+        axes.axhline(reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
+                     label=charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60)))
+        axes.axhline(target * reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle=":",
+                     label=f"target: {target:.0%} of it")
+    return mark
+
+
+def plots(pyplot, study, plot_dir):
+    """One chart per primitive: elements per second over n, a line per library and mode, with the
+    crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
+    device's memory bandwidth it is held against (primitives_reduce_bandwidth.png)."""
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    study_charts = []
+    for primitive in dict.fromkeys(row["primitive"] for row in rows):
+        series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+                  for row in rows if row["primitive"] == primitive}
+        crossovers = [found for found in charts.timed(derived.get("crossovers") or []) if found["primitive"] == primitive]
+        study_charts += charts.line_charts(
+            plot_dir, ("primitives", primitive), f"primitives {primitive}: elements per second",
+            series, (lambda key: key[1],), charts.cpu_keys(series), ylabel="elements/s",
+            value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
+            mark=charts.crossover_marks(crossovers, with_precision=False, axis="n"))
+    found = derived.get("reduce_bandwidth") or {}
+    reduce = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+              for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
+    if reduce and found.get("reference"):
+        study_charts += charts.line_charts(
+            plot_dir, ("primitives_reduce_bandwidth",),
+            "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
+            value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
+            xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
+    return charts.draw(pyplot, study_charts)
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+# primitives: reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every
+# library, resident and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the
+# three sorts, transform) and the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of
+# 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds a call there).
+STUDY = Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
+              derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
+              summary=sections, plots=plots, rates=size_rates("elements"),
+              axes={"impl": "primitive", "precision": "library", "n": "elements"})

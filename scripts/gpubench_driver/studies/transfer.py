@@ -9,11 +9,17 @@ n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per s
 report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
+from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
+from gpubench_driver.lib.registry import Comparison, GIB, Run, Study, copy_rates
+from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
+                                          time_ratio_cell)
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 PLATEAU_FRACTION = 0.9
-GIB = float(1 << 30)
 # PCIe generation -> (transfer rate per lane in GT/s, line-code efficiency): 8b/10b up to
 # Gen 2, 128b/130b from Gen 3; Gen 6 (PAM4, FLIT mode) is counted at its raw rate.
 PCIE_GENERATIONS = {1: (2.5, 0.8), 2: (5.0, 0.8), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
@@ -125,13 +131,6 @@ def registration(entries):
             for e in sorted(ok_entries(entries), key=lambda e: e["n"]) if e.get("impl") == "host_register"]
 
 
-def progress_rates(counters, median_s):
-    """The bandwidth of one entry for the progress line: the bytes_transferred counter its console
-    line reports (bidirectional copies count both directions; registering moves nothing)."""
-    moved = counters.get("bytes_transferred")
-    return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
-
-
 def derive(entries, gpu=None):
     rows = curve_rows(entries)
     link = link_rate(gpu)
@@ -146,3 +145,197 @@ def derive(entries, gpu=None):
         "plateau_fraction": PLATEAU_FRACTION,
         "failures": grouped_failures(entries),
     }
+
+
+# --- summary.md --------------------------------------------------------------------------------
+
+REFERENCE_RUN = "torch_transfer"
+
+
+def _gib_per_s(bytes_per_s):
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / GIB:.2f} GiB/s"
+
+
+def _link(derived, document):
+    gpus = document["machine"].get("gpus") or [{}]
+    numa = gpus[0].get("numa_node")
+    where = [] if numa is None else [f"The GPU's NUMA node: {md(numa)} (-1: the host reports none)."]
+    link = derived.get("link")
+    if not link:
+        return ["The link's theoretical rate is unknown (no PCIe generation and width from nvidia-smi)."] + where
+    return [f"Link: PCIe Gen{link['generation']} x{link['width']}, theoretically {_gib_per_s(link['bytes_per_s'])} "
+            f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."] + where
+
+
+def _setting(study):
+    setting = study.get("transparent_hugepage")
+    return [f"Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with madvise; "
+            f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
+
+
+def _curve_row(row, use):
+    share = use.get((row["impl"], row["mode"], row["direction"]))
+    return [md(row["impl"]), md(row["mode"]), md(row["direction"]),
+            f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
+            _gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
+            percent(share, 0)]
+
+
+def _curves_section(study, document):
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    title = "Transfer: bandwidth and latency"
+    if not rows:
+        return section(title, [paragraph("No copy was measured.")])
+    use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
+    header = ["engine", "host memory", "direction", "latency of the smallest copy", "plateau", "size at 90% of it",
+              "plateau / link"]
+    return section(title, [bullets(_link(derived, document) + _setting(study)),
+                           table(header, [_curve_row(row, use) for row in rows]), paragraph(
+        "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: the "
+        "bandwidth of the largest copy (bytes copied per second, GiB = 2^30 bytes; bidirectional counts both "
+        "directions). Size at 90%: from where every larger copy reaches 90% of the plateau, interpolated on "
+        "log(size) between measured sizes.")])
+
+
+def _ratio_at(found):
+    """'2.10x at 256 MiB', with ', within noise' where the two bandwidths do not differ beyond it."""
+    return f"{ratio(found['ratio'])} at {byte_size(found['n'])}{noise_note(found['beyond_noise'])}"
+
+
+def _ratio_items(rows, what):
+    return [f"{what} {md(row['direction'])}: {_ratio_at(row['at_largest'])} (smallest size: "
+            f"{_ratio_at(row['ratios'][0])})" for row in rows]
+
+
+def _ratios(derived):
+    items = (_ratio_items(derived.get("pinned_over_pageable") or [], "pinned over pageable (written),")
+             + _ratio_items(derived.get("zero_page_over_written") or [],
+                            "never-written (zero page) over written pageable memory,")
+             + _ratio_items(derived.get("first_touch_over_written") or [],
+                            "a fresh allocation per copy over written pageable memory,"))
+    items += [f"registering memory (cudaHostRegister) costs {seconds(row['seconds_per_gib'])} per GiB at "
+              f"{byte_size(row['n'])}" for row in (derived.get("registration") or [])[-1:]]  # the largest size
+    if not items:
+        return []
+    return section("Transfer: memory kinds against each other", [bullets(items), paragraph(
+        "Ratios of bandwidth (copy engine); a never-written source reads as the kernel's shared zero page, so its "
+        "rate says nothing about real data.")])
+
+
+def _references(study, document):
+    title = "Transfer: PyTorch reference"
+    references = document.get("references")
+    if references is None:
+        return section(title, [paragraph(references_not_run(document))])
+    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    rows = study["derived"].get("reference_comparison") or []
+    if not any(row["time_ratio"] is not None for row in rows):
+        return section(title, [notes, paragraph("No copy was measured by both the study and the reference.")])
+    body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
+             seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+    return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
+                                        body), paragraph(
+        "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
+        "Targets are stated, not checked. " + STEADY_STATE)])
+
+
+def sections(study, document):
+    return (_curves_section(study, document) + _ratios(study["derived"]) + _references(study, document)
+            + failures_section(study, "Transfer: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+# --- the transfer and overlap studies ----------------------------------------------------
+def _link_mark(link):
+    def mark(axes, keys):
+        axes.axhline(link["bytes_per_s"] / GIB, color="black", alpha=0.6, linestyle="--",
+                     label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
+    return mark
+
+
+def _memory_family(memory):
+    """'pageable' for the pageable memories (first touch, THP, zero page), 'page-locked' for the rest
+    (pinned, registered, write-combined; device memory's d2d chart has one line, never split)."""
+    return "pageable" if memory.startswith("pageable") else "page-locked"
+
+
+def plots(pyplot, study, plot_dir):
+    """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
+    (and the link's theoretical rate across the link); split by memory family, then engine, when over
+    charts.MAX_SERIES (e.g. transfer_bandwidth_h2d_page_locked.png)."""
+    derived = study["derived"]
+    study_charts = []
+    for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
+        series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
+                  for row in derived["curves"] if row["direction"] == direction}
+        link = derived.get("link") if direction in LINK_DIRECTIONS else None
+        study_charts += charts.line_charts(
+            plot_dir, ("transfer_bandwidth", direction),
+            f"transfer {direction}: bandwidth against the size of one copy", series,
+            (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
+            value=lambda point: point["bytes_per_s"] / GIB, xlabel="bytes per copy (B)",
+            mark=_link_mark(link) if link else None)
+    return charts.draw(pyplot, study_charts)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+# --- "pinned memory speeds host-to-device copies and lets them overlap computation" ----------------
+def pinned_memory(document):
+    transfer = next((row for row in derived_of(document, "transfer").get("pinned_over_pageable") or []
+                     if row["direction"] == "h2d"), None)
+    pipelines = {row["memory"]: row for row in derived_of(document, "overlap").get("best") or []
+                 if row["workload"] == "matmul"}
+    if not transfer or not {"pinned", "pageable"} <= set(pipelines):
+        return None
+    faster = transfer["at_largest"]["ratio"] > 1 and transfer["at_largest"]["beyond_noise"]
+    overlaps = pipelines["pinned"]["saved_beyond_noise"]
+    verdict = (CONFIRMED if faster and overlaps else REFUTED if not faster and not overlaps else
+               "depends: " + ("copies are faster but do not overlap" if faster else "they overlap but are not faster"))
+    pinned, pageable = pipelines["pinned"], pipelines["pageable"]
+    return {"verdict": verdict, "numbers": {"copy_ratio": transfer["at_largest"]["ratio"],
+                                            "saved": {"pinned": pinned["saved_fraction"],
+                                                      "pageable": pageable["saved_fraction"]}},
+            "answer": f"Host to device, {byte_size(transfer['at_largest']['n'])} per copy: pinned "
+                      f"{ratio(transfer['at_largest']['ratio'])} the rate of pageable. A chunked transfer-inclusive "
+                      f"GEMM (n = {pinned['n']}) on several streams saves {pinned['saved_fraction']:.0%} of the serial "
+                      f"time from pinned memory" + ("" if pinned["saved_beyond_noise"] else " (within the noise)")
+                      + f", {pageable['saved_fraction']:.0%} from pageable"
+                      + ("" if pageable["saved_beyond_noise"] else " (within the noise)") + "."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
+
+
+# (host memory, direction) of the transfer study -> what its torch counterpart is held to.
+TRANSFER_TARGETS = {
+    ("pinned", "h2d"): "within 2% of torch's pinned copy",
+    ("pinned", "d2h"): "within 2% of torch's pinned copy",
+    ("pageable", "h2d"): "at least torch's rate from written pageable memory: a time ratio of at most 1",
+    ("pageable", "d2h"): None,
+    ("pageable_zero_page", "h2d"): None,  # the pitfall, shown beside torch's untouched tensor
+    ("device", "d2d"): "within 3% of torch's device copy",
+}
+
+
+CLAIMS = (
+    Claim("pinned_memory", "Pinned memory speeds host-to-device copies and lets them overlap computation",
+          "the CUDA best-practices advice", pinned_memory, studies=("transfer", "overlap"), position=5),
+)
+
+
+STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
+              derive=lambda study, document, rounds: derive(
+                  study["entries"], (document["machine"].get("gpus") or [None])[0]),
+              summary=sections, plots=plots, rates=copy_rates,
+              axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
+              references={"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)),
+                                                gpu=True, sizes_at=1)},
+              comparisons=tuple(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
+                                           {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
+                                for (memory, direction), target in TRANSFER_TARGETS.items()),
+              claims=CLAIMS)

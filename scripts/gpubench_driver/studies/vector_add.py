@@ -9,8 +9,14 @@ precision fp32, n the elements per vector. A GPU entry with resident data is tim
 clock (its kernel alone); a transfer entry on the host clock from the call to its completion; a CPU
 entry on the host clock. The copies' cost at a size is the transfer entry's time less its
 implementation's resident time there: the copies with their latency and the synchronisation."""
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
+from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
-                                    grouped_failures, ok_entries)
+                                          grouped_failures, ok_entries)
+from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
+from gpubench_driver.lib.registry import Study, size_rates
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
 from gpubench_driver.lib.stats import median_interval, medians_differ
 
 RESIDENT = "resident"
@@ -110,3 +116,161 @@ def derive(entries):
         "expected_finding": expected_finding(rows),
         "failures": grouped_failures(entries),
     }
+
+
+# --- summary.md --------------------------------------------------------------------------------
+
+MODES = (RESIDENT, *TRANSFER_MODES)
+MODE_NAMES = {RESIDENT: "data resident", "transfer_pinned": "pinned copies", "transfer_pageable": "pageable copies"}
+
+
+def _gpu_cell(found):
+    if not found:
+        return "n/a"
+    return f"{seconds(found['median_s'])} ({ratio(found['speedup'])}{noise_note(found['beyond_noise'])})"
+
+
+def _copies_cell(found):
+    return "n/a" if not found else f"{seconds(found['copy_s'])} ({ratio(found['over_cpu'])} the CPU's)"
+
+
+def _comparison(derived):
+    rows = derived.get("comparison") or []
+    title = "Vector add: CPU against GPU"
+    if not rows:
+        return section(title, [paragraph("No size was measured on the CPU.")])
+    modes = [mode for mode in MODES if any(mode in row["gpu"] for row in rows)]
+    copied = [mode for mode in TRANSFER_MODES if any(mode in row["copies"] for row in rows)]
+    header = (["n (elements)", "bytes a call", "best CPU"] + [f"GPU, {MODE_NAMES[mode]}" for mode in modes]
+              + [f"copies, {MODE_NAMES[mode]}" for mode in copied])
+    body = [[str(row["n"]), byte_size(12 * row["n"]), f"{seconds(row['cpu']['median_s'])} ({md(row['cpu']['impl'])})"]
+            + [_gpu_cell(row["gpu"].get(mode)) for mode in modes] + [_copies_cell(row["copies"].get(mode))
+                                                                     for mode in copied] for row in rows]
+    return section(title, [table(header, body), paragraph(
+        "Median times; beside each GPU time its speedup over the best CPU (CPU time / GPU time; \"within noise\": "
+        "the two intervals overlap). Data resident: the kernel's device time (CUDA events, launch latency held "
+        "out). Pinned and pageable copies: one call on the host clock until its work is done, A and B copied in "
+        "and C out. The copies' time: that call less the kernel's resident time at the same size (the copies "
+        "with their latency and the synchronisation), beside it that time over the best CPU's whole call. Bytes a "
+        "call: A and B read, C written.")])
+
+
+def _sizes(values):
+    return ", ".join(map(str, values))
+
+
+def _finding(derived):
+    found = derived.get("expected_finding")
+    if not found:
+        return []
+    items = []
+    for mode, copies in found["copies"].items():
+        span = (f"the copies took {ratio(copies['least_over_cpu'])} to {ratio(copies['most_over_cpu'])} the best "
+                f"CPU's whole time")
+        where = ("at every size compared" if copies["more_than_cpu_everywhere"] else
+                 f"except at n = {_sizes(copies['sizes_cheaper_than_cpu'])}")
+        items.append(f"{MODE_NAMES[mode]}: {span}; more than the CPU's computation {where} "
+                     f"(n = {_sizes(copies['sizes_compared'])})")
+    items += [f"the GPU ({MODE_NAMES.get(mode, md(mode))}) beats the best CPU "
+              + (f"at n = {_sizes(sizes)}" if sizes else "at no size") for mode, sizes in found["gpu_wins"].items()]
+    verdict = ("holds: the copies cost more than the CPU's whole computation at every size, and the GPU pays off "
+               "only with the data resident" if found["holds"] else
+               "does not hold as stated: see which part differs above")
+    return section("Vector add: the expected finding", [bullets(items), paragraph(
+        f"\"For one memory-bound operation the copies cost more than the CPU's whole computation at every size, and "
+        f"the GPU pays off only when the data stays resident\": {verdict}. A GPU time beats the CPU's where it is "
+        f"lower beyond noise (or, without an interval, by its median).")])
+
+
+def _crossovers(derived):
+    rows = derived.get("crossovers") or []
+    if not rows:
+        return []
+    body = [[md(row["mode"])] + crossover_cells(row) for row in rows]
+    return section("Vector add: crossovers", [table(["GPU mode"] + crossover_header(), body)])
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_comparison(derived) + _finding(derived) + _crossovers(derived)
+            + failures_section(study, "Vector add: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+# --- vector add ----------------------------------------------------------------------------
+ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
+
+
+def _parity(axes, keys):
+    axes.axhline(1.0, color="black", linewidth=0.8)
+
+
+def plots(pyplot, study, plot_dir):
+    """The time of every implementation and mode over n; the best CPU's time over the GPU's per GPU mode
+    (the crossovers marked); the copies' time over the best CPU's whole time, per transfer mode."""
+    derived = study["derived"]
+    series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
+              for row in derived.get("series") or []}
+    rows = derived.get("comparison") or []
+    speedups = {("best GPU", mode): [(row["n"], row["gpu"][mode]["speedup"]) for row in rows if mode in row["gpu"]]
+                for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
+    copies = {(mode,): [(row["n"], row["copies"][mode]["over_cpu"]) for row in rows if mode in row["copies"]]
+              for mode in dict.fromkeys(mode for row in rows for mode in row["copies"])}
+    study_charts = charts.line_charts(plot_dir, ("vector_add_time",), "vector_add FP32: median time", series,
+                                (lambda key: key[1],), charts.cpu_keys(series), ylabel="median time (s)",
+                                value=lambda point: point["median_s"], xlabel=ELEMENTS)
+    if speedups:
+        study_charts += charts.line_charts(plot_dir, ("vector_add_speedup",),
+                                     "vector_add FP32: GPU speedup over the best CPU", speedups,
+                                     ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
+                                     mark=charts.parity_and_crossovers(charts.timed(derived.get("crossovers") or [])))
+    if copies:
+        study_charts += charts.line_charts(plot_dir, ("vector_add_copies",),
+                                     "vector_add: the copies' time over the best CPU's whole time\n"
+                                     "(transfer-inclusive time less the kernel's resident time)", copies,
+                                     ylabel="copies / best CPU time (x; above 1: the copies cost more)",
+                                     xlabel=ELEMENTS, mark=_parity)
+    return charts.draw(pyplot, study_charts)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+# --- "for one memory-bound operation the copies cost more than the CPU's whole computation" -------
+def vector_add_copies(document):
+    found = derived_of(document, "vector_add").get("expected_finding")
+    if not found or not found["copies"]:
+        return None
+    cheaper = {mode: copies["sizes_cheaper_than_cpu"] for mode, copies in found["copies"].items()
+               if copies["sizes_cheaper_than_cpu"]}
+    resident = found["gpu_wins"].get(RESIDENT) or []
+    verdict = (CONFIRMED if found["holds"] else
+               f"{REFUTED}: the copies cost less than the CPU at some sizes" if cheaper else
+               "depends: the copies cost more, but the GPU does not beat the CPU even with the data resident"
+               if not resident else "depends on the size")
+    spans = "; ".join(f"{mode.replace('transfer_', '')} copies {ratio(copies['least_over_cpu'])} to "
+                      f"{ratio(copies['most_over_cpu'])} the best CPU's time"
+                      for mode, copies in found["copies"].items())
+    return {"verdict": verdict, "numbers": {"copies": found["copies"], "gpu_wins": found["gpu_wins"]},
+            "answer": f"C = A + B in FP32 at every size measured: {spans}; the GPU with the data resident beats "
+                      f"the best CPU at " + (f"n = {', '.join(map(str, resident))}" if resident else "no size")
+                      + "."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+CLAIMS = (
+    Claim("vector_add_copies", "For a memory-bound operation such as vector add, copying the data to the GPU costs "
+          "more than the CPU's whole computation: the GPU pays off only when the data stays resident",
+          "common GPU-offloading advice, after the first CUDA program", vector_add_copies, studies=("vector_add",), position=8),
+)
+
+
+# The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
+# almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
+# sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
+STUDY = Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
+              derive=lambda study, document, rounds: derive(study["entries"]),
+              summary=sections, plots=plots, rates=size_rates("elements"),
+              axes={"n": "elements"},
+              claims=CLAIMS)
