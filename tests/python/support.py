@@ -111,7 +111,7 @@ def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_
 def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, references=None):
     """A results document holding one study replayed from hand-written fixtures, findings derived."""
     from gpubench_driver.lib import gbench, results
-    from gpubench_driver.stages import report
+    from gpubench_driver.stages import analyse
     description = load_fixture(describe_fixture)
     document = results.new_document({"id": "fixture", "started": "2026-11-22T23:00:00+00:00", "finished": None,
                                      "status": "complete", "command_line": [], "options": {}})
@@ -120,7 +120,7 @@ def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, 
     study = results.new_study(description, sizes, batches)
     study["entries"] = gbench.entries_from_output(gbench.load_file(fixture(gbench_fixture)))
     document["studies"][name] = study
-    report.derive_findings(document, 0)
+    analyse.derive_findings(document, 0)
     return document
 
 

@@ -16,7 +16,7 @@ from support import run_options
 from gpubench_driver import studies
 from gpubench_driver.lib import batch_study, charts, gbench, results
 from gpubench_driver.studies import conv2d, mlp_training
-from gpubench_driver.stages import options, plots, reference, report, runner, summary
+from gpubench_driver.stages import analyse, options, plots, reference, render, runner
 from test_run_studies import FakeMachine, read
 
 MLP = "mlp_training/cublas_kernels/gpu/resident/{precision}/n:1024/batch:{batch}"
@@ -281,7 +281,7 @@ class SummaryTest(unittest.TestCase):
     def setUpClass(cls):
         document = support.mlp_document(with_references())
         document["studies"].update(support.conv_document(with_references())["studies"])
-        cls.text = summary.render(document, [], tempfile.gettempdir())
+        cls.text = render.render(document, [], tempfile.gettempdir())
 
     def test_sections(self):
         for study in ("MLP training", "Convolution"):
@@ -323,11 +323,11 @@ class SummaryTest(unittest.TestCase):
         document = support.conv_document()
         document["studies"]["conv2d"]["utilization"] = {"available": False,
                                                         "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        report.derive_findings(document, 0)
-        text = summary.render(document, [], tempfile.gettempdir())
+        analyse.derive_findings(document, 0)
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("## Convolution: GPU utilization against batch (NVML)\n\nNot sampled: NVML not loaded: "
                       "libnvidia-ml.so.1 not found.\n", text)
-        batched = summary.render(support.batched_document(), [], tempfile.gettempdir())
+        batched = render.render(support.batched_document(), [], tempfile.gettempdir())
         self.assertIn("Not sampled: the study binary does not say whether it samples GPU utilization.", batched)
 
     def test_algorithms(self):
@@ -346,7 +346,7 @@ class SummaryTest(unittest.TestCase):
                       self.text)
 
     def test_references_not_run(self):
-        text = summary.render(support.mlp_document(), [], tempfile.gettempdir())
+        text = render.render(support.mlp_document(), [], tempfile.gettempdir())
         self.assertIn("## MLP training: PyTorch reference\n\nNot run (--no-reference, --cpu-only or --quick).", text)
 
     def test_failures(self):
@@ -361,7 +361,7 @@ class SummaryTest(unittest.TestCase):
         for row in derived["throughput"] + derived["device_memory"] + derived["crossovers"]:
             del row["precision"]
         del derived["utilization"]
-        text = summary.render(document, [], tempfile.gettempdir())
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("| 64 | cublas\\_strided | resident | 6.0 MiB (batch 1) | 48.0 KiB (batch 1024) |", text)
         self.assertNotIn("GPU utilization", text)
         if charts.load_pyplot() is not None:
@@ -373,8 +373,8 @@ class SummaryTest(unittest.TestCase):
         study = document["studies"]["conv2d"]
         study["layers"][3]["role"] = "conv_x *bold* <b>"
         study["algorithms"]["7"] = "WINO|GRAD"
-        report.derive_findings(document, 0)
-        text = summary.render(document, [], tempfile.gettempdir())
+        analyse.derive_findings(document, 0)
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("(conv\\_x \\*bold\\* \\<b\\>: 64", text)
         self.assertIn("WINO\\|GRAD, 12.0 MiB", text)
 

@@ -12,7 +12,7 @@ from support import make_entry
 
 from gpubench_driver import studies
 from gpubench_driver.lib import batch_study, charts, gbench, results, stats
-from gpubench_driver.stages import options, plots, report, runner, summary
+from gpubench_driver.stages import analyse, options, plots, render, runner
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"
@@ -246,7 +246,7 @@ class DeviceMemoryTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def setUp(self):
-        self.text = summary.render(support.batched_document(), [], tempfile.gettempdir())
+        self.text = render.render(support.batched_document(), [], tempfile.gettempdir())
 
     def test_crossovers(self):
         self.assertIn("## Batched GEMM: crossover batch (GPU faster than the best CPU)\n\n"
@@ -290,7 +290,7 @@ class SummaryTest(unittest.TestCase):
     def test_no_reference_comparison(self):
         document = support.batched_document()
         document["references"] = {"numpy": {"note": "skipped"}}
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertNotIn("reference_comparison", document["studies"]["batched_gemm"]["derived"])
 
 

@@ -16,7 +16,7 @@ from support import fixture
 from gpubench_driver.lib import charts, html_report, results
 from gpubench_driver.lib.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
 from gpubench_driver.lib.formatting import md
-from gpubench_driver.stages import report
+from gpubench_driver.commands import report
 
 CHROMIUM = os.environ.get("GPUBENCH_CHROMIUM") or "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 60

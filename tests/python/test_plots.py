@@ -12,7 +12,7 @@ import support
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, results
 from gpubench_driver.studies import matmul
-from gpubench_driver.stages import plots, report
+from gpubench_driver.stages import analyse, plots, render
 
 CPU_IMPLS = ("blocked_loop", "naive_loop", "openblas")
 GPU_IMPLS = ("cublas", "naive_kernel", "tiled_kernel")
@@ -224,9 +224,9 @@ class NoDataTest(unittest.TestCase):
         made["gpu"] = {"available": False, "reason": "no CUDA device found"}
         for name in studies.NAMES:
             made["studies"][name] = results.new_study({"implementations": []}, [64])
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         with tempfile.TemporaryDirectory() as out:
-            report.write_outputs(made, out)
+            render.write_outputs(made, out)
             self.assertEqual(os.listdir(os.path.join(out, "plots")), [])
             with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
                 self.assertNotIn("plots/", stream.read())

@@ -11,7 +11,7 @@ from support import fixture
 
 from gpubench_driver.lib import charts, gbench, results
 from gpubench_driver.studies import precision
-from gpubench_driver.stages import plots, report, summary
+from gpubench_driver.stages import analyse, plots, render
 
 FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
 
@@ -136,7 +136,7 @@ class DerivationTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def render(self, document):
-        return summary.render(document, [], tempfile.gettempdir())
+        return render.render(document, [], tempfile.gettempdir())
 
     def test_sections(self):
         text = self.render(support.precision_document())
@@ -168,12 +168,12 @@ class SummaryTest(unittest.TestCase):
         for entry in document["studies"]["precision"]["entries"]:
             if entry["device"] == "cpu" and entry["precision"] == "bf16":
                 entry.update(status="skipped", message="skipped: this OpenBLAS build has no BF16 GEMM")
-        report.derive_findings(document, 0)  # the summary shows what is derived from the entries
+        analyse.derive_findings(document, 0)  # the summary shows what is derived from the entries
         self.assertIn("## Precision: on the CPU\n\n- bf16: skipped: this OpenBLAS build has no BF16 GEMM",
                       self.render(document))
         document["studies"]["precision"]["entries"] = [
             e for e in document["studies"]["precision"]["entries"] if e["precision"] != "bf16"]
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertNotIn("## Precision: on the CPU", self.render(document))
 
     def test_reference_comparison_table(self):
@@ -199,7 +199,7 @@ class SummaryTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         study["entries"] = [entry for entry in study["entries"] if entry["n"] != 4096]
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertEqual([(table["n"], table["largest_measured"]) for table in study["derived"]["tables"]],
                          [(8192, True)])
         text = self.render(document)

@@ -11,7 +11,7 @@ from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import primitives
-from gpubench_driver.stages import derive_run, options
+from gpubench_driver.stages import across, options
 
 # Bytes one call reads and writes per element (reduce writes one sum of 4 bytes).
 TRAFFIC = {"reduce": (4, 0), "inclusive_scan": (4, 4), "sort_u32": (4, 4), "sort_pairs": (8, 8), "sort_u64": (8, 8),
@@ -88,7 +88,7 @@ def document_of(found, **others):
     study["derived"] = primitives.derive(study)
     # reduce is held against the run's memory roof, found across the studies (stream's, or transfer's copies)
     document["findings"] = {"roofline": dict(zip(("bandwidth", "memory_roof_note"),
-                                                 derive_run.device_bandwidth(document["studies"])))}
+                                                 across.device_bandwidth(document["studies"])))}
     study["derived"].update(primitives.derive_across(study, document))
     return document
 

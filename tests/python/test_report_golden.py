@@ -17,7 +17,7 @@ import unittest
 
 from support import ENTRY, SCRIPTS_DIR, fixture
 
-from gpubench_driver.stages import gpus, journal, report
+from gpubench_driver.stages import analyse, collect, journal
 
 RUNS = {"h200-aa-a-20261124": "runs/aa-h200-20261124/h200-aa-a-20261124",
         "aa1-quick-trials3-20261124-005923": "runs/aa-quick-trials3-20261124/aa1-quick-trials3-20261124-005923"}
@@ -30,8 +30,8 @@ def has_matplotlib():
 
 def findings(path):
     """Every study's derived findings and the run's, as report derives them (JSON's view of them)."""
-    document = gpus.node_view(journal.load(path))
-    report.derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
+    document = collect.node_view(journal.load(path))
+    analyse.derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     found = {"findings": document["findings"], "studies": {name: study["derived"]
                                                            for name, study in document["studies"].items()}}
     return json.loads(json.dumps(found, allow_nan=False))

@@ -11,7 +11,8 @@ import support  # noqa: F401  (import path)
 from support import fixture
 
 from gpubench_driver.lib import results
-from gpubench_driver.stages import options, report, session
+from gpubench_driver.stages import options, session
+from gpubench_driver.commands import report
 from gpubench_driver.commands import compare
 
 
@@ -361,7 +362,7 @@ class HostileFileTest(unittest.TestCase):
     else (no TypeError half-way through a page)."""
 
     def test_every_field_replaced(self):
-        from gpubench_driver.stages import summary
+        from gpubench_driver.stages import analyse, render
         with open(fixture("results_v1.json"), encoding="utf-8") as stream:
             original = json.load(stream)
         with tempfile.TemporaryDirectory() as directory:
@@ -377,8 +378,8 @@ class HostileFileTest(unittest.TestCase):
                         json.dump(document, stream)
                     try:
                         loaded = results.load(path)
-                        report.derive_findings(loaded, 0)
-                        text = summary.render(loaded, [], directory)
+                        analyse.derive_findings(loaded, 0)
+                        text = render.render(loaded, [], directory)
                     except results.ResultsError:
                         continue
                     self.assertNotIn("<script>", text, where)

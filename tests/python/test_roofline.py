@@ -10,7 +10,7 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import charts, gbench, results, stats
 from gpubench_driver.studies import roofline
-from gpubench_driver.stages import claims, plots, report, summary
+from gpubench_driver.stages import analyse, claims, plots, render
 
 N = 1 << 25
 BANDWIDTH, COMPUTE = 3.0e12, 60.0e12  # B/s and FLOP/s of the synthetic GPU in FP32
@@ -62,7 +62,7 @@ def roofline_document(with_matmul=True, with_stream=True):
         made["studies"][name] = results.new_study(described.get(name, {"implementations": []}),
                                                   sorted({e["n"] for e in entries}))
         made["studies"][name]["entries"] = entries
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -132,7 +132,7 @@ class ClaimTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
-        text = summary.render(roofline_document(), {}, tempfile.gettempdir())
+        text = render.render(roofline_document(), {}, tempfile.gettempdir())
         self.assertIn("## Roofline sweep: measured roofs and ridge points", text)
         self.assertIn("| gpu | fp32 | 33554432 | 3000 GB/s | 60.00 TFLOP/s | 20 FLOP/B (k = 80) | 64 | 128 | yes |",
                       text)

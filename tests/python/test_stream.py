@@ -10,7 +10,7 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import charts, gbench, results, stats
 from gpubench_driver.studies import stream
-from gpubench_driver.stages import derive_run, headline, options, plots, report, summary
+from gpubench_driver.stages import across, analyse, headline, options, plots, render
 
 MIB = 1 << 20
 L2 = 50 * MIB
@@ -80,7 +80,7 @@ def stream_document(study_entries=None, describe=None):
     study_entries = entries() if study_entries is None else study_entries
     made["studies"]["stream"] = results.new_study(describe or description(), sorted({e["n"] for e in study_entries}))
     made["studies"]["stream"]["entries"] = study_entries
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -187,7 +187,7 @@ class MemoryRoofTest(unittest.TestCase):
         copy = gbench.blank_entry("transfer/copy_engine/gpu/device/d2d/n:67108864")
         copy.update(repetitions=1, iterations=1, time_s=stats.summarize([64 * MIB / 1.4e12]),
                     bytes_transferred=float(64 * MIB))
-        found, note = derive_run.device_bandwidth({**made["studies"], "transfer": {"entries": [copy]}})
+        found, note = across.device_bandwidth({**made["studies"], "transfer": {"entries": [copy]}})
         self.assertEqual(found["study"], "transfer")
         self.assertAlmostEqual(found["bytes_per_s"], 2.8e12)
         self.assertEqual(found["bytes_per_call"], 2 * 64 * MIB)
@@ -203,7 +203,7 @@ class MemoryRoofTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
-        text = summary.render(stream_document(), {}, tempfile.gettempdir())
+        text = render.render(stream_document(), {}, tempfile.gettempdir())
         self.assertIn("## Stream: device memory (HBM) and the L2 plateau", text)
         self.assertIn("Measured device memory bandwidth: **3100.0 GB/s** (dot by grid\\_stride, fp32, 512.0 MiB), "
                       "92.5% of the theoretical peak", text)
@@ -222,7 +222,7 @@ class SummaryTest(unittest.TestCase):
         derived = made["studies"]["stream"]["derived"]
         self.assertIsNone(derived["hbm"])
         self.assertEqual(derived["theoretical_note"], "no GPU")
-        text = summary.render(made, {}, tempfile.gettempdir())
+        text = render.render(made, {}, tempfile.gettempdir())
         self.assertIn("No GPU entry was measured: no GPU.", text)
 
 

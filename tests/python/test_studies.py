@@ -16,7 +16,7 @@ import support
 from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 from gpubench_driver.studies import batched_gemm, conv2d, mlp_training, precision
-from gpubench_driver.stages import derive_run, options, plots, reference, report, runner
+from gpubench_driver.stages import across, analyse, options, plots, reference, runner
 from gpubench_driver.commands import compare
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
@@ -101,7 +101,7 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual({s.name: s.roofline_marker for s in studies.STUDIES if s.roofline_marker},
                          {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D", "stream": "v",
                           "roofline": "X"})
-        self.assertEqual(list(derive_run.NOMINAL_FLOP), ["conv2d"])
+        self.assertEqual(list(across.NOMINAL_FLOP), ["conv2d"])
         self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer",
                                                "collectives"})
         self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
@@ -185,7 +185,7 @@ class NewStudyTest(unittest.TestCase):
         document["studies"]["toy"] = document["studies"].pop("precision")
         document["studies"]["toy"]["axis_names"] = None  # a binary that names no axes: the record's
         with mock.patch.dict(studies.BY_NAME, {"toy": toy}):
-            report.derive_findings(document, 0)
+            analyse.derive_findings(document, 0)
             self.assertIn("tensor_core_claim", document["studies"]["toy"]["derived"])
             self.assertEqual(options.for_study(support.run_options(), "toy",
                                                {"implementations": [{"id": "cublas"}]}).sizes, [16, 32])

@@ -199,7 +199,7 @@ class ReportTest(unittest.TestCase):
 
     def test_summary_and_plots(self):
         import tempfile
-        from gpubench_driver.stages import plots, summary
+        from gpubench_driver.stages import plots, render
         from gpubench_driver.lib import results
         document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
                                          "status": "complete", "command_line": [], "options": {}})
@@ -213,7 +213,7 @@ class ReportTest(unittest.TestCase):
         document["studies"]["overlap"] = {"entries": pipelines.entries, "invocations": [], "derived": pipelines.derived}
         with tempfile.TemporaryDirectory() as out:
             paths = plots.write_plots(document["studies"], out)
-            text = summary.render(document, paths, out)
+            text = render.render(document, paths, out)
         self.assertIn("Transfer: bandwidth and latency", text)
         self.assertIn("pinned over pageable (written), h2d: 6.50x", text)
         self.assertIn("PCIe Gen5 x16", text)

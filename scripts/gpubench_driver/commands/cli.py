@@ -6,9 +6,9 @@ import sys
 from dataclasses import replace
 
 from gpubench_driver import studies
-from gpubench_driver.lib import expected, figures, outputs, results, stopping, verdicts
-from gpubench_driver.stages import build, gpus, like, options as opts, report, runner, session
-from gpubench_driver.commands import compare, rank, repeatability
+from gpubench_driver.lib import figures, outputs, results, stopping, verdicts
+from gpubench_driver.stages import build, gpus, like, options as opts, runner, session
+from gpubench_driver.commands import compare, expected, rank, repeatability, report
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 

@@ -16,10 +16,10 @@ import os
 import statistics
 from dataclasses import dataclass
 
+from gpubench_driver import studies
 from gpubench_driver.lib import document as page, html_report, outputs, stats, trials, verdicts
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
-from gpubench_driver import studies
-from gpubench_driver.stages import gpus, journal, options as opts, session
+from gpubench_driver.stages import collect, options as opts, session
 
 DEFAULT_PRICES = os.path.join(outputs.SCRIPTS_DIR, "prices.json")
 PRICES_SCHEMA = "gpubench-prices"
@@ -149,7 +149,7 @@ def load_sources(paths, labels, least=2, command="compare", label_of=None):
     label_of = label_of or (lambda document: f"{document['run']['id']} {gpu_name(document) or 'no GPU'}")
     sources = []
     for index, path in enumerate(paths):
-        document = gpus.node_view(journal.load(path))  # a file of every GPU of a node: the node's median
+        document = collect.load(path)  # a file of every GPU of a node: the node's median
         sources.append(Source(path, labels[index] if labels else label_of(document), document))
     return sources
 

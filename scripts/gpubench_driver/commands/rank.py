@@ -15,8 +15,8 @@ from itertools import combinations
 
 from gpubench_driver.lib import document as page, figures, html_report, outputs, verdicts
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import report, session
-from gpubench_driver.stages.summary_headline import value_text
+from gpubench_driver.stages import analyse, session
+from gpubench_driver.stages.render_first_screen import value_text
 from gpubench_driver.commands import compare
 
 SCHEMA = "gpubench-rank"
@@ -35,7 +35,7 @@ def load_runs(paths, labels=None):
     before its end, or written by an older driver, gets today's figures."""
     runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
     for run in runs:
-        report.derive_findings(run.document, 0)
+        analyse.derive_findings(run.document, 0)
     return runs
 
 

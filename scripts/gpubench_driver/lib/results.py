@@ -56,7 +56,7 @@ def new_document(run):
         "warnings": [],
         "studies": {},
         "references": None,
-        "findings": None,  # across the studies, derived by report.derive_findings (derive_run)
+        "findings": None,  # across the studies, derived by analyse.derive_findings (derive_run)
     }
 
 

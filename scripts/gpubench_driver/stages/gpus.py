@@ -15,11 +15,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from gpubench_driver.lib import environment, noise_floor, outputs, results, stats, stopping, verdicts
-from gpubench_driver.stages import build, journal, options as opts
+from gpubench_driver import studies
+from gpubench_driver.lib import document as page, environment, noise_floor, outputs, results, stopping, verdicts
+from gpubench_driver.lib.formatting import md, percent, seconds
+from gpubench_driver.stages import analyse, build, journal, options as opts, render, session
+from gpubench_driver.stages.collect import GPU_FIELD, node_view
 
 ALL = "all"
-GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
 SLOWER = "slower than the node"
 WITHIN = "within noise"
 FASTER = "faster than the node"
@@ -110,7 +112,6 @@ def sub_run_environment(gpu):
 def run(options, argv):
     """The sub-runs, all at once, then the gathered results.json and gpus.md; the exit status of the
     worst sub-run."""
-    from gpubench_driver.stages import session  # session reads the registry; imported when run
     if os.environ.get(SUB_RUN_VARIABLE):
         raise opts.UsageError("--gpus: this is already one GPU's sub-run of run --gpus")
     gpus = select(node_gpus(), options.gpus)
@@ -127,7 +128,6 @@ def run(options, argv):
 
 def _run_on(gpus, out_dir, options, argv):
     """run's work, in its locked output folder."""
-    from gpubench_driver.stages import session
     if options.build:
         build.configure_and_build(session.SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     processes = []
@@ -164,7 +164,6 @@ def gather(parts, run_id, argv):
     """One document from [(Gpu, its run's document)]: the first run's record with every GPU in the
     machine record and the run's sub-runs, every entry tagged with its GPU, and each study's findings
     and the run's derived again on the node's median (node_view)."""
-    from gpubench_driver.stages import report  # report reads the registry; imported when gathering
     document = copy.deepcopy(parts[0][1])
     statuses = [part["run"]["status"] for _, part in parts]
     document["run"].update(id=run_id, command_line=[document["run"]["command_line"][0], *argv],
@@ -179,41 +178,11 @@ def gather(parts, run_id, argv):
         study["entries"] = [{**entry, GPU_FIELD: gpu.index} for gpu, part in parts
                             for entry in (part["studies"].get(name) or {}).get("entries") or []]
     node = node_view(document)
-    report.derive_findings(node, (document["run"].get("options") or {}).get("refine_rounds") or 0)
+    analyse.derive_findings(node, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     for name, study in document["studies"].items():
         study["derived"] = node["studies"][name]["derived"]
     document["findings"] = {**node["findings"], "gpus": spread(parts)}
     return document
-
-
-def gpus_of(document):
-    """The GPUs a document's entries are tagged with, in order (none in one GPU's file)."""
-    return sorted({entry[GPU_FIELD] for study in document["studies"].values() for entry in study["entries"]
-                   if entry.get(GPU_FIELD) is not None})
-
-
-def node_median_entry(entries):
-    """Of one entry's per-GPU records, the one whose median is the node's median (the lower middle of
-    an even count); None when none is ok."""
-    ok = sorted((entry for entry in entries if entry["status"] == "ok" and stats.finite((entry.get("time_s") or {})
-                                                                                          .get("median"))),
-                key=lambda entry: entry["time_s"]["median"])
-    return ok[(len(ok) - 1) // 2] if ok else None
-
-
-def node_view(document):
-    """The document as one GPU's: each entry the GPU at the node's median (an entry no GPU measured: the
-    first GPU's record, with its reason). A document of one GPU is returned as it is. What report, compare
-    and rank read of a gathered file."""
-    if len(gpus_of(document)) < 2:
-        return document
-    node = copy.deepcopy(document)
-    for study in node["studies"].values():
-        by_name = {}
-        for entry in study["entries"]:
-            by_name.setdefault(entry["name"], []).append(entry)
-        study["entries"] = [node_median_entry(entries) or entries[0] for entries in by_name.values()]
-    return node
 
 
 # --- the spread and the outliers ---------------------------------------------------------------
@@ -241,12 +210,11 @@ LONG_BASIS = "GPU entries of 100 us or more (the run measured no headline entry 
 
 
 def spread(parts):
-    """findings["gpus"]: per headline-like entry (compare.is_headline; where no such entry was measured on two
+    """findings["gpus"]: per headline-like entry (studies.is_headline; where no such entry was measured on two
     GPUs, as in a --quick run, every GPU entry of 100 us or more) measured on two GPUs or more, each GPU's
     median time beside the node's median, its ratio, the threshold and the verdict; and the GPUs flagged
     slower on any of them."""
-    from gpubench_driver.commands import compare  # compare imports this module
-    rows = _spread_rows(parts, compare.is_headline)
+    rows = _spread_rows(parts, studies.is_headline)
     basis = HEADLINE_BASIS
     if not rows:
         rows, basis = _spread_rows(parts, lambda study, entry: verdicts.long_gpu_entry(entry)), LONG_BASIS
@@ -276,10 +244,8 @@ def _spread_rows(parts, chosen):
     return rows
 
 
-def render(found):
+def page_text(found):
     """gpus.md: the verdict, then per headline-like entry each GPU's time beside the node's median."""
-    from gpubench_driver.lib import document as page
-    from gpubench_driver.lib.formatting import md, percent, seconds
     outliers = found["outliers"]
     verdict_text = (f"GPU {', '.join(map(str, outliers))} slower than the node's median beyond noise on at least one "
                     f"of the entries below" if outliers else "no GPU slower than the node's median beyond noise")
@@ -302,8 +268,7 @@ def render(found):
 
 
 def write_report(document, out_dir):
-    """gpus.md, and the node median's summary.md, summary.html and plots (report.write_outputs)."""
-    from gpubench_driver.stages import report
-    path = outputs.write_text(os.path.join(out_dir, "gpus.md"), render(document["findings"]["gpus"]) + "\n")
-    report.write_outputs(node_view(document), out_dir)
+    """gpus.md, and the node median's summary.md, summary.html and plots (render.write_outputs)."""
+    path = outputs.write_text(os.path.join(out_dir, "gpus.md"), page_text(document["findings"]["gpus"]) + "\n")
+    render.write_outputs(node_view(document), out_dir)
     return path

@@ -4,9 +4,10 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from gpubench_driver.lib import environment, outputs, results, stopping
 from gpubench_driver import studies
-from gpubench_driver.stages import build, health, journal, like, options as options_module, reference, report, runner
+from gpubench_driver.lib import environment, outputs, results, stopping
+from gpubench_driver.stages import (analyse, build, health, journal, like, options as options_module, reference, render,
+                                    runner)
 
 SOURCE_DIR = outputs.SOURCE_DIR
 
@@ -256,9 +257,9 @@ def _run_in(folder, options, argv):
     # complete beside no summary and no plots), then stops the driver with the run's own exit status.
     with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
         document["run"].update(status=status, finished=utc_now())
-        report.derive_findings(document, options.refine_rounds)
+        analyse.derive_findings(document, options.refine_rounds)
         results.write(document, results_path)
-        summary_path = report.write_outputs(document, out_dir)
+        summary_path = render.write_outputs(document, out_dir)
         print(health.verdict_line(document["findings"]["health"]), flush=True)
         print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
     exit_status = {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]

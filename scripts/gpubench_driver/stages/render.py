@@ -4,14 +4,15 @@ This module writes the page's frame (header, warnings, run --like, plots) and pu
 together: each study's come from the summary module beside its derive module (the registry's
 `summary`, studies.py), those
 across the studies from summary_findings. Every section reads the study's `derived` or the
-document's `findings`, computed by report.derive_findings; none computes a finding itself."""
+document's `findings`, computed by analyse.derive_findings; none computes a finding itself."""
 import os
 
-from gpubench_driver.lib.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables, paragraph,
-                                      section, table, to_markdown)
-from gpubench_driver.lib.formatting import md
 from gpubench_driver import studies
-from gpubench_driver.stages import summary_findings, summary_headline
+from gpubench_driver.lib import charts, html_report, outputs
+from gpubench_driver.lib.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables,
+                                          paragraph, section, table, to_markdown)
+from gpubench_driver.lib.formatting import md
+from gpubench_driver.stages import plots, render_across, render_first_screen
 
 
 def machine_line(document):
@@ -101,15 +102,30 @@ def blocks(document, plots_by_study, out_dir):
     """The whole page as blocks: summary.md and summary.html are both written from them. First the
     header and the first screen (headline, health, claims), then each study's details with its plots
     beside its tables, then the findings across the studies. plots_by_study: {study: [PNG paths]}
-    (the roofline's under summary_findings.ROOFLINE_KEY), None without matplotlib."""
-    found = _header(document) + summary_headline.first_screen(document) + _warnings(document) + _like(document)
+    (the roofline's under render_across.ROOFLINE_KEY), None without matplotlib."""
+    found = _header(document) + render_first_screen.first_screen(document) + _warnings(document) + _like(document)
     for name, study in document["studies"].items():
         if name in studies.BY_NAME:
             found += with_plots(studies.BY_NAME[name].summary(study, document), (plots_by_study or {}).get(name),
                                 out_dir)
-    across = summary_findings.sections(document, plots_by_study, out_dir)
-    return (found + folded_long_tables(across) + summary_findings.noise_floor(document)
-            + folded_long_tables(summary_findings.clocks(document)) + _no_plots(plots_by_study))
+    across = render_across.sections(document, plots_by_study, out_dir)
+    return (found + folded_long_tables(across) + render_across.noise_floor(document)
+            + folded_long_tables(render_across.clocks(document)) + _no_plots(plots_by_study))
+
+
+def write_outputs(document, out_dir):
+    """Plots, summary.md and summary.html (the same page, plots embedded) next to results.json;
+    returns the summary path."""
+    plots_by_study = plots.write_plots(document["studies"], out_dir)
+    if plots_by_study is None:
+        print(charts.MISSING_MATPLOTLIB, flush=True)
+    elif (document.get("findings") or {}).get("roofline"):
+        roofline = plots.write_roofline(document["findings"]["roofline"], out_dir)
+        plots_by_study[render_across.ROOFLINE_KEY] = [roofline] if roofline else []
+    page = blocks(document, plots_by_study, out_dir)  # one page, written as Markdown and as HTML
+    summary_path = outputs.write_text(os.path.join(out_dir, "summary.md"), to_markdown(page) + "\n")
+    html_report.write(page, [path for paths in (plots_by_study or {}).values() for path in paths], out_dir)
+    return summary_path
 
 
 def render(document, plots_by_study, out_dir):

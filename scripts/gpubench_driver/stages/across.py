@@ -13,7 +13,7 @@
 
 A study whose precision slot holds no number format (its axis_names, studies.format_note: the
 transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
-The result is document["findings"]; report.derive_findings rewrites it on every report."""
+The result is document["findings"]; analyse.derive_findings rewrites it on every report."""
 from gpubench_driver.lib.findings import memory_traffic, ok_entries, positive
 from gpubench_driver.lib import noise_floor, trials
 from gpubench_driver.lib.gbench import TRAFFIC_COUNTERS

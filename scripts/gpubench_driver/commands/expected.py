@@ -1,0 +1,59 @@
+"""The 'expected' command: the expected ranges of the headline figures per GPU model, taken from committed
+result sets, written to scripts/expected_ranges.json (lib/expected.py reads it for the health check).
+Running it again for a model replaces that model's record (give every run of the model, the default
+suite's and --quick's, at once); other models are kept."""
+import json
+import os
+import statistics
+
+from gpubench_driver.lib import outputs, results
+from gpubench_driver.lib.expected import EXPECTED, SCHEMA, ExpectedError, load
+from gpubench_driver.lib.figures import first_gpu
+from gpubench_driver.stages import analyse, journal
+
+def _run_figures(path):
+    """(GPU name, run record, its headline figures with a value) of one results.json, its findings
+    derived again."""
+    try:
+        document = journal.load(path)
+    except results.ResultsError as error:
+        raise ExpectedError(str(error)) from None
+    name = first_gpu(document).get("name")
+    if not name or not document["gpu"].get("available"):
+        raise ExpectedError(f"{path}: the run has no GPU part")
+    analyse.derive_findings(document, 0)
+    figures = document["findings"]["headline"]["figures"]
+    run = {"id": document["run"]["id"], "path": os.path.relpath(path),
+           "revision": (document["run"].get("git") or {}).get("revision")}
+    return name, run, [row for row in figures if row["value"] is not None]
+
+
+def model_records(paths):
+    """{GPU name: {"runs": [...], "figures": {key: {where: {"values", "runs", "min", "max", "median"}}}}}."""
+    models = {}
+    for path in paths:
+        name, run, figures = _run_figures(path)
+        model = models.setdefault(name, {"runs": [], "figures": {}})
+        model["runs"].append(run)
+        for row in figures:
+            found = model["figures"].setdefault(row["key"], {}).setdefault(row["where"], {"values": [], "runs": []})
+            found["values"].append(row["value"])
+            found["runs"].append(run["id"])
+    for model in models.values():
+        for points in model["figures"].values():
+            for found in points.values():
+                found.update(min=min(found["values"]), max=max(found["values"]),
+                             median=statistics.median(found["values"]))
+    return models
+
+
+def update(paths, path=EXPECTED):
+    """Replaces the records of the runs' models in the ranges file; returns {GPU name: run count}."""
+    models = load(path)
+    found = model_records(paths)
+    models.update(found)
+    document = {"schema": SCHEMA, "schema_version": 1,
+                "note": "Written by `gpubench expected RUN...` from committed result sets; not edited by hand.",
+                "models": dict(sorted(models.items()))}
+    outputs.write_text(path, json.dumps(document, indent=1) + "\n")
+    return {name: len(model["runs"]) for name, model in found.items()}
