@@ -10,7 +10,7 @@ import support  # noqa: F401  (import path)
 
 from gpubench_driver.lib import charts, gbench, results, stats
 from gpubench_driver.studies import stream
-from gpubench_driver.stages import across, analyse, headline, options, plots, render
+from gpubench_driver.stages import across, analyse, options, plots, render
 
 MIB = 1 << 20
 L2 = 50 * MIB
@@ -174,7 +174,7 @@ class MemoryRoofTest(unittest.TestCase):
         self.assertAlmostEqual(figure["value"] / 3.1e12, 1)
         self.assertEqual(figure["label"], "Device memory bandwidth (stream dot, grid_stride kernel, FP32)")
         self.assertEqual(figure["where"], "stream: dot_grid_stride resident fp32 n=67108864")
-        self.assertEqual(figure["reference"]["what"], headline.THEORETICAL_MEMORY)
+        self.assertEqual(figure["reference"]["what"], stream.THEORETICAL_MEMORY)
         self.assertAlmostEqual(figure["fraction_of_reference"], 3.1e12 / PEAK)
         self.assertLess(figure["low"], figure["value"])
         self.assertLess(figure["value"], figure["high"])

@@ -97,7 +97,7 @@ class RecordsTest(unittest.TestCase):
     def test_what_the_old_tables_held(self):
         by_name = studies.BY_NAME
         self.assertEqual([s.name for s in studies.STUDIES if s.refined], ["matmul"])
-        self.assertEqual([s.name for s in studies.STUDIES if s.gemm_cost], ["matmul", "precision"])
+        self.assertEqual([s.name for s in studies.STUDIES if s.one_gemm_per_call], ["matmul", "precision"])
         self.assertEqual({s.name: s.roofline_marker for s in studies.STUDIES if s.roofline_marker},
                          {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D", "stream": "v",
                           "roofline": "X"})

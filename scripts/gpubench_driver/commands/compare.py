@@ -237,12 +237,12 @@ def usd_per_epoch(entry, epoch_samples, usd_per_hour):
 
 
 def cost_kind(study_name):
-    """How a study's cost is given: "gemm" (its record's gemm_cost: USD per 1000 products, TFLOP/s per
+    """How a study's cost is given: "gemm" (its record's one_gemm_per_call: USD per 1000 products, TFLOP/s per
     USD-hour), "epoch" (a batch study with an epoch: USD per epoch), or None."""
     record = studies.BY_NAME.get(study_name)
     if record is None:
         return None
-    if record.gemm_cost:
+    if record.one_gemm_per_call:
         return "gemm"
     return "epoch" if record.batch and record.batch.epoch_samples else None
 

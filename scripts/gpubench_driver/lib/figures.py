@@ -106,3 +106,21 @@ def entry_of(document, row):
 def where_text(row):
     text = f"{row['study']}: {row['impl']} {row['mode']} n={row['n']}"
     return text + (f", batch {row['batch']}" if row.get("batch") is not None else "")
+
+
+def energy_figure(document, study, impl, precision):
+    """The energy of one GEMM of a study's series (impl, resident, precision) at the largest size measured
+    with energy, as a headline figure (a list: empty where the run has none)."""
+    rows = [row for row in (document["findings"].get("energy_per_gemm", {}).get("rows") or [])
+            if (row["study"], row["impl"], row["mode"], row["precision"]) == (study, impl, "resident", precision)]
+    if not rows:
+        return []
+    row = max(rows, key=lambda row: row["n"])
+    spread = row.get("energy_uncertainty_j")
+    interval = (row["energy_j_per_op"] - spread, row["energy_j_per_op"] + spread) if spread is not None \
+        else (None, None)
+    entry = entry_of(document, row)
+    # Energy is not a scale of the time: no value per trial; its entry's noise floor between runs.
+    return [figure(f"energy/{precision}", f"Energy of one {PRECISION_NAMES[precision]} GEMM, n={row['n']}",
+                   row["energy_j_per_op"], interval, "J", "lower", ENERGY, where_text(row),
+                   between_runs=between_runs(entry, row["energy_j_per_op"], None) if entry else None)]

@@ -94,6 +94,18 @@ def size_rates(unit):
 
 # --- the record --------------------------------------------------------------------------
 @dataclass(frozen=True)
+class MemoryRoof:
+    """How a study measures the device memory bandwidth, the roofline's memory roof: the run's roof is that of
+    the first study of the run, by rank, that measured one."""
+    rank: int
+    bandwidth: Callable  # (its study's results record) -> (bandwidth record, None), or (None, why none or None)
+    absent: str          # the study as the run lacks it, in "the run has neither <absent> nor <absent>"
+    figure: Callable     # (bandwidth record, its entry, its (low, high), datasheet reference) -> headline figure
+    caption: Callable    # (bandwidth record) -> the roofline chart's words on the roof
+    summary: Callable    # (bandwidth record) -> the summary's sentence on the roof
+
+
+@dataclass(frozen=True)
 class Study:
     """One study, as the driver knows it beyond what its binary's --describe says."""
     name: str                      # its binary is gpubench_<name>; its key in results.json
@@ -111,7 +123,8 @@ class Study:
     references: dict = field(default_factory=dict)  # {key in results.json 'references': Run} run after it
     comparisons: tuple = ()        # Comparison rows of its entries against those references
     nominal_flop: Optional[str] = None  # why its FLOP are a reference algorithm's, not what ran (sets no peak)
-    gemm_cost: bool = False        # compare: USD per 1000 GEMMs and TFLOP/s per USD-hour
+    # One timed call is one GEMM: compare prices 1000 of them and TFLOP/s per USD-hour; its energy is per GEMM.
+    one_gemm_per_call: bool = False
     batch: Optional[object] = None  # the batch studies' BatchStudy (lib/batch.py)
     # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
     # before --describe's axis_names mean (the binary's own axis_names win).
@@ -121,6 +134,13 @@ class Study:
     suite_impls: Optional[tuple] = None
     suite_modes: Optional[tuple] = None
     claims: tuple = ()             # the claims (lib/claims.Claim) its findings answer
+    # ((kind, (results document) -> [figure]), ...): its headline figures (lib/figures.figure), listed on the page
+    # kind by kind (stages/headline.KINDS) after the measured peaks and the memory bandwidth
+    headline: tuple = ()
+    memory_roof: Optional[MemoryRoof] = None  # how it measures the device memory bandwidth, where it does
+    measures_roofs: bool = False   # it measures the roofline's roofs: its entries are not placed under them as work
+    experiment: bool = False       # its entries are experiments (starved grids, empty kernels), not workloads
+    gpus_together: bool = False    # it measures the GPUs together: run --gpus, one GPU per sub-run, defeats it
     # (study record, results document) -> findings that read other studies' or the run's findings, added to
     # its own after every study's and the findings across the studies are derived
     derive_across: Optional[Callable] = None

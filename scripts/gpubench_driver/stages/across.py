@@ -97,49 +97,21 @@ def fraction_of_peak_rows(studies, peaks):
 
 
 # --- the device memory bandwidth ----------------------------------------------------------
-D2D = "d2d"  # the transfer study's direction of a device-to-device copy (impl copy_engine, mode device)
-BANDWIDTH_RULE = ("device memory traffic = 2 x the bytes copied per second by the fastest device-to-device copy at "
-                  "the largest size the transfer study measured: a copy of B bytes reads B and writes B bytes")
-STREAM_RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
-               "size): STREAM's bytes (each array the operation reads or writes, once) per second")
-
-
-def stream_bandwidth(studies):
-    """The stream study's measured HBM bandwidth as the memory roof, or None (no stream study, or none
-    of its resident GPU points lay past the L2 cache)."""
-    derived = (studies.get("stream") or {}).get("derived") or {}
-    best = derived.get("hbm")
-    if not best:
-        return None
-    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
-            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
-            "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
-            "fraction_of_theoretical": best.get("fraction_of_peak"),
-            "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),
-            "rule": STREAM_RULE.format(beyond=derived.get("beyond_cache"))}
-
-
 def device_bandwidth(studies):
-    """(bandwidth record, None), or (None, why there is no memory roof): the stream study's HBM
-    bandwidth where it measured one, else twice the transfer study's fastest device-to-device copy."""
-    found = stream_bandwidth(studies)
-    if found:
-        return found, None
-    study = studies.get("transfer")
-    if study is None:
-        return None, ("the run has neither a stream study past the L2 cache nor a transfer study, whose "
-                      "device-to-device copies measure the memory bandwidth")
-    copies = [e for e in ok_entries(study["entries"]) if e["precision"] == D2D and e["device"] == "gpu"
-              and positive(e.get("bytes_transferred")) and positive(e["time_s"]["median"])]
-    if not copies:
-        return None, "the transfer study measured no device-to-device (d2d) copy"
-    largest = max(entry["n"] for entry in copies)
-    best = max((entry for entry in copies if entry["n"] == largest),
-               key=lambda entry: entry["bytes_transferred"] / entry["time_s"]["median"])
-    copy_rate = best["bytes_transferred"] / best["time_s"]["median"]
-    return {"study": "transfer", "impl": best["impl"], "mode": best["mode"], "precision": D2D, "n": best["n"],
-            "median_s": best["time_s"]["median"], "copy_bytes_per_s": copy_rate, "bytes_per_s": 2 * copy_rate,
-            "bytes_per_call": 2 * best["bytes_transferred"], "rule": BANDWIDTH_RULE}, None
+    """(bandwidth record, None), or (None, why there is no memory roof): that of the first study of the run,
+    by the rank of its plug-in's memory roof, that measured one (the stream study past the L2 cache, else
+    twice the transfer study's fastest device-to-device copy)."""
+    roofs = sorted((record for record in registry.STUDIES if record.memory_roof),
+                   key=lambda record: record.memory_roof.rank)
+    notes = []
+    for record in roofs:
+        if record.name in studies:
+            found, note = record.memory_roof.bandwidth(studies[record.name])
+            if found:
+                return found, None
+            notes += [note] if note else []
+    return None, notes[0] if notes else "the run has neither " + " nor ".join(record.memory_roof.absent
+                                                                              for record in roofs)
 
 
 # --- the roofline ---------------------------------------------------------------------
@@ -282,7 +254,8 @@ def telemetry_found(studies):
 
 
 # --- what the summary shows of them ---------------------------------------------------------
-ENERGY_GEMM_STUDIES = ("matmul", "precision")  # one timed call is one GEMM
+# The studies of which one timed call is one GEMM (their energy is per GEMM).
+ENERGY_GEMM_STUDIES = tuple(study.name for study in registry.STUDIES if study.one_gemm_per_call)
 ENERGY_ROWS = 40  # more rows than this: each series at its largest size only
 
 

@@ -5,10 +5,11 @@ from gpubench_driver import studies
 from gpubench_driver.lib.claims import CONFIRMED, REFUTED, Claim
 
 # --- "FLOPS are rarely the limit; memory bandwidth is" ---------------------------------------------
-ROOF_STUDIES = ("stream", "roofline")  # they measure the roofs; the entries placed under them are the others'
-# Studies whose entries are not workloads but experiments (deliberately starved grids, empty kernels, the GEMM
-# ladder's deliberately weak rungs): placed on the roofline they would count as a workload's answer.
-NOT_WORKLOADS = ROOF_STUDIES + ("occupancy", "launch_overhead", "gemm_ladder")
+# The studies that measure the roofs; the entries placed under them are the others'.
+ROOF_STUDIES = tuple(study.name for study in studies.STUDIES if study.measures_roofs)
+# Those and the studies whose entries are not workloads but experiments (deliberately starved grids, empty
+# kernels, the GEMM ladder's deliberately weak rungs): placed on the roofline they would count as a workload's answer.
+NOT_WORKLOADS = tuple(study.name for study in studies.STUDIES if study.measures_roofs or study.experiment)
 MOSTLY = 0.75  # this share of the entries on one side of the ridge settles the claim
 
 

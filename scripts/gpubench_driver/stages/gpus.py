@@ -25,7 +25,6 @@ ALL = "all"
 SLOWER = "slower than the node"
 WITHIN = "within noise"
 FASTER = "faster than the node"
-MANY_GPU_STUDIES = ("p2p", "collectives")  # studies of the GPUs together, which one GPU per sub-run defeats
 SUB_RUN_VARIABLE = "GPUBENCH_GPU_SUB_RUN"  # set in a sub-run: it never starts sub-runs of its own
 
 
@@ -115,7 +114,8 @@ def run(options, argv):
     if os.environ.get(SUB_RUN_VARIABLE):
         raise opts.UsageError("--gpus: this is already one GPU's sub-run of run --gpus")
     gpus = select(node_gpus(), options.gpus)
-    several = [name for name in MANY_GPU_STUDIES if options.studies is None or name in options.studies]
+    several = [study.name for study in studies.STUDIES  # which one GPU per sub-run defeats
+               if study.gpus_together and (options.studies is None or study.name in options.studies)]
     if several:
         print(f"WARNING: {', '.join(several)} measure several GPUs together: each sub-run sees its GPU alone "
               f"(run them once, without --gpus)", flush=True)

@@ -53,7 +53,8 @@ def _roofline_plot(pyplot, path, roof):
             axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
                          marker=_marker(study), color=colours.get(precision, "grey"),
                          s=22, alpha=0.75, zorder=3)
-    memory = "\n".join(textwrap.wrap(f"memory roof: {_bandwidth_caption(bandwidth)}" if bandwidth
+    memory = "\n".join(textwrap.wrap(f"memory roof: {registry.BY_NAME[bandwidth['study']].memory_roof.caption(bandwidth)}"
+                                     if bandwidth
                                     else charts.plain(f"no memory roof: {roof.get('memory_roof_note')}"), 95))
     axes.set(xscale="log", yscale="log", xlim=(low, high),
              xlabel="arithmetic intensity (FLOP per byte of device memory traffic, compulsory-traffic model)",
@@ -61,17 +62,6 @@ def _roofline_plot(pyplot, path, roof):
              title="Roofline: GPU entries in resident mode against the measured peaks\n" + memory)
     charts.finish(pyplot, figure, axes, path, extra=[(Line2D([], [], marker=_marker(study), color="grey", linestyle="none"),
                                                 f"points: {study}") for study in studies])
-
-
-BANDWIDTH_CAPTION = "2 x the best device-to-device copy rate (a copy of B bytes reads B and writes B)"
-STREAM_CAPTION = "the stream study's fastest kernel past the L2 cache ({operation}, {kernel}, {precision})"
-
-
-def _bandwidth_caption(bandwidth):
-    if bandwidth["study"] == "stream":
-        return charts.plain(STREAM_CAPTION.format(operation=bandwidth.get("operation"), kernel=bandwidth.get("kernel"),
-                                           precision=bandwidth["precision"]))
-    return BANDWIDTH_CAPTION
 
 
 def write_roofline(roof, out_dir):

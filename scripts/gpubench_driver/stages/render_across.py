@@ -3,8 +3,9 @@ measured peak, roofline, per-entry telemetry (energy, clock-limited entries), an
 during each study (its telemetry record)."""
 import os
 
+from gpubench_driver import studies
 from gpubench_driver.lib.document import Beside, Figures, bullets, figure_of, paragraph, section, table
-from gpubench_driver.lib.formatting import byte_size, joules, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.formatting import joules, md, percent, rate, ratio, seconds
 
 CLOCK_LIMITED_LINES = 25
 ROOFLINE_KEY = "roofline"  # the roofline chart's key among the report's plots by study
@@ -57,17 +58,8 @@ def _is_peak(row, peak):
 
 def _roof_items(roof):
     bandwidth = roof.get("bandwidth")
-    if bandwidth and bandwidth["study"] == "stream":
-        share = bandwidth.get("fraction_of_theoretical")
-        items = [f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s, the stream study's fastest kernel past the "
-                 f"L2 cache ({md(bandwidth.get('operation'))} by {md(bandwidth.get('kernel'))}, "
-                 f"{md(bandwidth['precision'])}, {byte_size(bandwidth.get('bytes_per_call'))} moved per call)"
-                 + (f", {percent(share)} of the theoretical peak" if share is not None else "") + "."]
-    elif bandwidth:
-        items = [f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s of device memory traffic, twice the "
-                 f"{bandwidth['copy_bytes_per_s'] / 1e9:.0f} GB/s that the transfer study's fastest device-to-device "
-                 f"copy ({md(bandwidth['impl'])}, {byte_size(bandwidth['n'])} per copy) moved: a copy of B bytes "
-                 f"reads B and writes B bytes of device memory (the run has no stream study past the L2 cache)."]
+    if bandwidth:  # in the words of the study that measured it
+        items = [studies.BY_NAME[bandwidth["study"]].memory_roof.summary(bandwidth)]
     else:
         items = [f"No memory roof: {md(roof.get('memory_roof_note'))}; only the compute roofs are drawn."]
     items.append("Compute roofs, the measured peak of each precision: " + "; ".join(

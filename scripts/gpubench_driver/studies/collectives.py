@@ -198,7 +198,7 @@ ALLREDUCE_TARGET = ("bus bandwidth within 2% of torch.distributed's all-reduce o
 # ranks' 8 GiB inputs) and torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA
 # graphs and the sweep from 8 B to 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary
 # says ranks_together), the ranks' record in the study's `ranks`.
-STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
+STUDY = Study(name="collectives", gpus_together=True, quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
               derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots,
               rates=progress_rates,

@@ -4,6 +4,7 @@ import math
 from gpubench_driver.lib import charts, findings
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
 from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, energy_figure, figure
 from gpubench_driver.lib.formatting import md, rate, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, caps, crossover_cells, crossover_header,
@@ -146,6 +147,30 @@ def small_matrix(document):
                       + "."}
 
 
+# --- headline figures -----------------------------------------------------------------------------
+MODE_NAMES = {"resident": "data resident", "transfer_pinned": "with pinned copies",
+              "transfer_pageable": "with pageable copies"}
+
+
+def crossover_figures(document):
+    """From which matrix size the best GPU path beats the best CPU one, per GPU mode (matmul, FP32)."""
+    derived = (document["studies"].get("matmul") or {}).get("derived") or {}
+    found = []
+    for row in derived.get("crossovers") or []:
+        if row.get("measure", "time") != "time" or row.get("upper") is None:
+            continue
+        trials = [value for value in row.get("estimate_n_trials") or [] if value is not None]
+        value = row.get("estimate_n") or row["upper"]
+        # Over the trials where they cross; else the bracket of measured sizes, stretched to an extrapolated estimate.
+        interval = ((min(trials), max(trials)) if len(trials) > 1 else
+                    (min(row["lower"], value), max(row["upper"], value)) if row.get("lower") else (None, None))
+        found.append(figure(f"crossover/matmul/{row['mode']}",
+                            f"GPU beats CPU from n (FP32 GEMM, {MODE_NAMES.get(row['mode'], row['mode'])})",
+                            value, interval, "n", None, THROUGHPUT if row["mode"] == "resident" else LATENCY,
+                            f"matmul: {row['gpu_impl']} against the best CPU; {row['method']}", device="both"))
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
 
 NUMPY_SIZES = (4096,)
@@ -168,10 +193,12 @@ REFERENCES = {"numpy": Run("numpy", "reference_matmul.py", ("numpy", csv(NUMPY_S
 STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096),
               refined=True, derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
               summary=sections, plots=plots, roofline_marker="o", rates=flop_rates,
-              gemm_cost=True,
+              one_gemm_per_call=True,
               references=REFERENCES,
               comparisons=(Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
                                       tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET),
                            Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
                                       tuple((n, None) for n in NUMPY_SIZES))),
-              claims=CLAIMS)
+              claims=CLAIMS,
+              headline=(("crossover", crossover_figures),
+                        ("energy", lambda document: energy_figure(document, "matmul", "cublas", "fp32"))))

@@ -4,9 +4,10 @@
 # --- claims ---------------------------------------------------------------------------------------
 
 # --- "a small MNIST model trains only about 2x faster on a GPU" ------------------------------------
-from gpubench_driver.lib import batch_report, figures
+from gpubench_driver.lib import batch_report, figures, stats
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
+from gpubench_driver.lib.figures import THROUGHPUT, between_runs, entry_of, figure
 from gpubench_driver.lib.formatting import byte_size, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, Run, csv, item_rates
 MNIST_FACTOR = 2.0
@@ -86,6 +87,44 @@ def batch_size(document):
                       f"a batch of about {fits[1]:,}."}
 
 
+# --- headline figures -----------------------------------------------------------------------------
+def _epoch_point(study, device, mode=None):
+    """(epoch_s, interval, row, point) of the fastest epoch on a device (and mode), or None."""
+    derived = study.get("derived") or {}
+    samples = (derived.get("epoch_times") or {}).get("samples")
+    best = None
+    for row in derived.get("throughput") or []:
+        if row["device"] != device or (mode and row["mode"] != mode):
+            continue
+        for point in row["points"]:
+            epoch_s = samples * point["median_s"] / point["batch"]
+            if best is None or epoch_s < best[0]:
+                scale = samples / point["batch"]
+                interval = stats.Interval.of_record(point["interval_s"])
+                best = (epoch_s, (interval.low * scale, interval.high * scale) if interval.known else (None, None),
+                        row, point)
+    return best
+
+
+def epoch_figures(document):
+    """The MLP's fastest epoch on the GPU (data resident) and on the CPU, at the batch where each is fastest."""
+    study = document["studies"].get("mlp_training") or {}
+    samples = ((study.get("derived") or {}).get("epoch_times") or {}).get("samples")
+    if not samples:
+        return []
+    found = []
+    for device, mode, name in (("gpu", "resident", "GPU"), ("cpu", None, "CPU")):
+        best = _epoch_point(study, device, mode)
+        if best:
+            epoch_s, interval, row, point = best
+            entry = entry_of(document, {"study": "mlp_training", **row, "batch": point["batch"]})
+            found.append(figure(f"mlp_epoch/{device}", f"MLP training epoch of {samples:,} samples, {name}", epoch_s,
+                                interval, "s", "lower", THROUGHPUT if device == "gpu" else "cpu: host clock",
+                                f"mlp_training: {row['impl']} {row['mode']} {row['precision']}, batch {point['batch']}",
+                                device=device, between_runs=between_runs(entry, epoch_s, "time") if entry else None))
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
 
 MLP_WIDTH = 1024  # the hidden width the torch MLP has
@@ -124,4 +163,4 @@ STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, quick_sizes=(102
                                                                "torch eager step", {"dtype": dtype},
                                                                tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                                                     for precision, dtype in MLP_DTYPES.items()),
-                                  claims=CLAIMS)
+                                  claims=CLAIMS, headline=(("epoch", epoch_figures),))

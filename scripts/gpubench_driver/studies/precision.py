@@ -5,6 +5,7 @@ import re
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.figures import energy_figure
 from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, ok_entries,
                                           set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
@@ -307,9 +308,10 @@ REFERENCES = {"torch_precision": Run("torch", "reference_matmul.py", (
 STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates,
-              gemm_cost=True,
+              one_gemm_per_call=True,
               references=REFERENCES,
               comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
                                            {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
                                 for precision, (reference, dtype) in PRECISION_DTYPES.items()),
-              claims=CLAIMS)
+              claims=CLAIMS,
+              headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),))

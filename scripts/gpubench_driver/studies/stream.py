@@ -12,9 +12,10 @@ import math
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
 from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.registry import MemoryRoof, Study
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -488,6 +489,58 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
+# --- the memory roof ----------------------------------------------------------------------------
+RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
+        "size): STREAM's bytes (each array the operation reads or writes, once) per second")
+THEORETICAL_MEMORY = "theoretical (NVML: max memory clock x bus width x 2 / 8)"
+CAPTION = "the stream study's fastest kernel past the L2 cache ({operation}, {kernel}, {precision})"
+
+
+def memory_bandwidth(study):
+    """The measured HBM bandwidth as the run's memory roof, or (None, None): none of the study's resident GPU
+    points lay past the L2 cache."""
+    derived = study.get("derived") or {}
+    best = derived.get("hbm")
+    if not best:
+        return None, None
+    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
+            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
+            "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
+            "fraction_of_theoretical": best.get("fraction_of_peak"),
+            "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),
+            "rule": RULE.format(beyond=derived.get("beyond_cache"))}, None
+
+
+def memory_figure(found, entry, interval, reference):
+    """The headline's device memory bandwidth, against the theoretical peak NVML's figures give (else the
+    datasheet's)."""
+    theoretical = found.get("theoretical_bytes_per_s")
+    label = (f"Device memory bandwidth (stream {found.get('operation')}, {found.get('kernel')} kernel, "
+             f"{PRECISION_NAMES.get(found['precision'], found['precision'])})")
+    where = f"stream: {found['impl']} {found['mode']} {found['precision']} n={found['n']}"
+    if theoretical:
+        reference = {"value": theoretical, "what": THEORETICAL_MEMORY}
+    timed_as = LATENCY if entry.get("protocol") == "latency" else THROUGHPUT  # Thrust's dot waits for its sum
+    return figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
+                  reference, between_runs=between_runs(entry, found["bytes_per_s"]))
+
+
+def memory_summary(bandwidth):
+    share = bandwidth.get("fraction_of_theoretical")
+    return (f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s, the stream study's fastest kernel past the "
+            f"L2 cache ({md(bandwidth.get('operation'))} by {md(bandwidth.get('kernel'))}, "
+            f"{md(bandwidth['precision'])}, {byte_size(bandwidth.get('bytes_per_call'))} moved per call)"
+            + (f", {percent(share)} of the theoretical peak" if share is not None else "") + ".")
+
+
+MEMORY_ROOF = MemoryRoof(
+    rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
+    caption=lambda bandwidth: charts.plain(CAPTION.format(operation=bandwidth.get("operation"),
+                                                          kernel=bandwidth.get("kernel"),
+                                                          precision=bandwidth["precision"])),
+    summary=memory_summary)
+
+
 # --- the record -----------------------------------------------------------------------------------
 
 # The stream study's default suite and --quick: the kernels that answer its questions (docs/methodology.md).
@@ -500,7 +553,7 @@ STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust",
 # run stream-kernels-h100-20261124, committed in 39cf32a), triad by Thrust and by OpenMP, resident
 # and on the host: 16 entries. The other operations and kernels, the transfer-inclusive mode and the
 # sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
-STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
+STUDY = Study(name="stream", memory_roof=MEMORY_ROOF, measures_roofs=True, quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
               suite_impls=STREAM_SUITE_IMPLS, suite_modes=("resident", "host"),
               derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=progress_rates,

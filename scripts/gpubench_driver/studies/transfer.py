@@ -9,12 +9,13 @@ n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per s
 report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
-from gpubench_driver.lib import charts
+from gpubench_driver.lib import charts, stats
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
+from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import Comparison, GIB, Run, Study, copy_rates
+from gpubench_driver.lib.registry import Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
                                           time_ratio_cell)
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
@@ -306,6 +307,73 @@ def pinned_memory(document):
                       + ("" if pageable["saved_beyond_noise"] else " (within the noise)") + "."}
 
 
+# --- the memory roof, where the run has no stream study -------------------------------------------
+D2D = "d2d"  # the direction of a device-to-device copy (impl copy_engine, mode device)
+RULE = ("device memory traffic = 2 x the bytes copied per second by the fastest device-to-device copy at "
+        "the largest size the transfer study measured: a copy of B bytes reads B and writes B bytes")
+CAPTION = "2 x the best device-to-device copy rate (a copy of B bytes reads B and writes B)"
+
+
+def memory_bandwidth(study):
+    """Twice the fastest device-to-device copy at the largest size as the run's memory roof, or (None, why not)."""
+    copies = [e for e in ok_entries(study["entries"]) if e["precision"] == D2D and e["device"] == "gpu"
+              and positive(e.get("bytes_transferred")) and positive(e["time_s"]["median"])]
+    if not copies:
+        return None, "the transfer study measured no device-to-device (d2d) copy"
+    largest = max(entry["n"] for entry in copies)
+    best = max((entry for entry in copies if entry["n"] == largest),
+               key=lambda entry: entry["bytes_transferred"] / entry["time_s"]["median"])
+    copy_rate = best["bytes_transferred"] / best["time_s"]["median"]
+    return {"study": "transfer", "impl": best["impl"], "mode": best["mode"], "precision": D2D, "n": best["n"],
+            "median_s": best["time_s"]["median"], "copy_bytes_per_s": copy_rate, "bytes_per_s": 2 * copy_rate,
+            "bytes_per_call": 2 * best["bytes_transferred"], "rule": RULE}, None
+
+
+def memory_summary(bandwidth):
+    return (f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s of device memory traffic, twice the "
+            f"{bandwidth['copy_bytes_per_s'] / 1e9:.0f} GB/s that the transfer study's fastest device-to-device "
+            f"copy ({md(bandwidth['impl'])}, {byte_size(bandwidth['n'])} per copy) moved: a copy of B bytes "
+            f"reads B and writes B bytes of device memory (the run has no stream study past the L2 cache).")
+
+
+MEMORY_ROOF = MemoryRoof(
+    rank=2, bandwidth=memory_bandwidth,
+    absent="a transfer study, whose device-to-device copies measure the memory bandwidth",
+    figure=lambda found, entry, interval, reference: figure(
+        "memory_bandwidth", "Device memory bandwidth (2 x a device-to-device copy)", found["bytes_per_s"], interval,
+        "B/s", "higher", THROUGHPUT, where_text(found), reference, between_runs=between_runs(entry, found["bytes_per_s"])),
+    caption=lambda bandwidth: CAPTION, summary=memory_summary)
+
+
+# --- headline figures -----------------------------------------------------------------------------
+LINK_MODES = (("pinned", "pinned"), ("pageable", "pageable"))  # (transfer mode, its name on the page)
+
+
+def link_figures(document):
+    """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
+    derived = (document["studies"].get("transfer") or {}).get("derived") or {}
+    link = derived.get("link")
+    found = []
+    for direction, name in (("h2d", "host to device"), ("d2h", "device to host")):
+        for mode, mode_name in LINK_MODES:
+            curve = next((row for row in derived.get("curves") or [] if (row["impl"], row["mode"], row["direction"])
+                          == ("copy_engine", mode, direction)), None)
+            if not curve or not curve["points"]:
+                continue
+            point = max(curve["points"], key=lambda point: point["n"])
+            interval = inverse(point["n"], stats.Interval.of_record(point["interval_s"]))
+            reference = ({"value": link["bytes_per_s"],
+                          "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
+                         if link else None)
+            entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode, "precision": direction,
+                                      "n": point["n"]})  # the transfer study's direction is its precision slot
+            found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
+                                point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
+                                f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
+                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None))
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
 
 TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
@@ -328,7 +396,7 @@ CLAIMS = (
 )
 
 
-STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
+STUDY = Study(name="transfer", memory_roof=MEMORY_ROOF, quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
               derive=lambda study, document, rounds: derive(
                   study["entries"], (document["machine"].get("gpus") or [None])[0]),
               summary=sections, plots=plots, rates=copy_rates,
@@ -338,4 +406,4 @@ STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 
               comparisons=tuple(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
                                            {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
                                 for (memory, direction), target in TRANSFER_TARGETS.items()),
-              claims=CLAIMS)
+              claims=CLAIMS, headline=(("link", link_figures),))
