@@ -4,6 +4,7 @@ imports only lib/, a study plug-in (studies/<name>.py) only lib/, the stages no 
 lib/ and the commands name no study; no module is over 500 lines. Read from the source with ast, so a
 module that is never imported is checked too."""
 import ast
+import importlib
 import os
 import re
 import unittest
@@ -104,6 +105,12 @@ class LayersTest(unittest.TestCase):
         self.assertGreater(len(self.edges), 40)
         for package in ("lib", "stages", "studies", "commands"):
             self.assertIn(f"{PACKAGE}.{package}", self.edges)
+
+    def test_every_module_imports(self):
+        for name in modules():
+            if not name.endswith("__main__"):  # the entry point runs the command line
+                with self.subTest(module=name):
+                    importlib.import_module(name)
 
     def test_no_import_inside_a_function(self):
         self.assertEqual(self.nested, [])

@@ -16,8 +16,7 @@ import support
 from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 from gpubench_driver.studies import batched_gemm, conv2d, mlp_training, precision
-from gpubench_driver.stages import across, analyse, options, plots, reference, runner
-from gpubench_driver.commands import compare
+from gpubench_driver.stages import across, analyse, options, plots, prices, reference, runner
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 
@@ -111,7 +110,7 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual(by_name["conv2d"].suite_sizes, (7, 56))
         self.assertEqual(by_name["transfer"].quick_sizes, (1 << 20,))
         self.assertEqual(by_name["overlap"].suite_batches, (1, 8))
-        self.assertEqual([compare.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
+        self.assertEqual([prices.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
                          ["gemm", "epoch", None, None])
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from gpubench_driver import studies
 from gpubench_driver.lib import figures, outputs, results, stopping, verdicts
-from gpubench_driver.stages import build, gpus, like, options as opts, runner, session
+from gpubench_driver.stages import build, gpus, like, options as opts, prices, runner, session
 from gpubench_driver.commands import compare, expected, rank, repeatability, report
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
@@ -96,7 +96,7 @@ def _compare_parser(subparsers):
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
     parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
                         help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
-    parser.add_argument("--prices", default=compare.DEFAULT_PRICES,
+    parser.add_argument("--prices", default=prices.DEFAULT_PRICES,
                         help="price table (default: scripts/prices.json, dated examples: check current prices)")
     parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
 
@@ -116,7 +116,7 @@ def _rank_parser(subparsers):
     parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
                         help="FILE's price: an instance type of the price table (priced at one GPU's share), or USD "
                              "per hour (repeatable)")
-    parser.add_argument("--prices", default=compare.DEFAULT_PRICES, metavar="TABLE",
+    parser.add_argument("--prices", default=prices.DEFAULT_PRICES, metavar="TABLE",
                         help="price table (default: scripts/prices.json, dated examples: check current prices)")
     parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
 
@@ -275,7 +275,7 @@ def main(argv):
     except (opts.UsageError, outputs.OutputFolderError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 2
-    except (build.BuildError, runner.RunnerError, results.ResultsError, compare.PriceTableError,
+    except (build.BuildError, runner.RunnerError, results.ResultsError, prices.PriceTableError,
             verdicts.MissingScipy, expected.ExpectedError, figures.DatasheetError, outputs.WriteError) as error:
         print(f"gpubench: error: {error}", file=sys.stderr)
         return 1

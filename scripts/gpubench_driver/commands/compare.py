@@ -19,16 +19,9 @@ from dataclasses import dataclass
 from gpubench_driver import studies
 from gpubench_driver.lib import document as page, html_report, outputs, stats, trials, verdicts
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
-from gpubench_driver.stages import collect, options as opts, session
+from gpubench_driver.stages import collect, options as opts, prices, session
 
-DEFAULT_PRICES = os.path.join(outputs.SCRIPTS_DIR, "prices.json")
-PRICES_SCHEMA = "gpubench-prices"
-SECONDS_PER_HOUR = 3600.0
 RULE = " --- "  # the tables' delimiter cells: '| --- | --- |'
-
-
-class PriceTableError(Exception):
-    """A price table that cannot be read or breaks its schema."""
 
 
 @dataclass
@@ -40,97 +33,6 @@ class Source:
     usd_per_hour: float = None  # what this run's GPUs cost: its share of the instance
     instance: str = None
     instance_record: dict = None  # the price table's record of the instance
-
-
-# --- the price table and --price ----------------------------------------------------
-def _positive_price(value, where, error):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise error(f"{where}: expected a positive number of USD per hour, got {value!r}")
-    return float(value)
-
-
-# A run measures one GPU (the studies run on device 0): it is priced at one GPU's share of an instance.
-GPUS_PER_RUN = 1
-
-
-def instance_gpu_price(record):
-    """USD per GPU-hour of a price table instance: quoted so, or its instance-hour price over its GPUs."""
-    if "usd_per_gpu_hour" in record:
-        return record["usd_per_gpu_hour"]
-    return record["usd_per_hour"] / record["gpus"]
-
-
-def _check_instance(instance, record, path):
-    where = f"{path}: instances.{instance}"
-    if not isinstance(record, dict):
-        raise PriceTableError(f"{where}: expected an object with usd_per_hour or usd_per_gpu_hour")
-    quoted = [key for key in ("usd_per_hour", "usd_per_gpu_hour") if key in record]
-    if len(quoted) != 1:
-        raise PriceTableError(f"{where}: give exactly one of usd_per_hour and usd_per_gpu_hour")
-    _positive_price(record[quoted[0]], f"{where}.{quoted[0]}", PriceTableError)
-    gpus = record.get("gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise PriceTableError(f"{where}.gpus: expected a positive whole number of GPUs, got {gpus!r}")
-    for key in ("gpu_model", "source", "retrieved"):  # a price is only as good as its date and source
-        if not isinstance(record.get(key), str) or not record[key].strip():
-            raise PriceTableError(f"{where}.{key}: expected text")
-
-
-def load_price_table(path):
-    """The price table: {instance: {"usd_per_hour" or "usd_per_gpu_hour", "gpus", "gpu_model", "source",
-    "retrieved", ...}, ...}."""
-    try:
-        with open(path, encoding="utf-8") as stream:
-            table = json.load(stream, parse_constant=_reject_constant)
-    except OSError as error:
-        raise PriceTableError(f"cannot read the price table {path}: {error}") from None
-    except ValueError as error:
-        raise PriceTableError(f"the price table {path} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise PriceTableError(f"the price table {path} nests its JSON too deeply") from None
-    if not isinstance(table, dict) or table.get("schema") != PRICES_SCHEMA:
-        raise PriceTableError(f"{path} is not a price table (expected \"schema\": \"{PRICES_SCHEMA}\")")
-    if not isinstance(table.get("instances"), dict):
-        raise PriceTableError(f"{path}: instances: expected an object of instance types")
-    for instance, record in table["instances"].items():
-        _check_instance(instance, record, path)
-    return table
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _price_of(value, table_path, tables):
-    """--price's value: (USD per hour of this run, instance name, its record): a number, taken as
-    the run's own price, or an instance of the price table, priced at the run's share of its GPUs."""
-    try:
-        number = float(value)
-    except ValueError:
-        if table_path not in tables:
-            tables[table_path] = load_price_table(table_path)
-        instances = tables[table_path]["instances"]
-        if value not in instances:
-            raise opts.UsageError(f"--price: unknown instance type '{value}' (the price table {table_path} has: "
-                                  f"{', '.join(sorted(instances)) or 'none'}; or give USD per hour)") from None
-        record = instances[value]
-        return instance_gpu_price(record) * min(GPUS_PER_RUN, record["gpus"]), value, record
-    return _positive_price(number, f"--price {value}", opts.UsageError), None, None
-
-
-def apply_prices(sources, specs, table_path):
-    """--price FILE=INSTANCE or FILE=USD_PER_HOUR, FILE as given on the command line."""
-    by_path = {os.path.abspath(source.path): source for source in sources}
-    tables = {}
-    for spec in specs:
-        path, separator, value = spec.rpartition("=")
-        if not separator or not path or not value:
-            raise opts.UsageError(f"--price: expected FILE=INSTANCE or FILE=USD_PER_HOUR, got '{spec}'")
-        source = by_path.get(os.path.abspath(path))
-        if source is None:
-            raise opts.UsageError(f"--price: '{path}' is not one of the files compared")
-        source.usd_per_hour, source.instance, source.instance_record = _price_of(value, table_path, tables)
-    return tables.get(table_path)
 
 
 # --- loading and labels ------------------------------------------------------------
@@ -218,43 +120,6 @@ def _agreement_section(sources):
                        "no larger than theirs is no difference.")])
 
 
-# --- cost ------------------------------------------------------------------------------
-def usd_per_1000_products(entry, usd_per_hour):
-    return entry["time_s"]["median"] * 1000 / SECONDS_PER_HOUR * usd_per_hour
-
-
-def tflops_per_usd_hour(entry, usd_per_hour):
-    rate = entry.get("flop_per_s")
-    return None if rate is None else rate / 1e12 / usd_per_hour
-
-
-def usd_per_epoch(entry, epoch_samples, usd_per_hour):
-    per_call = entry.get("samples") or entry.get("batch")
-    if not epoch_samples or not per_call:
-        return None
-    samples_per_s = per_call / entry["time_s"]["median"]
-    return epoch_samples / samples_per_s / SECONDS_PER_HOUR * usd_per_hour
-
-
-def cost_kind(study_name):
-    """How a study's cost is given: "gemm" (its record's one_gemm_per_call: USD per 1000 products, TFLOP/s per
-    USD-hour), "epoch" (a batch study with an epoch: USD per epoch), or None."""
-    record = studies.BY_NAME.get(study_name)
-    if record is None:
-        return None
-    if record.one_gemm_per_call:
-        return "gemm"
-    return "epoch" if record.batch and record.batch.epoch_samples else None
-
-
-def _usd(value):
-    return "n/a" if value is None else f"{value:.3g} USD"
-
-
-def _per_usd_hour(value):
-    return "n/a" if value is None else f"{value:.3g}"
-
-
 # --- verdicts ----------------------------------------------------------------------------
 def shared_pairs(sources, number):
     """[(study, name, entry in #1, entry in #number)] over every study both hold, ok in both."""
@@ -326,15 +191,6 @@ def _time_table(sources, study_name, names, decided):
 DIFFERENCES_SHOWN = 20
 
 
-def is_headline(study_name, entry):
-    """An entry the study compares with a reference (its record's comparisons: cuBLAS SGEMM at 4096,
-    each precision, the MLP step, the convolutions, the 256 MiB copies): the figures people quote."""
-    record = studies.BY_NAME.get(study_name)
-    return bool(record) and any(
-        (entry.get("impl"), entry.get("mode"), entry.get("precision")) == (c.impl, c.mode, c.precision)
-        and (entry.get("n"), entry.get("batch")) in c.points for c in record.comparisons)
-
-
 def _headline_section(sources, decided):
     header = ["entry", "#1 median", *(column for n in decided for column in (f"#{n}/#1 (interval)", f"#{n} vs #1"))]
     rows = []
@@ -342,7 +198,7 @@ def _headline_section(sources, decided):
         names, _ = match_entries(sources, study_name)
         first = _entries_by_name(sources[0].document["studies"][study_name])
         for name in names:
-            if is_headline(study_name, first[name]):
+            if studies.is_headline(study_name, first[name]):
                 cells = []
                 for n, by_entry in decided.items():
                     verdict = by_entry.get((study_name, name))
@@ -386,13 +242,15 @@ def _verdicts_section(sources, decided):
 
 
 def _cost_cells(study_name, study, entry, usd_per_hour):
-    if cost_kind(study_name) == "epoch":
-        return [_usd(usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
-    return [_usd(usd_per_1000_products(entry, usd_per_hour)), _per_usd_hour(tflops_per_usd_hour(entry, usd_per_hour))]
+    if prices.cost_kind(study_name) == "epoch":
+        return [prices.usd(prices.usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
+    return [prices.usd(prices.usd_per_1000_products(entry, usd_per_hour)),
+            prices.per_usd_hour(prices.tflops_per_usd_hour(entry, usd_per_hour))]
 
 
 def _cost_table(sources, study_name, names):
-    columns = ["USD per epoch"] if cost_kind(study_name) == "epoch" else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"]
+    columns = (["USD per epoch"] if prices.cost_kind(study_name) == "epoch"
+               else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"])
     header = ["entry", *(f"#{n} {column}" for n in range(1, len(sources) + 1) for column in columns)]
     rows = []
     for name in names:
@@ -409,27 +267,9 @@ def _study_section(sources, study_name, decided):
     if not names:
         return page.section(md(study_name), [page.paragraph("No entry is ok in every file.")])
     blocks = [_time_table(sources, study_name, names, decided)]
-    if all(source.usd_per_hour for source in sources) and cost_kind(study_name):
+    if all(source.usd_per_hour for source in sources) and prices.cost_kind(study_name):
         blocks += [page.paragraph("Cost at each file's price:"), _cost_table(sources, study_name, names)]
     return page.section(md(study_name), blocks)
-
-
-def price_cell(source):
-    if source.usd_per_hour is None:
-        return "none"
-    record = source.instance_record
-    if record is None:
-        return f"{source.usd_per_hour:.4g} USD/h"
-    return f"{source.usd_per_hour:.4g} USD/h ({md(source.instance)}: {_share(record)})"
-
-
-def _share(record):
-    """How an instance's price became a run's: its GPUs, and the run's share of them."""
-    quoted = (f"{record['usd_per_gpu_hour']:g} USD per GPU-hour" if "usd_per_gpu_hour" in record
-              else f"{record['usd_per_hour']:g} USD/h for {record['gpus']} {md(record['gpu_model'])}")
-    if record["gpus"] > GPUS_PER_RUN:
-        return f"{quoted}; the run used {GPUS_PER_RUN} of its {record['gpus']} GPUs"
-    return quoted
 
 
 def _files_section(sources):
@@ -438,24 +278,8 @@ def _files_section(sources):
         run = source.document["run"]
         git = run.get("git") if isinstance(run.get("git"), dict) else {}
         rows.append([f"#{number}", md(source.label), md(source.path), md(run["id"]), md(run["status"]),
-                     md(gpu_name(source.document)), md(git.get("revision")), price_cell(source)])
+                     md(gpu_name(source.document)), md(git.get("revision")), prices.price_cell(source)])
     return page.table(["#", "label", "file", "run", "status", "GPU", "git revision", "price"], rows, rule=RULE)
-
-
-def prices_note(sources, table):
-    lines = []
-    if table is not None:
-        lines.append(f"Prices from the price table: {md(table.get('note'))}")
-        for source in sources:
-            if source.instance_record:
-                lines.append(f"{md(source.instance)}: {md(source.instance_record['source'])}, retrieved "
-                             f"{md(source.instance_record['retrieved'])}; a run on one GPU is priced at one GPU's "
-                             f"share of the instance.")
-    priced = [number for number, source in enumerate(sources, start=1) if source.usd_per_hour]
-    if priced and len(priced) < len(sources):
-        lines.append("Cost columns need a price for every file (--price FILE=INSTANCE or FILE=USD_PER_HOUR); "
-                     f"only {', '.join(f'#{n}' for n in priced)} had one.")
-    return lines
 
 
 def _missing_section(sources):
@@ -474,7 +298,7 @@ def blocks(sources, decided, table=None):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
-        "#k's median over #1's (below 1: #k faster).", *prices_note(sources, table)])]
+        "#k's median over #1's (below 1: #k faster).", *prices.prices_note(sources, table)])]
     found += _verdicts_section(sources, decided) + _agreement_section(sources)
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name, decided)
@@ -490,11 +314,11 @@ def default_out_dir():
     return session.default_out_dir(f"compare-{session.default_run_id()}")
 
 
-def run(paths, labels=None, price_specs=(), prices_path=DEFAULT_PRICES, out_dir=None):
+def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
     """Load, match, write compare.md and the same page as compare.html in out_dir; returns the
     Markdown's path."""
     sources = load_sources(paths, labels or [])
-    table = apply_prices(sources, price_specs, prices_path)
+    table = prices.apply_prices(sources, price_specs, prices_path)
     out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
     return write(sources, all_verdicts(sources), out_dir, table)
 

@@ -7,7 +7,7 @@ import os
 import statistics
 
 from gpubench_driver.lib import outputs, results
-from gpubench_driver.lib.expected import EXPECTED, SCHEMA, ExpectedError, load
+from gpubench_driver.lib.expected import EXPECTED, ExpectedError, SCHEMA, load
 from gpubench_driver.lib.figures import first_gpu
 from gpubench_driver.stages import analyse, journal
 

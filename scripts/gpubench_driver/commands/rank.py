@@ -15,7 +15,7 @@ from itertools import combinations
 
 from gpubench_driver.lib import document as page, figures, html_report, outputs, verdicts
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import analyse, session
+from gpubench_driver.stages import analyse, prices, session
 from gpubench_driver.stages.render_first_screen import value_text
 from gpubench_driver.commands import compare
 
@@ -62,7 +62,7 @@ def per_dollar(figure, usd_per_hour):
     if figure["unit"] in RATE_UNITS:
         scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
     elif figure["unit"] == "s" and figure["key"].startswith(EPOCH_PREFIX):
-        scale, unit, better = usd_per_hour / compare.SECONDS_PER_HOUR, "USD", "lower"
+        scale, unit, better = usd_per_hour / prices.SECONDS_PER_HOUR, "USD", "lower"
     else:
         return None
     scaled = {bound: None if figure[bound] is None else figure[bound] * scale for bound in ("value", "low", "high")}
@@ -181,9 +181,9 @@ def _figures_section(runs, figure_maps):
 
 def _price_lines(runs, table):
     """Each run's price and where it came from, as compare's page gives them."""
-    lines = [f"{md(run.label)}: {compare.price_cell(run)}" if run.usd_per_hour else
+    lines = [f"{md(run.label)}: {prices.price_cell(run)}" if run.usd_per_hour else
              f"{md(run.label)}: no price (--price FILE=INSTANCE or FILE=USD_PER_HOUR)" for run in runs]
-    return lines + compare.prices_note([run for run in runs if run.usd_per_hour], table)
+    return lines + prices.prices_note([run for run in runs if run.usd_per_hour], table)
 
 
 def _per_dollar_section(runs, figure_maps, table):
@@ -204,7 +204,7 @@ def _per_dollar_section(runs, figure_maps, table):
 
 def _runs_section(runs):
     rows = [[md(run.label), md(run.path), md(run.document["run"]["id"]), md(run.document["run"]["status"]),
-             md(compare.gpu_name(run.document)), compare.price_cell(run)] for run in runs]
+             md(compare.gpu_name(run.document)), prices.price_cell(run)] for run in runs]
     return page.section("Runs", [page.table(["run", "file", "run id", "status", "GPU", "price"], rows,
                                             rule=compare.RULE)])
 
@@ -243,9 +243,9 @@ def write(runs, out_dir, table=None):
     return path
 
 
-def run(paths, labels=None, price_specs=(), prices_path=compare.DEFAULT_PRICES, out_dir=None):
+def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
     """The 'rank' command: load, price, write; returns rank.md's path."""
     runs = load_runs(paths, labels or [])
-    table = compare.apply_prices(runs, price_specs, prices_path)
+    table = prices.apply_prices(runs, price_specs, prices_path)
     out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
     return write(runs, out_dir, table)

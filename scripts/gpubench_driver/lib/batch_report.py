@@ -258,15 +258,16 @@ def _references(runs, study, spec, document):
 
 
 def sections(spec, references, study, document):
-    """The sections of a batch study, whose BatchStudy is spec and `references` its reference runs' keys. No caps section: these
-    studies cap nothing, memory limits the batch (a skip says so)."""
+    """The sections of a batch study, whose BatchStudy is spec and `references` its reference runs' keys. No
+    caps section: these studies cap nothing, memory limits the batch (a skip says so)."""
     return (_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
             + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
-            + _chosen_algorithms(study, spec, document.get("gpu") or {}) + _references(references, study, spec, document)
+            + _chosen_algorithms(study, spec, document.get("gpu") or {})
+            + _references(references, study, spec, document)
             + failures_section(study, f"{spec.title}: skipped and failed entries"))
 
 
-# --- plots ------------------------------------------------------------------------------------
+# --- plots ----------------------------------------------------------------------------------------
 def plots(name, spec, pyplot, study, plot_dir):
     """One chart per size n of batch study `name` (spec: its BatchStudy): items/s of every
     implementation, mode (and precision) over the batch, CPU and GPU together, with the crossovers
@@ -286,11 +287,12 @@ def plots(name, spec, pyplot, study, plot_dir):
             f"{spec.title}: {spec.unit} per second\n{size_text(spec, study.get('layers'), n)}",
             series, levels, charts.cpu_keys(series), ylabel=f"{spec.unit}/s", value=lambda point: point[key],
             xlabel=f"batch ({spec.unit} per call)",
-            mark=charts.crossover_marks(charts.timed(c for c in derived.get("crossovers", []) if c["n"] == n), with_precision))
+            mark=charts.crossover_marks(charts.timed(c for c in derived.get("crossovers", []) if c["n"] == n),
+                                        with_precision))
     return charts.draw(pyplot, study_charts)
 
 
-# --- the record -----------------------------------------------------------------------------
+# --- the record -----------------------------------------------------------------------------------
 def study_record(name, spec, **fields):
     """The registry record of batch study `name` (spec: its BatchStudy), its findings, sections and plots
     those of every batch study."""

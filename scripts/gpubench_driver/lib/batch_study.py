@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, grouped_failures, ok_entries,
-                                    set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, grouped_failures, median_s, ok_entries,
+                                          set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -32,10 +32,6 @@ class BatchStudy:
     chooses_algorithm: bool = False      # entries report the library's chosen algorithm and its workspace
 
 
-def _median(entry):
-    return entry["time_s"]["median"]
-
-
 def rate_key(study):
     """'products_per_s': the field holding items per second."""
     return f"{study.unit}_per_s"
@@ -44,7 +40,7 @@ def rate_key(study):
 def items_per_s(entry, study):
     # The counter is the batch; a binary that did not report it ran the name's batch.
     items = entry[study.unit] if entry.get(study.unit) is not None else entry["batch"]
-    return items / _median(entry)
+    return items / median_s(entry)
 
 
 def _measured(entries, device=None):
@@ -148,7 +144,7 @@ def throughput(entries, study):
     batch, the best of them, and the saturation batch."""
     key = rate_key(study)
     rows = _series_rows(_series(_measured(entries), lambda entry: {
-        "batch": entry["batch"], "median_s": _median(entry), key: items_per_s(entry, study),
+        "batch": entry["batch"], "median_s": median_s(entry), key: items_per_s(entry, study),
         "flop_per_s": entry.get("flop_per_s"), "interval_s": median_interval(entry["time_s"]).record()}))
     for row in rows:
         batch, note = saturation(row["points"], study)
@@ -204,7 +200,7 @@ def loop_ratios(entries, study):
     baseline = study.loop_baseline
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,
-             "ratio": _median(index[(baseline, mode, precision, n, batch)]) / _median(entry)}
+             "ratio": median_s(index[(baseline, mode, precision, n, batch)]) / median_s(entry)}
             for (impl, mode, precision, n, batch), entry in index.items()
             if impl in study.against_loop and (baseline, mode, precision, n, batch) in index]
     rows.sort(key=lambda row: (row["n"], row["mode"], row["batch"], row["impl"]))

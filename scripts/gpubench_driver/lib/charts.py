@@ -30,7 +30,7 @@ def plain(text):
     return str(text).replace("$", r"\$")
 
 
-# --- which series go on which chart --------------------------------------------------------
+# --- which series go on which chart ---------------------------------------------------------------
 MAX_SERIES = 8  # data series on one chart: past this the lines tangle and the legend is a list to search
 HOST_MODE = "host"  # the CPU entries' mode: their lines are the baseline every chart of a split keeps
 
@@ -105,7 +105,7 @@ def cpu_keys(series):
     return [key for key in series if key[1] == HOST_MODE]
 
 
-# --- how the series look -------------------------------------------------------------------
+# --- how the series look --------------------------------------------------------------------------
 LEGEND_ROWS = 20  # more lines than this: the legend takes two columns
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
            "tab:olive", "tab:cyan")  # matplotlib's default cycle
@@ -183,7 +183,7 @@ def draw(pyplot, study_charts):
     return [chart.path for chart in study_charts]
 
 
-# --- crossovers --------------------------------------------------------------------------
+# --- crossovers -----------------------------------------------------------------------------------
 CROSSOVER_STYLES = ("--", ":", "-.")  # one per distinct crossover on a chart
 
 

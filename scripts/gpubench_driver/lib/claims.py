@@ -8,8 +8,6 @@ the studies are the analyse stage's (stages/claims.py). The verdicts: confirmed,
 from dataclasses import dataclass
 from typing import Callable
 
-from gpubench_driver.lib.formatting import percent
-
 CONFIRMED, REFUTED = "confirmed", "refuted"
 CLOSE_TO = 0.10  # a measured factor within this share of the claimed one confirms it
 
@@ -27,7 +25,3 @@ class Claim:
 def derived_of(document, study):
     """The derived findings of a study of the run ({} where it has none)."""
     return ((document["studies"].get(study) or {}).get("derived")) or {}
-
-
-def percent_interval(value, interval):
-    return percent(value) + (f" ({percent(interval[0])}–{percent(interval[1])})" if interval else "")

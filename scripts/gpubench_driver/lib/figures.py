@@ -8,22 +8,12 @@ from gpubench_driver.lib import outputs, stats, verdicts
 from gpubench_driver.lib.findings import ok_entries
 
 DATASHEETS = os.path.join(outputs.SCRIPTS_DIR, "gpu_datasheets.json")
-
-
 # The formats a reader compares (the precision study's names), in the order the page lists them.
 PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8")
-
-
 PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16",
                    "fp8_e4m3": "FP8 (E4M3)", "int8": "INT8"}
-
-
 THROUGHPUT = "throughput: device time, back-to-back calls, warm L2, sustained"
-
-
 LATENCY = "latency: one call on the host clock"
-
-
 ENERGY = "energy: NVML board energy over a sustained window of back-to-back calls"
 
 
@@ -52,7 +42,7 @@ def datasheet_of(document, datasheets):
     return datasheets.get(first_gpu(document).get("name"))
 
 
-# --- one figure -------------------------------------------------------------------------------
+# --- one figure -----------------------------------------------------------------------------------
 def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
            reference=None, device="gpu", between_runs=None):
     """One headline figure; interval: (low, high) of the value, None where the run has no spread to

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from gpubench_driver.lib import trials
 from gpubench_driver.lib.gbench import SKIP_PREFIX, TRAFFIC_COUNTERS
-from gpubench_driver.lib.stats import finite, medians_differ
+from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 HEADLINE_SIZES = (200, 1024, 4096, 8192)  # the summary's speedup table: these sizes, where measured
 REFINEMENT_RULE = ("the midpoint of each crossover's bracket is measured with the implementations fastest at "
@@ -45,6 +45,16 @@ def _times(entry, measure="time"):
     if measure == "latency" and entry.get("device") == "gpu":
         return entry.get("latency_s")
     return entry["time_s"]
+
+
+def median_s(entry):
+    """The entry's median time (s)."""
+    return entry["time_s"]["median"]
+
+
+def median_record(entry):
+    """An entry as one side of a comparison: its implementation, median time and that median's interval."""
+    return {"impl": entry["impl"], "median_s": median_s(entry), "interval_s": median_interval(entry["time_s"]).record()}
 
 
 def _median(entry, measure="time"):
@@ -351,3 +361,43 @@ def derive(entries, refinement_rounds):
         "best_cpu_by_size": best_cpu_by_size(entries),
         "failed_entries": failed_entries(entries),
     }
+
+
+# --- the levels of a bandwidth curve ------------------------------------------------------------------
+# A level (of the memory hierarchy) ends where the rate falls below this share of the level's rate.
+LEVEL_DROP = 0.75
+
+
+def levels(points):
+    """The levels of a bandwidth curve: the first begins at the first point within LEVEL_DROP of the
+    fastest rate (the points before it are launch- or fork-bound, calls too short to stream, not a
+    level of the hierarchy); a level ends where the rate falls below LEVEL_DROP of the level's own
+    fastest rate. [{"from_bytes", "to_bytes", "bytes_per_s" (the level's fastest), "points"}] and the
+    edges between them [{"last_bytes" (the level's largest working set), "next_bytes" (the next
+    level's smallest), "near_bytes" (their geometric mean)}]."""
+    ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
+    if not ordered:
+        return [], []
+    fastest = max(point["bytes_per_s"] for point in ordered)
+    start = next(index for index, point in enumerate(ordered) if point["bytes_per_s"] >= LEVEL_DROP * fastest)
+    found, edges = [[ordered[start]]], []
+    for point in ordered[start + 1:]:
+        level = found[-1]
+        if point["bytes_per_s"] < LEVEL_DROP * max(p["bytes_per_s"] for p in level):
+            last, first = level[-1]["working_set_bytes"], point["working_set_bytes"]
+            edges.append({"last_bytes": last, "next_bytes": first, "near_bytes": math.sqrt(last * first)})
+            found.append([point])
+        else:
+            level.append(point)
+    return ([{"from_bytes": level[0]["working_set_bytes"], "to_bytes": level[-1]["working_set_bytes"],
+              "bytes_per_s": max(p["bytes_per_s"] for p in level), "points": len(level)} for level in found], edges)
+
+
+def envelope(rows):
+    """The fastest point at each n over the rows' points (one device's kernels of one operation and precision)."""
+    best = {}
+    for row in rows:
+        for point in row["points"]:
+            if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
+                best[point["n"]] = point
+    return [best[n] for n in sorted(best)]

@@ -61,6 +61,24 @@ def percent(value, digits=1):
     return "n/a" if value is None else f"{value:.{digits}%}"
 
 
+def percent_interval(value, interval):
+    """A share and its interval (low, high), where it has one."""
+    return percent(value) + (f" ({percent(interval[0])}–{percent(interval[1])})" if interval else "")
+
+
+def whole(value):
+    """A count, a clock, a number of FMAs: rounded to a whole number."""
+    return "n/a" if value is None else f"{value:.0f}"
+
+
+def gb_per_s(bytes_per_s, digits=1):
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.{digits}f} GB/s"
+
+
+def gib_per_s(bytes_per_s):
+    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 2 ** 30:.2f} GiB/s"
+
+
 def scientific(value):
     return "n/a" if value is None else f"{value:.2e}"
 

@@ -85,6 +85,14 @@ def copy_rates(axes, counters, median_s):
     return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
 
 
+def traffic_rates(axes, counters, median_s):
+    """The memory traffic of one call (the bytes it reads and writes, as the binary counts them) per second."""
+    read, written = counters.get("memory_read_bytes"), counters.get("memory_written_bytes")
+    if not read and not written:
+        return []
+    return [f"{((read or 0) + (written or 0)) / median_s / 1e9:.1f} GB/s"]
+
+
 def size_rates(unit):
     """What the size axis counts (elements) per second."""
     def rates(axes, counters, median_s):

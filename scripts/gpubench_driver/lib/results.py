@@ -1,11 +1,14 @@
 """results.json: the schema, its validation, atomic writing and safe loading."""
 import gzip
 import json
-import math
 import os
 import zlib
 
 from gpubench_driver.lib import gbench, measurements, outputs, telemetry
+# The schema's checks, under the names this module's validation has always called them by.
+from gpubench_driver.lib.schema import (ResultsError, expect as _expect, expect_fields as _expect_fields,
+                                        expect_type as _expect_type, has_type as _has_type, shown as _shown,
+                                        without_non_finite)
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
@@ -39,10 +42,6 @@ SHORTEST_TIME_S = 1e-12
 LONGEST_TIME_S = 86400.0
 LARGEST_NUMBER = 1e30
 LONGEST_TEXT = 4000
-
-
-class ResultsError(Exception):
-    """A results file that is not a valid gpubench results.json."""
 
 
 def new_document(run):
@@ -81,32 +80,6 @@ def new_study(description, sizes, batches=None):
     }
 
 
-# --- validation --------------------------------------------------------------------
-def _expect(condition, path, message):
-    if not condition:
-        raise ResultsError(f"{path}: {message}")
-
-
-def _expect_type(value, types, path):
-    _expect(_has_type(value, types), path, f"expected {_type_names(types)}, got {type(value).__name__}")
-
-
-def _has_type(value, types):
-    if isinstance(value, bool):  # bool is an int to isinstance; JSON keeps them apart
-        return bool in _as_tuple(types)
-    return isinstance(value, types)
-
-
-def _as_tuple(types):
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _shown(value):
-    """A value for a one-line message: a hostile one may have hundreds of digits."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:40]}... ({len(text)} characters)"
-
-
 def _expect_size(value, path):
     """An n or a batch: a positive integer a study binary takes (or null)."""
     _expect(value is None or _has_type(value, int) and 1 <= value <= gbench.LARGEST_SIZE, path,
@@ -117,12 +90,6 @@ def _expect_time(value, path, shortest=SHORTEST_TIME_S):
     """Seconds of one call (or null)."""
     _expect(value is None or shortest <= value <= LONGEST_TIME_S, path,
             f"{_shown(value)} is out of range: expected seconds from {shortest:g} to {LONGEST_TIME_S:g} (a day)")
-
-
-def _type_names(types):
-    names = {int: "number", float: "number", str: "string", dict: "object", list: "array",
-             bool: "boolean", type(None): "null"}
-    return " or ".join(dict.fromkeys(names[t] for t in _as_tuple(types)))
 
 
 def validate(document):
@@ -183,13 +150,6 @@ _REFERENCE_MEASUREMENT = {"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER
                           "calls_per_batch": _OPTIONAL_NUMBER, "calls_per_sample": _OPTIONAL_NUMBER,
                           "stop_reason": _OPTIONAL_STR, "converged": (bool, type(None)), "noise": _OPTIONAL_NUMBER,
                           "measured_s": _OPTIONAL_NUMBER}
-
-
-def _expect_fields(record, fields, path):
-    """`record` is null or an object whose named fields (when present) have their types."""
-    _expect_type(record, (dict, type(None)), path)
-    for key, types in fields.items():
-        _expect_type((record or {}).get(key), types, f"{path}.{key}")
 
 
 def _validate_machine(machine):
@@ -428,17 +388,6 @@ def _validate_findings(findings):
 
 
 # --- writing and reading --------------------------------------------------------
-def without_non_finite(value):
-    """NaN and infinities become null: JSON has no such numbers."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: without_non_finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [without_non_finite(item) for item in value]
-    return value
-
-
 def write(document, path, checked=True):
     """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The
     run's saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves);

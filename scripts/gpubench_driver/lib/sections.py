@@ -1,7 +1,7 @@
 """Pieces of summary.md that several studies' sections share: crossover cells, best rates, size caps,
 skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
-from gpubench_driver.lib.findings import failure_text
 from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.findings import failure_text
 from gpubench_driver.lib.formatting import md, rate
 from gpubench_driver.lib.stats import finite
 

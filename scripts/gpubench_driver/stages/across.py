@@ -14,12 +14,12 @@
 A study whose precision slot holds no number format (its axis_names, studies.format_note: the
 transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
 The result is document["findings"]; analyse.derive_findings rewrites it on every report."""
-from gpubench_driver.lib.findings import memory_traffic, ok_entries, positive
-from gpubench_driver.lib import noise_floor, trials
-from gpubench_driver.lib.gbench import TRAFFIC_COUNTERS
-from gpubench_driver.lib.stats import finite as number
-from gpubench_driver.lib.results import CLOCK_LIMITED, ENTRY_TELEMETRY
 from gpubench_driver import studies as registry
+from gpubench_driver.lib import noise_floor, trials
+from gpubench_driver.lib.findings import memory_traffic, ok_entries, positive
+from gpubench_driver.lib.gbench import TRAFFIC_COUNTERS
+from gpubench_driver.lib.results import CLOCK_LIMITED, ENTRY_TELEMETRY
+from gpubench_driver.lib.stats import finite as number
 
 RESIDENT = "resident"  # the only mode whose timed region holds no host-device copy
 # Studies whose FLOP count is that of a reference algorithm, not of what ran: their rate can exceed

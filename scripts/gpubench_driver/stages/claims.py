@@ -2,9 +2,9 @@
 read across the studies, which are this stage's: whether FLOPS or memory bandwidth limit the run's
 workloads (the roofline's points against its ridges)."""
 from gpubench_driver import studies
-from gpubench_driver.lib.claims import CONFIRMED, REFUTED, Claim
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
 
-# --- "FLOPS are rarely the limit; memory bandwidth is" ---------------------------------------------
+# --- "FLOPS are rarely the limit; memory bandwidth is" --------------------------------------------
 # The studies that measure the roofs; the entries placed under them are the others'.
 ROOF_STUDIES = tuple(study.name for study in studies.STUDIES if study.measures_roofs)
 # Those and the studies whose entries are not workloads but experiments (deliberately starved grids, empty

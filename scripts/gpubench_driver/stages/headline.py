@@ -9,7 +9,7 @@ contribute (Study.headline), kind by kind. document["findings"]["headline"] hold
 check (health.py), the rank page (rank.py) and the report's first screen read them from there."""
 from gpubench_driver import studies
 from gpubench_driver.lib import stats
-from gpubench_driver.lib.figures import (PRECISION_NAMES, PRECISIONS, THROUGHPUT, between_runs, datasheet_of, entry_of,
+from gpubench_driver.lib.figures import (PRECISIONS, PRECISION_NAMES, THROUGHPUT, between_runs, datasheet_of, entry_of,
                                          figure, inverse, load_datasheets, where_text)
 
 # The kinds of figure the plug-ins contribute, in the page's order: the host-device links, from which size the

@@ -12,8 +12,8 @@ significant digits) and its measurements line (samples and all), and says so in 
 import json
 import os
 
-from gpubench_driver.lib import gbench, measurements, outputs, results, stats, trials
 from gpubench_driver import studies
+from gpubench_driver.lib import gbench, measurements, outputs, results, stats, trials
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"

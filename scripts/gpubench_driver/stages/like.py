@@ -1,8 +1,8 @@
 """run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and
 batches each swept and options), and where this machine's environment differs from
 the one it recorded."""
-from gpubench_driver.lib import results
 from gpubench_driver import studies
+from gpubench_driver.lib import results
 from gpubench_driver.stages import journal, options as opts
 
 # Options taken from the recorded run unless given on the command line; sizes and batches come

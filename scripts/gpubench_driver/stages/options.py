@@ -3,8 +3,8 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 
-from gpubench_driver.lib import gbench
 from gpubench_driver import studies
+from gpubench_driver.lib import gbench
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 # The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).

@@ -38,7 +38,8 @@ def _roofline_plot(pyplot, path, roof):
     low, high = _roofline_range(roof)
     for index, row in enumerate(roof["peaks"]):
         axes.plot([low, high], [row["flop_per_s"]] * 2, color=colours[row["precision"]],
-                  linestyle=charts.LINE_STYLES[1 + index // len(ROOF_COLOURS) % (len(charts.LINE_STYLES) - 1)], linewidth=1.2,
+                  linestyle=charts.LINE_STYLES[1 + index // len(ROOF_COLOURS) % (len(charts.LINE_STYLES) - 1)],
+                  linewidth=1.2,
                   label=f"{row['precision']} peak {rate(row['flop_per_s'])}")
     bandwidth = roof.get("bandwidth")
     if bandwidth:
@@ -53,15 +54,17 @@ def _roofline_plot(pyplot, path, roof):
             axes.scatter([p["intensity"] for p in mine], [p["flop_per_s"] for p in mine],
                          marker=_marker(study), color=colours.get(precision, "grey"),
                          s=22, alpha=0.75, zorder=3)
+    # The roof in the words of the study that measured it.
     memory = "\n".join(textwrap.wrap(f"memory roof: {registry.BY_NAME[bandwidth['study']].memory_roof.caption(bandwidth)}"
-                                     if bandwidth
-                                    else charts.plain(f"no memory roof: {roof.get('memory_roof_note')}"), 95))
+                                     if bandwidth else charts.plain(f"no memory roof: {roof.get('memory_roof_note')}"),
+                                     95))
     axes.set(xscale="log", yscale="log", xlim=(low, high),
              xlabel="arithmetic intensity (FLOP per byte of device memory traffic, compulsory-traffic model)",
              ylabel="FLOP/s (int8: operations/s)",
              title="Roofline: GPU entries in resident mode against the measured peaks\n" + memory)
-    charts.finish(pyplot, figure, axes, path, extra=[(Line2D([], [], marker=_marker(study), color="grey", linestyle="none"),
-                                                f"points: {study}") for study in studies])
+    legend = [(Line2D([], [], marker=_marker(study), color="grey", linestyle="none"), f"points: {study}")
+              for study in studies]
+    charts.finish(pyplot, figure, axes, path, extra=legend)
 
 
 def write_roofline(roof, out_dir):

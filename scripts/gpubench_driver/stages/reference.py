@@ -6,8 +6,8 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from gpubench_driver.lib import outputs, stopping
 from gpubench_driver import studies
+from gpubench_driver.lib import outputs, stopping
 
 PROBE_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 900

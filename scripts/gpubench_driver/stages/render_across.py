@@ -5,7 +5,7 @@ import os
 
 from gpubench_driver import studies
 from gpubench_driver.lib.document import Beside, Figures, bullets, figure_of, paragraph, section, table
-from gpubench_driver.lib.formatting import joules, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.formatting import joules, md, percent, rate, ratio, seconds, whole
 
 CLOCK_LIMITED_LINES = 25
 ROOFLINE_KEY = "roofline"  # the roofline chart's key among the report's plots by study
@@ -260,12 +260,9 @@ def noise_floor(document):
 
 
 # --- the GPU's clocks during each study (its telemetry record) ------------------------------------
-def _mhz(value):
-    return "n/a" if value is None else f"{value:.0f}"
-
 
 def _clock(name, spread):
-    return f"{name} {_mhz(spread['min'])}–{_mhz(spread['max'])} MHz, median {_mhz(spread['median'])} MHz"
+    return f"{name} {whole(spread['min'])}–{whole(spread['max'])} MHz, median {whole(spread['median'])} MHz"
 
 
 def _telemetry_text(record):

@@ -8,9 +8,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from gpubench_driver.lib import formatting, gbench, measurements, stopping, telemetry, trials
-from gpubench_driver.lib import findings
 from gpubench_driver import studies
+from gpubench_driver.lib import findings, formatting, gbench, measurements, stopping, telemetry, trials
 from gpubench_driver.stages import journal
 
 STDERR_TAIL_CHARS = 4000

@@ -1,9 +1,9 @@
-"""Findings of the collectives study: for every collective and placement, its algorithm bandwidth
-(message bytes over the median time) and bus bandwidth (the algorithm bandwidth times nccl-tests'
-factor, the bus_factor counter: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all
-(n-1)/n, broadcast 1; nccl-tests' doc/PERFORMANCE.md) against the message size; the latency of the
-smallest message; and the all-reduce's bus bandwidth at the largest message measured (the issue's
-8 GiB point where the run reached it).
+"""The collectives study's plug-in (its findings, sections and plots). Its findings: for every collective
+and placement, its algorithm bandwidth (message bytes over the median time) and bus bandwidth (the algorithm
+bandwidth times nccl-tests' factor, the bus_factor counter: all-reduce 2(n-1)/n, all-gather, reduce-scatter
+and all-to-all (n-1)/n, broadcast 1; nccl-tests' doc/PERFORMANCE.md) against the message size; the latency
+of the smallest message; and the all-reduce's bus bandwidth at the largest message measured (the issue's 8
+GiB point where the run reached it).
 
 With one rank nothing crosses a link and every factor but broadcast's is 0: the bus bandwidth is
 then None (not 0) and the report gives the algorithm bandwidth alone, saying why.
@@ -14,7 +14,7 @@ as nccl-tests does."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, seconds
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import failures_section, references_not_run, run_notes, time_ratio_cell
 from gpubench_driver.lib.stats import median_interval
@@ -82,17 +82,12 @@ def derive(study):
             "largest_all_reduce": largest_all_reduce(rows), "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 REFERENCE_RUN = "torch_allreduce"
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
             "buffers). Bus bandwidth: algorithm bandwidth x nccl-tests' factor (doc/PERFORMANCE.md): all-reduce "
             "2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast 1, n the ranks; comparable "
             "with the links' rate whatever n is. GB/s = 10^9 bytes per second, as nccl-tests prints.")
-
-
-def _gb_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.2f} GB/s"
 
 
 def _curves(derived):
@@ -102,7 +97,7 @@ def _curves(derived):
         return section(title, [paragraph("No collective was measured.")])
     body = [[md(row["impl"]), md(row["mode"]), str(row["ranks"]),
              f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
-             _gb_per_s(row["largest_algorithm_bytes_per_s"]), _gb_per_s(row["largest_bus_bytes_per_s"])] for row in rows]
+             gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)] for row in rows]
     blocks = [table(["collective", "placement", "ranks", "latency (smallest message)", "largest message",
                      "algorithm bandwidth", "bus bandwidth"], body), paragraph(FORMULAS)]
     if derived.get("one_rank_note"):
@@ -111,8 +106,8 @@ def _curves(derived):
     if largest:
         blocks.append(paragraph(
             f"All-reduce (out of place) at its largest message, {byte_size(largest['message_bytes'])} on "
-            f"{largest['ranks']} ranks: bus bandwidth {_gb_per_s(largest['bus_bytes_per_s'])}, algorithm bandwidth "
-            f"{_gb_per_s(largest['algorithm_bytes_per_s'])}."))
+            f"{largest['ranks']} ranks: bus bandwidth {gb_per_s(largest['bus_bytes_per_s'], 2)}, algorithm bandwidth "
+            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}."))
     return section(title, blocks)
 
 
@@ -156,7 +151,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 def _per_1e9(value):
     return None if value is None else value / 1e9
 
@@ -175,36 +169,32 @@ def plots(pyplot, study, plot_dir):
     else:
         stem, what, key = "collectives_bus_bandwidth", "bus bandwidth (nccl-tests' formulas)", "bus"
     study_charts = charts.line_charts(plot_dir, (stem,), f"collectives: {what} against the message size",
-                                series, (lambda series_key: series_key[1],), ylabel="GB/s (10^9 bytes per second)",
-                                value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
-                                xlabel="message size (bytes, nccl-tests' size)")
+                                      series, (lambda series_key: series_key[1],),
+                                      ylabel="GB/s (10^9 bytes per second)",
+                                      value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
+                                      xlabel="message size (bytes, nccl-tests' size)")
     return charts.draw(pyplot, study_charts)
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 ALLREDUCE_SIZES = (33,)  # log2 bytes: the 8 GiB all-reduce of issue 18's target
-
-
 # Against the study's out-of-place entry, the one the suite's placement and --impls all_reduce run (the driver's
 # --modes names no placement); torch's call is in place, which moves the same bytes.
 ALLREDUCE_TARGET = ("bus bandwidth within 2% of torch.distributed's all-reduce over the same GPUs and NCCL: a time "
                     "ratio within 0.98-1.02")
+REFERENCES = {"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", csv(ALLREDUCE_SIZES)), gpu=True,
+                                     sizes_at=1)}
+COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "torch_allreduce",
+                          "torch.distributed all_reduce", {"workload": "all_reduce"},
+                          tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)
 
-
-# collectives (only where NCCL was found at build time): n is log2 of the message bytes. Every collective
-# out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10
-# entries. The 8 GiB all-reduce of the issue's target (whose setup and check alone take seconds: eight
-# ranks' 8 GiB inputs) and torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA
-# graphs and the sweep from 8 B to 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary
-# says ranks_together), the ranks' record in the study's `ranks`.
-STUDY = Study(name="collectives", gpus_together=True, quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
-              derive=lambda study, document, rounds: derive(study),
-              summary=sections, plots=plots,
-              rates=progress_rates,
-              axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
-              references={"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", csv(ALLREDUCE_SIZES)),
-                                                 gpu=True, sizes_at=1)},
-              comparisons=(Comparison("collectives", "all_reduce", "out_of_place", "fp32", "torch_allreduce",
-                                      "torch.distributed all_reduce", {"workload": "all_reduce"},
-                                      tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),))
+# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
+# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
+# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
+# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
+# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
+# record in the study's `ranks`.
+STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
+              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True)

@@ -1,7 +1,8 @@
-"""Findings of the gemm_ladder study: each rung's rate at each size as a fraction of cuBLAS's at the same
-size and precision (its interval from both times' intervals), beside what its launch takes (registers,
-shared memory, theoretical occupancy, its tiling in words: the entry's label), and the issue's targets:
-the best own kernel of each ladder against cuBLAS at 4096 and 8192.
+"""The gemm_ladder study's plug-in (its findings, sections and plots). Its findings: each rung's rate at
+each size as a fraction of cuBLAS's at the same size and precision (its interval from both times'
+intervals), beside what its launch takes (registers, shared memory, theoretical occupancy, its tiling in
+words: the entry's label), and the issue's targets: the best own kernel of each ladder against cuBLAS at
+4096 and 8192.
 
 Entry axes: impl = rung ("cublas" is each ladder's yardstick), mode resident, precision names the ladder
 (fp32: SGEMM on the CUDA cores; fp16: FP16 in, FP32 accumulate on the tensor cores), n = the square size.
@@ -10,7 +11,7 @@ of their device times."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, percent, rate
+from gpubench_driver.lib.formatting import byte_size, md, percent, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
@@ -73,8 +74,7 @@ def derive(study):
     return {"ladders": ladders, "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 VERDICT_TEXTS = {"met": "met (the interval is above it)", "short": "short (the interval is below it)",
             "within noise": "not decided: the interval holds it"}
 
@@ -100,18 +100,14 @@ def _rates(ladder):
     return table(["rung"] + [f"n = {n}" for n in ladder["sizes"]], body)
 
 
-def _count(value):
-    return "n/a" if value is None else f"{value:.0f}"
-
-
 def _launches(ladder):
     """What each rung's launch takes at the largest size it ran (cuBLAS's kernels are its own)."""
     largest = {}
     for point in ladder["points"]:
         if point["rung"] != YARDSTICK and point["n"] >= largest.get(point["rung"], {"n": 0})["n"]:
             largest[point["rung"]] = point
-    body = [[md(rung), str(point["n"]), _count(point["threads_per_block"]), _count(point["grid_blocks"]),
-             _count(point["registers_per_thread"]),
+    body = [[md(rung), str(point["n"]), whole(point["threads_per_block"]), whole(point["grid_blocks"]),
+             whole(point["registers_per_thread"]),
              byte_size(point["shared_bytes_per_block"]) if point["shared_bytes_per_block"] is not None else "n/a",
              percent(point["theoretical_occupancy"], 0) if point["theoretical_occupancy"] is not None else "n/a",
              md(point["tiling"] or "")] for rung, point in largest.items()]
@@ -145,8 +141,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- across the studies: the roofline ---------------------------------------------------
 def plots(pyplot, study, plot_dir):
     """Per ladder, each rung's rate as a fraction of cuBLAS's, a group of bars per rung with a bar per
     size (gemm_ladder_<precision>.png)."""
@@ -174,11 +168,9 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# gemm_ladder: every rung of both ladders and cuBLAS at 4096, where the issue's targets are judged (8192,
-# the other target size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive
-# kernels) at most a few tenths of a second a call there. --quick: 1024.
-STUDY = Study(name="gemm_ladder", experiment=True, quick_sizes=(1024,), suite_sizes=(4096,),
-              derive=lambda study, document, rounds: derive(study),
-              summary=sections, plots=plots,
-              rates=flop_rates, axes={"impl": "rung"})
+# Every rung of both ladders and cuBLAS at 4096, where the issue's targets are judged (8192, the other target
+# size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive kernels) at most a few
+# tenths of a second a call there. --quick: 1024.
+STUDY = Study(name="gemm_ladder", quick_sizes=(1024,), suite_sizes=(4096,),
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=flop_rates, axes={"impl": "rung"}, experiment=True)

@@ -1,10 +1,10 @@
-"""Findings of the launch_overhead study: what one launch costs (an empty kernel launched and waited
-for), the time per kernel of back-to-back launches and of a CUDA graph's replay, and for a chain of
-small kernels doing real work, launched with a host synchronisation between each, back to back from a
-stream, as a graph and fused into one kernel: its time per kernel, the share of its wall time the GPU
-spent running the kernels (their spans on the GPU's global timer) and the share that was gaps, and what
-the graph buys over the stream. Each figure with its interval (the entry's median interval: between its
-trials, or within its one process).
+"""The launch_overhead study's plug-in (its findings, sections, plots and claim). Its findings: what one
+launch costs (an empty kernel launched and waited for), the time per kernel of back-to-back launches and of
+a CUDA graph's replay, and for a chain of small kernels doing real work, launched with a host
+synchronisation between each, back to back from a stream, as a graph and fused into one kernel: its time per
+kernel, the share of its wall time the GPU spent running the kernels (their spans on the GPU's global timer)
+and the share that was gaps, and what the graph buys over the stream. Each figure with its interval (the
+entry's median interval: between its trials, or within its one process).
 
 Entry axes: impl (empty_kernel, add_kernel), mode (sync_each, stream, graph, fused), precision (none,
 fp32), n = kernels in the chain. Every entry is timed on the host clock from the first launch to the
@@ -13,10 +13,10 @@ host_synchronizations; add_kernel's kernel_busy_s (the kernels' own device time 
 their spans) and chain_span_s (first kernel's start to last kernel's end), timer_step_s (the global
 timer's resolution), and NVML's gpu_util_mean where the harness's telemetry read it."""
 from gpubench_driver.lib import charts
-from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of, percent_interval
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import md, percent, ratio, seconds
+from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
@@ -156,8 +156,7 @@ def derive(entries):
             "idle_finding": idle_finding(chain_rows), "failures": grouped_failures(entries)}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {SYNC_EACH: "synchronised after each", STREAM: "back to back on a stream", GRAPH: "one CUDA graph",
               "fused": "fused into one kernel"}
 LAUNCHED = {SYNC_EACH: "with a synchronisation after each kernel", STREAM: "launched back to back from a stream",
@@ -267,7 +266,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 CHAIN_KERNELS = "kernels in the chain (n)"
 
 
@@ -282,21 +280,19 @@ def plots(pyplot, study, plot_dir):
         if row["busy_fraction"] is not None:
             busy.setdefault((row["mode"],), []).append((row["n"], row))
     study_charts = charts.line_charts(plot_dir, ("launch_overhead_per_kernel",),
-                                "launch_overhead: time per kernel (host clock, launch to synchronisation)",
-                                per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],
-                                xlabel=CHAIN_KERNELS)
+                                      "launch_overhead: time per kernel (host clock, launch to synchronisation)",
+                                      per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],
+                                      xlabel=CHAIN_KERNELS)
     if busy:
         study_charts += charts.line_charts(plot_dir, ("launch_overhead_busy",),
-                                     "launch_overhead: GPU busy share of a chain of small kernels\n"
-                                     "(the kernels' own spans over the call's time)", busy,
-                                     ylabel="kernels' time / call time", value=lambda row: row["busy_fraction"],
-                                     xlabel=CHAIN_KERNELS)
+                                           "launch_overhead: GPU busy share of a chain of small kernels\n"
+                                           "(the kernels' own spans over the call's time)", busy,
+                                           ylabel="kernels' time / call time", value=lambda row: row["busy_fraction"],
+                                           xlabel=CHAIN_KERNELS)
     return charts.draw(pyplot, study_charts)
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "a GPU must never idle between kernels" ---------------------------------------------------
 MOSTLY_IDLE = 0.5  # the host-synchronised chain's idle share from which gaps are "much of its time"
 
 
@@ -324,7 +320,6 @@ def idle_gaps(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 CLAIMS = (
     Claim("idle_gaps", "A GPU must never idle between kernels: a chain of small kernels spends much of its time in "
           "launch gaps, which CUDA graphs remove",
@@ -332,12 +327,9 @@ CLAIMS = (
           studies=("launch_overhead",), position=10),
 )
 
-
-# launch_overhead: chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency)
-# and of 100 (the time per kernel of each way of launching, the busy share of a small-kernel chain): 14
-# host-timed entries. Chains of 10 and 1000: --full.
-STUDY = Study(name="launch_overhead", experiment=True, quick_sizes=(100,), suite_sizes=(1, 100),
-              derive=lambda study, document, rounds: derive(study["entries"]),
-              summary=sections, plots=plots,
-              rates=progress_rates, axes={"n": "kernels"},
-              claims=CLAIMS)
+# Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
+# per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
+# of 10 and 1000: --full.
+STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
+              derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
+              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True)

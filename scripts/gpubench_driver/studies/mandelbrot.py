@@ -1,9 +1,9 @@
-"""Findings of the mandelbrot study: per configuration (image, iteration limit, precision), the GPU
-against compiled C++ on one core and on all cores, with the counts left on the device (the kernel
-alone) and copied back; the rates in pixels and iterations per second; how warp-uniform the work is;
-the pixels a contracted (FMA) kernel counts differently; and the guide's claim (4.07 s on one CPU core
-in interpreted Python against 0.0046 s of GPU kernel, 885x) beside the ratios measured at its
-configuration.
+"""The mandelbrot study's plug-in (its findings, sections, plots and claim). Its findings: per configuration
+(image, iteration limit, precision), the GPU against compiled C++ on one core and on all cores, with the
+counts left on the device (the kernel alone) and copied back; the rates in pixels and iterations per second;
+how warp-uniform the work is; the pixels a contracted (FMA) kernel counts differently; and the guide's claim
+(4.07 s on one CPU core in interpreted Python against 0.0046 s of GPU kernel, 885x) beside the ratios
+measured at its configuration.
 
 Entry axes: impl, mode (host; resident, transfer_pageable), precision (fp32, fp64), n the image's
 rows (every image is the guide's region at another resolution, 1.5 n pixels wide), batch its iteration
@@ -16,8 +16,8 @@ import textwrap
 from gpubench_driver.lib import charts, formatting
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import gpu_entries, gpu_modes, grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import md, percent, ratio, seconds
+from gpubench_driver.lib.findings import gpu_entries, gpu_modes, grouped_failures, median_record, median_s, ok_entries
+from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import median_interval
@@ -28,10 +28,6 @@ GUIDE = {"width": 1536, "height": 1024, "max_iterations": 20, "precision": "fp64
          "cpu": "interpreted Python on one core", "gpu": "the kernel alone, 16 x 16-thread blocks, no copy back"}
 RESIDENT, COPY_BACK = "resident", "transfer_pageable"
 ONE_CORE, ALL_CORES = "one_core", "all_cores"
-
-
-def _median(entry):
-    return entry["time_s"]["median"]
 
 
 def _pixels(entry):
@@ -46,7 +42,7 @@ def _per_pixel(value, entry):
 
 
 def _per_second(count, entry):
-    return count / _median(entry) if count else None
+    return count / median_s(entry) if count else None
 
 
 def _configuration(entry):
@@ -59,16 +55,12 @@ def is_guide(row):
         GUIDE["width"], GUIDE["height"], GUIDE["max_iterations"], GUIDE["precision"])
 
 
-def _side(entry):
-    return {"impl": entry["impl"], "median_s": _median(entry), "interval_s": median_interval(entry["time_s"]).record()}
-
-
 def _cores(entry):
     return ONE_CORE if entry.get("threads") == 1 else ALL_CORES
 
 
 def _fastest(entries):
-    return min(entries, key=_median) if entries else None
+    return min(entries, key=median_s) if entries else None
 
 
 def _contraction(members, contracted):
@@ -81,7 +73,7 @@ def _contraction(members, contracted):
         for entry in (e for e in measured if e["impl"] in contracted):
             if separate:
                 found.append({"mode": mode, "impl": entry["impl"], "separate_impl": separate["impl"],
-                              "speedup": _median(separate) / _median(entry)})
+                              "speedup": median_s(separate) / median_s(entry)})
     return found
 
 
@@ -93,9 +85,9 @@ def _configuration_row(members, contracted):
     gpu = {}
     for mode in gpu_modes(members):
         best = _fastest(gpu_entries(members, mode))
-        gpu[mode] = {**_side(best), **{f"over_{cores}": _median(found) / _median(best)
+        gpu[mode] = {**median_record(best), **{f"over_{cores}": median_s(found) / median_s(best)
                                        for cores, found in cpu.items() if found}}
-    kernels = [{"impl": e["impl"], "mode": e["mode"], "median_s": _median(e),
+    kernels = [{"impl": e["impl"], "mode": e["mode"], "median_s": median_s(e),
                 "differing_pixels": e.get("differing_pixels"), "max_count_difference": e.get("max_count_difference"),
                 "allowed_differing_pixels": e.get("allowed_differing_pixels"),
                 "differing_fraction": _per_pixel(e.get("differing_pixels"), e)}
@@ -105,7 +97,7 @@ def _configuration_row(members, contracted):
     return {"n": first["n"], "max_iterations": first["batch"], "precision": first["precision"],
             "width": first.get("width"), "height": first.get("height"), "escape_iterations": iterations,
             "iterations_per_pixel": _per_pixel(iterations, first), "warp_divergence": divergence,
-            "cpu": {cores: _side(found) for cores, found in cpu.items() if found}, "gpu": gpu, "kernels": kernels,
+            "cpu": {cores: median_record(found) for cores, found in cpu.items() if found}, "gpu": gpu, "kernels": kernels,
             "contraction": _contraction(members, contracted)}
 
 
@@ -129,7 +121,7 @@ def rates(entries):
         found.setdefault((entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["batch"]),
                          []).append(entry)
     return [{"impl": impl, "device": device, "mode": mode, "precision": precision, "max_iterations": limit,
-             "points": [{"n": e["n"], "median_s": _median(e), "interval_s": median_interval(e["time_s"]).record(),
+             "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": median_interval(e["time_s"]).record(),
                          "pixels_per_s": _per_second(_pixels(e), e),
                          "iterations_per_s": _per_second(e.get("escape_iterations"), e)}
                         for e in sorted(members, key=lambda e: e["n"])]}
@@ -157,8 +149,7 @@ def derive(entries, implementations=()):
             "failures": grouped_failures(entries)}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 CORES = {ONE_CORE: "one core", ALL_CORES: "all cores"}
 MODES = {RESIDENT: "kernel alone (counts left on the device)", COPY_BACK: "with the count image copied back"}
 
@@ -224,17 +215,13 @@ def _configurations(derived):
         "its device time; with the copy back, one call on the host clock until the image is in host memory.")])
 
 
-def _count(value):
-    return "n/a" if value is None else f"{value:.0f}"
-
-
 def _rounding(derived):
     rows = [row for row in derived.get("configurations") or [] if row["kernels"]]
     if not rows:
         return []
-    body = [[_image(row), md(kernel["impl"]), md(kernel["mode"]), _count(kernel["differing_pixels"]),
-             percent(kernel["differing_fraction"], 3), _count(kernel["allowed_differing_pixels"]),
-             _count(kernel["max_count_difference"])]
+    body = [[_image(row), md(kernel["impl"]), md(kernel["mode"]), whole(kernel["differing_pixels"]),
+             percent(kernel["differing_fraction"], 3), whole(kernel["allowed_differing_pixels"]),
+             whole(kernel["max_count_difference"])]
             for row in rows for kernel in row["kernels"]]
     faster = [f"{_image(row)}, {md(found['mode'])}: {md(found['separate_impl'])} takes {ratio(found['speedup'])} "
               f"the time of {md(found['impl'])}" for row in rows for found in row["contraction"]]
@@ -258,8 +245,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- mandelbrot ------------------------------------------------------------------------------
 COUNT_IMAGE = "mandelbrot_counts.pgm"  # written into the run's folder by the study binary (--artifacts-dir)
 
 
@@ -307,8 +292,9 @@ def _count_image_plot(pyplot, path, image):
     figure, axes = pyplot.subplots(figsize=(9, 9 * height / width + 0.8))
     axes.imshow(shown, cmap=colours, interpolation="nearest")
     axes.set_axis_off()
-    axes.set_title(charts.plain("\n".join(textwrap.wrap(f"mandelbrot: {note} (at most {maxval} iterations; black: never "
-                                                  f"escaped; colour: log(1 + count))", 100))), fontsize="small")
+    axes.set_title(charts.plain("\n".join(textwrap.wrap(f"mandelbrot: {note} (at most {maxval} iterations; black: "
+                                                        f"never escaped; colour: log(1 + count))", 100))),
+                   fontsize="small")
     charts.save(pyplot, figure, path, dpi=100)
 
 
@@ -326,7 +312,7 @@ def _configuration_bars(pyplot, path, row, guide):
     axes.invert_yaxis()
     axes.set(xscale="log", xlabel="median time of one image (s)",
              title=charts.plain(f"mandelbrot: {row['width']} x {row['height']} pixels, at most {row['max_iterations']} "
-                         f"iterations, {row['precision']}" + (" (the guide's configuration)" if guide else "")))
+                                f"iterations, {row['precision']}" + (" (the guide's configuration)" if guide else "")))
     axes.grid(True, which="both", axis="x", alpha=0.3)
     charts.save(pyplot, figure, path)
 
@@ -358,8 +344,6 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "Mandelbrot: 4.07 s on the CPU against 0.0046 s on the GPU, 885x" -------------------------------
 def mandelbrot_guide(document):
     claim = derived_of(document, "mandelbrot").get("guide_claim")
     resident = ((claim or {}).get("ratios") or {}).get(RESIDENT) or {}
@@ -382,7 +366,6 @@ def mandelbrot_guide(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 def pixel_rates(axes, counters, median_s):
     """Pixels per second from the image's width and height counters."""
     pixels = (counters.get("width") or 0) * (counters.get("height") or 0)
@@ -395,16 +378,11 @@ CLAIMS = (
           "its GPU side the kernel alone)", mandelbrot_guide, studies=("mandelbrot",), position=7),
 )
 
-
 # n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
 # 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
 # minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
-STUDY = Study(name="mandelbrot", quick_sizes=(GUIDE["height"],),
-              suite_sizes=(GUIDE["height"],), batch_axis=True,
-              quick_batches=(GUIDE["max_iterations"],),
-              suite_batches=(GUIDE["max_iterations"],),
-              derive=lambda study, document, rounds: derive(study["entries"],
-                                                                              study.get("implementations")),
-              summary=sections, plots=plots, rates=pixel_rates,
-              axes={"n": "rows", "batch": "max_iterations"},
+STUDY = Study(name="mandelbrot", quick_sizes=(GUIDE["height"],), suite_sizes=(GUIDE["height"],), batch_axis=True,
+              quick_batches=(GUIDE["max_iterations"],), suite_batches=(GUIDE["max_iterations"],),
+              derive=lambda study, document, rounds: derive(study["entries"], study.get("implementations")),
+              summary=sections, plots=plots, rates=pixel_rates, axes={"n": "rows", "batch": "max_iterations"},
               claims=CLAIMS)

@@ -1,4 +1,7 @@
-"""summary.md: the matmul study's sections, from its `derived` (derive.py)."""
+"""The matmul study's plug-in: FP32 GEMM by every CPU and GPU implementation, resident and with its copies,
+at every size. Its findings are those of any sweep over n (lib/findings.derive: the crossovers, refined by
+extra sizes, the speedups, the best rates); its sections, plots, claim and headline figures (the crossovers,
+the energy of one GEMM) are here."""
 import math
 
 from gpubench_driver.lib import charts, findings
@@ -79,8 +82,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- matmul ----------------------------------------------------------------------------
 def _speedup_series(entries):
     """{("best GPU", mode): [(n, best CPU time / best GPU time of that mode)]} at the sizes both measured."""
     best_cpu = findings.best_by_size(findings.cpu_entries(entries))
@@ -98,29 +99,30 @@ def plots(pyplot, study, plot_dir):
     entries = study["entries"]
     series = charts.series(entries, lambda entry: (entry["impl"], entry["mode"]))
     by_mode = (lambda key: key[1],)
+    cpu = charts.cpu_keys(series)
     study_charts = (
-        charts.line_charts(plot_dir, ("matmul_time",), "matmul FP32: median time", series, by_mode,
-                     charts.cpu_keys(series), ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
-        + charts.line_charts(plot_dir, ("matmul_rate",), "matmul FP32: FLOP/s", series, by_mode, charts.cpu_keys(series),
-                       ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
+        charts.line_charts(plot_dir, ("matmul_time",), "matmul FP32: median time", series, by_mode, cpu,
+                           ylabel="median time (s)", value=lambda entry: entry["time_s"]["median"])
+        + charts.line_charts(plot_dir, ("matmul_rate",), "matmul FP32: FLOP/s", series, by_mode, cpu,
+                             ylabel="FLOP/s", value=lambda entry: entry.get("flop_per_s")))
     if findings.gpu_modes(entries):
+        crossovers = charts.timed(study["derived"].get("crossovers", []))
         study_charts += charts.line_charts(plot_dir, ("matmul_speedup",),
-                                     "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
-                                     ylabel="speedup: best CPU time / best GPU time (x)",
-                                     mark=charts.parity_and_crossovers(charts.timed(study["derived"].get("crossovers", []))))
+                                           "matmul FP32: GPU speedup over the best CPU", _speedup_series(entries),
+                                           ylabel="speedup: best CPU time / best GPU time (x)",
+                                           mark=charts.parity_and_crossovers(crossovers))
     return charts.draw(pyplot, study_charts)
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "at 200x200 the GPU is about 6x faster, but the copies eat the gain" ------------------------
 SMALL_MATRIX = 200
 
 
 def small_matrix(document):
     entries = (document["studies"].get("matmul") or {}).get("entries") or []
     best_cpu = findings.best_by_size(findings.cpu_entries(entries))
-    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable") if findings.gpu_entries(entries, mode)]
+    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable")
+             if findings.gpu_entries(entries, mode)]
     if "resident" not in modes or not best_cpu:
         return None
     best_gpu = {mode: findings.best_by_size(findings.gpu_entries(entries, mode)) for mode in modes}
@@ -172,33 +174,24 @@ def crossover_figures(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 NUMPY_SIZES = (4096,)
-
-
+REFERENCES = {"numpy": Run("numpy", "reference_matmul.py", ("numpy", csv(NUMPY_SIZES)), gpu=False, sizes_at=1),
+              "torch": Run("torch", "reference_matmul.py", ("torch", csv(TORCH_SIZES), "float32"), gpu=True,
+                           sizes_at=1)}
+COMPARISONS = (Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
+                          tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET),
+               Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
+                          tuple((n, None) for n in NUMPY_SIZES)))
 CLAIMS = (
     Claim("small_matrix", "At 200x200 the GPU is about 6x faster, but copying the data each call eats the gain",
           "a blog benchmark of a K80 against a 4-core laptop", small_matrix, studies=("matmul",), position=1),
 )
 
-
 # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
 # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
-REFERENCES = {"numpy": Run("numpy", "reference_matmul.py", ("numpy", csv(NUMPY_SIZES)), gpu=False,
-                           sizes_at=1),
-              "torch": Run("torch", "reference_matmul.py", ("torch", csv(TORCH_SIZES), "float32"), gpu=True,
-                           sizes_at=1)}
-
-
-STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096),
-              refined=True, derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
-              summary=sections, plots=plots, roofline_marker="o", rates=flop_rates,
-              one_gemm_per_call=True,
-              references=REFERENCES,
-              comparisons=(Comparison("matmul", "cublas", "resident", "fp32", "torch", "torch", {"dtype": "float32"},
-                                      tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET),
-                           Comparison("matmul", "openblas", "host", "fp32", "numpy", "numpy", {"dtype": "float32"},
-                                      tuple((n, None) for n in NUMPY_SIZES))),
-              claims=CLAIMS,
+STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096), refined=True,
+              derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
+              summary=sections, plots=plots, roofline_marker="o", rates=flop_rates, one_gemm_per_call=True,
+              references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
               headline=(("crossover", crossover_figures),
                         ("energy", lambda document: energy_figure(document, "matmul", "cublas", "fp32"))))

@@ -1,15 +1,30 @@
-"""DOC"""
-
-
-# --- claims ---------------------------------------------------------------------------------------
-
-# --- "a small MNIST model trains only about 2x faster on a GPU" ------------------------------------
+"""The mlp_training study's plug-in: SGD training steps of the MLP 784 -> n -> n -> 10 (n its hidden width),
+on the GPU (cuBLAS kernels, resident and with each batch copied in) and the CPU, against an eager PyTorch
+step. Its findings, sections and plots are every batch study's (lib/batch_study.py, lib/batch_report.py),
+with the time per training epoch; its headline figures are the fastest epoch on each device; its claims,
+those on small models and on the batch size."""
 from gpubench_driver.lib import batch_report, figures, stats
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.figures import THROUGHPUT, between_runs, entry_of, figure
 from gpubench_driver.lib.formatting import byte_size, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, Run, csv, item_rates
+
+MLP_WIDTH = 1024  # the hidden width the torch MLP has
+MLP_BATCHES = (256, 1024, 8192)
+MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
+MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
+              "at most 1.10")
+MLP_TRAINING = BatchStudy(
+    title="MLP training", unit="samples", item="sample", size_name="hidden width n",
+    batch_meaning="samples per SGD step of the MLP 784 -> n -> n -> 10, n its hidden width",
+    epoch_samples=60000)
+REFERENCES = {"torch_mlp": Run("torch", "reference_mlp.py", ("torch", csv(MLP_BATCHES), csv(MLP_DTYPES.values())),
+                               gpu=True, batches_at=1)}
+COMPARISONS = tuple(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp", "torch eager step",
+                               {"dtype": dtype}, tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
+                    for precision, dtype in MLP_DTYPES.items())
+# --- claims ---------------------------------------------------------------------------------------
 MNIST_FACTOR = 2.0
 
 
@@ -39,7 +54,6 @@ def mnist_epoch(document):
                       f"the GPU ({gpu['mode'].replace('_', ' ')}, each batch copied in): {per_batch}."}
 
 
-# --- "larger batches raise GPU utilisation, and memory decides the largest batch" ------------------
 def _utilization_rise(derived, precision="fp32"):
     rows = (derived.get("utilization") or {}).get("rows") or []
     row = next((row for row in rows if row["mode"] == "resident" and row["precision"] == precision), None)
@@ -87,6 +101,14 @@ def batch_size(document):
                       f"a batch of about {fits[1]:,}."}
 
 
+CLAIMS = (
+    Claim("mnist_epoch", "A small MNIST model trains only about 2x faster on a GPU (153 s against 83 s)",
+          "a widely shared MNIST timing", mnist_epoch, studies=("mlp_training",), position=2),
+    Claim("batch_size", "Larger batches raise GPU utilisation, and memory decides the largest batch",
+          "common deep-learning advice", batch_size, studies=("mlp_training",), position=3),
+)
+
+
 # --- headline figures -----------------------------------------------------------------------------
 def _epoch_point(study, device, mode=None):
     """(epoch_s, interval, row, point) of the fastest epoch on a device (and mode), or None."""
@@ -125,42 +147,8 @@ def epoch_figures(document):
     return found
 
 
-# --- the record -----------------------------------------------------------------------------------
-
-MLP_WIDTH = 1024  # the hidden width the torch MLP has
-
-
-MLP_BATCHES = (256, 1024, 8192)
-
-
-MLP_DTYPES = {"fp32": "float32", "bf16_mixed": "bf16_mixed"}
-
-
-MLP_TARGET = ("within 10% of an equivalent eager PyTorch training step at batch 256 and above: a time ratio of "
-              "at most 1.10")
-
-
-MLP_TRAINING = BatchStudy(
-    title="MLP training", unit="samples", item="sample", size_name="hidden width n",
-    batch_meaning="samples per SGD step of the MLP 784 -> n -> n -> 10, n its hidden width",
-    epoch_samples=60000)
-
-
-CLAIMS = (
-    Claim("mnist_epoch", "A small MNIST model trains only about 2x faster on a GPU (153 s against 83 s)",
-          "a widely shared MNIST timing", mnist_epoch, studies=("mlp_training",), position=2),
-    Claim("batch_size", "Larger batches raise GPU utilisation, and memory decides the largest batch",
-          "common deep-learning advice", batch_size, studies=("mlp_training",), position=3),
-)
-
-
 STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
                                   quick_batches=(1, 256), suite_batches=(1, 256, 1024, 8192),
                                   rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
-                                  references={"torch_mlp": Run("torch", "reference_mlp.py", (
-                                      "torch", csv(MLP_BATCHES), csv(MLP_DTYPES.values())), gpu=True, batches_at=1)},
-                                  comparisons=tuple(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp",
-                                                               "torch eager step", {"dtype": dtype},
-                                                               tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
-                                                    for precision, dtype in MLP_DTYPES.items()),
-                                  claims=CLAIMS, headline=(("epoch", epoch_figures),))
+                                  references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
+                                  headline=(("epoch", epoch_figures),))

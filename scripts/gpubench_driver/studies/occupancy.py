@@ -1,8 +1,9 @@
-"""Findings of the occupancy study: each kernel's rate against its launch configuration (threads per
-block x blocks), as a fraction of its best configuration measured, beside the multiprocessors the grid
-keeps busy and the warps it keeps resident; each block size's theoretical occupancy (the occupancy API)
-and what limits it, beside the rate it reached; and the walk-through's launch (16 blocks of 128 threads
-of the naive SGEMM, said to use less than a tenth of a big GPU) placed on the curve.
+"""The occupancy study's plug-in (its findings, sections, plots and claim). Its findings: each kernel's rate
+against its launch configuration (threads per block x blocks), as a fraction of its best configuration
+measured, beside the multiprocessors the grid keeps busy and the warps it keeps resident; each block size's
+theoretical occupancy (the occupancy API) and what limits it, beside the rate it reached; and the
+walk-through's launch (16 blocks of 128 threads of the naive SGEMM, said to use less than a tenth of a big
+GPU) placed on the curve.
 
 Entry axes: impl = kernel, mode resident, precision fp32, n = threads per block, batch = blocks. Every
 entry of a kernel does the same work (a grid-stride loop over the whole problem), so its rate against
@@ -14,10 +15,10 @@ with the resources that limit it."""
 import math
 
 from gpubench_driver.lib import charts
-from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of, percent_interval
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, percent, rate
+from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
@@ -172,14 +173,9 @@ def derive(study):
             "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 AGAINST = {"below": "below a tenth beyond the interval", "above": "above a tenth beyond the interval",
            "within noise": "within the interval of a tenth"}
-
-
-def _fraction(value, interval):
-    return percent(value) + (f" ({percent(interval[0])}–{percent(interval[1])})" if interval else "")
 
 
 def _launch(point):
@@ -205,7 +201,7 @@ def _walkthrough(derived):
     if not rows:
         return section(title, [paragraph(f"Not measured: no kernel ran at {launch['blocks']} blocks of "
                                          f"{launch['threads_per_block']} threads.")])
-    body = [[md(row["impl"]), _fraction(row["fraction_of_best"], row["fraction_interval"]),
+    body = [[md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
              f"{_launch(row['best'])} ({_rate_text(row['best'])})",
              _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
              _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
@@ -231,17 +227,13 @@ def _grid(kernel):
     return table(["threads \\ blocks"] + [str(b) for b in blocks], body)
 
 
-def _count(value):
-    return "n/a" if value is None else f"{value:.0f}"
-
-
 def _limits(row):
     return ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a"
 
 
 def _block_sizes(kernel):
-    body = [[str(row["threads_per_block"]), _count(row["registers_per_thread"]),
-             byte_size(row["shared_bytes_per_block"]), _count(row["blocks_per_multiprocessor"]),
+    body = [[str(row["threads_per_block"]), whole(row["registers_per_thread"]),
+             byte_size(row["shared_bytes_per_block"]), whole(row["blocks_per_multiprocessor"]),
              percent(row["theoretical_occupancy"], 0), _limits(row), percent(row["best_fraction"], 0),
              str(row["best_blocks"]), str(row["plateau_blocks"] or "none")] for row in kernel["block_sizes"]]
     return table(["threads per block", "registers per thread", "shared memory per block",
@@ -272,8 +264,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- the occupancy and launch_overhead studies ------------------------------------------------
 RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiprocessors)"
 
 
@@ -302,7 +292,7 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
     figure.colorbar(image, ax=axes, label="rate / the best launch measured")
     axes.set(xlabel="blocks", ylabel="threads per block",
              title=charts.plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
-                         f"{launch['blocks']} x {launch['threads_per_block']})"))
+                                f"{launch['blocks']} x {launch['threads_per_block']})"))
     charts.save(pyplot, figure, path)
 
 
@@ -329,7 +319,6 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
 def walkthrough_launch(document):
     launch = WALKTHROUGH
     row = next((row for row in derived_of(document, "occupancy").get("walkthrough") or []
@@ -354,21 +343,19 @@ def walkthrough_launch(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 CLAIMS = (
     Claim("walkthrough_launch", "An SGEMM launched as 16 blocks of 128 threads uses less than a tenth of a big GPU",
-          "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",), position=9),
+          "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",),
+          position=9),
 )
 
-
-# occupancy: n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the
-# walk-through's 16 blocks (of 128 threads), one block per multiprocessor of an H100 or H200 (132) and
-# 32 per multiprocessor (4224: a whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256
-# threads: 6 entries, the fraction of the GPU the walk-through's launch reaches against the best of them.
-# The triad, 32 to 1024 threads and 1 to 32 x the multiprocessors (the GPU's own count): --full.
-STUDY = Study(name="occupancy", experiment=True, quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
+# n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the walk-through's 16 blocks
+# (of 128 threads), one block per multiprocessor of an H100 or H200 (132) and 32 per multiprocessor (4224: a
+# whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction
+# of the GPU the walk-through's launch reaches against the best of them. The triad, 32 to 1024 threads and 1 to
+# 32 x the multiprocessors (the GPU's own count): --full.
+STUDY = Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
               suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
-              derive=lambda study, document, rounds: derive(study),
-              summary=sections, plots=plots, rates=progress_rates,
-              axes={"n": "threads_per_block", "batch": "blocks"},
-              claims=CLAIMS)
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"}, claims=CLAIMS,
+              experiment=True)

@@ -1,4 +1,5 @@
-"""Findings of the overlap study: for each workload, host memory and n, the chunked pipelines
+"""The overlap study's plug-in (its findings, sections and plots): copies and computation in chunks on
+several streams. Its findings: for each workload, host memory and n, the chunked pipelines
 against the serial run and against the ideal, the larger of the total copy time (copy_only) and
 the total compute time (compute_only) at the same number of chunks.
 
@@ -9,7 +10,7 @@ completely). Each comparison of two times says whether they differ beyond noise 
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import grouped_failures, median_s, ok_entries
 from gpubench_driver.lib.formatting import md, percent, seconds
 from gpubench_driver.lib.registry import Study, no_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -18,10 +19,6 @@ from gpubench_driver.lib.stats import Interval, beyond_spread, median_interval, 
 SERIAL = "serial"
 COPY_ONLY, COMPUTE_ONLY = "copy_only", "compute_only"
 PARTS = (SERIAL, COPY_ONLY, COMPUTE_ONLY)
-
-
-def _median(entry):
-    return entry["time_s"]["median"]
 
 
 def _apart(first, second):
@@ -45,17 +42,17 @@ def pipeline_rows(entries):
         if serial is None:
             continue
         copies, compute = (index.get((part, *where, entry["batch"])) for part in (COPY_ONLY, COMPUTE_ONLY))
-        slower_part = max(copies, compute, key=_median) if copies and compute else None
-        ideal = _median(slower_part) if slower_part else None
+        slower_part = max(copies, compute, key=median_s) if copies and compute else None
+        ideal = median_s(slower_part) if slower_part else None
         rows.append({"workload": entry["precision"], "memory": entry["mode"], "n": entry["n"],
-                     "schedule": entry["impl"], "chunks": entry["batch"], "median_s": _median(entry),
+                     "schedule": entry["impl"], "chunks": entry["batch"], "median_s": median_s(entry),
                      "interval_s": median_interval(entry["time_s"]).record(),
-                     "serial_s": _median(serial), "saved_s": _median(serial) - _median(entry),
-                     "saved_fraction": (_median(serial) - _median(entry)) / _median(serial),
+                     "serial_s": median_s(serial), "saved_s": median_s(serial) - median_s(entry),
+                     "saved_fraction": (median_s(serial) - median_s(entry)) / median_s(serial),
                      "saved_beyond_noise": _apart(entry, serial),
-                     "copy_s": _median(copies) if copies else None,
-                     "compute_s": _median(compute) if compute else None, "ideal_s": ideal,
-                     "fraction_of_ideal": ideal / _median(entry) if ideal else None,
+                     "copy_s": median_s(copies) if copies else None,
+                     "compute_s": median_s(compute) if compute else None, "ideal_s": ideal,
+                     "fraction_of_ideal": ideal / median_s(entry) if ideal else None,
                      "ideal_beyond_noise": _apart(entry, slower_part)})
     return rows
 
@@ -85,8 +82,7 @@ def derive(entries):
     return {"pipelines": rows, "best": best_rows(rows), "failures": grouped_failures(entries)}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 HEADER = ("workload", "host memory", "n", "serial", "best pipeline", "ties within noise", "time saved", "ideal",
           "fraction of the ideal")
 
@@ -133,7 +129,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 def _serial_mark(serial_s):
     def mark(axes, keys):
         axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
@@ -159,8 +154,7 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# overlap's entries are whole pipelined runs: no rate on the progress line.
+# Its entries are whole pipelined runs: no rate on the progress line.
 STUDY = Study(name="overlap", quick_sizes=(4096,), suite_sizes=(4096,), batch_axis=True, quick_batches=(1, 4),
               suite_batches=(1, 8), derive=lambda study, document, rounds: derive(study["entries"]),
               summary=sections, plots=plots, rates=no_rates,

@@ -1,10 +1,10 @@
-"""Findings of the p2p study: for every route (an ordered GPU pair, the host to a GPU, a GPU to the
-host), engine (copy engines, SM kernel) and direction (one way, both ways at once), its latency (the
-median time of its smallest copy, host clock to completion), its bandwidth (bytes moved per second by
-its largest copy; both ways counts both directions) and that bandwidth as a fraction of the link's
-theoretical rate (the link_peak_bytes_per_s counter the binary takes from NVML: NVLink links x the
-per-link rate, or PCIe generation x width; times two both ways); and the matrices of both over the
-ends (the host and every GPU), source down, destination across, that the heat maps draw.
+"""The p2p study's plug-in (its findings, sections and plots). Its findings: for every route (an ordered GPU
+pair, the host to a GPU, a GPU to the host), engine (copy engines, SM kernel) and direction (one way, both
+ways at once), its latency (the median time of its smallest copy, host clock to completion), its bandwidth
+(bytes moved per second by its largest copy; both ways counts both directions) and that bandwidth as a
+fraction of the link's theoretical rate (the link_peak_bytes_per_s counter the binary takes from NVML:
+NVLink links x the per-link rate, or PCIe generation x width; times two both ways); and the matrices of both
+over the ends (the host and every GPU), source down, destination across, that the heat maps draw.
 
 Entry axes in this study: impl = engine, mode = direction, precision = route
 (<source>-<destination>, each "host" or "gpu<index>"), n = bytes per copy."""
@@ -13,7 +13,7 @@ import math
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, percent, seconds
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, gib_per_s, md, percent, seconds
 from gpubench_driver.lib.registry import Study, copy_rates
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import median_interval
@@ -94,31 +94,22 @@ def derive(study):
             "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 GIB = float(1 << 30)
-
-
-def _gb_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.1f} GB/s"
-
-
-def _gib_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / GIB:.2f} GiB/s"
 
 
 def _gpu_item(gpu):
     if gpu.get("unavailable_reason"):
         return f"{md(gpu['gpu'])}: NVML gave no links ({md(gpu['unavailable_reason'])})"
-    nvlink = (f", {gpu['nvlinks_active']} NVLinks active ({_gb_per_s(gpu.get('nvlink_bytes_per_s'))} one way)"
+    nvlink = (f", {gpu['nvlinks_active']} NVLinks active ({gb_per_s(gpu.get('nvlink_bytes_per_s'))} one way)"
               if gpu.get("nvlinks_active") else ", no NVLink active")
     return (f"{md(gpu['gpu'])} at {md(gpu.get('pci_bus_id') or '?')}: PCIe Gen{gpu.get('pcie_generation')} "
-            f"x{gpu.get('pcie_width')} ({_gb_per_s(gpu.get('pcie_bytes_per_s'))} one way){nvlink}")
+            f"x{gpu.get('pcie_width')} ({gb_per_s(gpu.get('pcie_bytes_per_s'))} one way){nvlink}")
 
 
 def _pair_item(pair):
     return (f"{md(pair['pair'])}: {md(pair.get('link') or '?')}, common ancestor "
-            f"{md(pair.get('common_ancestor') or 'unknown')}, {_gb_per_s(pair.get('link_bytes_per_s'))} one way")
+            f"{md(pair.get('common_ancestor') or 'unknown')}, {gb_per_s(pair.get('link_bytes_per_s'))} one way")
 
 
 def _topology(topology):
@@ -135,8 +126,8 @@ def _topology(topology):
 def _row(row):
     return [md(row["impl"]), md(row["direction"]), md(row["route"]),
             f"{seconds(row['latency_s'])} ({byte_size(row['latency_n'])})",
-            f"{_gib_per_s(row['bandwidth_bytes_per_s'])} ({byte_size(row['bandwidth_n'])})",
-            _gb_per_s(row["link_peak_bytes_per_s"]), percent(row["fraction_of_link"], 0)]
+            f"{gib_per_s(row['bandwidth_bytes_per_s'])} ({byte_size(row['bandwidth_n'])})",
+            gb_per_s(row["link_peak_bytes_per_s"]), percent(row["fraction_of_link"], 0)]
 
 
 def _routes(derived):
@@ -161,7 +152,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
     """One grid of a p2p matrix: source ends down, destination ends across, a route's value in its cell
     (blank where no route was measured)."""
@@ -201,13 +191,12 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# p2p: the copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest
-# suite copy), one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both
-# ways, the GPU to the host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the
-# N(N-1) ordered pairs (8 GPUs: 216 entries, an estimated two minutes a trial at half a second an entry).
-# The SM kernel and the sweep from 16 B to 1 GiB: --full, or --impls/--sizes.
-STUDY = Study(name="p2p", gpus_together=True, quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
-              derive=lambda study, document, rounds: derive(study),
-              summary=sections, plots=plots, rates=copy_rates,
-              axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"})
+# The copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest suite copy),
+# one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both ways, the GPU to the
+# host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the N(N-1) ordered pairs (8
+# GPUs: 216 entries, an estimated two minutes a trial at half a second an entry). The SM kernel and the sweep
+# from 16 B to 1 GiB: --full, or --impls/--sizes.
+STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
+              gpus_together=True)

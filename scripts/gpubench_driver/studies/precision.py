@@ -1,12 +1,13 @@
-"""Findings of the precision study: how much faster than FP32 each precision is, next to the
-accuracy it costs."""
+"""The precision study's plug-in: GEMM in every number format (FP64 to INT8, cuBLAS, our kernels and the
+CPU's), how much faster than FP32 each format is, next to the accuracy it costs; its sections, plots
+(speed against accuracy), claim (tensor cores) and headline figure (the energy of one BF16 GEMM)."""
 import re
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import energy_figure
-from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, ok_entries,
+from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, median_s, ok_entries,
                                           set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
 from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
@@ -22,10 +23,6 @@ CLAIM = "16-bit tensor-core math is up to 8x faster than FP32"
 CLAIM_PRECISIONS = ("fp16", "bf16")
 CLAIM_IMPL, CLAIM_MODE = "cublas", "resident"
 TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
-
-
-def _median(entry):
-    return entry["time_s"]["median"]
 
 
 def _index(entries):
@@ -45,11 +42,11 @@ def speedups_over_fp32(entries):
                   if entry["device"] == "gpu" and impl != library_impl else None)
         rows.append({
             "n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
-            "median_s": _median(entry), "flop_per_s": entry.get("flop_per_s"),
+            "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
             "fp32_impl": library_impl if fp32 else None,
-            "speedup_over_fp32": _median(fp32) / _median(entry) if fp32 else None,
+            "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
             # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
-            "fraction_of_cublas_rate": _median(cublas) / _median(entry) if cublas else None,
+            "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
             "rel_fro_error": entry.get("rel_fro_error"),
             "rel_fro_error_normal": entry.get("rel_fro_error_normal"),
             "tolerance": entry.get("tolerance"),
@@ -119,8 +116,7 @@ def derive(entries, precisions=None):
     }
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
                 "rel. error (normal)", "tolerance")
 
@@ -207,13 +203,13 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 def pareto_points(rows):
     """Per GPU implementation and precision, resident, the row at the largest size whose
     speedup over FP32 and error were both measured."""
     largest = {}
     for row in rows:
-        if row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"]) and charts.placeable(row["rel_fro_error"]):
+        if (row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
+                and charts.placeable(row["rel_fro_error"])):
             key = (row["impl"], row["precision"])
             if key not in largest or row["n"] > largest[key]["n"]:
                 largest[key] = row
@@ -258,15 +254,13 @@ def plots(pyplot, study, plot_dir):
         _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = charts.series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
-                     if entry["mode"] in ("resident", charts.HOST_MODE) else None)
+                           if entry["mode"] in ("resident", charts.HOST_MODE) else None)
     return paths + charts.draw(pyplot, charts.line_charts(
         plot_dir, ("precision_rate",), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
         charts.cpu_keys(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "16-bit tensor-core math is up to 8x faster than FP32" ----------------------------------------
 TENSOR_FACTOR = 8.0
 
 
@@ -284,34 +278,24 @@ def tensor_cores(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# The precision study's precision -> (the reference, its dtype): every format PyTorch has a GEMM of, FP32 with
-# them so that the precision study's own FP32 entry is checked at its sizes (the matmul suite stops at 4096).
+# The study's precision -> (the reference, its dtype): every format PyTorch has a GEMM of, FP32 with them so
+# that the study's own FP32 entry is checked at its sizes (the matmul suite stops at 4096).
 PRECISION_DTYPES = {"fp32": ("torch", "float32"), "tf32": ("torch", "tf32"), "fp16": ("torch", "float16"),
-                    "bf16": ("torch", "bfloat16"),
-                    "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
-
-
+                    "bf16": ("torch", "bfloat16"), "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
+REFERENCES = {"torch_precision": Run("torch", "reference_matmul.py", (
+    "torch", csv(TORCH_SIZES), csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True, sizes_at=1)}
+COMPARISONS = tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
+                               {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
+                    for precision, (reference, dtype) in PRECISION_DTYPES.items())
 CLAIMS = (
     Claim("tensor_cores", "16-bit tensor-core math is up to 8x faster than FP32",
           "a common reading of tensor-core marketing", tensor_cores, studies=("precision",), position=4),
 )
 
-
 # 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
 # --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
-REFERENCES = {"torch_precision": Run("torch", "reference_matmul.py", (
-      "torch", csv(TORCH_SIZES), csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True,
-      sizes_at=1)}
-
-
 STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
-              summary=sections, plots=plots, roofline_marker="s", rates=flop_rates,
-              one_gemm_per_call=True,
-              references=REFERENCES,
-              comparisons=tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
-                                           {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
-                                for precision, (reference, dtype) in PRECISION_DTYPES.items()),
-              claims=CLAIMS,
+              summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,
+              references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
               headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),))

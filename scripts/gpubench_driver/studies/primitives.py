@@ -1,8 +1,9 @@
-"""Findings of the primitives study: for each primitive, elements per second and effective bandwidth
-against the size for every library and mode; from which size the GPU (its fastest library in a mode)
-beats the best CPU; what Thrust's temporary storage and its synchronisation cost (thrust against
-thrust_cached against cub at each size); reduce's bandwidth against the device's memory bandwidth;
-the sort of 2^28 32-bit keys, GPU against the parallel std::sort, with and without copies.
+"""The primitives study's plug-in (its findings, sections and plots). Its findings: for each primitive,
+elements per second and effective bandwidth against the size for every library and mode; from which size the
+GPU (its fastest library in a mode) beats the best CPU; what Thrust's temporary storage and its
+synchronisation cost (thrust against thrust_cached against cub at each size); reduce's bandwidth against the
+device's memory bandwidth; the sort of 2^28 32-bit keys, GPU against the parallel std::sort, with and
+without copies.
 
 Entry axes in this study: impl = primitive, mode, precision = library (thrust, thrust_cached, cub,
 std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements per second). Effective bandwidth:
@@ -14,7 +15,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, grouped_failures,
                                           memory_traffic, ok_entries, positive)
-from gpubench_driver.lib.formatting import byte_size, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
 from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
@@ -45,7 +46,7 @@ def _by_library(entries):
     return [{**entry, "impl": entry["precision"]} for entry in entries]
 
 
-# --- curves ------------------------------------------------------------------------------------
+# --- curves ---------------------------------------------------------------------------------------
 def _point(entry):
     median = entry["time_s"]["median"]
     moved = memory_traffic(entry)
@@ -69,7 +70,7 @@ def curves(entries):
                                          order.get(row["library"], len(order)), row["mode"]))
 
 
-# --- crossovers --------------------------------------------------------------------------------
+# --- crossovers -----------------------------------------------------------------------------------
 def crossovers(entries):
     """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one
     (derive.crossovers on the entries of that primitive, the library in the implementation's place),
@@ -84,7 +85,7 @@ def crossovers(entries):
     return found
 
 
-# --- temporary storage and synchronisation ---------------------------------------------------------
+# --- temporary storage and synchronisation --------------------------------------------------------
 def _counter(entry, name):
     return finite((entry or {}).get(name))
 
@@ -179,7 +180,7 @@ def reduce_bandwidth(entries, document):
             "target": REDUCE_TARGET, "target_text": REDUCE_TARGET_TEXT}
 
 
-# --- the sort of 2^28 keys ----------------------------------------------------------------------------
+# --- the sort of 2^28 keys ------------------------------------------------------------------------
 def sort_target(entries):
     """The sort of SORT_TARGET_N 32-bit keys: the fastest GPU library per mode against the fastest
     parallel CPU sort (SORT_TARGET_CPU), the speedup (the CPU's time over the GPU's) with the keys
@@ -226,13 +227,8 @@ def derive_across(study, document):
     return {"reduce_bandwidth": reduce_bandwidth(study["entries"], document)}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
-
-
-def _gb_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / 1e9:.1f} GB/s"
 
 
 def _libraries(study):
@@ -254,7 +250,7 @@ def _rate_row(row):
     latency = f"{seconds(point['latency_s'])}" if point.get("latency_s") else ""
     return [md(row["primitive"]), md(row["library"]), md(MODE_NAMES.get(row["mode"], row["mode"])), str(point["n"]),
             seconds(point["median_s"]), rate(point["elements_per_s"], "elements/s", " "),
-            _gb_per_s(point["bytes_per_s"]), latency]
+            gb_per_s(point["bytes_per_s"]), latency]
 
 
 def _rates(study):
@@ -348,10 +344,10 @@ def _reduce(derived):
     if not found.get("rows"):
         return section(title, [paragraph(f"No resident GPU reduce of {byte_size(found.get('from_bytes'))} or more "
                                          f"was measured.")]) if found else []
-    lead = (f"Held against {md(reference['what'])}: {_gb_per_s(reference['bytes_per_s'])} ({md(reference['source'])})."
+    lead = (f"Held against {md(reference['what'])}: {gb_per_s(reference['bytes_per_s'])} ({md(reference['source'])})."
             if reference else f"No memory bandwidth to hold it against: {md(found.get('note'))}.")
     body = [[md(row["library"]), str(row["n"]), byte_size(row["bytes"]), seconds(row["median_s"]),
-             _gb_per_s(row["bytes_per_s"]), percent(row["fraction"]), seconds(row["latency_s"])]
+             gb_per_s(row["bytes_per_s"]), percent(row["fraction"]), seconds(row["latency_s"])]
             for row in found["rows"]]
     costs = [item for item in (_reduce_cost_item(row, derived.get("storage_costs") or []) for row in found["rows"])
              if item]
@@ -393,8 +389,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- the primitives study ---------------------------------------------------------------------
 PRIMITIVE_ELEMENTS = "elements per call (n)"
 
 
@@ -418,7 +412,8 @@ def plots(pyplot, study, plot_dir):
     for primitive in dict.fromkeys(row["primitive"] for row in rows):
         series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
                   for row in rows if row["primitive"] == primitive}
-        crossovers = [found for found in charts.timed(derived.get("crossovers") or []) if found["primitive"] == primitive]
+        crossovers = [found for found in charts.timed(derived.get("crossovers") or [])
+                      if found["primitive"] == primitive]
         study_charts += charts.line_charts(
             plot_dir, ("primitives", primitive), f"primitives {primitive}: elements per second",
             series, (lambda key: key[1],), charts.cpu_keys(series), ylabel="elements/s",
@@ -437,11 +432,10 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# primitives: reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every
-# library, resident and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the
-# three sorts, transform) and the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of
-# 2^28 keys lie: --full, or --impls/--sizes (std::sort alone takes seconds a call there).
+# Reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every library, resident
+# and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the three sorts, transform) and
+# the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of 2^28 keys lie: --full, or
+# --impls/--sizes (std::sort alone takes seconds a call there).
 STUDY = Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
               derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),

@@ -1,8 +1,8 @@
-"""Findings of the roofline study: for each device, precision and size, the rate of the FMA chain
-against its arithmetic intensity (k FMAs per element read, the batch axis), the bandwidth its
-memory-bound points reached, the compute roof its compute-bound points reached, and the measured
-ridge point where the two meet: the intensity below which the rate follows the bandwidth and above
-which it follows the FMA units.
+"""The roofline study's plug-in (its findings, sections and plots). Its findings: for each device, precision
+and size, the rate of the FMA chain against its arithmetic intensity (k FMAs per element read, the batch
+axis), the bandwidth its memory-bound points reached, the compute roof its compute-bound points reached, and
+the measured ridge point where the two meet: the intensity below which the rate follows the bandwidth and
+above which it follows the FMA units.
 
 Intensity is FLOP per byte of memory traffic as the binary counts them (flop over memory_read_bytes +
 memory_written_bytes: x read and y written once per call); rates are the entries' FLOP/s and bytes/s
@@ -10,7 +10,7 @@ over the median time."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries
-from gpubench_driver.lib.formatting import md, percent, rate
+from gpubench_driver.lib.formatting import md, percent, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import finite, median_interval
@@ -71,13 +71,8 @@ def derive(entries):
     return {"series": series(entries), "follows": FOLLOWS, "failures": grouped_failures(entries)}
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 CLAIM = "flops_rarely_limit"  # claims.py's key of the verdict this study's roofs decide
-
-
-def _k(value):
-    return "n/a" if value is None else f"{value:.0f}"
 
 
 def _ridges(derived, findings):
@@ -87,9 +82,9 @@ def _ridges(derived, findings):
         return section(title, [paragraph("No entry of the sweep was measured.")])
     body = [[md(row["device"]), md(row["precision"]), md(row["n"]),
              f"{row['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s", rate(row["compute_flop_per_s"]),
-             f"{row['ridge_intensity']:.3g} FLOP/B" + (f" (k = {_k(row['ridge_fma_per_element'])})"
+             f"{row['ridge_intensity']:.3g} FLOP/B" + (f" (k = {whole(row['ridge_fma_per_element'])})"
                                                         if row.get("ridge_fma_per_element") else ""),
-             _k(row["memory_bound_until_fma"]), _k(row["compute_bound_from_fma"]),
+             whole(row["memory_bound_until_fma"]), whole(row["compute_bound_from_fma"]),
              "yes" if row["spans_ridge"] else "no: one roof only"] for row in rows]
     blocks = [table(["device", "precision", "elements", "bandwidth reached", "compute roof reached", "ridge",
                      "follows the bandwidth up to k", "follows the FMA units from k", "points on both sides"], body),
@@ -124,7 +119,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
 INTENSITY = "arithmetic intensity (FLOP per byte: k FMAs per element over its bytes read and written)"
 
 
@@ -139,7 +133,7 @@ def _fitted_roofs(rows):
                       color="black", alpha=0.5, linewidth=0.9,
                       linestyle=charts.CROSSOVER_STYLES[index % len(charts.CROSSOVER_STYLES)],
                       label=charts.plain(f"{row['precision']}: {row['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s, "
-                                  f"{rate(row['compute_flop_per_s'])}, ridge {ridge:.3g} FLOP/B"))
+                                         f"{rate(row['compute_flop_per_s'])}, ridge {ridge:.3g} FLOP/B"))
     return mark
 
 
@@ -161,12 +155,11 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
-# roofline: one size past the L2 in every precision, k FMAs per element on both sides of the ridge
-# (an H100's datasheet puts it near k = 80 in each precision); the GPU only: the CPU's chains at
-# k = 1024 take tenths of a second a call. --full: k = 1, 2, 4, ..., 1024 on both.
-STUDY = Study(name="roofline", measures_roofs=True, quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
+# One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
+# puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
+# call. --full: k = 1, 2, 4, ..., 1024 on both.
+STUDY = Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
               quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
-              derive=lambda study, document, rounds: derive(study["entries"]),
-              summary=sections, plots=plots, roofline_marker="X",
-              rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"})
+              derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
+              roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},
+              measures_roofs=True)

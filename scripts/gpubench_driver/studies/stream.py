@@ -1,4 +1,5 @@
-"""Findings of the stream study: the bandwidth of every operation, kernel, mode and precision against
+"""The stream study's plug-in (its findings, sections, plots, and the run's memory roof, the fastest kernel
+past the L2 cache). Its findings: the bandwidth of every operation, kernel, mode and precision against
 the size of its working set; device memory (HBM) bandwidth beyond the L2 cache against the
 theoretical peak; the L2 plateau; host DRAM bandwidth; where each cache level ends; Thrust against
 our kernels; what the copies of the transfer-inclusive mode cost.
@@ -13,9 +14,10 @@ import math
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
-from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries, positive
-from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import MemoryRoof, Study
+from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
+                                          positive)
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
+from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -25,8 +27,6 @@ THRUST = "thrust"
 # A working set is past a cache when it is this many times its capacity: a streaming kernel then
 # finds almost none of its arrays there from the call before.
 BEYOND_CACHE = 4
-# A level of the memory hierarchy ends where the rate falls below this share of the level's rate.
-LEVEL_DROP = 0.75
 PEAK_RULE = ("NVML's maximum memory clock x the memory bus width x 2 transfers per clock / 8 bits per byte "
              "(the binary's --describe, memory_hierarchy.gpu)")
 
@@ -57,7 +57,7 @@ def theoretical_peak(gpu):
             "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
 
 
-# --- curves ----------------------------------------------------------------------------------
+# --- curves ---------------------------------------------------------------------------------------
 def _point(entry):
     moved, median = memory_traffic(entry), entry["time_s"]["median"]
     cold = positive((entry.get("cold_l2_s") or {}).get("median"))
@@ -107,14 +107,7 @@ def _beyond(capacity, rows):
     return lambda point: point["n"] == largest
 
 
-def _by_operation(rows):
-    grouped = {}
-    for row in rows:
-        grouped.setdefault(row["operation"], []).append(row)
-    return grouped
-
-
-# --- device memory -----------------------------------------------------------------------------
+# --- device memory --------------------------------------------------------------------------------
 def device_memory(rows, l2_bytes, peak):
     """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and the fastest
     whose working set fits in it (the L2 plateau: warm calls find their arrays there), and the fastest
@@ -153,7 +146,10 @@ def host_memory(rows, host):
     cpu = [row for row in rows if row["device"] == "cpu"]
     capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
-    for operation, mine in _by_operation(cpu).items():
+    by_operation = {}
+    for row in cpu:
+        by_operation.setdefault(row["operation"], []).append(row)
+    for operation, mine in by_operation.items():
         past = _best(mine, _beyond(capacity, mine)) if capacity else None
         dram = past or _best(mine, _beyond(None, mine))
         per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
@@ -162,42 +158,7 @@ def host_memory(rows, host):
     return per_operation, best
 
 
-# --- where each cache level ends -------------------------------------------------------------
-def levels(points):
-    """The levels of a bandwidth curve: the first begins at the first point within LEVEL_DROP of the
-    fastest rate (the points before it are launch- or fork-bound, calls too short to stream, not a
-    level of the hierarchy); a level ends where the rate falls below LEVEL_DROP of the level's own
-    fastest rate. [{"from_bytes", "to_bytes", "bytes_per_s" (the level's fastest), "points"}] and the
-    edges between them [{"last_bytes" (the level's largest working set), "next_bytes" (the next
-    level's smallest), "near_bytes" (their geometric mean)}]."""
-    ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
-    if not ordered:
-        return [], []
-    fastest = max(point["bytes_per_s"] for point in ordered)
-    start = next(index for index, point in enumerate(ordered) if point["bytes_per_s"] >= LEVEL_DROP * fastest)
-    found, edges = [[ordered[start]]], []
-    for point in ordered[start + 1:]:
-        level = found[-1]
-        if point["bytes_per_s"] < LEVEL_DROP * max(p["bytes_per_s"] for p in level):
-            last, first = level[-1]["working_set_bytes"], point["working_set_bytes"]
-            edges.append({"last_bytes": last, "next_bytes": first, "near_bytes": math.sqrt(last * first)})
-            found.append([point])
-        else:
-            level.append(point)
-    return ([{"from_bytes": level[0]["working_set_bytes"], "to_bytes": level[-1]["working_set_bytes"],
-              "bytes_per_s": max(p["bytes_per_s"] for p in level), "points": len(level)} for level in found], edges)
-
-
-def _envelope(rows):
-    """The fastest point at each size over the rows (one device's kernels of one operation and precision)."""
-    best = {}
-    for row in rows:
-        for point in row["points"]:
-            if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
-                best[point["n"]] = point
-    return [best[n] for n in sorted(best)]
-
-
+# --- where each cache level ends ------------------------------------------------------------------
 def _capacity_name(bytes_, capacities):
     """The cache whose capacity lies within a factor of 2 of an edge, or None."""
     near = [(abs(math.log2(bytes_ / size)), name) for name, size in capacities.items() if size]
@@ -220,7 +181,7 @@ def cache_edges(rows, l2_bytes, host):
             groups.setdefault((row["device"], row["operation"], row["precision"]), []).append(row)
     found = []
     for (device, operation, precision), mine in sorted(groups.items()):
-        curve_levels, edges = levels(_envelope(mine))
+        curve_levels, edges = levels(envelope(mine))
         for edge in edges:
             edge["cache"] = _capacity_name(edge["near_bytes"], capacities[device])
         found.append({"device": device, "operation": operation, "precision": precision, "levels": curve_levels,
@@ -276,14 +237,6 @@ def transfer_cost(rows):
     return found
 
 
-def progress_rates(axes, counters, median_s):
-    """The entry's STREAM bandwidth for the progress line, from its console counters."""
-    read, written = counters.get("memory_read_bytes"), counters.get("memory_written_bytes")
-    if not read and not written:
-        return []
-    return [f"{((read or 0) + (written or 0)) / median_s / 1e9:.1f} GB/s"]
-
-
 def derive(study):
     rows = curves(study)
     gpu, host = hierarchy(study)
@@ -312,12 +265,7 @@ def derive(study):
     }
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
-def gb_per_s(value):
-    return "n/a" if value is None else f"{value / 1e9:.1f} GB/s"
-
-
+# --- summary.md -----------------------------------------------------------------------------------
 def _point_text(point):
     """'triad by grid_stride, fp32, 768.0 MiB'."""
     return (f"{md(point['operation'])} by {md(point['kernel'])}, {md(point['precision'])}, "
@@ -391,9 +339,9 @@ def _host_memory(derived):
                   "unknown), the largest size measured, marked: part of its arrays may still come from a cache.")])
 
 
-def _levels_text(levels):
+def _levels_text(found):
     return "; ".join(f"{gb_per_s(level['bytes_per_s'])} from {byte_size(level['from_bytes'])} to "
-                     f"{byte_size(level['to_bytes'])}" for level in levels)
+                     f"{byte_size(level['to_bytes'])}" for level in found)
 
 
 def _edges_text(edges):
@@ -451,8 +399,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- the stream study and the roofline study's sweep ----------------------------------------
 WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
 
 
@@ -489,7 +435,7 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the memory roof ----------------------------------------------------------------------------
+# --- the memory roof ------------------------------------------------------------------------------
 RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
         "size): STREAM's bytes (each array the operation reads or writes, once) per second")
 THEORETICAL_MEMORY = "theoretical (NVML: max memory clock x bus width x 2 / 8)"
@@ -539,22 +485,16 @@ MEMORY_ROOF = MemoryRoof(
                                                           kernel=bandwidth.get("kernel"),
                                                           precision=bandwidth["precision"])),
     summary=memory_summary)
-
-
 # --- the record -----------------------------------------------------------------------------------
-
-# The stream study's default suite and --quick: the kernels that answer its questions (docs/methodology.md).
+# The default suite and --quick: the kernels that answer its questions (docs/methodology.md). An L2 size (2^20
+# elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size (2^25, BabelStream's default: 256 to
+# 768 MiB a call, at least 4x the L2 of an H100 or H200), triad by our one-vector-per-thread kernel and dot by
+# our grid-stride one (each our faster on the H100: run stream-kernels-h100-20261124, committed in 39cf32a),
+# triad by Thrust and by OpenMP, resident and on the host: 16 entries. The other operations and kernels, the
+# transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
 STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
 
-
-# stream: an L2 size (2^20 elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size
-# (2^25, BabelStream's default: 256 to 768 MiB a call, at least 4x the L2 of an H100 or H200), triad
-# by our one-vector-per-thread kernel and dot by our grid-stride one (each our faster on the H100:
-# run stream-kernels-h100-20261124, committed in 39cf32a), triad by Thrust and by OpenMP, resident
-# and on the host: 16 entries. The other operations and kernels, the transfer-inclusive mode and the
-# sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
-STUDY = Study(name="stream", memory_roof=MEMORY_ROOF, measures_roofs=True, quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25),
-              suite_impls=STREAM_SUITE_IMPLS, suite_modes=("resident", "host"),
-              derive=lambda study, document, rounds: derive(study),
-              summary=sections, plots=plots, roofline_marker="v", rates=progress_rates,
-              axes={"n": "elements"})
+STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
+              suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
+              summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
+              memory_roof=MEMORY_ROOF, measures_roofs=True)

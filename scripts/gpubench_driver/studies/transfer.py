@@ -1,8 +1,10 @@
-"""Findings of the transfer study: bandwidth against size for every engine, host memory kind and
-direction; the latency of the smallest copy; the size at which each curve reaches 90% of its
-plateau; pinned over pageable; the never-written (zero page) pitfall and what a fresh allocation
-costs; the link's theoretical rate beside what was achieved; host memory bandwidth; the one-time
-cost of registering memory.
+"""The transfer study's plug-in: host-device and device-device copies by every engine and host memory kind.
+Its findings: bandwidth against size for every engine, host memory kind and direction; the latency of
+the smallest copy; the size at which each curve reaches 90% of its plateau; pinned over pageable; the
+never-written (zero page) pitfall and what a fresh allocation costs; the link's theoretical rate beside
+what was achieved; host memory bandwidth; the one-time cost of registering memory. Its sections, plots,
+claim (pinned memory), headline figures (the link's copies) and, where the run has no stream study, the
+memory roof (twice its fastest device-to-device copy).
 
 Entry axes in this study: impl = engine, mode = host memory kind, precision = direction,
 n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per second; the
@@ -14,7 +16,7 @@ from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
 from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
-from gpubench_driver.lib.formatting import byte_size, md, percent, ratio, seconds
+from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
                                           time_ratio_cell)
@@ -148,13 +150,8 @@ def derive(entries, gpu=None):
     }
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 REFERENCE_RUN = "torch_transfer"
-
-
-def _gib_per_s(bytes_per_s):
-    return "n/a" if bytes_per_s is None else f"{bytes_per_s / GIB:.2f} GiB/s"
 
 
 def _link(derived, document):
@@ -164,7 +161,7 @@ def _link(derived, document):
     link = derived.get("link")
     if not link:
         return ["The link's theoretical rate is unknown (no PCIe generation and width from nvidia-smi)."] + where
-    return [f"Link: PCIe Gen{link['generation']} x{link['width']}, theoretically {_gib_per_s(link['bytes_per_s'])} "
+    return [f"Link: PCIe Gen{link['generation']} x{link['width']}, theoretically {gib_per_s(link['bytes_per_s'])} "
             f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."] + where
 
 
@@ -178,7 +175,7 @@ def _curve_row(row, use):
     share = use.get((row["impl"], row["mode"], row["direction"]))
     return [md(row["impl"]), md(row["mode"]), md(row["direction"]),
             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
-            _gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
+            gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
             percent(share, 0)]
 
 
@@ -247,8 +244,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- the transfer and overlap studies ----------------------------------------------------
 def _link_mark(link):
     def mark(axes, keys):
         axes.axhline(link["bytes_per_s"] / GIB, color="black", alpha=0.6, linestyle="--",
@@ -282,8 +277,6 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "pinned memory speeds host-to-device copies and lets them overlap computation" ----------------
 def pinned_memory(document):
     transfer = next((row for row in derived_of(document, "transfer").get("pinned_over_pageable") or []
                      if row["direction"] == "h2d"), None)
@@ -341,10 +334,9 @@ MEMORY_ROOF = MemoryRoof(
     absent="a transfer study, whose device-to-device copies measure the memory bandwidth",
     figure=lambda found, entry, interval, reference: figure(
         "memory_bandwidth", "Device memory bandwidth (2 x a device-to-device copy)", found["bytes_per_s"], interval,
-        "B/s", "higher", THROUGHPUT, where_text(found), reference, between_runs=between_runs(entry, found["bytes_per_s"])),
+        "B/s", "higher", THROUGHPUT, where_text(found), reference,
+        between_runs=between_runs(entry, found["bytes_per_s"])),
     caption=lambda bandwidth: CAPTION, summary=memory_summary)
-
-
 # --- headline figures -----------------------------------------------------------------------------
 LINK_MODES = (("pinned", "pinned"), ("pageable", "pageable"))  # (transfer mode, its name on the page)
 
@@ -365,8 +357,8 @@ def link_figures(document):
             reference = ({"value": link["bytes_per_s"],
                           "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
                          if link else None)
-            entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode, "precision": direction,
-                                      "n": point["n"]})  # the transfer study's direction is its precision slot
+            entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode,
+                                        "precision": direction, "n": point["n"]})  # direction: the precision slot
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
                                 f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
@@ -375,10 +367,7 @@ def link_figures(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
-
-
 # (host memory, direction) of the transfer study -> what its torch counterpart is held to.
 TRANSFER_TARGETS = {
     ("pinned", "h2d"): "within 2% of torch's pinned copy",
@@ -388,22 +377,20 @@ TRANSFER_TARGETS = {
     ("pageable_zero_page", "h2d"): None,  # the pitfall, shown beside torch's untouched tensor
     ("device", "d2d"): "within 3% of torch's device copy",
 }
-
-
+REFERENCES = {"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)), gpu=True,
+                                    sizes_at=1)}
+COMPARISONS = tuple(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
+                               {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
+                    for (memory, direction), target in TRANSFER_TARGETS.items())
 CLAIMS = (
     Claim("pinned_memory", "Pinned memory speeds host-to-device copies and lets them overlap computation",
           "the CUDA best-practices advice", pinned_memory, studies=("transfer", "overlap"), position=5),
 )
 
-
-STUDY = Study(name="transfer", memory_roof=MEMORY_ROOF, quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
-              derive=lambda study, document, rounds: derive(
-                  study["entries"], (document["machine"].get("gpus") or [None])[0]),
+STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
+              derive=lambda study, document, rounds: derive(study["entries"],
+                                                            (document["machine"].get("gpus") or [None])[0]),
               summary=sections, plots=plots, rates=copy_rates,
               axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
-              references={"torch_transfer": Run("torch", "reference_transfer.py", ("torch", str(TRANSFER_BYTES)),
-                                                gpu=True, sizes_at=1)},
-              comparisons=tuple(Comparison("transfer", "copy_engine", memory, direction, "torch_transfer", "torch copy_",
-                                           {"memory": memory, "direction": direction}, ((TRANSFER_BYTES, None),), target)
-                                for (memory, direction), target in TRANSFER_TARGETS.items()),
-              claims=CLAIMS, headline=(("link", link_figures),))
+              references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS, headline=(("link", link_figures),),
+              memory_roof=MEMORY_ROOF)

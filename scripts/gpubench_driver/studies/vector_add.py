@@ -1,5 +1,6 @@
-"""Findings of the vector_add study (C = A + B, FP32): per size, the best CPU against the GPU with the
-data resident and with A and B copied in and C out in every call; what the copies cost against the
+"""The vector_add study's plug-in (its findings, sections, plots and claim), C = A + B in FP32. Its findings:
+per size, the best CPU against the GPU with the data resident and with A and B copied in and C out in
+every call; what the copies cost against the
 CPU's whole computation; the rate of every implementation; and the study's expected finding (for one
 memory-bound operation the copies cost more than the CPU's whole computation at every size, and the
 GPU pays off only when the data stays resident), each part of it computed from the entries.
@@ -13,7 +14,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
-                                          grouped_failures, ok_entries)
+                                          grouped_failures, median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
 from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
@@ -23,13 +24,9 @@ RESIDENT = "resident"
 TRANSFER_MODES = ("transfer_pinned", "transfer_pageable")
 
 
-def _median(entry):
-    return entry["time_s"]["median"]
-
-
 def _point(entry):
     """An entry as a point of its series: time, its interval, elements and device (or host) memory bytes per second."""
-    median = _median(entry)
+    median = median_s(entry)
     traffic = (entry.get("memory_read_bytes") or 0) + (entry.get("memory_written_bytes") or 0)
     return {"n": entry["n"], "median_s": median, "interval_s": median_interval(entry["time_s"]).record(),
             "elements_per_s": entry["n"] / median, "memory_bytes_per_s": traffic / median if traffic else None,
@@ -46,20 +43,16 @@ def series(entries):
             for (impl, device, mode), members in sorted(found.items(), key=lambda item: (item[0][1], item[0]))]
 
 
-def _side(entry):
-    return {"impl": entry["impl"], "median_s": _median(entry), "interval_s": median_interval(entry["time_s"]).record()}
-
-
 def _against_cpu(cpu, gpu):
     """The GPU entry beside the best CPU one: speedup (CPU time / GPU time) and whether the two differ beyond noise."""
-    return {**_side(gpu), "speedup": _median(cpu) / _median(gpu), "beyond_noise": medians_differ(gpu["time_s"],
+    return {**median_record(gpu), "speedup": median_s(cpu) / median_s(gpu), "beyond_noise": medians_differ(gpu["time_s"],
                                                                                                   cpu["time_s"])}
 
 
 def _copies(transfer, resident, cpu):
     """What the copies of a transfer entry cost: its time less its implementation's resident time."""
-    copy_s = _median(transfer) - _median(resident)
-    return {"impl": transfer["impl"], "copy_s": copy_s, "over_cpu": copy_s / _median(cpu),
+    copy_s = median_s(transfer) - median_s(resident)
+    return {"impl": transfer["impl"], "copy_s": copy_s, "over_cpu": copy_s / median_s(cpu),
             "link_bytes": transfer.get("bytes_transferred")}
 
 
@@ -77,7 +70,7 @@ def comparison(entries):
             transfer = best_gpu.get(mode, {}).get(n)
             if transfer and (transfer["impl"], n) in resident:
                 copies[mode] = _copies(transfer, resident[(transfer["impl"], n)], cpu)
-        rows.append({"n": n, "cpu": _side(cpu), "gpu": gpu, "copies": copies})
+        rows.append({"n": n, "cpu": median_record(cpu), "gpu": gpu, "copies": copies})
     return rows
 
 
@@ -118,8 +111,7 @@ def derive(entries):
     }
 
 
-# --- summary.md --------------------------------------------------------------------------------
-
+# --- summary.md -----------------------------------------------------------------------------------
 MODES = (RESIDENT, *TRANSFER_MODES)
 MODE_NAMES = {RESIDENT: "data resident", "transfer_pinned": "pinned copies", "transfer_pageable": "pageable copies"}
 
@@ -197,8 +189,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-
-# --- vector add ----------------------------------------------------------------------------
 ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
 
 
@@ -218,25 +208,24 @@ def plots(pyplot, study, plot_dir):
     copies = {(mode,): [(row["n"], row["copies"][mode]["over_cpu"]) for row in rows if mode in row["copies"]]
               for mode in dict.fromkeys(mode for row in rows for mode in row["copies"])}
     study_charts = charts.line_charts(plot_dir, ("vector_add_time",), "vector_add FP32: median time", series,
-                                (lambda key: key[1],), charts.cpu_keys(series), ylabel="median time (s)",
-                                value=lambda point: point["median_s"], xlabel=ELEMENTS)
+                                      (lambda key: key[1],), charts.cpu_keys(series), ylabel="median time (s)",
+                                      value=lambda point: point["median_s"], xlabel=ELEMENTS)
     if speedups:
         study_charts += charts.line_charts(plot_dir, ("vector_add_speedup",),
-                                     "vector_add FP32: GPU speedup over the best CPU", speedups,
-                                     ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
-                                     mark=charts.parity_and_crossovers(charts.timed(derived.get("crossovers") or [])))
+                                           "vector_add FP32: GPU speedup over the best CPU", speedups,
+                                           ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
+                                           mark=charts.parity_and_crossovers(
+                                               charts.timed(derived.get("crossovers") or [])))
     if copies:
         study_charts += charts.line_charts(plot_dir, ("vector_add_copies",),
-                                     "vector_add: the copies' time over the best CPU's whole time\n"
-                                     "(transfer-inclusive time less the kernel's resident time)", copies,
-                                     ylabel="copies / best CPU time (x; above 1: the copies cost more)",
-                                     xlabel=ELEMENTS, mark=_parity)
+                                           "vector_add: the copies' time over the best CPU's whole time\n"
+                                           "(transfer-inclusive time less the kernel's resident time)", copies,
+                                           ylabel="copies / best CPU time (x; above 1: the copies cost more)",
+                                           xlabel=ELEMENTS, mark=_parity)
     return charts.draw(pyplot, study_charts)
 
 
 # --- claims ---------------------------------------------------------------------------------------
-
-# --- "for one memory-bound operation the copies cost more than the CPU's whole computation" -------
 def vector_add_copies(document):
     found = derived_of(document, "vector_add").get("expected_finding")
     if not found or not found["copies"]:
@@ -258,19 +247,16 @@ def vector_add_copies(document):
 
 
 # --- the record -----------------------------------------------------------------------------------
-
 CLAIMS = (
     Claim("vector_add_copies", "For a memory-bound operation such as vector add, copying the data to the GPU costs "
           "more than the CPU's whole computation: the GPU pays off only when the data stays resident",
-          "common GPU-offloading advice, after the first CUDA program", vector_add_copies, studies=("vector_add",), position=8),
+          "common GPU-offloading advice, after the first CUDA program", vector_add_copies,
+          studies=("vector_add",), position=8),
 )
-
 
 # The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
 # almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
 # sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
 STUDY = Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
-              derive=lambda study, document, rounds: derive(study["entries"]),
-              summary=sections, plots=plots, rates=size_rates("elements"),
-              axes={"n": "elements"},
-              claims=CLAIMS)
+              derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
+              rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS)
