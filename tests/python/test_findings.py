@@ -1,4 +1,4 @@
-"""Findings across the studies (derive_run): the measured peak and each entry's fraction of it, the
+"""Findings across the studies (stages/across.py): the measured peak and each entry's fraction of it, the
 device-memory traffic model, the bandwidth from the transfer study's device-to-device copies, the
 roofline, energy per GEMM and the clock-limited entries; their sections in the summary, the chart,
 and files without (or with damaged) per-entry telemetry."""

@@ -1,5 +1,5 @@
-"""The study registry (studies.py): one record per study, complete and in order; what options,
-report, runner, plots, reference, compare and derive_run read from it; the axis names of files
+"""The study registry (studies/): one plug-in record per study, complete and in order; what options,
+analyse, runner, plots, reference, compare and across read from it; the axis names of files
 and binaries that do not say them; and a study added as one record."""
 import copy
 import dataclasses

@@ -1,5 +1,5 @@
-"""summary.md split like the derivations: each study's sections (summary_<study>.py) and those across
-the studies (summary_findings.py) render what derive_*.py put in `derived` and `findings`; nothing is
+"""summary.md split like the derivations: each study's sections (its plug-in, studies/<study>.py) and those
+across the studies (stages/render_across.py) render what the findings put in `derived` and `findings`; nothing is
 computed while rendering. The findings the summary needs are in results.json."""
 import copy
 import json

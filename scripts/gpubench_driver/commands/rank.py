@@ -1,7 +1,7 @@
 """The 'rank' command: machines side by side on their headline figures, absolute and per dollar.
 
 One row per results file (a run on one machine), one column per headline figure any of them has
-(findings["headline"], headline.py, derived again from the entries as report does). A run without
+(findings["headline"], stages/headline.py, derived again from the entries as report does). A run without
 a figure shows an em dash. In a column whose figure has a better direction, every run that has the
 figure gets its rank: 1 plus the runs better than it beyond the noise between runs, as compare judges an
 entry (verdicts.py), so runs within noise of each other share a rank; the best in bold. A column where no

@@ -31,7 +31,7 @@ GBENCH_RUN_FIELDS = frozenset((
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
-# The counters the driver's own code reads from entries (derive_*, summary_*, claims, plots, trials,
+# The counters the driver's own code reads from entries (the study plug-ins, claims, plots, trials,
 # results' validation), some as entry[name]: every entry has them, None where its binary reported
 # none (another study's counter, a failed entry, an older binary). Not a filter: an entry also carries
 # every other counter its binary reported, and only those. Add a name here when driver code reads it.

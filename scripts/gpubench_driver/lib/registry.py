@@ -133,7 +133,7 @@ class Study:
     nominal_flop: Optional[str] = None  # why its FLOP are a reference algorithm's, not what ran (sets no peak)
     # One timed call is one GEMM: compare prices 1000 of them and TFLOP/s per USD-hour; its energy is per GEMM.
     one_gemm_per_call: bool = False
-    batch: Optional[object] = None  # the batch studies' BatchStudy (lib/batch.py)
+    batch: Optional[object] = None  # the batch studies' BatchStudy (lib/batch_study.py)
     # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
     # before --describe's axis_names mean (the binary's own axis_names win).
     axes: dict = field(default_factory=dict)

@@ -55,7 +55,7 @@ def new_document(run):
         "warnings": [],
         "studies": {},
         "references": None,
-        "findings": None,  # across the studies, derived by analyse.derive_findings (derive_run)
+        "findings": None,  # across the studies, derived by analyse.derive_findings (across.py)
     }
 
 
@@ -340,7 +340,7 @@ def _expect_times_in_range(times, path):
             f"expected a spread of zero or more, got {_shown(times.get('cv'))}")
 
 
-# The findings across the studies (derive_run), rewritten by every report: typed here for the tools
+# The findings across the studies (stages/across.py), rewritten by every report: typed here for the tools
 # that read them from a file (compare).
 _WHERE = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "batch": _OPTIONAL_NUMBER}
 _FINDING_ROWS = {

@@ -7,7 +7,7 @@ from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-# The sizes and batches of each study (quick, suite) are its record's in the registry (studies.py).
+# The sizes and batches of each study (quick, suite) are its record's in the registry (studies/).
 SUITE_REFINE_ROUNDS = 1
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3

@@ -1,10 +1,10 @@
 """summary.md and summary.html: the findings of one run as a list of blocks (document.py).
 
-This module writes the page's frame (header, warnings, run --like, plots) and puts the sections
-together: each study's come from the summary module beside its derive module (the registry's
-`summary`, studies.py), those
-across the studies from summary_findings. Every section reads the study's `derived` or the
-document's `findings`, computed by analyse.derive_findings; none computes a finding itself."""
+This module writes the page's frame (header, warnings, run --like, plots), puts the sections
+together and writes the outputs: each study's come from its plug-in (its record's `summary`,
+studies/), those across the studies from render_across, the first screen from render_first_screen.
+Every section reads the study's `derived` or the document's `findings`, computed by
+analyse.derive_findings; none computes a finding itself."""
 import os
 
 from gpubench_driver import studies

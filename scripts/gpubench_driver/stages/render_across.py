@@ -1,4 +1,4 @@
-"""summary.md: the findings across the studies (document["findings"], derive_run.py): fraction of the
+"""summary.md: the findings across the studies (document["findings"], across.py): fraction of the
 measured peak, roofline, per-entry telemetry (energy, clock-limited entries), and the GPU clocks
 during each study (its telemetry record)."""
 import os
