@@ -19,7 +19,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gpubench_driver import digest, noise_model, noise_verdicts, stats, verdicts  # noqa: E402
+from gpubench_driver.commands import digest  # noqa: E402
+from gpubench_driver.lib import noise_model, noise_verdicts, stats, verdicts  # noqa: E402
 
 AA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "aa")
 SLOWDOWNS = (0.05, 0.10, 0.20)

@@ -1,5 +1,5 @@
 import sys
 
-from gpubench_driver.cli import main
+from gpubench_driver.commands.cli import main
 
 sys.exit(main(sys.argv[1:]))

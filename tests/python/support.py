@@ -46,7 +46,7 @@ def write_executable(path, text):
 def run_options(**changes):
     """The run options of a plain 'gpubench run' (no flags), with changes."""
     import dataclasses
-    from gpubench_driver import options
+    from gpubench_driver.stages import options
     plain = options.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={},
                                cpu_only=False, out=None, run_id="x", refine_rounds=3, build_dir="build", build=False,
                                reference=False, quick=False)
@@ -94,7 +94,7 @@ def write_measurements(args, runs):
 def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_bytes=None):
     """A minimal ok entry as the driver writes it, for derivation tests: a matmul entry, or with
     a batch a batched_gemm one."""
-    from gpubench_driver import gbench, stats
+    from gpubench_driver.lib import gbench, stats
     name = (f"matmul/{impl}/{device}/{mode}/fp32/n:{n}" if batch is None
             else f"batched_gemm/{impl}/{device}/{mode}/fp32/n:{n}/batch:{batch}")
     entry = gbench.blank_entry(name)
@@ -110,7 +110,8 @@ def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_
 
 def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, references=None):
     """A results document holding one study replayed from hand-written fixtures, findings derived."""
-    from gpubench_driver import gbench, report, results
+    from gpubench_driver.lib import gbench, results
+    from gpubench_driver.stages import analyse
     description = load_fixture(describe_fixture)
     document = results.new_document({"id": "fixture", "started": "2026-11-22T23:00:00+00:00", "finished": None,
                                      "status": "complete", "command_line": [], "options": {}})
@@ -119,7 +120,7 @@ def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, 
     study = results.new_study(description, sizes, batches)
     study["entries"] = gbench.entries_from_output(gbench.load_file(fixture(gbench_fixture)))
     document["studies"][name] = study
-    report.derive_findings(document, 0)
+    analyse.derive_findings(document, 0)
     return document
 
 

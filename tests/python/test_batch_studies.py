@@ -13,7 +13,10 @@ import unittest
 import support
 from support import run_options
 
-from gpubench_driver import derive_batch, gbench, options, plots, reference, report, results, runner, studies, summary
+from gpubench_driver import studies
+from gpubench_driver.lib import batch_study, charts, gbench, results
+from gpubench_driver.studies import conv2d, mlp_training
+from gpubench_driver.stages import analyse, options, plots, reference, render, runner
 from test_run_studies import FakeMachine, read
 
 MLP = "mlp_training/cublas_kernels/gpu/resident/{precision}/n:1024/batch:{batch}"
@@ -208,10 +211,10 @@ class FindingsTest(unittest.TestCase):
     def test_utilization_not_available(self):
         record = copy.deepcopy(support.conv_document()["studies"]["conv2d"])
         record["utilization"] = {"available": False, "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        found = derive_batch.derive(studies.CONV2D, record)["utilization"]
+        found = batch_study.derive(conv2d.CONV2D, record)["utilization"]
         self.assertEqual((found["available"], found["reason"]), (False, "NVML not loaded: libnvidia-ml.so.1 not found"))
         record["utilization"] = None  # a binary that does not say
-        self.assertIn("does not say", derive_batch.derive(studies.CONV2D, record)["utilization"]["reason"])
+        self.assertIn("does not say", batch_study.derive(conv2d.CONV2D, record)["utilization"]["reason"])
 
     def test_chosen_algorithms(self):
         rows = {(r["n"], r["impl"], r["mode"], r["precision"], r["batch"]): r for r in self.conv["chosen_algorithms"]}
@@ -221,17 +224,17 @@ class FindingsTest(unittest.TestCase):
                          (7, "WINOGRAD_NONFUSED", 12 * 2 ** 20))
         entry = support.conv_document()["studies"]["conv2d"]["entries"][-1]
         self.assertEqual(entry["device"], "gpu")
-        [unnamed] = derive_batch.chosen_algorithms([entry], None)  # the graph API: engines have no names
+        [unnamed] = batch_study.chosen_algorithms([entry], None)  # the graph API: engines have no names
         self.assertEqual((unnamed["algorithm"], unnamed["algorithm_name"]),
                          (entry["algorithm"], f"engine {entry['algorithm']:.0f}"))
-        [engine] = derive_batch.chosen_algorithms([dict(entry, tensor_cores=1)], None)
+        [engine] = batch_study.chosen_algorithms([dict(entry, tensor_cores=1)], None)
         self.assertEqual(engine["algorithm_name"], f"engine {entry['algorithm']:.0f} (tensor cores)")
 
     def test_size_text(self):
         layers = support.load_fixture("conv2d_describe.json")["layers"]
-        self.assertEqual(derive_batch.size_text(studies.BY_NAME["conv2d"].batch, layers, 56),
+        self.assertEqual(batch_study.size_text(studies.BY_NAME["conv2d"].batch, layers, 56),
                          "layer n = 56 (ResNet-50 conv2_x 3x3: 64 -> 64 channels, 3x3 kernel, 56x56)")
-        self.assertEqual(derive_batch.size_text(studies.BY_NAME["mlp_training"].batch, None, 1024),
+        self.assertEqual(batch_study.size_text(studies.BY_NAME["mlp_training"].batch, None, 1024),
                          "hidden width n = 1024")
 
 
@@ -278,7 +281,7 @@ class SummaryTest(unittest.TestCase):
     def setUpClass(cls):
         document = support.mlp_document(with_references())
         document["studies"].update(support.conv_document(with_references())["studies"])
-        cls.text = summary.render(document, [], tempfile.gettempdir())
+        cls.text = render.render(document, [], tempfile.gettempdir())
 
     def test_sections(self):
         for study in ("MLP training", "Convolution"):
@@ -320,11 +323,11 @@ class SummaryTest(unittest.TestCase):
         document = support.conv_document()
         document["studies"]["conv2d"]["utilization"] = {"available": False,
                                                         "reason": "NVML not loaded: libnvidia-ml.so.1 not found"}
-        report.derive_findings(document, 0)
-        text = summary.render(document, [], tempfile.gettempdir())
+        analyse.derive_findings(document, 0)
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("## Convolution: GPU utilization against batch (NVML)\n\nNot sampled: NVML not loaded: "
                       "libnvidia-ml.so.1 not found.\n", text)
-        batched = summary.render(support.batched_document(), [], tempfile.gettempdir())
+        batched = render.render(support.batched_document(), [], tempfile.gettempdir())
         self.assertIn("Not sampled: the study binary does not say whether it samples GPU utilization.", batched)
 
     def test_algorithms(self):
@@ -343,7 +346,7 @@ class SummaryTest(unittest.TestCase):
                       self.text)
 
     def test_references_not_run(self):
-        text = summary.render(support.mlp_document(), [], tempfile.gettempdir())
+        text = render.render(support.mlp_document(), [], tempfile.gettempdir())
         self.assertIn("## MLP training: PyTorch reference\n\nNot run (--no-reference, --cpu-only or --quick).", text)
 
     def test_failures(self):
@@ -358,10 +361,10 @@ class SummaryTest(unittest.TestCase):
         for row in derived["throughput"] + derived["device_memory"] + derived["crossovers"]:
             del row["precision"]
         del derived["utilization"]
-        text = summary.render(document, [], tempfile.gettempdir())
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("| 64 | cublas\\_strided | resident | 6.0 MiB (batch 1) | 48.0 KiB (batch 1024) |", text)
         self.assertNotIn("GPU utilization", text)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             with tempfile.TemporaryDirectory() as out:
                 self.assertEqual(len(plots.write_plots(document["studies"], out)["batched_gemm"]), 2)
 
@@ -370,13 +373,13 @@ class SummaryTest(unittest.TestCase):
         study = document["studies"]["conv2d"]
         study["layers"][3]["role"] = "conv_x *bold* <b>"
         study["algorithms"]["7"] = "WINO|GRAD"
-        report.derive_findings(document, 0)
-        text = summary.render(document, [], tempfile.gettempdir())
+        analyse.derive_findings(document, 0)
+        text = render.render(document, [], tempfile.gettempdir())
         self.assertIn("(conv\\_x \\*bold\\* \\<b\\>: 64", text)
         self.assertIn("WINO\\|GRAD, 12.0 MiB", text)
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         studies = {**support.mlp_document()["studies"], **support.conv_document()["studies"]}
@@ -400,7 +403,7 @@ class OptionsTest(unittest.TestCase):
                 self.assertTrue(1 <= len(study.quick_sizes) <= 2)
                 if study.batch_axis:
                     self.assertTrue(1 <= len(study.quick_batches) <= 2)
-        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (studies.MLP_WIDTH,))
+        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (mlp_training.MLP_WIDTH,))
         # overlap's, mandelbrot's, roofline's and occupancy's batch axes (chunks, the iteration limit, FMAs per
         # element, blocks in the grid) are no batch of items: batch studies without the batch studies' findings
         self.assertEqual(set(studies.BATCH_NAMES) - {"overlap", "mandelbrot", "roofline", "occupancy"},
@@ -466,7 +469,7 @@ class RunTest(unittest.TestCase):
     def test_summary_and_plots(self):
         self.assertIn("## Convolution: algorithm chosen and its workspace", self.summary)
         self.assertIn("## MLP training: time per epoch of 60,000 samples", self.summary)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             for name in ("mlp_training_throughput_n1024", "conv2d_throughput_n56_fp16", "conv2d_throughput_n56_fp32"):
                 self.assertIn(f"`plots/{name}.png`", self.summary)
 

@@ -10,7 +10,9 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver import derive_batch, gbench, options, plots, report, results, runner, stats, studies, summary
+from gpubench_driver import studies
+from gpubench_driver.lib import batch_study, charts, gbench, results, stats
+from gpubench_driver.stages import analyse, options, plots, render, runner
 from test_run_studies import FakeMachine, read
 
 STRIDED = "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024"
@@ -24,7 +26,7 @@ def batch_entries(times, n=64):
 
 
 def points(rates, spread=None):
-    """Throughput points from {batch: products/s}, as derive_batch.throughput makes them: one sample
+    """Throughput points from {batch: products/s}, as batch_study.throughput makes them: one sample
     each (no interval), or with `spread` 21 samples evenly within +-spread of each median time."""
     def interval(median_s):
         samples = [median_s] if spread is None else [median_s * (1 + spread * k / 10) for k in range(-10, 11)]
@@ -110,7 +112,7 @@ class CrossoverTest(unittest.TestCase):
 
     def test_bracket_along_the_batch(self):
         entries = batch_entries({self.CPU: {1: 1.0, 2: 2.0, 4: 4.0}, self.GPU: {1: 2.0, 2: 1.0, 4: 1.0}})
-        [found] = derive_batch.crossovers(entries)
+        [found] = batch_study.crossovers(entries)
         self.assertEqual((found["n"], found["mode"], found["lower"], found["upper"]), (64, "resident", 1, 2))
         # speedup 0.5 at batch 1 and 2 at batch 2: log-log interpolation puts 1.0 at sqrt(1 * 2).
         self.assertEqual(found["estimate_batch"], 1)
@@ -121,7 +123,7 @@ class CrossoverTest(unittest.TestCase):
         entries = batch_entries({self.CPU: {1: 1.0, 8: 8.0}, self.GPU: {1: 0.5, 8: 9.0},
                                  ("cublas_loop", "gpu", "transfer_pinned"): {1: 2.0, 8: 4.0}})
         entries += batch_entries({self.CPU: {1: 1.0}, self.GPU: {1: 0.5}}, n=256)
-        found = {(c["n"], c["mode"]): c for c in derive_batch.crossovers(entries)}
+        found = {(c["n"], c["mode"]): c for c in batch_study.crossovers(entries)}
         self.assertEqual(set(found), {(64, "resident"), (64, "transfer_pinned"), (256, "resident")})
         self.assertIn("no crossover: the CPU is at least as fast at the largest measured batch (batch=8)",
                       found[(64, "resident")]["method"])
@@ -131,13 +133,13 @@ class CrossoverTest(unittest.TestCase):
     def test_best_cpu_is_the_fastest_at_each_batch(self):
         entries = batch_entries({self.CPU: {1: 1.0, 64: 64.0}, ("threads_over_batch", "cpu", "host"): {1: 5.0, 64: 4.0},
                                  self.GPU: {1: 2.0, 64: 5.0}})
-        [found] = derive_batch.crossovers(entries)
+        [found] = batch_study.crossovers(entries)
         self.assertIsNone(found["upper"])  # the threads over the batch beat the GPU at 64
 
     def test_a_batch_measured_on_one_side_only_is_ignored(self):
         entries = batch_entries({self.CPU: {1: 1.0, 8: 8.0, 64: 64.0}, self.GPU: {1: 2.0, 8: 1.0}})
         entries.append(make_entry("cublas_strided", "gpu", "resident", 64, None, status="skipped", batch=64))
-        [found] = derive_batch.crossovers(entries)
+        [found] = batch_study.crossovers(entries)
         self.assertEqual((found["upper"], found["batches_compared"]), (8, [1, 8]))
 
     def test_fixture(self):
@@ -152,49 +154,49 @@ class CrossoverTest(unittest.TestCase):
 
 class SaturationTest(unittest.TestCase):
     def test_first_doubling_that_gains_under_5_percent(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2}), GEMM), (
+        self.assertEqual(batch_study.saturation(points({1: 1.0, 2: 1.9, 4: 3.0, 8: 3.1, 16: 3.2}), GEMM), (
             4, "from batch 4 to 8 (2x, 1 doubling): +3.3% per doubling (one sample: no interval: the medians alone)"))
 
     def test_a_longer_step_counts_per_doubling(self):
         # 1 -> 8 is three doublings of 2x each; 8 -> 16 gains 6%; 16 -> 64 gains 8% over two doublings: 3.9% each.
-        batch, note = derive_batch.saturation(points({1: 1.0, 8: 8.0, 16: 8.48, 64: 9.16, 128: 9.2}), GEMM)
+        batch, note = batch_study.saturation(points({1: 1.0, 8: 8.0, 16: 8.48, 64: 9.16, 128: 9.2}), GEMM)
         self.assertEqual(batch, 16)
         self.assertIn("from batch 16 to 64 (4x, 2 doublings): +3.9% per doubling", note)
 
     def test_never_reached(self):
-        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}, spread=0.01), GEMM)
+        batch, note = batch_study.saturation(points({1: 1.0, 2: 1.9, 4: 3.7}, spread=0.01), GEMM)
         self.assertIsNone(batch)
         self.assertEqual(note, "every measured step gained beyond noise (last step: from batch 2 to 4 (2x, "
                                "1 doubling): +94.7% per doubling)")
 
     def test_a_gain_within_noise_is_no_gain(self):
         # 20% per doubling, but each time spreads by 30%: the two rates' intervals overlap.
-        batch, note = derive_batch.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.3), GEMM)
+        batch, note = batch_study.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.3), GEMM)
         self.assertEqual(batch, 1)
         self.assertEqual(note, "from batch 1 to 2 (2x, 1 doubling): +20.0% per doubling, within noise")
 
     def test_the_same_gain_beyond_noise_is_growth(self):
-        self.assertEqual(derive_batch.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.01), GEMM)[0], None)
+        self.assertEqual(batch_study.saturation(points({1: 1.0, 2: 1.2, 4: 2.4}, spread=0.01), GEMM)[0], None)
 
     def test_a_small_gain_beyond_noise_saturates(self):
         # 16x for 4.9% in all: 1.2% per doubling; the times spread by 0.1%, so the gain is real but under 5%.
-        batch, note = derive_batch.saturation(points({256: 1.0, 4096: 1.049, 8192: 3.0}, spread=0.001), GEMM)
+        batch, note = batch_study.saturation(points({256: 1.0, 4096: 1.049, 8192: 3.0}, spread=0.001), GEMM)
         self.assertEqual(batch, 256)
         self.assertRegex(note, r"^from batch 256 to 4096 \(16x, 4 doublings\): \+1\.2% per doubling, below 5% beyond "
                                r"noise \(at most \+1\.2%\)$")
 
     def test_a_small_gain_within_noise(self):
-        batch, note = derive_batch.saturation(points({256: 1.0, 4096: 1.049}, spread=0.1), GEMM)
+        batch, note = batch_study.saturation(points({256: 1.0, 4096: 1.049}, spread=0.1), GEMM)
         self.assertEqual(batch, 256)
         self.assertEqual(note, "from batch 256 to 4096 (16x, 4 doublings): +1.2% per doubling, within noise")
 
     def test_one_batch_has_no_saturation(self):
-        self.assertEqual(derive_batch.saturation(points({8: 1.0}), GEMM),
+        self.assertEqual(batch_study.saturation(points({8: 1.0}), GEMM),
                          (None, "fewer than two batches were measured"))
 
     def test_throughput_rows(self):
         entries = batch_entries({("cublas_strided", "gpu", "resident"): {1: 1e-5, 2: 1.05e-5, 4: 2.05e-5}})
-        [row] = derive_batch.throughput(entries, GEMM)
+        [row] = batch_study.throughput(entries, GEMM)
         self.assertEqual((row["n"], row["impl"], row["device"], row["mode"]), (64, "cublas_strided", "gpu", "resident"))
         self.assertEqual([point["batch"] for point in row["points"]], [1, 2, 4])
         self.assertAlmostEqual(row["points"][1]["products_per_s"], 2 / 1.05e-5)
@@ -216,7 +218,7 @@ class LoopRatioTest(unittest.TestCase):
                                  ("cublas_strided", "gpu", "resident"): {1: 6.0, 64: 8.0},
                                  ("cublas_graph", "gpu", "resident"): {64: 80.0},
                                  ("cublas_strided", "gpu", "transfer_pinned"): {64: 10.0}})
-        found = derive_batch.loop_ratios(entries, GEMM)
+        found = batch_study.loop_ratios(entries, GEMM)
         self.assertEqual(found["baseline"], "cublas_loop")
         self.assertEqual([(r["impl"], r["batch"], r["ratio"]) for r in found["rows"]],
                          [("cublas_strided", 1, 5.0 / 6.0), ("cublas_graph", 64, 4.0), ("cublas_strided", 64, 40.0)])
@@ -236,7 +238,7 @@ class DeviceMemoryTest(unittest.TestCase):
     def test_bytes_per_product(self):
         entries = [make_entry("cublas_strided", "gpu", "resident", 64, 1e-5, batch=8, device_bytes=6 * 2 ** 20),
                    make_entry("openblas_loop", "cpu", "host", 64, 1e-5, batch=8)]
-        self.assertEqual(derive_batch.device_memory(entries, GEMM), [
+        self.assertEqual(batch_study.device_memory(entries, GEMM), [
             {"n": 64, "batch": 8, "impl": "cublas_strided", "mode": "resident", "precision": "fp32",
              "device_bytes": 6 * 2 ** 20,
              "bytes_per_product": 6 * 2 ** 20 / 8, "operand_bytes_per_product": 12 * 64 ** 2}])
@@ -244,7 +246,7 @@ class DeviceMemoryTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def setUp(self):
-        self.text = summary.render(support.batched_document(), [], tempfile.gettempdir())
+        self.text = render.render(support.batched_document(), [], tempfile.gettempdir())
 
     def test_crossovers(self):
         self.assertIn("## Batched GEMM: crossover batch (GPU faster than the best CPU)\n\n"
@@ -288,11 +290,11 @@ class SummaryTest(unittest.TestCase):
     def test_no_reference_comparison(self):
         document = support.batched_document()
         document["references"] = {"numpy": {"note": "skipped"}}
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertNotIn("reference_comparison", document["studies"]["batched_gemm"]["derived"])
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_size(self):
         with tempfile.TemporaryDirectory() as out:
@@ -387,7 +389,7 @@ class RunTest(unittest.TestCase):
                       "Batched GEMM: skipped and failed entries"):
             self.assertIn(f"## {title}", self.summary)
         self.assertIn("- batched\\_gemm: SM clock 1980–1980 MHz", self.summary)
-        if plots.load_pyplot() is not None:
+        if charts.load_pyplot() is not None:
             for n in (64, 256):
                 self.assertIn(f"`plots/batched_gemm_throughput_n{n}.png`", self.summary)
                 self.assertTrue(os.path.exists(os.path.join(self.out, "plots", f"batched_gemm_throughput_n{n}.png")))

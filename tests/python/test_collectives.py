@@ -14,8 +14,11 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import derive_collectives, gbench, plots, reference, runner, stats, studies, summary_collectives
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import collectives
+from gpubench_driver.stages import reference, runner
 
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
            "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
@@ -41,13 +44,13 @@ def entries(ranks=8):
 
 def document_of(found):
     study = {"entries": found, "invocations": [], "implementations": []}
-    study["derived"] = derive_collectives.derive(study)
+    study["derived"] = collectives.derive(study)
     return {"studies": {"collectives": study}, "machine": {"gpus": []}, "references": None}
 
 
 class DeriveTest(unittest.TestCase):
     def test_algorithm_and_bus_bandwidth_on_nccl_tests_formulas(self):
-        derived = derive_collectives.derive({"entries": entries()})
+        derived = collectives.derive({"entries": entries()})
         rows = {(row["impl"], row["mode"]): row for row in derived["curves"]}
         all_reduce = rows[("all_reduce", "out_of_place")]
         self.assertEqual([point["n"] for point in all_reduce["points"]], [16, 33])  # in size order
@@ -62,7 +65,7 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(len(derived["failures"]), 1)
 
     def test_one_rank_has_no_bus_bandwidth(self):
-        derived = derive_collectives.derive({"entries": entries(ranks=1)})
+        derived = collectives.derive({"entries": entries(ranks=1)})
         self.assertTrue(all(point["bus_bytes_per_s"] is None for row in derived["curves"] for point in row["points"]))
         self.assertTrue(all(point["algorithm_bytes_per_s"] > 0 for row in derived["curves"] for point in row["points"]))
         self.assertIn("bus factor is 0", derived["one_rank_note"])
@@ -72,7 +75,7 @@ class SummaryTest(unittest.TestCase):
     def text(self, found, references=None):
         document = document_of(found)
         document["references"] = references
-        return to_markdown(summary_collectives.sections(document["studies"]["collectives"], document))
+        return to_markdown(collectives.sections(document["studies"]["collectives"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -97,7 +100,7 @@ class SummaryTest(unittest.TestCase):
         document = document_of(found)
         document["references"] = references
         document["studies"]["collectives"]["derived"]["reference_comparison"] = list(rows.values())
-        text = to_markdown(summary_collectives.sections(document["studies"]["collectives"], document))
+        text = to_markdown(collectives.sections(document["studies"]["collectives"], document))
         self.assertIn("1.010", text)
         self.assertIn("within 2%", text)
 
@@ -107,7 +110,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def draw(self, ranks):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries(ranks))["studies"]["collectives"]
@@ -123,7 +126,7 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual(self.draw(1), ["collectives_algorithm_bandwidth.png"])
 
     def test_nothing_measured_draws_nothing(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         with tempfile.TemporaryDirectory() as plot_dir:
@@ -138,7 +141,7 @@ class ProgressTest(unittest.TestCase):
         self.assertEqual(runner.Progress._outcome(line), "median 10.00 ms  algbw 107.37 GB/s  busbw 187.90 GB/s")
 
     def test_one_rank_has_no_bus_bandwidth(self):
-        self.assertEqual(derive_collectives.progress_rates({}, {"message_bytes": 1e9, "ranks": 1.0, "bus_factor": 0.0}, 1.0),
+        self.assertEqual(collectives.progress_rates({}, {"message_bytes": 1e9, "ranks": 1.0, "bus_factor": 0.0}, 1.0),
                          ["algbw 1.00 GB/s"])
 
 

@@ -11,7 +11,10 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import ENTRY
 
-from gpubench_driver import cli, compare, gbench, options as opts, results, stats
+from gpubench_driver import studies
+from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.stages import options as opts, prices
+from gpubench_driver.commands import cli, compare
 
 
 def entry(name, samples, status="ok", flop=None, batch=None):
@@ -94,9 +97,9 @@ class CompareFilesTest(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIn("Headline entries (those each study compares with PyTorch or numpy):\n\nNone shared.", report)
         cublas_4096 = {"impl": "cublas", "mode": "resident", "precision": "fp32", "n": 4096, "batch": None}
-        self.assertTrue(compare.is_headline("matmul", cublas_4096))
-        self.assertFalse(compare.is_headline("matmul", {**cublas_4096, "n": 1024}))
-        self.assertFalse(compare.is_headline("unknown", cublas_4096))
+        self.assertTrue(studies.is_headline("matmul", cublas_4096))
+        self.assertFalse(studies.is_headline("matmul", {**cublas_4096, "n": 1024}))
+        self.assertFalse(studies.is_headline("unknown", cublas_4096))
 
     def test_files_measured_in_trials_get_a_tested_verdict(self):
         def in_trials(medians):
@@ -237,17 +240,17 @@ class PriceTableTest(unittest.TestCase):
         return path
 
     def test_shipped_table_is_dated_and_sourced_per_instance(self):
-        table = compare.load_price_table(compare.DEFAULT_PRICES)
+        table = prices.load_price_table(prices.DEFAULT_PRICES)
         self.assertIn("check current prices", table["note"])
         for name, record in table["instances"].items():
             self.assertTrue(record["retrieved"] and record["source"] and record["gpu_model"], name)
         # A one-GPU run on an 8-GPU instance costs an eighth of it; a per-GPU-hour quote is taken as it is.
-        self.assertAlmostEqual(compare.instance_gpu_price(table["instances"]["p5.48xlarge"]), 55.04 / 8)
-        self.assertAlmostEqual(compare.instance_gpu_price(table["instances"]["runpod-h200"]), 4.59)
+        self.assertAlmostEqual(prices.instance_gpu_price(table["instances"]["p5.48xlarge"]), 55.04 / 8)
+        self.assertAlmostEqual(prices.instance_gpu_price(table["instances"]["runpod-h200"]), 4.59)
 
     def assert_refused(self, text, message):
-        with self.assertRaises(compare.PriceTableError) as caught:
-            compare.load_price_table(self.table(text))
+        with self.assertRaises(prices.PriceTableError) as caught:
+            prices.load_price_table(self.table(text))
         self.assertIn(message, str(caught.exception))
 
     def test_errors(self):
@@ -264,28 +267,28 @@ class PriceTableTest(unittest.TestCase):
         self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1, "gpus": 0}}), "instances.x.gpus")
         self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1, "source": ""}}), "instances.x.source")
         self.assert_refused(instances({"x": {**dated, "usd_per_hour": 1}}).replace(": 1}", ": NaN}"), "not valid JSON")
-        with self.assertRaises(compare.PriceTableError):
-            compare.load_price_table(os.path.join(self.directory.name, "absent.json"))
+        with self.assertRaises(prices.PriceTableError):
+            prices.load_price_table(os.path.join(self.directory.name, "absent.json"))
 
     def test_a_broken_table_is_only_read_when_an_instance_is_named(self):
         sources = [compare.Source("a.json", "a", {}), compare.Source("b.json", "b", {})]
         broken = self.table("{")
-        compare.apply_prices(sources, ["a.json=1.5", "b.json=2"], broken)
+        prices.apply_prices(sources, ["a.json=1.5", "b.json=2"], broken)
         self.assertEqual([s.usd_per_hour for s in sources], [1.5, 2.0])
-        with self.assertRaises(compare.PriceTableError):
-            compare.apply_prices(sources, ["a.json=p5.48xlarge"], broken)
+        with self.assertRaises(prices.PriceTableError):
+            prices.apply_prices(sources, ["a.json=p5.48xlarge"], broken)
         with self.assertRaises(opts.UsageError):
-            compare.apply_prices(sources, ["a.json=0"], broken)
+            prices.apply_prices(sources, ["a.json=0"], broken)
 
 
 class CostTest(unittest.TestCase):
     def test_formulas(self):
         gemm = entry(GEMM, [0.01], flop=1e11)  # 10 TFLOP/s
-        self.assertAlmostEqual(compare.usd_per_1000_products(gemm, 3.6), 0.01)
-        self.assertAlmostEqual(compare.tflops_per_usd_hour(gemm, 2.0), 5.0)
+        self.assertAlmostEqual(prices.usd_per_1000_products(gemm, 3.6), 0.01)
+        self.assertAlmostEqual(prices.tflops_per_usd_hour(gemm, 2.0), 5.0)
         mlp = entry("mlp_training/k/gpu/resident/fp32/n:1024/batch:1000", [0.1], batch=1000)  # 10k samples/s
-        self.assertAlmostEqual(compare.usd_per_epoch(mlp, 60000, 3.6), 0.006)
-        self.assertIsNone(compare.usd_per_epoch(mlp, None, 3.6))
+        self.assertAlmostEqual(prices.usd_per_epoch(mlp, 60000, 3.6), 0.006)
+        self.assertIsNone(prices.usd_per_epoch(mlp, None, 3.6))
 
 
 

@@ -10,7 +10,8 @@ import unittest
 from unittest import mock
 
 import support  # noqa: F401  (import path)
-from gpubench_driver import build, cli
+from gpubench_driver.stages import build
+from gpubench_driver.commands import cli
 
 # An Open MPI wrapper as openmpi-bin leaves it without libopenmpi-dev: it names an include folder that
 # does not exist and a library that does (here an empty stand-in), which made FindMPI stop the configure.

@@ -11,7 +11,10 @@ import unittest
 
 import support  # noqa: F401  (the driver's import path)
 
-from gpubench_driver import derive_run, derive_stream, gbench, studies
+from gpubench_driver import studies
+from gpubench_driver.lib import gbench
+from gpubench_driver.stages import across as derive_run
+from gpubench_driver.studies import stream as derive_stream
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 SLOT_ORDER = ("impl", "device", "mode", "precision", "n", "batch")

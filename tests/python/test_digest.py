@@ -12,7 +12,8 @@ import unittest
 
 import support
 
-from gpubench_driver import digest, expected, journal, report
+from gpubench_driver.commands import digest, expected
+from gpubench_driver.stages import analyse, journal
 
 # A quick run of three trials, cut by its time limit (some entries have fewer trials): 139 entries.
 QUICK_RUN = support.fixture("runs/aa-quick-trials3-20261124/aa1-quick-trials3-20261124-005923/results.json.gz")
@@ -29,7 +30,7 @@ class RoundTripTest(unittest.TestCase):
     def setUpClass(cls):
         cls.made = digest.make([QUICK_RUN])
         cls.document = journal.load(QUICK_RUN)
-        report.derive_findings(cls.document, 0)
+        analyse.derive_findings(cls.document, 0)
 
     def test_written_and_read_back_whole(self):
         with tempfile.TemporaryDirectory() as directory:

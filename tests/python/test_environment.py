@@ -7,7 +7,7 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import environment
+from gpubench_driver.lib import environment
 
 AVX512 = {"avx2": True, "avx512f": True}
 CPUINFO = """processor\t: 0

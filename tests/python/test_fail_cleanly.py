@@ -14,7 +14,7 @@ import unittest
 from support import ENTRY, fixture
 from test_run_studies import FakeMachine
 
-from gpubench_driver import stopping
+from gpubench_driver.lib import stopping
 
 
 def gpubench(*args):

@@ -1,4 +1,4 @@
-"""Findings across the studies (derive_run): the measured peak and each entry's fraction of it, the
+"""Findings across the studies (stages/across.py): the measured peak and each entry's fraction of it, the
 device-memory traffic model, the bandwidth from the transfer study's device-to-device copies, the
 roofline, energy per GEMM and the clock-limited entries; their sections in the summary, the chart,
 and files without (or with damaged) per-entry telemetry."""
@@ -11,7 +11,9 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture, load_fixture
 
-from gpubench_driver import derive, derive_run, gbench, plots, report, results, stats, summary
+from gpubench_driver.lib import charts, findings, gbench, results, stats
+from gpubench_driver.stages import across, analyse, render
+from gpubench_driver.commands import report
 
 HOSTILE = "<script>alert(1)</script>"
 GIB = 1 << 30
@@ -83,7 +85,7 @@ def run_document(with_transfer=True):
     if with_transfer:
         studies["transfer"] = ({"implementations": []}, transfer_entries())
     made = document(studies)
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -97,26 +99,26 @@ class TrafficTest(unittest.TestCase):
 
     def test_traffic_is_the_reported_reads_and_writes(self):
         made = entry("precision", "cublas", "gpu", "resident", "int8", 64, 1e-3)
-        self.assertEqual(derive.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
+        self.assertEqual(findings.memory_traffic(made), 2 * 64 * 64 + 4 * 64 * 64)
         made["memory_written_bytes"] = None
-        self.assertIsNone(derive.memory_traffic(made))
+        self.assertIsNone(findings.memory_traffic(made))
         made["memory_written_bytes"] = float("nan")
-        self.assertIsNone(derive.memory_traffic(made))
+        self.assertIsNone(findings.memory_traffic(made))
 
     def test_an_entry_without_traffic_is_not_placed(self):
         made = run_document()
         for study in made["studies"].values():
             for made_entry in study["entries"]:
                 made_entry.pop("memory_read_bytes", None)  # a file written before the counters
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         roof = made["findings"]["roofline"]
         self.assertEqual(roof["points"], [])
         self.assertEqual(roof["traffic_models"], {})
         reasons = {(row["study"], row["mode"]): row["reason"] for row in roof["not_placed"]}
         # matmul's description names no axes: a file from before axis_names and the traffic counters
-        self.assertEqual(reasons[("matmul", "resident")], derive_run.NO_TRAFFIC_YET)
+        self.assertEqual(reasons[("matmul", "resident")], across.NO_TRAFFIC_YET)
         self.assertIn("written before the binaries reported device-memory traffic", reasons[("matmul", "resident")])
-        self.assertEqual(reasons[("precision", "resident")], derive_run.NO_TRAFFIC)
+        self.assertEqual(reasons[("precision", "resident")], across.NO_TRAFFIC)
         self.assertEqual(len(roof["peaks"]), 3)  # the peaks do not need traffic
 
     def test_a_study_without_a_traffic_model_gives_its_own_reason(self):
@@ -124,20 +126,20 @@ class TrafficTest(unittest.TestCase):
         made["studies"]["precision"]["memory_traffic_note"] = "no traffic model for this"
         for made_entry in made["studies"]["precision"]["entries"]:
             made_entry.pop("memory_read_bytes", None)
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         reasons = {(row["study"], row["mode"]): row["reason"] for row in made["findings"]["roofline"]["not_placed"]}
         self.assertEqual(reasons[("precision", "resident")], "no traffic model for this")
 
     def test_the_rule_is_named_for_each_study_with_points(self):
         roof = run_document()["findings"]["roofline"]
-        self.assertEqual(roof["traffic_models"], {"matmul": derive_run.TRAFFIC_RULE,
-                                                  "precision": derive_run.TRAFFIC_RULE})
+        self.assertEqual(roof["traffic_models"], {"matmul": across.TRAFFIC_RULE,
+                                                  "precision": across.TRAFFIC_RULE})
 
     def test_no_number_format_from_the_axis_names(self):
         made = run_document()
         made["studies"]["precision"]["axis_names"] = {"impl": "impl", "mode": "mode", "precision": "workload",
                                                       "n": "n", "batch": None}
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         findings = made["findings"]
         self.assertEqual({row["precision"] for row in findings["roofline"]["peaks"]}, {"fp32"})
         self.assertIsNone(named(made, "precision/cublas/gpu/resident/int8/n:4096")["fraction_of_peak"])
@@ -150,7 +152,7 @@ class TrafficTest(unittest.TestCase):
         self.assertNotIn("d2d", {row["precision"] for row in made["findings"]["roofline"]["peaks"]})
         overlap = entry("overlap", "streams4", "gpu", "pinned", "matmul", 1024, 1e-3, batch=4)
         made = document({"overlap": ({"implementations": []}, [overlap])})
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         self.assertEqual(made["findings"]["roofline"]["peaks"], [])
         self.assertEqual(made["findings"]["roofline"]["not_placed"][0]["reason"],
                          "its precision axis is the workload, not a number format")
@@ -187,7 +189,7 @@ class PeakTest(unittest.TestCase):
                 for row in self.findings["fraction_of_peak"]]
         self.assertEqual(rows, [("matmul", "fp32", "cublas", 1.0), ("precision", "int8", "cublas", 1.0),
                                 ("precision", "fp16", "cublas", 1.0), ("precision", "fp32", "cublas", 0.5)])
-        text = summary.render(self.document, [], tempfile.gettempdir())
+        text = render.render(self.document, [], tempfile.gettempdir())
         self.assertIn("| precision | fp32 | cublas resident n=4096 | 24.99 TFLOP/s | 50.0% | 49.98 TFLOP/s: matmul: "
                       "cublas resident n=4096 |", text)
 
@@ -200,12 +202,12 @@ class NominalFlopPeakTest(unittest.TestCase):
         conv16 = entry("conv2d", "cudnn_nhwc", "gpu", "resident", "fp16", 56, 1e-3, batch=256, flop=3e11)
         made = document({"matmul": ({"implementations": []}, matmul_entries()),
                          "conv2d": ({"implementations": []}, [conv, conv16])})
-        peaks = {row["precision"]: row for row in derive_run.peak_rates(made["studies"])}
+        peaks = {row["precision"]: row for row in across.peak_rates(made["studies"])}
         self.assertEqual(peaks["fp32"]["study"], "matmul")  # 50 TFLOP/s, below the convolution's nominal 100
         self.assertEqual(peaks["fp16"]["study"], "conv2d")  # no GEMM measured FP16: the convolution sets it
-        derive_run.set_fraction_of_peak(made["studies"], list(peaks.values()))
+        across.set_fraction_of_peak(made["studies"], list(peaks.values()))
         self.assertAlmostEqual(conv["fraction_of_peak"], 1e14 / (2 * 4096 ** 3 / 2.75e-3))  # above 1, and said why
-        text = summary.render({**made, "findings": derive_run.derive(made["studies"])}, [], "/tmp")
+        text = render.render({**made, "findings": across.derive(made["studies"])}, [], "/tmp")
         self.assertIn("cuDNN may choose Winograd", text)
 
 
@@ -218,7 +220,7 @@ class BandwidthTest(unittest.TestCase):
 
     def test_no_d2d_entry(self):
         studies = {"transfer": {"entries": [e for e in transfer_entries() if e["precision"] != "d2d"]}}
-        self.assertEqual(derive_run.device_bandwidth(studies),
+        self.assertEqual(across.device_bandwidth(studies),
                          (None, "the transfer study measured no device-to-device (d2d) copy"))
 
     def test_failed_d2d_copies_do_not_count(self):
@@ -226,7 +228,7 @@ class BandwidthTest(unittest.TestCase):
         for made in copies:
             if made["n"] == GIB:
                 made.update(status="error", message="cudaErrorMemoryAllocation")
-        found, _ = derive_run.device_bandwidth({"transfer": {"entries": copies}})
+        found, _ = across.device_bandwidth({"transfer": {"entries": copies}})
         self.assertEqual(found["n"], 1 << 20)
 
 
@@ -249,17 +251,17 @@ class RooflineTest(unittest.TestCase):
                                     "batch": "batch"}}
         made = document({"mlp_training": (described, [entry("mlp_training", "cublas_kernels", "gpu", "resident",
                                                             "fp32", 1024, 1e-3, batch=256, flop=1e9)])})
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         roof = made["findings"]["roofline"]
         self.assertEqual(roof["points"], [])
-        self.assertEqual(roof["not_placed"][0]["reason"], derive_run.NO_TRAFFIC)
+        self.assertEqual(roof["not_placed"][0]["reason"], across.NO_TRAFFIC)
 
     def test_without_a_transfer_study_only_the_compute_roofs(self):
         made = run_document(with_transfer=False)
         roof = made["findings"]["roofline"]
         self.assertIsNone(roof["bandwidth"])
         self.assertIn("nor a transfer study", roof["memory_roof_note"])
-        text = summary.render(made, [], tempfile.gettempdir())
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("- No memory roof: the run has neither a stream study past the L2 cache nor a transfer "
                       "study", text)
         self.assertIn("only the compute roofs are drawn", text)
@@ -267,14 +269,14 @@ class RooflineTest(unittest.TestCase):
 
     def test_with_the_memory_roof(self):
         made = run_document()
-        text = summary.render(made, [], tempfile.gettempdir())
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("- Memory roof: 2900 GB/s of device memory traffic, twice the 1450 GB/s", text)
         self.assertIn("a copy of B bytes reads B and writes B bytes of device memory", text)
         fp32_peak = 2 * 4096 ** 3 / 2.75e-3
         self.assertIn(f"fp32 49.98 TFLOP/s, ridge at {fp32_peak / 2.9e12:.1f} FLOP/B", text)
         roof = made["findings"]["roofline"]
-        self.assertAlmostEqual(derive_run.attainable(roof, "fp32", 1.0), 2.9e12)
-        self.assertAlmostEqual(derive_run.attainable(roof, "fp32", 1e6), fp32_peak)
+        self.assertAlmostEqual(across.attainable(roof, "fp32", 1.0), 2.9e12)
+        self.assertAlmostEqual(across.attainable(roof, "fp32", 1e6), fp32_peak)
 
     def test_recorded_in_the_results_file(self):
         with tempfile.TemporaryDirectory() as out:
@@ -284,14 +286,14 @@ class RooflineTest(unittest.TestCase):
         self.assertEqual(len(loaded["findings"]["roofline"]["points"]), 6)
         self.assertAlmostEqual(loaded["findings"]["roofline"]["bandwidth"]["bytes_per_s"], 2.9e12)
 
-    @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+    @unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
     def test_chart_is_a_png_in_the_report(self):
         for with_transfer in (True, False):
             with self.subTest(with_transfer=with_transfer), tempfile.TemporaryDirectory() as out:
                 made = run_document(with_transfer)
                 made["studies"]["precision"]["entries"][0]["precision"] = "$\\frac{x}$"  # no mathtext
-                report.derive_findings(made, 0)
-                summary_path = report.write_outputs(made, out)
+                analyse.derive_findings(made, 0)
+                summary_path = render.write_outputs(made, out)
                 with open(os.path.join(out, "plots", "roofline.png"), "rb") as stream:
                     self.assertEqual(stream.read(8), b"\x89PNG\r\n\x1a\n")
                 with open(summary_path, encoding="utf-8") as stream:
@@ -313,7 +315,7 @@ def with_telemetry(made):
         clock_limited=True, power_limited_fraction=0.75, sm_clock_mhz=1755.0)
     named(made, "matmul/tiled_kernel/gpu/resident/fp32/n:4096").update(
         clock_limited=True, thermal_limited_fraction=0.25)
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -326,7 +328,7 @@ class EnergyTest(unittest.TestCase):
         self.assertAlmostEqual(fp16["flop_per_joule"], 2 * 4096 ** 3 / 0.25)
         copy_row = rows[("transfer", "copy_engine", "device", "d2d")]
         self.assertIsNone(copy_row["flop_per_joule"])
-        text = summary.render(made, [], tempfile.gettempdir())
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("## Across the studies: energy per GEMM (NVML)", text)
         self.assertIn(f"| precision | fp16 | cublas | resident | 4096 | 250.00 mJ | n/a | {2 * 4096 ** 3 / 0.25 / 1e9:.1f} | "
                       "500 W | 1755 MHz |", text)  # energy over time, not the 300 W power reading
@@ -339,7 +341,7 @@ class EnergyTest(unittest.TestCase):
         made = run_document()
         made["studies"]["precision"]["entries"] += [entry("precision", "cublas", "gpu", "resident", "fp16", n, 1e-3)
                                                     for n in range(100, 100 + 40)]
-        text = summary.render(with_telemetry(made), [], tempfile.gettempdir())
+        text = render.render(with_telemetry(made), [], tempfile.gettempdir())
         self.assertIn("Each series at its largest size with an energy reading", text)
         self.assertNotIn("| precision | fp16 | cublas | resident | 100 |", text)
         self.assertIn("| precision | fp16 | cublas | resident | 4096 |", text)
@@ -351,7 +353,7 @@ class ClockLimitedTest(unittest.TestCase):
         names = [row["name"] for row in made["findings"]["clock_limited"]]
         self.assertEqual(names, ["matmul/tiled_kernel/gpu/resident/fp32/n:4096",
                                  "precision/cublas/gpu/resident/fp16/n:4096"])
-        text = summary.render(made, [], tempfile.gettempdir())
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("- precision/cublas/gpu/resident/fp16/n:4096: power cap in 75.0% and thermal slowdown in 0.0% "
                       "of its samples, median SM clock 1755 MHz", text)
         self.assertIn("2 of 12 entries with per-entry telemetry", text)
@@ -362,8 +364,8 @@ class ClockLimitedTest(unittest.TestCase):
             for made_entry in study["entries"]:
                 if made_entry.get("clock_limited"):
                     made_entry["clock_limited"] = False
-        report.derive_findings(made, 0)
-        text = summary.render(made, [], tempfile.gettempdir())
+        analyse.derive_findings(made, 0)
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("No entry ran with its clock held below 97% of the maximum by a power cap or a thermal "
                       "slowdown (12 entries with per-entry telemetry).", text)
 
@@ -372,8 +374,8 @@ class ClockLimitedTest(unittest.TestCase):
         made["studies"]["precision"]["entries"] += [
             entry("precision", "cublas", "gpu", "resident", "fp16", n, 1e-3, clock_limited=True)
             for n in range(100, 130)]
-        report.derive_findings(made, 0)
-        text = summary.render(made, [], tempfile.gettempdir())
+        analyse.derive_findings(made, 0)
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("- and 5 more (`clock_limited` in results.json)", text)
 
 
@@ -389,17 +391,17 @@ class OldFilesTest(unittest.TestCase):
     def test_a_cpu_only_run_has_no_sections_across_the_studies(self):
         made = document({"matmul": ({"precision": "fp32"}, [entry("matmul", "openblas", "cpu", "host", "fp32",
                                                                   4096, 0.125)])})
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         self.assertEqual(made["findings"]["roofline"]["peaks"], [])
-        text = summary.render(made, [], tempfile.gettempdir())
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertNotIn("Across the studies", text)
         self.assertNotIn("Per-entry telemetry", text)
 
     def test_the_telemetry_records_note_says_why(self):
         made = run_document()
         made["studies"]["matmul"]["telemetry"] = {"note": f"NVML not available {HOSTILE}"}
-        report.derive_findings(made, 0)
-        text = summary.render(made, [], tempfile.gettempdir())
+        analyse.derive_findings(made, 0)
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertIn("- matmul: NVML not available \\<script\\>alert(1)\\</script\\>", text)
 
     def test_absent_and_null_fields_are_the_same(self):
@@ -409,7 +411,7 @@ class OldFilesTest(unittest.TestCase):
             for made_entry in study["entries"]:
                 for key in (*results.ENTRY_TELEMETRY, results.CLOCK_LIMITED, "fraction_of_peak"):
                     made_entry.pop(key, None)
-        report.derive_findings(absent, 0)
+        analyse.derive_findings(absent, 0)
         self.assertEqual(absent["findings"], made["findings"])
 
 
@@ -478,7 +480,7 @@ class HostileTest(unittest.TestCase):
         made = run_document()
         fp16 = named(made, "precision/cublas/gpu/resident/fp16/n:4096")
         fp16.update(energy_j_per_op=float("nan"), power_w=float("inf"), sm_clock_mhz=float("nan"))
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         self.assertEqual(made["findings"]["energy"], [])
         self.assertEqual(made["findings"]["telemetry"]["entries"], 0)
         results.write(made, self.path)
@@ -498,8 +500,8 @@ class HostileTest(unittest.TestCase):
         for made_entry in made["studies"]["precision"]["entries"]:
             made_entry.update(impl=HOSTILE, name=f"precision/{HOSTILE}|x/gpu", energy_j_per_op=0.1, clock_limited=True)
         made["studies"]["precision"]["axis_names"] = {"precision": HOSTILE}
-        report.derive_findings(made, 0)
-        text = summary.render(made, [], tempfile.gettempdir())
+        analyse.derive_findings(made, 0)
+        text = render.render(made, [], tempfile.gettempdir())
         self.assertNotIn("<script>", text)
         self.assertIn("\\<script\\>alert(1)\\</script\\>\\|x/gpu", text)
         self.assertIn("its precision axis is the \\<script\\>alert(1)\\</script\\>, not a number format", text)
@@ -536,8 +538,8 @@ class HostileTest(unittest.TestCase):
                     json.dump(made, stream)
                 try:
                     loaded = results.load(self.path)
-                    report.derive_findings(loaded, 0)
-                    text = summary.render(loaded, [], self.directory.name)
+                    analyse.derive_findings(loaded, 0)
+                    text = render.render(loaded, [], self.directory.name)
                 except results.ResultsError:
                     continue
                 self.assertNotIn("<script>", text, where)

@@ -11,16 +11,17 @@ import unittest
 
 from support import ENTRY, fixture
 
-from gpubench_driver import claims, expected, headline, health, html_report, journal, report, summary, summary_headline
-from gpubench_driver import document as document_blocks
-from gpubench_driver.document import Panel
+from gpubench_driver.lib import document as document_blocks, expected, figures, html_report
+from gpubench_driver.lib.document import Panel
+from gpubench_driver.stages import analyse, claims, headline, health, journal, render, render_first_screen
+from gpubench_driver.commands.expected import model_records
 
 H200_RUN = fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
-SHEETS = headline.load_datasheets()
+SHEETS = figures.load_datasheets()
 
 
 def derived(document):
-    report.derive_findings(document, 0)
+    analyse.derive_findings(document, 0)
     return document
 
 
@@ -78,7 +79,7 @@ class HeadlineTest(unittest.TestCase):
     def test_a_peak_on_the_cuda_cores_alone_is_held_to_the_rate_without_tensor_cores(self):
         document = h200()
         peak = next(row for row in document["findings"]["roofline"]["peaks"] if row["precision"] == "fp32")
-        entry = headline._entry(document, peak)
+        entry = figures.entry_of(document, peak)
         entry["tensor_cores"] = 0
         sheet = {**SHEETS["NVIDIA H200"], "peak_flop_per_s_without_tensor_cores": {"fp32": 50e12}}
         row = next(f for f in headline.peak_rates(document, sheet) if f["key"] == "rate/fp32")
@@ -104,8 +105,8 @@ class HeadlineTest(unittest.TestCase):
         self.assertEqual(document["findings"]["health"]["verdict"], health.NOT_JUDGED)
 
 
-def figure(value, low, high, better="higher", timed_as=headline.THROUGHPUT, key="rate/fp32"):
-    return headline.figure(key, "x", value, (low, high), "FLOP/s", better, timed_as)
+def figure(value, low, high, better="higher", timed_as=figures.THROUGHPUT, key="rate/fp32"):
+    return figures.figure(key, "x", value, (low, high), "FLOP/s", better, timed_as)
 
 
 RANGE = {"values": [100.0, 102.0], "min": 100.0, "median": 101.0, "max": 102.0}
@@ -124,7 +125,7 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(health.judge(figure(90.0, 80.0, 99.0), RANGE)["status"], health.AS_EXPECTED)
 
     def test_host_paced_figures_have_a_wider_tolerance(self):
-        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0, timed_as=headline.LATENCY), RANGE)["status"],
+        self.assertEqual(health.judge(figure(93.0, 93.0, 93.0, timed_as=figures.LATENCY), RANGE)["status"],
                          health.AS_EXPECTED)
         self.assertEqual(health.judge(figure(93.0, 93.0, 93.0), RANGE)["status"], health.BELOW)
 
@@ -140,7 +141,7 @@ class JudgeTest(unittest.TestCase):
 class HealthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.ranges = expected.model_records([H200_RUN])
+        cls.ranges = model_records([H200_RUN])
 
     def test_a_figure_measured_at_another_point_is_not_judged(self):
         document = h200()
@@ -176,7 +177,7 @@ class HealthTest(unittest.TestCase):
         self.assertEqual(below["link/h2d/pageable"]["causes"], [health.HOST_CAUSE])
         self.assertEqual(found["host_below"], len(below))
         self.assertIn("host-bound figures below: link/h2d/pageable", health.verdict_line(found))
-        page = document_blocks.to_markdown(summary_headline.health_section({"findings": {"health": found}}))
+        page = document_blocks.to_markdown(render_first_screen.health_section({"findings": {"health": found}}))
         self.assertIn("**Health: as expected.**", page)
         self.assertIn("Host-bound figures below their range: link/h2d/pageable", page)
 
@@ -189,7 +190,7 @@ class HealthTest(unittest.TestCase):
         self.assertEqual(failing, {"power_limit", "processes"})
         self.assertEqual(found["verdict"], health.BELOW)
         # The page says the figures held and which check failed, not that none of them fell short.
-        page = document_blocks.to_markdown(summary_headline.health_section({"findings": {"health": found}}))
+        page = document_blocks.to_markdown(render_first_screen.health_section({"findings": {"health": found}}))
         self.assertIn("Every judged figure lies within the range", page)
         self.assertIn("other process(es) on the GPU", page)
         self.assertNotIn("fall short", page)
@@ -281,7 +282,7 @@ class FirstScreenPageTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.document = h200()
-        cls.page = summary.blocks(cls.document, {}, tempfile.gettempdir())
+        cls.page = render.blocks(cls.document, {}, tempfile.gettempdir())
 
     def test_the_page_opens_with_the_headline_health_and_claims(self):
         panel = self.page[2]
@@ -301,7 +302,7 @@ class FirstScreenPageTest(unittest.TestCase):
         document = h200()
         del document["studies"]["mlp_training"]
         derived(document)
-        text = summary.render(document, {}, tempfile.gettempdir())
+        text = render.render(document, {}, tempfile.gettempdir())
         self.assertNotIn("MLP training epoch", text)
         self.assertNotIn("n/a", text.split("## Health")[0])
 

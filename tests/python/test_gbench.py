@@ -5,7 +5,7 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture
 
-from gpubench_driver import gbench
+from gpubench_driver.lib import gbench
 
 
 def entries_by_name(path):

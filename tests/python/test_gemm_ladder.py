@@ -9,8 +9,10 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_gemm_ladder, gbench, plots, stats, studies
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import gemm_ladder
 
 RUNGS = {"fp32": ("cublas", "sgemm_04_shared_tiles", "sgemm_10_autotuned"),
          "fp16": ("cublas", "hgemm_01_wmma", "hgemm_03_wgmma")}
@@ -42,7 +44,7 @@ IMPLEMENTATIONS.insert(0, {"id": "cublas"})
 
 def study_of(found):
     study = {"entries": found, "invocations": [], "implementations": IMPLEMENTATIONS}
-    study["derived"] = derive_gemm_ladder.derive(study)
+    study["derived"] = gemm_ladder.derive(study)
     return study
 
 
@@ -109,11 +111,11 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_a_chart_per_ladder(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         with tempfile.TemporaryDirectory() as tmp:
-            paths = plots.gemm_ladder_plots(pyplot, study_of(entries()), tmp)
+            paths = gemm_ladder.plots(pyplot, study_of(entries()), tmp)
             self.assertEqual([os.path.basename(p) for p in paths], ["gemm_ladder_fp32.png", "gemm_ladder_fp16.png"])
             self.assertTrue(all(os.path.getsize(p) > 0 for p in paths))
 

@@ -11,7 +11,10 @@ import unittest.mock
 
 import support
 
-from gpubench_driver import cli, compare, environment, gbench, gpus, options as opts, report, results, stats
+from gpubench_driver.lib import environment, gbench, outputs, results, stats
+from gpubench_driver.stages import collect, gpus, options as opts
+from gpubench_driver.commands import report
+from gpubench_driver.commands import cli, compare
 
 HEADLINE = "matmul/cublas/gpu/resident/fp32/n:4096"  # a study's reference comparison: headline-like
 OTHER = "matmul/cublas/gpu/resident/fp32/n:1024"
@@ -81,7 +84,7 @@ class SubRunTest(unittest.TestCase):
         env = gpus.sub_run_environment(GPUS[2])
         self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "GPU-0002")
         self.assertEqual(env[gpus.SUB_RUN_VARIABLE], "2")
-        self.assertTrue(env["PYTHONPATH"].startswith(gpus.SCRIPTS_DIR))
+        self.assertTrue(env["PYTHONPATH"].startswith(outputs.SCRIPTS_DIR))
 
     def test_nvidia_smi_is_limited_to_that_gpu(self):
         self.assertEqual(environment.visible_gpu_selection({"CUDA_VISIBLE_DEVICES": "GPU-0002"}), ["-i", "GPU-0002"])
@@ -141,11 +144,11 @@ class SpreadTest(unittest.TestCase):
         self.assertEqual(found["outliers"], [])  # the third GPU is slow on the headline entry alone
 
     def test_gpus_md(self):
-        text = gpus.render(gpus.spread(parts(slow=1.05)))
+        text = gpus.page_text(gpus.spread(parts(slow=1.05)))
         self.assertIn("Verdict: GPU 2 slower than the node's median beyond noise on at least one of the entries below. "
                       "Entries: headline entries", text)
         self.assertIn("| 2 | 105.00 ms | 1.050 | 2.0% | slower than the node |", text)
-        self.assertIn("no GPU slower than the node's median beyond noise", gpus.render(gpus.spread(parts(slow=1.0))))
+        self.assertIn("no GPU slower than the node's median beyond noise", gpus.page_text(gpus.spread(parts(slow=1.0))))
 
 
 class GatherTest(unittest.TestCase):
@@ -165,12 +168,12 @@ class GatherTest(unittest.TestCase):
         results.validate(results.without_non_finite(self.document))
 
     def test_node_view_takes_the_median_gpus_entry(self):
-        node = gpus.node_view(self.document)
+        node = collect.node_view(self.document)
         headline = next(e for e in node["studies"]["matmul"]["entries"] if e["name"] == HEADLINE)
         self.assertAlmostEqual(headline["time_s"]["median"], 0.100)
         self.assertEqual(len(node["studies"]["matmul"]["entries"]), 2)
         one_gpu = run_document(GPUS[0], (0.1, 0.002))
-        self.assertIs(gpus.node_view(one_gpu), one_gpu)  # a file of one GPU is read as it is
+        self.assertIs(collect.node_view(one_gpu), one_gpu)  # a file of one GPU is read as it is
 
     def test_a_tag_that_is_no_index_is_refused(self):
         broken = copy.deepcopy(self.document)

@@ -25,7 +25,7 @@ class HistoryFilesTest(unittest.TestCase):
         self.assertGreaterEqual(len(HISTORY), 8)
 
     def test_report_reads_every_file_of_the_history(self):
-        from gpubench_driver import results
+        from gpubench_driver.lib import results
         for path in HISTORY:
             with self.subTest(path=os.path.basename(path)), tempfile.TemporaryDirectory() as out:
                 written = results.load(path)

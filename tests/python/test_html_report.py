@@ -13,9 +13,10 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture
 
-from gpubench_driver import html_report, plots, report, results
-from gpubench_driver.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
-from gpubench_driver.formatting import md
+from gpubench_driver.lib import charts, html_report, results
+from gpubench_driver.lib.document import Figures, Heading, bullets, figure_of, paragraph, table, to_markdown
+from gpubench_driver.lib.formatting import md
+from gpubench_driver.commands import report
 
 CHROMIUM = os.environ.get("GPUBENCH_CHROMIUM") or "/usr/bin/chromium"
 BROWSER_TIMEOUT_S = 60
@@ -52,7 +53,7 @@ def hostile_document():
 
 
 def has_matplotlib():
-    return plots.load_pyplot() is not None
+    return charts.load_pyplot() is not None
 
 
 def split_row(line):

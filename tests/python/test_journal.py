@@ -6,7 +6,8 @@ import unittest
 import support
 from support import make_entry
 
-from gpubench_driver import gbench, journal, results, trials
+from gpubench_driver.lib import gbench, results, trials
+from gpubench_driver.stages import journal
 
 NAME = "matmul/openblas/cpu/host/fp32/n:64"
 

@@ -19,7 +19,8 @@ import unittest
 from support import ENTRY
 from test_run_studies import FakeMachine
 
-from gpubench_driver import journal, trials
+from gpubench_driver.lib import trials
+from gpubench_driver.stages import journal
 
 PRINTED = re.compile(r"^\[\d+/\d+\] (\S+)  .*?(?:\(trial (\d+) of \d+\))?$")
 KILLS = (("SIGINT", "driver"), ("SIGTERM", "driver"), ("SIGKILL", "driver"), ("SIGKILL", "process group"))

@@ -11,9 +11,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_launch_overhead, gbench, plots, runner, stats, studies
-from gpubench_driver import summary_launch_overhead
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import launch_overhead
+from gpubench_driver.stages import claims, runner
 
 US = 1e-6
 # (impl, mode, n) -> (call time, kernels' own time, chain span), seconds.
@@ -46,13 +48,13 @@ def entries(times=TIMES, spread=0.01):
 
 def document_of(found):
     study = {"entries": found, "invocations": [], "implementations": []}
-    study["derived"] = derive_launch_overhead.derive(found)
+    study["derived"] = launch_overhead.derive(found)
     return {"studies": {"launch_overhead": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_launch_overhead.derive(entries())
+        self.derived = launch_overhead.derive(entries())
         self.rows = {(row["impl"], row["mode"], row["n"]): row for row in self.derived["rows"]}
 
     def test_time_per_kernel_with_its_interval(self):
@@ -77,7 +79,7 @@ class DeriveTest(unittest.TestCase):
 
     def test_a_span_longer_than_the_call_leaves_nothing_outside_it(self):
         # the span from one trial's calls, the time from the trials' median: their difference is no figure
-        found = derive_launch_overhead.row(entry("add_kernel", "sync_each", 100, 900 * US, 80 * US, 950 * US))
+        found = launch_overhead.row(entry("add_kernel", "sync_each", 100, 900 * US, 80 * US, 950 * US))
         self.assertIsNone(found["outside_s"])
         self.assertAlmostEqual(found["gaps_s"], 870 * US)
 
@@ -110,17 +112,17 @@ class DeriveTest(unittest.TestCase):
 
     def test_no_stamped_chain_is_no_finding(self):
         empty_only = [e for e in entries() if e["impl"] == "empty_kernel"]
-        derived = derive_launch_overhead.derive(empty_only)
+        derived = launch_overhead.derive(empty_only)
         self.assertIsNone(derived["idle_finding"])
         self.assertEqual(derived["chains"], [])
 
 
 class ClaimTest(unittest.TestCase):
     def verdict(self, times):
-        return claims.idle_gaps(document_of(entries(times)))["verdict"]
+        return launch_overhead.idle_gaps(document_of(entries(times)))["verdict"]
 
     def test_the_verdict_follows_the_gaps_and_the_graphs_gain(self):
-        found = claims.idle_gaps(document_of(entries()))
+        found = launch_overhead.idle_gaps(document_of(entries()))
         self.assertEqual(found["verdict"], claims.CONFIRMED)
         self.assertIn("80.0%", found["answer"])
         self.assertIn("1.35x as fast as the stream", found["answer"])
@@ -130,7 +132,7 @@ class ClaimTest(unittest.TestCase):
         self.assertEqual(self.verdict(busy), claims.REFUTED)
 
     def test_a_run_without_the_study_leaves_it_unanswered(self):
-        self.assertIsNone(claims.idle_gaps({"studies": {}}))
+        self.assertIsNone(launch_overhead.idle_gaps({"studies": {}}))
         claim = next(claim for claim in claims.CLAIMS if claim.key == "idle_gaps")
         self.assertEqual(claim.studies, ("launch_overhead",))
 
@@ -144,7 +146,7 @@ class ProgressTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def text(self, found):
         document = document_of(found)
-        return to_markdown(summary_launch_overhead.sections(document["studies"]["launch_overhead"], document))
+        return to_markdown(launch_overhead.sections(document["studies"]["launch_overhead"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -167,7 +169,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_the_charts_of_the_study(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries())["studies"]["launch_overhead"]

@@ -12,7 +12,9 @@ import unittest
 from unittest import mock
 
 import support
-from gpubench_driver import options as opts, results, runner, summary_collectives
+from gpubench_driver.lib import results
+from gpubench_driver.studies import collectives
+from gpubench_driver.stages import options as opts, runner
 from test_run_studies import FAKE_STUDY
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
@@ -55,11 +57,11 @@ class RanksRecordTest(unittest.TestCase):
         self.assertEqual([rank["host"] for rank in found["ranks"]], ["node1", "node2"])
 
     def test_summary_table(self):
-        text = "\n".join(str(block) for block in summary_collectives._ranks({**self.RECORD, "command": ["srun"]}))
+        text = "\n".join(str(block) for block in collectives._ranks({**self.RECORD, "command": ["srun"]}))
         self.assertIn("2 ranks on 2 node(s), started by `srun`", text)
         self.assertIn("NVIDIA H200", text)
         self.assertIn("none: no CUDA device found", text)
-        self.assertEqual(summary_collectives._ranks(None), [])
+        self.assertEqual(collectives._ranks(None), [])
 
 
 @unittest.skipUnless(os.access(RANKS_STUDY, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_ranks_study not built")

@@ -11,8 +11,10 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import cli, like, results, summary
-from gpubench_driver.document import to_markdown
+from gpubench_driver.lib import results
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.stages import like, render
+from gpubench_driver.commands import cli
 
 
 def recorded_document():
@@ -87,7 +89,7 @@ class LikeTest(unittest.TestCase):
         self.assertIn("GPU", [d["what"] for d in found])
         self.assertNotIn("kernel", [d["what"] for d in found])  # the same in both
         here["run"]["like"] = {"path": self.path, "run_id": "x", "differences": found}
-        text = to_markdown(summary._like(here))
+        text = to_markdown(render._like(here))
         self.assertIn("\\<script\\>\\|x", text)
         self.assertNotIn("<script>", text)
 

@@ -7,8 +7,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_mandelbrot, gbench, plots, runner, stats, studies, summary_mandelbrot
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import mandelbrot
+from gpubench_driver.stages import claims, runner
 
 GUIDE_N = 1024  # rows: 1536 x 1024 pixels
 IMPLEMENTATIONS = [{"id": "loop_1thread"}, {"id": "kernel", "contracted": False},
@@ -50,10 +53,10 @@ def document_of(found):
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_mandelbrot.derive(guide_entries() + square_entries(), IMPLEMENTATIONS)
+        self.derived = mandelbrot.derive(guide_entries() + square_entries(), IMPLEMENTATIONS)
 
     def guide(self):
-        return next(row for row in self.derived["configurations"] if derive_mandelbrot.is_guide(row))
+        return next(row for row in self.derived["configurations"] if mandelbrot.is_guide(row))
 
     def test_one_row_per_configuration(self):
         rows = self.derived["configurations"]
@@ -86,7 +89,7 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(claim["guide"]["ratio"], 885)
         self.assertAlmostEqual(claim["interpreter_factor"], 4.07 / 20e-3)
         self.assertAlmostEqual(claim["ratios"]["resident"]["all_cores"], 0.4e-3 / 8e-6)
-        self.assertIsNone(derive_mandelbrot.derive(square_entries())["guide_claim"])
+        self.assertIsNone(mandelbrot.derive(square_entries())["guide_claim"])
 
     def test_rates(self):
         row = next(r for r in self.derived["rates"] if (r["impl"], r["max_iterations"]) == ("kernel", 256))
@@ -106,7 +109,7 @@ class ProgressTest(unittest.TestCase):
 
 class ClaimTest(unittest.TestCase):
     def verdict(self, gpu_s):
-        return claims.mandelbrot_guide(document_of(guide_entries(gpu_s)))["verdict"]
+        return mandelbrot.mandelbrot_guide(document_of(guide_entries(gpu_s)))["verdict"]
 
     def test_the_verdict_follows_the_cpu_it_is_held_against(self):
         # 8 us of kernel: 2500x one compiled core, 50x all of them
@@ -114,19 +117,19 @@ class ClaimTest(unittest.TestCase):
                          "depends on the CPU: one compiled core loses by that much, all of them do not")
         self.assertEqual(self.verdict(100e-6), f"{claims.REFUTED}: the gain is smaller")  # 250x one core
         self.assertEqual(self.verdict(0.5e-6), claims.CONFIRMED)  # 1000x all cores
-        found = claims.mandelbrot_guide(document_of(guide_entries()))
+        found = mandelbrot.mandelbrot_guide(document_of(guide_entries()))
         self.assertIn("2500.00x one core, 50.00x all cores", found["answer"])
         self.assertIn("203.50x this machine's compiled loop on one core", found["answer"])
 
     def test_unanswered_without_the_configuration(self):
-        self.assertIsNone(claims.mandelbrot_guide(document_of(square_entries())))
-        self.assertIsNone(claims.mandelbrot_guide({"studies": {}}))
+        self.assertIsNone(mandelbrot.mandelbrot_guide(document_of(square_entries())))
+        self.assertIsNone(mandelbrot.mandelbrot_guide({"studies": {}}))
 
 
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
         document = document_of(guide_entries() + square_entries())
-        text = to_markdown(summary_mandelbrot.sections(document["studies"]["mandelbrot"], document))
+        text = to_markdown(mandelbrot.sections(document["studies"]["mandelbrot"], document))
         for heading in ("## Mandelbrot: the guide's 885x", "## Mandelbrot: CPU against GPU",
                         "## Mandelbrot: rounding and the CPU's counts"):
             self.assertIn(heading, text)
@@ -138,12 +141,12 @@ class SummaryTest(unittest.TestCase):
     def test_a_run_without_the_gpu_part(self):
         cpu_only = [e for e in guide_entries() if e["device"] == "cpu"]
         document = document_of(cpu_only)
-        text = to_markdown(summary_mandelbrot.sections(document["studies"]["mandelbrot"], document))
+        text = to_markdown(mandelbrot.sections(document["studies"]["mandelbrot"], document))
         self.assertIn("compiled C++ on all cores: 400.00 us (simd\\_all\\_threads)", text)
         self.assertIn("No GPU entry was measured at this configuration.", text)
         self.assertIn("| 1536 x 1024, at most 20 iterations, fp64 |", text)
         self.assertNotIn("rounding and the CPU's counts", text)
-        self.assertIsNone(claims.mandelbrot_guide(document))
+        self.assertIsNone(mandelbrot.mandelbrot_guide(document))
 
 
 # The bytes tests/test_mandelbrot_cpu.cpp expects write_count_image to write (16-bit counts, top row first).
@@ -152,36 +155,36 @@ WORDS_PGM = b"P5\n# a note\n3 2\n300\n\x01\x00\x01\x2B\x01\x2C\x00\x01\x00\x02\x
 
 class CountImageTest(unittest.TestCase):
     def write(self, directory, data):
-        path = os.path.join(directory, plots.COUNT_IMAGE)
+        path = os.path.join(directory, mandelbrot.COUNT_IMAGE)
         with open(path, "wb") as stream:
             stream.write(data)
         return path
 
     def test_reads_what_the_binary_writes(self):
         with tempfile.TemporaryDirectory() as directory:
-            width, height, maxval, samples, note = plots.read_pgm(self.write(directory, WORDS_PGM))
+            width, height, maxval, samples, note = mandelbrot.read_pgm(self.write(directory, WORDS_PGM))
             self.assertEqual((width, height, maxval, note), (3, 2, 300, "a note"))
             self.assertEqual(samples, [256, 299, 300, 1, 2, 3])
-            self.assertEqual(plots.read_pgm(self.write(directory, b"P5\n2 2\n20\n\x03\x04\x01\x02"))[3], [3, 4, 1, 2])
+            self.assertEqual(mandelbrot.read_pgm(self.write(directory, b"P5\n2 2\n20\n\x03\x04\x01\x02"))[3], [3, 4, 1, 2])
 
     def test_refuses_what_is_not_one(self):
         with tempfile.TemporaryDirectory() as directory:
             for data in (b"P6\n1 1\n255\n\x00\x00\x00", b"P5\n2 2\n20\n\x01", b"P5\n2 x\n20\n\x01\x01", b""):
-                self.assertIsNone(plots.read_pgm(self.write(directory, data)), data)
-            self.assertIsNone(plots.read_pgm(os.path.join(directory, "absent.pgm")))
+                self.assertIsNone(mandelbrot.read_pgm(self.write(directory, data)), data)
+            self.assertIsNone(mandelbrot.read_pgm(os.path.join(directory, "absent.pgm")))
 
     def test_the_plots_draw_the_image_the_run_kept(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(guide_entries() + square_entries())["studies"]["mandelbrot"]
         with tempfile.TemporaryDirectory() as out:
             plot_dir = os.path.join(out, "plots")
             os.makedirs(plot_dir)
-            names = [os.path.basename(path) for path in plots.mandelbrot_plots(pyplot, study, plot_dir)]
+            names = [os.path.basename(path) for path in mandelbrot.plots(pyplot, study, plot_dir)]
             self.assertEqual(names, ["mandelbrot_guide.png", "mandelbrot_rate_256.png"])  # no image kept
             self.write(out, WORDS_PGM)
-            paths = plots.mandelbrot_plots(pyplot, study, plot_dir)
+            paths = mandelbrot.plots(pyplot, study, plot_dir)
             self.assertEqual(os.path.basename(paths[0]), "mandelbrot_counts.png")
             self.assertTrue(all(os.path.getsize(path) > 0 for path in paths))
 

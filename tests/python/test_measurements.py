@@ -9,7 +9,7 @@ import unittest
 import support
 from support import measurement
 
-from gpubench_driver import gbench, measurements
+from gpubench_driver.lib import gbench, measurements
 
 GPU = "matmul/cublas/gpu/resident/fp32/n:256"
 CPU = "matmul/openblas/cpu/host/fp32/n:64"

@@ -5,7 +5,8 @@ import unittest
 
 from support import make_entry
 
-from gpubench_driver import document as page, noise_floor, summary_findings, trials
+from gpubench_driver.lib import document as page, noise_floor, trials
+from gpubench_driver.stages import render_across
 
 
 def with_trials(impl, device, mode, n, medians):
@@ -55,7 +56,7 @@ class NoiseFloorTest(unittest.TestCase):
 
 class NoiseFloorSectionTest(unittest.TestCase):
     def text(self, found):
-        return page.to_markdown(summary_findings.noise_floor({"findings": {"noise_floor": found}}))
+        return page.to_markdown(render_across.noise_floor({"findings": {"noise_floor": found}}))
 
     def test_names_the_floor_where_the_host_falls_short(self):
         text = self.text(noise_floor.derive(studies(
@@ -70,7 +71,7 @@ class NoiseFloorSectionTest(unittest.TestCase):
         self.assertIn("this run cannot say how far the machine varies", self.text({"rows": [], "trials": 0}))
 
     def test_older_files_have_no_section(self):
-        self.assertEqual(summary_findings.noise_floor({"findings": {}}), [])
+        self.assertEqual(render_across.noise_floor({"findings": {}}), [])
 
 
 if __name__ == "__main__":

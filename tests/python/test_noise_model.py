@@ -16,9 +16,10 @@ import numpy
 
 import support  # noqa: F401  (the import path of the driver)
 
-from gpubench_driver import digest, noise_model, noise_model_command, noise_verdicts
-from gpubench_driver.noise_model import KindModel, Model
-from gpubench_driver.noise_verdicts import Side
+from gpubench_driver.commands import digest, noise_model as noise_model_command
+from gpubench_driver.lib import noise_model, noise_verdicts
+from gpubench_driver.lib.noise_model import KindModel, Model
+from gpubench_driver.lib.noise_verdicts import Side
 
 KIND = "throughput-long"
 

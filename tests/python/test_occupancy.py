@@ -11,8 +11,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_occupancy, gbench, plots, runner, stats, studies, summary_occupancy
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import occupancy
+from gpubench_driver.stages import claims, runner
 
 MULTIPROCESSORS = 132
 BLOCKS_PER_MULTIPROCESSOR = {128: 16, 256: 8}
@@ -51,7 +54,7 @@ IMPLEMENTATIONS = [{"id": "naive_sgemm", "occupancy": [
 
 def study_of(found, implementations=IMPLEMENTATIONS):
     study = {"entries": found, "invocations": [], "implementations": implementations}
-    study["derived"] = derive_occupancy.derive(study)
+    study["derived"] = occupancy.derive(study)
     return study
 
 
@@ -102,11 +105,11 @@ class DeriveTest(unittest.TestCase):
     def test_the_plateau_is_where_the_curve_stays_near_its_best(self):
         curve = [{"blocks": b, "fraction_of_best": f} for b, f in ((1, 0.1), (4, 0.95), (16, 0.5), (64, 0.92),
                                                                     (256, 1.0))]
-        self.assertEqual(derive_occupancy.plateau_blocks(curve), 64)
+        self.assertEqual(occupancy.plateau_blocks(curve), 64)
         curve[-1]["fraction_of_best"] = 0.5  # falls again at the largest grid: no plateau
         curve[-2]["fraction_of_best"] = 1.0
-        self.assertIsNone(derive_occupancy.plateau_blocks(curve))
-        self.assertIsNone(derive_occupancy.plateau_blocks([]))
+        self.assertIsNone(occupancy.plateau_blocks(curve))
+        self.assertIsNone(occupancy.plateau_blocks([]))
 
     def test_the_walkthrough_against_the_claimed_tenth(self):
         found = self.derived["walkthrough"][0]
@@ -126,16 +129,16 @@ class DeriveTest(unittest.TestCase):
 
 class ClaimTest(unittest.TestCase):
     def test_the_claim_reads_the_walkthrough(self):
-        found = claims.walkthrough_launch(document_of(entries()))
+        found = occupancy.walkthrough_launch(document_of(entries()))
         self.assertEqual(found["verdict"], claims.CONFIRMED)
         self.assertIn("16 blocks of 128 threads ran at 2.5%", found["answer"])
         self.assertIn("16 of 132 multiprocessors", found["answer"])
         self.assertEqual(found["numbers"]["best_launch"], [4224, 256])
         times = {**TIMES, (128, 16): 5e-3}
-        self.assertTrue(claims.walkthrough_launch(document_of(entries(times)))["verdict"].startswith(claims.REFUTED))
+        self.assertTrue(occupancy.walkthrough_launch(document_of(entries(times)))["verdict"].startswith(claims.REFUTED))
 
     def test_a_run_without_the_study_leaves_it_unanswered(self):
-        self.assertIsNone(claims.walkthrough_launch({"studies": {}}))
+        self.assertIsNone(occupancy.walkthrough_launch({"studies": {}}))
         claim = next(claim for claim in claims.CLAIMS if claim.key == "walkthrough_launch")
         self.assertEqual(claim.studies, ("occupancy",))
 
@@ -150,7 +153,7 @@ class ProgressTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
         document = document_of(entries())
-        text = to_markdown(summary_occupancy.sections(document["studies"]["occupancy"], document))
+        text = to_markdown(occupancy.sections(document["studies"]["occupancy"], document))
         self.assertIn("## Occupancy: the walk-through's launch of 16 blocks of 128 threads", text)
         self.assertIn("below a tenth beyond the interval", text)
         self.assertIn("16 of 132 multiprocessors (12.1%)", text)
@@ -161,20 +164,20 @@ class SummaryTest(unittest.TestCase):
     def test_nothing_measured_at_the_walkthroughs_launch(self):
         times = {key: value for key, value in TIMES.items() if key != (128, 16)}
         document = document_of(entries(times))
-        text = to_markdown(summary_occupancy.sections(document["studies"]["occupancy"], document))
+        text = to_markdown(occupancy.sections(document["studies"]["occupancy"], document))
         self.assertIn("Not measured: no kernel ran at 16 blocks of 128 threads.", text)
 
     def test_failures_are_listed(self):
         failed = gbench.blank_entry("occupancy/triad/gpu/resident/fp32/n:1024/batch:16")
         failed.update(status="error", message="wrong result: element 7 differs")
         document = document_of(entries() + [failed])
-        text = to_markdown(summary_occupancy.sections(document["studies"]["occupancy"], document))
+        text = to_markdown(occupancy.sections(document["studies"]["occupancy"], document))
         self.assertIn("wrong result: element 7 differs", text)
 
 
 class PlotsTest(unittest.TestCase):
     def test_the_charts_of_the_study(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = study_of(entries())

@@ -16,7 +16,8 @@ from support import ENTRY, SCRIPTS_DIR, SOURCE_DIR, write_executable
 from test_run_studies import FakeMachine
 from test_transfer import curve
 
-from gpubench_driver import plots, results
+from gpubench_driver.lib import charts, results
+from gpubench_driver.stages import plots
 
 
 def gpubench(*args, env=None):
@@ -61,7 +62,7 @@ class HostileNameTest(unittest.TestCase):
     def escaped(self):
         return [name for name in os.listdir(self.root) if name.startswith("EVIL")]
 
-    @unittest.skipIf(plots.load_pyplot() is None, "no matplotlib: no plots to write")
+    @unittest.skipIf(charts.load_pyplot() is None, "no matplotlib: no plots to write")
     def test_report_writes_no_plot_outside_its_folder(self):
         run = os.path.join(self.root, "run")
         document = results.new_document({"id": "hostile", "started": "2026-11-24T00:00:00+00:00", "finished": None,
@@ -80,7 +81,7 @@ class HostileNameTest(unittest.TestCase):
         self.assertEqual(len(written), 1, written)
         self.assertTrue(written[0].startswith("transfer_bandwidth_x_"), written)
 
-    @unittest.skipIf(plots.load_pyplot() is None, "no matplotlib: no plots to write")
+    @unittest.skipIf(charts.load_pyplot() is None, "no matplotlib: no plots to write")
     def test_every_study_name_in_a_plot_file_is_cleaned(self):
         bad = self.hostile()
         studies = {
@@ -245,7 +246,7 @@ class KilledRunTest(unittest.TestCase):
 
     def test_a_run_whose_driver_lives_is_running(self):
         import fcntl
-        from gpubench_driver import outputs
+        from gpubench_driver.lib import outputs
         self.kill_a_run()
         with open(os.path.join(self.out, outputs.RUN_LOCK), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live driver holds it
@@ -290,7 +291,7 @@ FULL_DISK = textwrap.dedent('''\
         return stream
 
     builtins.open = io.open = budgeted_open
-    from gpubench_driver import cli
+    from gpubench_driver.commands import cli
     sys.exit(cli.main(sys.argv[3:]))
 ''')
 PNG_END = b"IEND\xaeB`\x82"  # the last chunk of a whole PNG

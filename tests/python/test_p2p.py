@@ -10,8 +10,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_p2p, gbench, plots, runner, stats, studies, summary_p2p
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import p2p
+from gpubench_driver.stages import runner
 
 GIB = float(1 << 30)
 NVLINK = 450e9  # an H100's 18 links x 25 GB/s, one way
@@ -58,13 +61,13 @@ TOPOLOGY = {"visible_gpus": 2,
 
 def document_of(found, topology=TOPOLOGY):
     study = {"entries": found, "invocations": [], "implementations": [], "topology": topology}
-    study["derived"] = derive_p2p.derive(study)
+    study["derived"] = p2p.derive(study)
     return {"studies": {"p2p": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_p2p.derive({"entries": entries(), "topology": TOPOLOGY})
+        self.derived = p2p.derive({"entries": entries(), "topology": TOPOLOGY})
         self.rows = {(row["impl"], row["direction"], row["route"]): row for row in self.derived["routes"]}
 
     def test_latency_bandwidth_and_fraction_of_the_link(self):
@@ -98,7 +101,7 @@ class DeriveTest(unittest.TestCase):
         self.assertAlmostEqual(one_way["latency_s"][2][1], 12e-6)
 
     def test_gpus_order_by_index_not_by_name(self):
-        self.assertEqual(sorted(["gpu10", "gpu2", "host", "gpu0"], key=derive_p2p.end_order),
+        self.assertEqual(sorted(["gpu10", "gpu2", "host", "gpu0"], key=p2p.end_order),
                          ["host", "gpu0", "gpu2", "gpu10"])
 
     def test_skips_are_grouped_with_their_reason(self):
@@ -111,7 +114,7 @@ class DeriveTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def text(self, found, topology=TOPOLOGY):
         document = document_of(found, topology)
-        return to_markdown(summary_p2p.sections(document["studies"]["p2p"], document))
+        return to_markdown(p2p.sections(document["studies"]["p2p"], document))
 
     def test_sections(self):
         text = self.text(entries())
@@ -134,7 +137,7 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_a_bandwidth_and_a_latency_heat_map_per_engine_and_direction(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries())["studies"]["p2p"]

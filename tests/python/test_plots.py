@@ -9,7 +9,10 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import plots, report, results, studies
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, results
+from gpubench_driver.studies import matmul
+from gpubench_driver.stages import analyse, plots, render
 
 CPU_IMPLS = ("blocked_loop", "naive_loop", "openblas")
 GPU_IMPLS = ("cublas", "naive_kernel", "tiled_kernel")
@@ -39,54 +42,54 @@ def by_mode(key):
 
 class ChartSharesTest(unittest.TestCase):
     def test_series_that_fit_stay_on_one_chart(self):
-        keys = matmul_keys()[:plots.MAX_SERIES]
-        self.assertEqual(plots.chart_shares(keys, (by_mode,), keys[:3]), [((), keys)])
+        keys = matmul_keys()[:charts.MAX_SERIES]
+        self.assertEqual(charts.chart_shares(keys, (by_mode,), keys[:3]), [((), keys)])
 
     def test_a_crowded_chart_splits_by_mode_with_the_cpu_on_each(self):
         keys = matmul_keys()
         cpu = keys[:3]
-        shares = plots.chart_shares(keys, (by_mode,), cpu)
+        shares = charts.chart_shares(keys, (by_mode,), cpu)
         self.assertEqual([names for names, _ in shares], [(mode,) for mode in GPU_MODES])
         for (mode,), chart in shares:
-            self.assertLessEqual(len(chart), plots.MAX_SERIES)
+            self.assertLessEqual(len(chart), charts.MAX_SERIES)
             self.assertEqual(chart, cpu + [(impl, mode) for impl in GPU_IMPLS])
 
     def test_a_share_still_too_full_splits_by_the_next_level_then_in_parts(self):
         keys = [("cpu", "host", "fp32")] + [(f"impl{index}", mode, "fp16") for index in range(6)
                                             for mode in ("resident", "transfer_pinned")]
         by_precision = (lambda key: key[2], by_mode)
-        shares = plots.chart_shares(keys, by_precision, keys[:1])
+        shares = charts.chart_shares(keys, by_precision, keys[:1])
         self.assertEqual([names for names, _ in shares], [("fp16", "resident"), ("fp16", "transfer_pinned")])
-        in_parts = plots.chart_shares(keys, (), keys[:1])
+        in_parts = charts.chart_shares(keys, (), keys[:1])
         self.assertEqual([names for names, _ in in_parts], [("part 1",), ("part 2",)])
         for _, chart in shares + in_parts:
-            self.assertLessEqual(len(chart), plots.MAX_SERIES)
+            self.assertLessEqual(len(chart), charts.MAX_SERIES)
             self.assertEqual(chart[0], keys[0])
         self.assertEqual({key for _, chart in in_parts for key in chart}, set(keys))
 
     def test_a_baseline_that_fills_a_chart_is_split_like_the_rest(self):
-        keys = [(f"cpu{index}", "host") for index in range(plots.MAX_SERIES)] + [("cublas", "resident")]
-        shares = plots.chart_shares(keys, (), keys[:plots.MAX_SERIES])
-        self.assertEqual([len(chart) for _, chart in shares], [plots.MAX_SERIES, 1])
+        keys = [(f"cpu{index}", "host") for index in range(charts.MAX_SERIES)] + [("cublas", "resident")]
+        shares = charts.chart_shares(keys, (), keys[:charts.MAX_SERIES])
+        self.assertEqual([len(chart) for _, chart in shares], [charts.MAX_SERIES, 1])
 
 
 class StudyStylesTest(unittest.TestCase):
     def test_a_label_keeps_its_style_and_differs_from_its_chart_mates(self):
         cpu = ["cpu nchw", "cpu nhwc"]
-        charts = [cpu + [f"{impl}/{mode}/{precision}" for impl in ("nchw", "nhwc") for mode in ("res", "pin")]
+        labels = [cpu + [f"{impl}/{mode}/{precision}" for impl in ("nchw", "nhwc") for mode in ("res", "pin")]
                   for precision in ("fp16", "fp32", "tf32")]
-        charts.append(["nchw/res/fp16", "other"])  # a label on two charts
-        styles = plots.study_styles(charts)
-        self.assertEqual(set(styles), {label for chart in charts for label in chart})
-        for chart in charts:
+        labels.append(["nchw/res/fp16", "other"])  # a label on two charts
+        styles = charts.study_styles(labels)
+        self.assertEqual(set(styles), {label for chart in labels for label in chart})
+        for chart in labels:
             for part in ("color", "marker"):
                 self.assertEqual(len({styles[label][part] for label in chart}), len(chart), (part, chart))
 
     def test_a_full_chart_differs_in_colour_and_marker(self):
-        chart = [f"series {index}" for index in range(plots.MAX_SERIES)]
-        styles = plots.study_styles([chart])
-        self.assertEqual(len({(styles[label]["color"]) for label in chart}), plots.MAX_SERIES)
-        self.assertEqual(len({(styles[label]["marker"]) for label in chart}), plots.MAX_SERIES)
+        chart = [f"series {index}" for index in range(charts.MAX_SERIES)]
+        styles = charts.study_styles([chart])
+        self.assertEqual(len({(styles[label]["color"]) for label in chart}), charts.MAX_SERIES)
+        self.assertEqual(len({(styles[label]["marker"]) for label in chart}), charts.MAX_SERIES)
 
 
 class CrossoverLinesTest(unittest.TestCase):
@@ -95,12 +98,12 @@ class CrossoverLinesTest(unittest.TestCase):
                       {"mode": "transfer_pinned", "precision": "fp16", "estimate_batch": None, "upper": 1},
                       {"mode": "resident", "precision": "fp32", "estimate_batch": 12, "upper": 16},
                       {"mode": "transfer_pinned", "precision": "fp32", "estimate_batch": None, "upper": None}]
-        self.assertEqual(plots.crossover_lines(crossovers, with_precision=True),
+        self.assertEqual(charts.crossover_lines(crossovers, with_precision=True),
                          {1: ["resident, fp16", "transfer_pinned, fp16"], 12: ["resident, fp32"]})
 
     def test_crossovers_at_one_size_are_one_line(self):
         crossovers = crowded_matmul_study()["derived"]["crossovers"]
-        self.assertEqual(plots.crossover_lines(crossovers, with_precision=False, axis="n"),
+        self.assertEqual(charts.crossover_lines(crossovers, with_precision=False, axis="n"),
                          {128: ["resident", "transfer_pinned"], 512: ["transfer_pageable"]})
 
 
@@ -136,7 +139,7 @@ class SavedCharts:
             "legend": axes.get_legend().get_window_extent(renderer), "axes": axes.get_window_extent(renderer)}
 
 
-@unittest.skipIf(plots.load_pyplot() is None, "this Python has no matplotlib")
+@unittest.skipIf(charts.load_pyplot() is None, "this Python has no matplotlib")
 class WritePlotsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -171,7 +174,7 @@ class WritePlotsTest(unittest.TestCase):
 
     def test_no_chart_has_more_than_max_series(self):
         for name, chart in self.charts.items():
-            self.assertLessEqual(len(chart["series"]), plots.MAX_SERIES, name)
+            self.assertLessEqual(len(chart["series"]), charts.MAX_SERIES, name)
         self.assertGreater(max(len(chart["series"]) for chart in self.charts.values()), 4)  # charts were seen
 
     def test_the_cpu_is_on_every_split_chart(self):
@@ -209,7 +212,7 @@ class WritePlotsTest(unittest.TestCase):
                 self.assertNotIn(other, label)
 
 
-@unittest.skipIf(plots.load_pyplot() is None, "this Python has no matplotlib")
+@unittest.skipIf(charts.load_pyplot() is None, "this Python has no matplotlib")
 class NoDataTest(unittest.TestCase):
     """A chart with no data point is neither written nor linked (a --quick run on a machine without a GPU
     drew an empty launch_overhead_per_kernel.png)."""
@@ -221,9 +224,9 @@ class NoDataTest(unittest.TestCase):
         made["gpu"] = {"available": False, "reason": "no CUDA device found"}
         for name in studies.NAMES:
             made["studies"][name] = results.new_study({"implementations": []}, [64])
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         with tempfile.TemporaryDirectory() as out:
-            report.write_outputs(made, out)
+            render.write_outputs(made, out)
             self.assertEqual(os.listdir(os.path.join(out, "plots")), [])
             with open(os.path.join(out, "summary.md"), encoding="utf-8") as stream:
                 self.assertNotIn("plots/", stream.read())
@@ -233,7 +236,7 @@ class NoDataTest(unittest.TestCase):
         for entry in entries:
             entry["flop_per_s"] = None  # no FLOP count: the rate chart has nothing to show, the time chart has
         with tempfile.TemporaryDirectory() as out:
-            found = plots.matmul_plots(plots.load_pyplot(), {"entries": entries, "derived": {}}, out)
+            found = matmul.plots(charts.load_pyplot(), {"entries": entries, "derived": {}}, out)
             self.assertEqual([os.path.basename(path) for path in found], ["matmul_time.png"])
             self.assertEqual(os.listdir(out), ["matmul_time.png"])
 

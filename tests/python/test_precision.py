@@ -9,13 +9,15 @@ import unittest
 import support
 from support import fixture
 
-from gpubench_driver import derive_precision, gbench, plots, report, results, summary
+from gpubench_driver.lib import charts, gbench, results
+from gpubench_driver.studies import precision
+from gpubench_driver.stages import analyse, plots, render
 
 FP8_SKIP = "skipped: FP8 needs compute capability 8.9 or newer (this GPU: 8.0)"
 
 
 def has_matplotlib():
-    return plots.load_pyplot() is not None
+    return charts.load_pyplot() is not None
 
 
 class ParsingTest(unittest.TestCase):
@@ -102,7 +104,7 @@ class DerivationTest(unittest.TestCase):
     def test_no_fp32_baseline_no_speedup(self):
         entries = [e for e in self.document["studies"]["precision"]["entries"]
                    if not (e["precision"] == "fp32" and e["n"] == 8192)]
-        rows = derive_precision.speedups_over_fp32(entries)
+        rows = precision.speedups_over_fp32(entries)
         row = next(r for r in rows if (r["impl"], r["precision"], r["n"]) == ("cublas", "fp16", 8192))
         self.assertIsNone(row["speedup_over_fp32"])
         self.assertIsNone(row["fp32_impl"])
@@ -117,7 +119,7 @@ class DerivationTest(unittest.TestCase):
         self.assertAlmostEqual(bf16["max_speedup"], 58.0 / 4.30)
 
     def test_claim_without_measurements(self):
-        claim = derive_precision.tensor_core_claim([])
+        claim = precision.tensor_core_claim([])
         self.assertEqual([r["max_speedup"] for r in claim["results"]], [None, None])
 
     def test_best_rate_per_precision_and_fraction_of_best(self):
@@ -134,7 +136,7 @@ class DerivationTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def render(self, document):
-        return summary.render(document, [], tempfile.gettempdir())
+        return render.render(document, [], tempfile.gettempdir())
 
     def test_sections(self):
         text = self.render(support.precision_document())
@@ -166,12 +168,12 @@ class SummaryTest(unittest.TestCase):
         for entry in document["studies"]["precision"]["entries"]:
             if entry["device"] == "cpu" and entry["precision"] == "bf16":
                 entry.update(status="skipped", message="skipped: this OpenBLAS build has no BF16 GEMM")
-        report.derive_findings(document, 0)  # the summary shows what is derived from the entries
+        analyse.derive_findings(document, 0)  # the summary shows what is derived from the entries
         self.assertIn("## Precision: on the CPU\n\n- bf16: skipped: this OpenBLAS build has no BF16 GEMM",
                       self.render(document))
         document["studies"]["precision"]["entries"] = [
             e for e in document["studies"]["precision"]["entries"] if e["precision"] != "bf16"]
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertNotIn("## Precision: on the CPU", self.render(document))
 
     def test_reference_comparison_table(self):
@@ -197,7 +199,7 @@ class SummaryTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         study["entries"] = [entry for entry in study["entries"] if entry["n"] != 4096]
-        report.derive_findings(document, 0)
+        analyse.derive_findings(document, 0)
         self.assertEqual([(table["n"], table["largest_measured"]) for table in study["derived"]["tables"]],
                          [(8192, True)])
         text = self.render(document)
@@ -220,7 +222,7 @@ class PlotsTest(unittest.TestCase):
 
     def test_pareto_points_are_resident_at_the_largest_size(self):
         rows = support.precision_document()["studies"]["precision"]["derived"]["speedups_over_fp32"]
-        points = {(p["impl"], p["precision"]): p["n"] for p in plots.pareto_points(rows)}
+        points = {(p["impl"], p["precision"]): p["n"] for p in precision.pareto_points(rows)}
         self.assertEqual(points, {("cublas", "fp32"): 8192, ("cublas", "tf32"): 8192, ("cublas", "fp16"): 8192,
                                   ("cublas", "fp16_acc16"): 8192, ("cublas", "bf16"): 8192, ("cublas", "int8"): 8192,
                                   ("wmma_kernel", "fp16"): 8192})
@@ -229,7 +231,7 @@ class PlotsTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         study["entries"] = [e for e in study["entries"] if e["device"] == "cpu"]
-        study["derived"] = derive_precision.derive(study["entries"])
+        study["derived"] = precision.derive(study["entries"])
         with tempfile.TemporaryDirectory() as out:
             paths = plots.write_plots(copy.deepcopy(document["studies"]), out)["precision"]
             self.assertEqual([os.path.basename(p) for p in paths], ["precision_rate.png"])

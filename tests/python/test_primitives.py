@@ -7,8 +7,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_primitives, gbench, options, plots, stats, studies, summary_primitives
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import primitives
+from gpubench_driver.stages import across, options
 
 # Bytes one call reads and writes per element (reduce writes one sum of 4 bytes).
 TRAFFIC = {"reduce": (4, 0), "inclusive_scan": (4, 4), "sort_u32": (4, 4), "sort_pairs": (8, 8), "sort_u64": (8, 8),
@@ -82,13 +85,17 @@ def stream_study(*points):
 def document_of(found, **others):
     study = {"entries": found, "invocations": [], "implementations": [], "libraries": []}
     document = {"studies": {**others, "primitives": study}, "machine": {"gpus": []}}
-    study["derived"] = derive_primitives.derive(study, document)
+    study["derived"] = primitives.derive(study)
+    # reduce is held against the run's memory roof, found across the studies (stream's, or transfer's copies)
+    document["findings"] = {"roofline": dict(zip(("bandwidth", "memory_roof_note"),
+                                                 across.device_bandwidth(document["studies"])))}
+    study["derived"].update(primitives.derive_across(study, document))
     return document
 
 
 class CurvesTest(unittest.TestCase):
     def test_rates_and_effective_bandwidth_per_series(self):
-        rows = derive_primitives.curves(REDUCE)
+        rows = primitives.curves(REDUCE)
         cub = next(row for row in rows if (row["library"], row["mode"]) == ("cub", "resident"))
         self.assertEqual([point["n"] for point in cub["points"]], [SMALL, LARGE])
         self.assertAlmostEqual(cub["points"][1]["elements_per_s"], LARGE / 95e-6)
@@ -101,7 +108,7 @@ class CurvesTest(unittest.TestCase):
 
 class CrossoverTest(unittest.TestCase):
     def test_per_primitive_and_mode_with_the_library_named(self):
-        found = derive_primitives.crossovers(REDUCE + TRANSFORM)
+        found = primitives.crossovers(REDUCE + TRANSFORM)
         resident = next(row for row in found if (row["primitive"], row["mode"], row["measure"])
                         == ("reduce", "resident", "time"))
         self.assertEqual((resident["lower"], resident["upper"]), (SMALL, LARGE))
@@ -115,7 +122,7 @@ class CrossoverTest(unittest.TestCase):
 
 class StorageCostTest(unittest.TestCase):
     def setUp(self):
-        self.rows = derive_primitives.storage_costs(REDUCE + TRANSFORM)
+        self.rows = primitives.storage_costs(REDUCE + TRANSFORM)
 
     def row(self, primitive, n):
         return next(row for row in self.rows if (row["primitive"], row["n"], row["mode"]) == (primitive, n, "resident"))
@@ -141,12 +148,12 @@ class StorageCostTest(unittest.TestCase):
         close = [entry("reduce", "thrust", "resident", LARGE, 100e-6, spread=0.05),
                  entry("reduce", "thrust_cached", "resident", LARGE, 101e-6, spread=0.05),
                  entry("reduce", "cub", "resident", LARGE, 99e-6, spread=0.05)]
-        row = derive_primitives.storage_costs(close)[0]
+        row = primitives.storage_costs(close)[0]
         self.assertFalse(row["allocation_beyond_noise"])
         self.assertFalse(row["synchronisation_beyond_noise"])
 
     def test_no_row_without_thrust_and_cub(self):
-        self.assertEqual(derive_primitives.storage_costs([e for e in REDUCE if e["precision"] != "cub"]), [])
+        self.assertEqual(primitives.storage_costs([e for e in REDUCE if e["precision"] != "cub"]), [])
 
 
 class ReduceBandwidthTest(unittest.TestCase):
@@ -187,7 +194,7 @@ class ReduceBandwidthTest(unittest.TestCase):
 
 class SortTargetTest(unittest.TestCase):
     def test_speedup_with_and_without_copies(self):
-        found = derive_primitives.sort_target(SORT)
+        found = primitives.sort_target(SORT)
         resident, pinned = found["rows"]
         self.assertEqual((resident["mode"], resident["gpu_library"]), ("resident", "cub"))
         self.assertAlmostEqual(resident["speedup"], 3.0 / 30e-3)
@@ -195,21 +202,21 @@ class SortTargetTest(unittest.TestCase):
         self.assertIsNone(found["note"])
 
     def test_not_measured_says_how_to_measure_it(self):
-        found = derive_primitives.sort_target(REDUCE)
+        found = primitives.sort_target(REDUCE)
         self.assertEqual(found["rows"], [])
         self.assertIn("--full", found["note"])
 
     def test_the_faster_parallel_cpu_sort_is_the_cpu_side(self):
         gnu = entry("sort_u32", "gnu_parallel", "host", 1 << 28, 1.5)
-        found = derive_primitives.sort_target(SORT + [gnu])
+        found = primitives.sort_target(SORT + [gnu])
         self.assertEqual(found["cpu_library"], "gnu_parallel")
         self.assertAlmostEqual(found["cpu_median_s"], 1.5)
-        without_tbb = derive_primitives.sort_target([e for e in SORT if e["precision"] != "std_par"] + [gnu])
+        without_tbb = primitives.sort_target([e for e in SORT if e["precision"] != "std_par"] + [gnu])
         self.assertEqual(without_tbb["cpu_library"], "gnu_parallel")
         self.assertIsNotNone(without_tbb["rows"][0]["speedup"])
 
     def test_without_the_parallel_cpu_sort(self):
-        found = derive_primitives.sort_target([e for e in SORT if e["device"] == "gpu"])
+        found = primitives.sort_target([e for e in SORT if e["device"] == "gpu"])
         self.assertIsNone(found["rows"][0]["speedup"])
         self.assertIn("std_par", found["note"])
 
@@ -223,7 +230,7 @@ class SummaryTest(unittest.TestCase):
         study["implementations"] = [{"id": primitive, "library": "std_seq", "primitive": primitive,
                                      "max_size": 4194304, "cap_reason": "slow"}
                                     for primitive in ("sort_u32", "sort_u64")]
-        return to_markdown(summary_primitives.sections(study, document))
+        return to_markdown(primitives.sections(study, document))
 
     def test_sections(self):
         text = self.render(REDUCE + TRANSFORM + SORT, transfer=transfer_study(180e-6))
@@ -246,12 +253,12 @@ class SummaryTest(unittest.TestCase):
 
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_primitive_and_reduce_bandwidth(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(REDUCE + TRANSFORM, transfer=transfer_study(180e-6))["studies"]["primitives"]
         with tempfile.TemporaryDirectory() as plot_dir:
-            paths = plots.primitives_plots(pyplot, study, plot_dir)
+            paths = primitives.plots(pyplot, study, plot_dir)
         names = sorted(path.rsplit("/", 1)[1] for path in paths)
         self.assertEqual(names, ["primitives_reduce.png", "primitives_reduce_bandwidth.png",
                                  "primitives_transform.png"])
@@ -260,7 +267,7 @@ class PlotsTest(unittest.TestCase):
 class RegistryTest(unittest.TestCase):
     def test_the_suite_and_quick_run_reduce_the_full_sweep_every_primitive(self):
         description = {"implementations": [{"id": primitive, "device": "gpu", "modes": ["resident"]}
-                                           for primitive in derive_primitives.PRIMITIVES], "default_sizes": [1024],
+                                           for primitive in primitives.PRIMITIVES], "default_sizes": [1024],
                        "gpu": {"available": True}}
         record = studies.BY_NAME["primitives"]
         suite = options.for_study(support.run_options(), "primitives", description)

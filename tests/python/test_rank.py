@@ -10,7 +10,8 @@ import unittest
 import support
 from support import SCRIPTS_DIR
 
-from gpubench_driver import document as page, rank
+from gpubench_driver.lib import document as page
+from gpubench_driver.commands import rank
 
 # Two committed runs of the default suite (every headline figure), trimmed into fixtures
 # (fixtures/runs/README.md), and the quick fixture (three of them).

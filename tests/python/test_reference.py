@@ -10,7 +10,8 @@ from unittest import mock
 import support
 from support import make_entry
 
-from gpubench_driver import reference, results, session
+from gpubench_driver.lib import results
+from gpubench_driver.stages import reference, session
 
 
 def script(name):

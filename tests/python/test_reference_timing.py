@@ -17,7 +17,7 @@ from unittest import mock
 import support
 
 import reference_timing
-from gpubench_driver import results
+from gpubench_driver.lib import results
 from reference_timing import StoppingRule, noise
 
 with open(support.fixture("measurement_protocol.json"), encoding="utf-8") as stream:

@@ -7,7 +7,9 @@ from unittest import mock
 import support
 from test_run_studies import FakeMachine
 
-from gpubench_driver import repeatability, session, stats, stopping
+from gpubench_driver.lib import stats, stopping
+from gpubench_driver.stages import session
+from gpubench_driver.commands import repeatability
 
 
 def doc(entries):

@@ -10,7 +10,10 @@ import unittest
 import support  # noqa: F401  (import path)
 from support import fixture
 
-from gpubench_driver import compare, options, report, results, session
+from gpubench_driver.lib import results
+from gpubench_driver.stages import options, session
+from gpubench_driver.commands import report
+from gpubench_driver.commands import compare
 
 
 def fixture_document():
@@ -357,7 +360,7 @@ class HostileValuesTest(unittest.TestCase):
         results.validate(loaded)
 
     def test_ratios_of_extreme_numbers_render_as_no_number(self):
-        from gpubench_driver import formatting
+        from gpubench_driver.lib import formatting
         self.assertEqual(formatting.ratio(1e308 / 1e-300), "n/a")
         self.assertEqual(formatting.ratio(float("nan")), "n/a")
         self.assertEqual(formatting.seconds(float("inf")), "n/a")
@@ -383,7 +386,7 @@ class HostileFileTest(unittest.TestCase):
     else (no TypeError half-way through a page)."""
 
     def test_every_field_replaced(self):
-        from gpubench_driver import summary
+        from gpubench_driver.stages import analyse, render
         with open(fixture("results_v1.json"), encoding="utf-8") as stream:
             original = json.load(stream)
         with tempfile.TemporaryDirectory() as directory:
@@ -399,8 +402,8 @@ class HostileFileTest(unittest.TestCase):
                         json.dump(document, stream)
                     try:
                         loaded = results.load(path)
-                        report.derive_findings(loaded, 0)
-                        text = summary.render(loaded, [], directory)
+                        analyse.derive_findings(loaded, 0)
+                        text = render.render(loaded, [], directory)
                     except results.ResultsError:
                         continue
                     self.assertNotIn("<script>", text, where)

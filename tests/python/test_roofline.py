@@ -8,7 +8,9 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_roofline, gbench, plots, report, results, stats, summary
+from gpubench_driver.lib import charts, gbench, results, stats
+from gpubench_driver.studies import roofline
+from gpubench_driver.stages import analyse, claims, plots, render
 
 N = 1 << 25
 BANDWIDTH, COMPUTE = 3.0e12, 60.0e12  # B/s and FLOP/s of the synthetic GPU in FP32
@@ -60,14 +62,14 @@ def roofline_document(with_matmul=True, with_stream=True):
         made["studies"][name] = results.new_study(described.get(name, {"implementations": []}),
                                                   sorted({e["n"] for e in entries}))
         made["studies"][name]["entries"] = entries
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
 class RoofsTest(unittest.TestCase):
     def setUp(self):
         self.series = {(row["device"], row["precision"]): row
-                       for row in derive_roofline.derive(sweep())["series"]}
+                       for row in roofline.derive(sweep())["series"]}
 
     def test_the_roofs_and_the_ridge(self):
         fp32 = self.series[("gpu", "fp32")]
@@ -89,7 +91,7 @@ class RoofsTest(unittest.TestCase):
         self.assertAlmostEqual(cpu["ridge_intensity"], 15)
 
     def test_a_sweep_on_one_side_of_the_ridge_measures_one_roof(self):
-        low = derive_roofline.derive([chain_entry("gpu", "fp32", k) for k in (1, 4, 16)])["series"][0]
+        low = roofline.derive([chain_entry("gpu", "fp32", k) for k in (1, 4, 16)])["series"][0]
         self.assertFalse(low["spans_ridge"])
 
 
@@ -130,7 +132,7 @@ class ClaimTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
-        text = summary.render(roofline_document(), {}, tempfile.gettempdir())
+        text = render.render(roofline_document(), {}, tempfile.gettempdir())
         self.assertIn("## Roofline sweep: measured roofs and ridge points", text)
         self.assertIn("| gpu | fp32 | 33554432 | 3000 GB/s | 60.00 TFLOP/s | 20 FLOP/B (k = 80) | 64 | 128 | yes |",
                       text)
@@ -138,7 +140,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("| matmul | fp32 | 1 | 1 |", text)
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_device(self):
         with tempfile.TemporaryDirectory() as out:

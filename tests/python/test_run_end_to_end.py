@@ -11,7 +11,8 @@ import textwrap
 import unittest
 
 import support
-from gpubench_driver import results, studies
+from gpubench_driver import studies
+from gpubench_driver.lib import results
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 STUDY = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")

@@ -10,7 +10,8 @@ import unittest
 
 from support import TESTS_DIR, fixture, gpubench_run, write_executable
 
-from gpubench_driver import plots, results, studies
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, results
 
 # A study binary that answers --describe from a file and runs by replaying Google Benchmark
 # objects from another (and their times as its measurements file's samples), honouring the flags
@@ -229,7 +230,7 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertIn("## Precision: speed and accuracy at n = 4096", self.summary)
         self.assertIn("## GPU clocks during each study (NVML)", self.summary)
 
-    @unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+    @unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
     def test_plots_of_both_studies(self):
         for name in ("matmul_time", "matmul_rate", "matmul_speedup", "precision_pareto", "precision_rate_16_bit",
                      "precision_rate_32_bit", "precision_rate_8_bit"):

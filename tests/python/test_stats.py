@@ -4,7 +4,7 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import stats
+from gpubench_driver.lib import stats
 
 
 class SummarizeTest(unittest.TestCase):

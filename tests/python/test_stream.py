@@ -1,6 +1,6 @@
 """The stream study's findings on synthetic entries (derive_stream): bandwidth curves, HBM past the
 L2 cache against the theoretical peak, the L2 plateau, host DRAM, where cache levels end, Thrust
-against our kernels, the copies; the memory roof and the headline figure it sets (derive_run,
+against our kernels, the copies; the memory roof and the headline figure it sets (across,
 headline), its sections and charts, and the default suite's subset of its implementations."""
 import os
 import tempfile
@@ -8,8 +8,9 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import (derive_run, derive_stream, gbench, headline, options, plots, report, results, stats,
-                             studies, summary)
+from gpubench_driver.lib import charts, gbench, results, stats
+from gpubench_driver.studies import stream
+from gpubench_driver.stages import across, analyse, options, plots, render
 
 MIB = 1 << 20
 L2 = 50 * MIB
@@ -79,7 +80,7 @@ def stream_document(study_entries=None, describe=None):
     study_entries = entries() if study_entries is None else study_entries
     made["studies"]["stream"] = results.new_study(describe or description(), sorted({e["n"] for e in study_entries}))
     made["studies"]["stream"]["entries"] = study_entries
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -146,7 +147,7 @@ class CurvesTest(unittest.TestCase):
 
 
 def levels_of(rates):
-    return derive_stream.levels([{"working_set_bytes": size, "bytes_per_s": rate} for size, rate in rates.items()])
+    return stream.levels([{"working_set_bytes": size, "bytes_per_s": rate} for size, rate in rates.items()])
 
 
 class LevelsTest(unittest.TestCase):
@@ -173,7 +174,7 @@ class MemoryRoofTest(unittest.TestCase):
         self.assertAlmostEqual(figure["value"] / 3.1e12, 1)
         self.assertEqual(figure["label"], "Device memory bandwidth (stream dot, grid_stride kernel, FP32)")
         self.assertEqual(figure["where"], "stream: dot_grid_stride resident fp32 n=67108864")
-        self.assertEqual(figure["reference"]["what"], headline.THEORETICAL_MEMORY)
+        self.assertEqual(figure["reference"]["what"], stream.THEORETICAL_MEMORY)
         self.assertAlmostEqual(figure["fraction_of_reference"], 3.1e12 / PEAK)
         self.assertLess(figure["low"], figure["value"])
         self.assertLess(figure["value"], figure["high"])
@@ -186,7 +187,7 @@ class MemoryRoofTest(unittest.TestCase):
         copy = gbench.blank_entry("transfer/copy_engine/gpu/device/d2d/n:67108864")
         copy.update(repetitions=1, iterations=1, time_s=stats.summarize([64 * MIB / 1.4e12]),
                     bytes_transferred=float(64 * MIB))
-        found, note = derive_run.device_bandwidth({**made["studies"], "transfer": {"entries": [copy]}})
+        found, note = across.device_bandwidth({**made["studies"], "transfer": {"entries": [copy]}})
         self.assertEqual(found["study"], "transfer")
         self.assertAlmostEqual(found["bytes_per_s"], 2.8e12)
         self.assertEqual(found["bytes_per_call"], 2 * 64 * MIB)
@@ -202,7 +203,7 @@ class MemoryRoofTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
-        text = summary.render(stream_document(), {}, tempfile.gettempdir())
+        text = render.render(stream_document(), {}, tempfile.gettempdir())
         self.assertIn("## Stream: device memory (HBM) and the L2 plateau", text)
         self.assertIn("Measured device memory bandwidth: **3100.0 GB/s** (dot by grid\\_stride, fp32, 512.0 MiB), "
                       "92.5% of the theoretical peak", text)
@@ -221,7 +222,7 @@ class SummaryTest(unittest.TestCase):
         derived = made["studies"]["stream"]["derived"]
         self.assertIsNone(derived["hbm"])
         self.assertEqual(derived["theoretical_note"], "no GPU")
-        text = summary.render(made, {}, tempfile.gettempdir())
+        text = render.render(made, {}, tempfile.gettempdir())
         self.assertIn("No GPU entry was measured: no GPU.", text)
 
 
@@ -232,10 +233,10 @@ class SuiteSubsetTest(unittest.TestCase):
     def test_the_suite_runs_the_records_subset(self):
         described = description()
         suite = options.for_study(support.run_options(), "stream", described)
-        self.assertEqual(suite.impls, list(studies.STREAM_SUITE_IMPLS))
+        self.assertEqual(suite.impls, list(stream.STREAM_SUITE_IMPLS))
         self.assertEqual(suite.modes, ["resident", "host"])
         self.assertEqual(options.for_study(support.run_options(quick=True), "stream", described).impls,
-                         list(studies.STREAM_SUITE_IMPLS))
+                         list(stream.STREAM_SUITE_IMPLS))
         full = options.for_study(support.run_options(full=True), "stream", described)
         self.assertEqual((full.impls, full.modes), (None, None))
         mine = options.for_study(support.run_options(impls=["copy_thrust"]), "stream", described)
@@ -255,7 +256,7 @@ class SuiteSubsetTest(unittest.TestCase):
         self.assertEqual(options.for_study(support.run_options(), "roofline", no_gpu).impls, ["fma_kernel"])
 
 
-@unittest.skipUnless(plots.load_pyplot() is not None, "matplotlib is not installed for this Python")
+@unittest.skipUnless(charts.load_pyplot() is not None, "matplotlib is not installed for this Python")
 class PlotsTest(unittest.TestCase):
     def test_one_chart_per_operation(self):
         with tempfile.TemporaryDirectory() as out:

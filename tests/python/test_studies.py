@@ -1,5 +1,5 @@
-"""The study registry (studies.py): one record per study, complete and in order; what options,
-report, runner, plots, reference, compare and derive_run read from it; the axis names of files
+"""The study registry (studies/): one plug-in record per study, complete and in order; what options,
+analyse, runner, plots, reference, compare and across read from it; the axis names of files
 and binaries that do not say them; and a study added as one record."""
 import copy
 import dataclasses
@@ -13,8 +13,10 @@ from unittest import mock
 
 import support
 
-from gpubench_driver import (compare, derive_run, gbench, options, plots, reference, report, runner,
-                             studies, summary_precision)
+from gpubench_driver import studies
+from gpubench_driver.lib import gbench
+from gpubench_driver.studies import batched_gemm, conv2d, mlp_training, precision
+from gpubench_driver.stages import across, analyse, options, plots, prices, reference, runner
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 
@@ -94,21 +96,21 @@ class RecordsTest(unittest.TestCase):
     def test_what_the_old_tables_held(self):
         by_name = studies.BY_NAME
         self.assertEqual([s.name for s in studies.STUDIES if s.refined], ["matmul"])
-        self.assertEqual([s.name for s in studies.STUDIES if s.gemm_cost], ["matmul", "precision"])
+        self.assertEqual([s.name for s in studies.STUDIES if s.one_gemm_per_call], ["matmul", "precision"])
         self.assertEqual({s.name: s.roofline_marker for s in studies.STUDIES if s.roofline_marker},
                          {"matmul": "o", "precision": "s", "batched_gemm": "^", "conv2d": "D", "stream": "v",
                           "roofline": "X"})
-        self.assertEqual(list(derive_run.NOMINAL_FLOP), ["conv2d"])
+        self.assertEqual(list(across.NOMINAL_FLOP), ["conv2d"])
         self.assertEqual(set(reference.RUNS), {"matmul", "precision", "mlp_training", "conv2d", "transfer",
                                                "collectives"})
         self.assertEqual(set(reference.RUNS["matmul"]), {"numpy", "torch"})
         self.assertEqual({s.name: s.batch for s in studies.STUDIES if s.batch},
-                         {"batched_gemm": studies.BATCHED_GEMM, "mlp_training": studies.MLP_TRAINING,
-                          "conv2d": studies.CONV2D})
+                         {"batched_gemm": batched_gemm.BATCHED_GEMM, "mlp_training": mlp_training.MLP_TRAINING,
+                          "conv2d": conv2d.CONV2D})
         self.assertEqual(by_name["conv2d"].suite_sizes, (7, 56))
         self.assertEqual(by_name["transfer"].quick_sizes, (1 << 20,))
         self.assertEqual(by_name["overlap"].suite_batches, (1, 8))
-        self.assertEqual([compare.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
+        self.assertEqual([prices.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
                          ["gemm", "epoch", None, None])
 
 
@@ -166,7 +168,7 @@ class ReadersTest(unittest.TestCase):
         document = support.precision_document()
         study = document["studies"]["precision"]
         self.assertEqual(studies.BY_NAME["precision"].summary(study, document),
-                         summary_precision.sections(study, document))
+                         precision.sections(study, document))
 
 
 class NewStudyTest(unittest.TestCase):
@@ -182,7 +184,7 @@ class NewStudyTest(unittest.TestCase):
         document["studies"]["toy"] = document["studies"].pop("precision")
         document["studies"]["toy"]["axis_names"] = None  # a binary that names no axes: the record's
         with mock.patch.dict(studies.BY_NAME, {"toy": toy}):
-            report.derive_findings(document, 0)
+            analyse.derive_findings(document, 0)
             self.assertIn("tensor_core_claim", document["studies"]["toy"]["derived"])
             self.assertEqual(options.for_study(support.run_options(), "toy",
                                                {"implementations": [{"id": "cublas"}]}).sizes, [16, 32])

@@ -1,5 +1,5 @@
-"""summary.md split like the derivations: each study's sections (summary_<study>.py) and those across
-the studies (summary_findings.py) render what derive_*.py put in `derived` and `findings`; nothing is
+"""summary.md split like the derivations: each study's sections (its plug-in, studies/<study>.py) and those
+across the studies (stages/render_across.py) render what the findings put in `derived` and `findings`; nothing is
 computed while rendering. The findings the summary needs are in results.json."""
 import copy
 import json
@@ -10,25 +10,27 @@ import unittest
 import support
 from support import fixture, make_entry
 
-from gpubench_driver import derive, document, report, results, studies, summary
+from gpubench_driver import studies
+from gpubench_driver.lib import document, findings, results
+from gpubench_driver.stages import analyse, render
 
 
 def matmul_document():
     with open(fixture("results_v1.json"), encoding="utf-8") as stream:
         made = json.load(stream)
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
-def render(made):
-    return summary.render(made, [], tempfile.gettempdir())
+def summary_text(made):
+    return render.render(made, [], tempfile.gettempdir())
 
 
 class DerivedTest(unittest.TestCase):
     def test_headline_speedups(self):
         entries = [make_entry("openblas", "cpu", "host", 1024, 0.5),
                    make_entry("cublas", "gpu", "resident", 1024, 0.01), make_entry("cublas", "gpu", "resident", 64, 0.01)]
-        found = derive.headline_speedups(entries)
+        found = findings.headline_speedups(entries)
         self.assertEqual(found["sizes"], [200, 1024, 4096, 8192])
         self.assertEqual(found["rows"], [{"n": 1024, "mode": "resident", "cpu_impl": "openblas", "cpu_median_s": 0.5,
                                           "gpu_impl": "cublas", "gpu_median_s": 0.01, "speedup": 50.0}])
@@ -39,12 +41,12 @@ class DerivedTest(unittest.TestCase):
         entries.append(make_entry("cublas_loop", "gpu", "resident", 256, 0, status="skipped", batch=8))
         for entry in entries:
             entry["message"] = "skipped: out of memory"
-        self.assertEqual(derive.grouped_failures(entries), [{
+        self.assertEqual(findings.grouped_failures(entries), [{
             "impl": "cublas_loop", "precision": "fp32", "reason": "skipped: out of memory",
             "modes": ["resident", "transfer_pinned"],
             "sizes": [{"n": 64, "batches": [8, 512]}, {"n": 256, "batches": [8]}]}])
-        text = render({**matmul_document(), "studies": {"overlap": {"entries": entries, "invocations": [],
-                                                                    "derived": {"failures": derive.grouped_failures(
+        text = summary_text({**matmul_document(), "studies": {"overlap": {"entries": entries, "invocations": [],
+                                                                    "derived": {"failures": findings.grouped_failures(
                                                                         entries)}}}})
         self.assertIn("- cublas\\_loop fp32 (resident, transfer\\_pinned; n = 64 (batch 8, 512), 256 (batch 8)): "
                       "skipped: out of memory\n", text)
@@ -79,16 +81,16 @@ class RendersDerivedTest(unittest.TestCase):
     def test_matmul(self):
         made = matmul_document()
         made["studies"]["matmul"]["derived"]["headline_speedups"]["rows"][0]["speedup"] = 1234.0
-        self.assertIn("| 1234.00x |", render(made))
+        self.assertIn("| 1234.00x |", summary_text(made))
         made["studies"]["matmul"]["derived"]["failed_entries"] = [{"name": "x", "status": "error", "message": "m"}]
-        self.assertIn("## Skipped and failed entries\n\n- x: error: m\n", render(made))
+        self.assertIn("## Skipped and failed entries\n\n- x: error: m\n", summary_text(made))
 
     def test_precision(self):
         made = support.precision_document()
         derived = made["studies"]["precision"]["derived"]
         derived["cpu_notes"] = [{"precision": "fp4", "note": "a note"}]
         derived["tables"][0]["largest_measured"] = True
-        text = render(made)
+        text = summary_text(made)
         self.assertIn("## Precision: on the CPU\n\n- fp4: a note\n", text)
         self.assertIn("## Precision: speed and accuracy at n = 4096 (largest measured)\n", text)
 
@@ -97,14 +99,14 @@ class RendersDerivedTest(unittest.TestCase):
         derived = made["studies"]["batched_gemm"]["derived"]
         derived["series_axes"] = ["impl", "mode", "precision"]
         derived["cpu_precisions"] = ["fp64"]
-        text = render(made)
+        text = summary_text(made)
         self.assertIn("(the CPU runs fp64)", text)
         self.assertIn("| n | implementation | mode | precision | best rate |", text)
 
     def test_findings(self):
         made = matmul_document()
         made["findings"]["gpu_entries"] = 0
-        self.assertNotIn("Across the studies", render(made))
+        self.assertNotIn("Across the studies", summary_text(made))
 
 
 class BlocksTest(unittest.TestCase):
@@ -112,12 +114,12 @@ class BlocksTest(unittest.TestCase):
         made = matmul_document()
         made["studies"].update(support.batched_document()["studies"])
         made["studies"].update(support.precision_document()["studies"])
-        report.derive_findings(made, 0)
+        analyse.derive_findings(made, 0)
         kinds = (document.Heading, document.Paragraph, document.BulletList, document.Table, document.Figures,
                  document.Folded, document.Beside, document.Panel)
-        page = summary.blocks(made, [], tempfile.gettempdir())
+        page = render.blocks(made, [], tempfile.gettempdir())
         self.assertTrue(all(isinstance(block, kinds) for block in page))
-        self.assertEqual(document.to_markdown(page), render(made))
+        self.assertEqual(document.to_markdown(page), summary_text(made))
         for name, study in made["studies"].items():
             found = studies.BY_NAME[name].summary(study, made)
             self.assertIsInstance(found[0], document.Heading, name)
@@ -125,7 +127,7 @@ class BlocksTest(unittest.TestCase):
     def test_derived_is_not_changed_by_rendering(self):
         made = support.batched_document()
         before = copy.deepcopy(made)
-        render(made)
+        summary_text(made)
         self.assertEqual(made, before)
 
 
@@ -139,7 +141,7 @@ def no_gpu_document(options):
     made["gpu"] = {"available": False, "reason": "no CUDA device found"}
     made["run"]["options"] = options
     made["references"] = None
-    report.derive_findings(made, 0)
+    analyse.derive_findings(made, 0)
     return made
 
 
@@ -152,12 +154,12 @@ class NoGpuQuickRunTest(unittest.TestCase):
                  "--no-reference was given": {"quick": False, "reference": False}}
         for said, options in cases.items():
             with self.subTest(said):
-                text = render(no_gpu_document(options))
+                text = summary_text(no_gpu_document(options))
                 self.assertIn(f"## Reference libraries\n\nNot run: {said}.\n", text)
                 self.assertNotIn("(--no-reference or --cpu-only)", text)
 
     def test_a_gpu_library_is_not_named_as_used_without_a_gpu(self):
-        text = render(no_gpu_document({"quick": True, "reference": False}))
+        text = summary_text(no_gpu_document({"quick": True, "reference": False}))
         self.assertNotIn("cuDNN 9.19.0.", text)
         self.assertIn("cuDNN not used: no GPU (no CUDA device found).", text)
 
@@ -165,8 +167,8 @@ class NoGpuQuickRunTest(unittest.TestCase):
         made = no_gpu_document({"cpu_only": True})
         made["gpu"] = {"available": False, "reason": "--cpu-only was given"}
         made["machine"]["gpus"] = [{"name": "NVIDIA H100 80GB HBM3", "driver_version": "550.54.15"}]
-        self.assertIn("GPU NVIDIA H100 80GB HBM3 (", summary.machine_line(made))
-        self.assertIn("driver 550.54.15; not used: --cpu-only was given)", summary.machine_line(made))
+        self.assertIn("GPU NVIDIA H100 80GB HBM3 (", render.machine_line(made))
+        self.assertIn("driver 550.54.15; not used: --cpu-only was given)", render.machine_line(made))
 
 
 if __name__ == "__main__":

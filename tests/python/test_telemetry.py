@@ -9,7 +9,7 @@ import unittest
 
 import support
 
-from gpubench_driver import gbench, results, telemetry
+from gpubench_driver.lib import gbench, results, telemetry
 
 
 def sample(sm, reasons, power=300.0, temperature=50):

@@ -4,7 +4,8 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import derive_overlap, derive_transfer, gbench, stats
+from gpubench_driver.lib import gbench, stats
+from gpubench_driver.studies import overlap, transfer
 
 GIB = float(1 << 30)
 
@@ -34,7 +35,7 @@ class PlateauTest(unittest.TestCase):
     def test_interpolates_on_log_size(self):
         points = [{"n": 1024, "bytes_per_s": 10.0}, {"n": 4096, "bytes_per_s": 50.0},
                   {"n": 16384, "bytes_per_s": 100.0}, {"n": 65536, "bytes_per_s": 95.0}]
-        plateau, size = derive_transfer.plateau_size(points)
+        plateau, size = transfer.plateau_size(points)
         self.assertEqual(plateau, 95.0)  # the largest copy's rate
         # 85.5 lies 0.71 of the way from 50 (2^12) to 100 (2^14): 2^13.42
         self.assertAlmostEqual(size, 2 ** 13.42)
@@ -42,13 +43,13 @@ class PlateauTest(unittest.TestCase):
     def test_a_cached_small_copy_is_no_plateau(self):
         points = [{"n": 4096, "bytes_per_s": 40.0}, {"n": 1 << 20, "bytes_per_s": 8.0},
                   {"n": 1 << 28, "bytes_per_s": 10.0}]
-        plateau, size = derive_transfer.plateau_size(points)
+        plateau, size = transfer.plateau_size(points)
         self.assertEqual(plateau, 10.0)
         self.assertAlmostEqual(size, 2 ** (20 + 8 * (1 / 2)))  # 9 lies half way from 8 (2^20) to 10 (2^28)
 
     def test_already_at_the_plateau(self):
         points = [{"n": 4096, "bytes_per_s": 95.0}, {"n": 16384, "bytes_per_s": 100.0}]
-        self.assertEqual(derive_transfer.plateau_size(points), (100.0, 4096))
+        self.assertEqual(transfer.plateau_size(points), (100.0, 4096))
 
 
 class DeriveTest(unittest.TestCase):
@@ -64,7 +65,7 @@ class DeriveTest(unittest.TestCase):
         failed = transfer_entry("copy_engine", "pinned", "h2d", 1 << 30, 1e9)
         failed.update(status="skipped", time_s=None)
         self.entries.append(failed)
-        self.derived = derive_transfer.derive(self.entries, H100_GPU)
+        self.derived = transfer.derive(self.entries, H100_GPU)
 
     def row(self, engine, memory, direction):
         return next(r for r in self.derived["curves"] if (r["impl"], r["mode"], r["direction"]) == (engine, memory,
@@ -94,10 +95,9 @@ class DeriveTest(unittest.TestCase):
     def test_a_ratio_within_noise_names_no_faster_memory(self):
         entries = (curve("copy_engine", "pinned", "h2d", {4096: 1.0e9, 1 << 28: 52e9}, spread=0.05)
                    + curve("copy_engine", "pageable", "h2d", {4096: 0.97e9, 1 << 28: 8e9}, spread=0.05))
-        [h2d] = derive_transfer.derive(entries)["pinned_over_pageable"]
+        [h2d] = transfer.derive(entries)["pinned_over_pageable"]
         self.assertEqual([(r["n"], r["beyond_noise"]) for r in h2d["ratios"]], [(4096, False), (1 << 28, True)])
-        from gpubench_driver import summary_transfer
-        self.assertEqual(summary_transfer._ratio_items([h2d], "pinned over pageable,"), [
+        self.assertEqual(transfer._ratio_items([h2d], "pinned over pageable,"), [
             "pinned over pageable, h2d: 6.50x at 256.0 MiB (smallest size: 1.03x at 4.0 KiB, within noise)"])
 
     def test_link_rate_from_generation_and_width(self):
@@ -108,9 +108,9 @@ class DeriveTest(unittest.TestCase):
         self.assertNotIn(("pageable", "h2h"), use)
 
     def test_unknown_link(self):
-        self.assertIsNone(derive_transfer.link_rate({"pcie.link.gen.max": "[N/A]", "pcie.link.width.max": 16}))
-        self.assertIsNone(derive_transfer.link_rate(None))
-        self.assertEqual(derive_transfer.derive(self.entries, None)["link_use"], [])
+        self.assertIsNone(transfer.link_rate({"pcie.link.gen.max": "[N/A]", "pcie.link.width.max": 16}))
+        self.assertIsNone(transfer.link_rate(None))
+        self.assertEqual(transfer.derive(self.entries, None)["link_use"], [])
 
 
 if __name__ == "__main__":
@@ -137,7 +137,7 @@ class OverlapTest(unittest.TestCase):
                  ("compute_only", 16): 20.8}
         self.entries = [overlap_entry(s, "pinned", "matmul", c, t) for (s, c), t in times.items()]
         self.entries.append(overlap_entry("streams2", "pageable", "matmul", 4, 80.0))  # no serial run: no row
-        self.derived = derive_overlap.derive(self.entries)
+        self.derived = overlap.derive(self.entries)
 
     def test_saving_and_fraction_of_the_ideal(self):
         rows = {(r["schedule"], r["chunks"]): r for r in self.derived["pipelines"]}
@@ -161,7 +161,7 @@ class OverlapNoiseTest(unittest.TestCase):
              ("copy_only", 16): 10.0, ("compute_only", 16): 20.8, ("copy_only", 64): 10.5, ("compute_only", 64): 21.0}
 
     def best(self, spread):
-        [best] = derive_overlap.derive(overlap_group(self.TIMES, spread))["best"]
+        [best] = overlap.derive(overlap_group(self.TIMES, spread))["best"]
         return best
 
     def test_a_tie_within_noise(self):
@@ -178,18 +178,18 @@ class OverlapNoiseTest(unittest.TestCase):
     def test_no_saving_and_no_gain_over_the_ideal_beyond_noise(self):
         # pageable SAXPY: the pipeline 1% slower than the serial run and 3% faster than the copy-only run
         times = {("serial", 1): 108.6, ("streams4", 4): 109.9, ("copy_only", 4): 113.6, ("compute_only", 4): 2.0}
-        [row] = derive_overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"]
+        [row] = overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"]
         self.assertEqual((row["saved_beyond_noise"], row["ideal_beyond_noise"]), (False, False))
         self.assertGreater(row["fraction_of_ideal"], 1)
 
     def test_summary_names_the_ties(self):
-        from gpubench_driver import summary_overlap
+        from gpubench_driver.studies import overlap
         entries = overlap_group(self.TIMES, 0.05)
-        cells = summary_overlap._row(derive_overlap.derive(entries)["best"][0])
+        cells = overlap._row(overlap.derive(entries)["best"][0])
         self.assertEqual(cells[4:7], ["26.00 s (streams4, 16 chunks)", "streams2, 64 chunks (26.30 s)",
                                       "10.00 s (28%)"])
         times = {("serial", 1): 108.6, ("streams4", 4): 109.9, ("copy_only", 4): 113.6, ("compute_only", 4): 2.0}
-        cells = summary_overlap._row(derive_overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"][0])
+        cells = overlap._row(overlap.derive(overlap_group(times, 0.05, "pageable", "saxpy"))["best"][0])
         self.assertEqual(cells[4:], ["109.90 s (streams4, 4 chunks)", "none", "-1.30 s (-1%, within noise)",
                                      "113.60 s", "103%, within noise"])
 
@@ -199,20 +199,21 @@ class ReportTest(unittest.TestCase):
 
     def test_summary_and_plots(self):
         import tempfile
-        from gpubench_driver import plots, results, summary
+        from gpubench_driver.stages import plots, render
+        from gpubench_driver.lib import results
         document = results.new_document({"id": "fixture", "started": "2026-11-23T00:00:00+00:00", "finished": None,
                                          "status": "complete", "command_line": [], "options": {}})
         document["machine"]["gpus"] = [dict(H100_GPU, name="<script>alert(1)</script>", numa_node=1)]
-        transfer = DeriveTest()
-        transfer.setUp()
-        document["studies"]["transfer"] = {"entries": transfer.entries, "invocations": [],
-                                           "derived": derive_transfer.derive(transfer.entries, H100_GPU)}
-        overlap = OverlapTest()
-        overlap.setUp()
-        document["studies"]["overlap"] = {"entries": overlap.entries, "invocations": [], "derived": overlap.derived}
+        copies = DeriveTest()
+        copies.setUp()
+        document["studies"]["transfer"] = {"entries": copies.entries, "invocations": [],
+                                           "derived": transfer.derive(copies.entries, H100_GPU)}
+        pipelines = OverlapTest()
+        pipelines.setUp()
+        document["studies"]["overlap"] = {"entries": pipelines.entries, "invocations": [], "derived": pipelines.derived}
         with tempfile.TemporaryDirectory() as out:
             paths = plots.write_plots(document["studies"], out)
-            text = summary.render(document, paths, out)
+            text = render.render(document, paths, out)
         self.assertIn("Transfer: bandwidth and latency", text)
         self.assertIn("pinned over pageable (written), h2d: 6.50x", text)
         self.assertIn("PCIe Gen5 x16", text)
@@ -226,7 +227,7 @@ class ReportTest(unittest.TestCase):
 
 class SizeSuffixTest(unittest.TestCase):
     def test_sizes_take_binary_suffixes_batches_do_not(self):
-        from gpubench_driver import options
+        from gpubench_driver.stages import options
         self.assertEqual(options.parse_positive_list("4KiB,1GiB,64M,100", "--sizes"), [100, 4096, 64 << 20, 1 << 30])
         for bad in ("4kib", "4KB", "1.5MiB", "KiB", "0KiB"):
             with self.assertRaises(options.UsageError):

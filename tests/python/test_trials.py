@@ -9,7 +9,8 @@ import support
 from support import make_entry
 from test_run_studies import FakeMachine
 
-from gpubench_driver import cli, derive, results, stats, summary_common, trials
+from gpubench_driver.lib import findings, results, sections, stats, trials
+from gpubench_driver.commands import cli
 
 
 def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):
@@ -107,11 +108,11 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         entries += [timed("cublas", "gpu", "resident", 64, [2e-5, 2e-5]),
                     timed("cublas", "gpu", "resident", 128, [4e-5, 1.6e-4]),
                     timed("cublas", "gpu", "resident", 256, [5e-5, 5e-5])]
-        (found,) = derive.crossovers(entries, with_latency=False)
+        (found,) = findings.crossovers(entries, with_latency=False)
         first, second = found["estimate_n_trials"]
         self.assertTrue(64 <= first <= 128 < second <= 256, found["estimate_n_trials"])
         self.assertEqual(len(trials.view(entries, 2)), 6)
-        cells = summary_common.crossover_cells(found)
+        cells = sections.crossover_cells(found)
         self.assertIn("over 2 trials)", cells[1])
 
 

@@ -7,8 +7,11 @@ import unittest
 
 import support  # noqa: F401  (import path)
 
-from gpubench_driver import claims, derive_vector_add, gbench, plots, runner, stats, studies, summary_vector_add
-from gpubench_driver.document import to_markdown
+from gpubench_driver import studies
+from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib.document import to_markdown
+from gpubench_driver.studies import vector_add
+from gpubench_driver.stages import claims, runner
 
 
 def spread_samples(seconds, spread):
@@ -44,13 +47,13 @@ def entries(times=TIMES):
 
 def document_of(found):
     study = {"entries": found, "invocations": [], "implementations": []}
-    study["derived"] = derive_vector_add.derive(found)
+    study["derived"] = vector_add.derive(found)
     return {"studies": {"vector_add": study}, "machine": {"gpus": []}}
 
 
 class DeriveTest(unittest.TestCase):
     def setUp(self):
-        self.derived = derive_vector_add.derive(entries())
+        self.derived = vector_add.derive(entries())
 
     def row(self, n):
         return next(row for row in self.derived["comparison"] if row["n"] == n)
@@ -80,20 +83,20 @@ class DeriveTest(unittest.TestCase):
     def test_cheap_copies_break_it(self):
         times = dict(TIMES)
         times[64 << 20] = (600e-3, 150e-3, 0.3e-3, 30e-3, 60e-3)  # a slow CPU: the copies cost less
-        found = derive_vector_add.derive(entries(times))["expected_finding"]
+        found = vector_add.derive(entries(times))["expected_finding"]
         self.assertFalse(found["holds"])
         self.assertEqual(found["copies"]["transfer_pinned"]["sizes_cheaper_than_cpu"], [64 << 20])
         self.assertEqual(found["gpu_wins"]["transfer_pinned"], [64 << 20])
 
     def test_a_lower_median_within_noise_is_no_win(self):
         times = {1 << 20: (400e-6, 100e-6, 99.95e-6, 1.2e-3, 2.5e-3)}
-        found = derive_vector_add.derive(entries(times))
+        found = vector_add.derive(entries(times))
         self.assertFalse(found["comparison"][0]["gpu"]["resident"]["beyond_noise"])
         self.assertEqual(found["expected_finding"]["gpu_wins"]["resident"], [])
 
     def test_nothing_compared_is_no_finding(self):
         cpu_only = [e for e in entries() if e["device"] == "cpu"]
-        self.assertIsNone(derive_vector_add.derive(cpu_only)["expected_finding"])
+        self.assertIsNone(vector_add.derive(cpu_only)["expected_finding"])
 
     def test_series_rates(self):
         series = {(row["impl"], row["mode"]): row for row in self.derived["series"]}
@@ -111,18 +114,18 @@ class ProgressTest(unittest.TestCase):
 class ClaimTest(unittest.TestCase):
     def test_the_claim_reads_the_expected_finding(self):
         document = document_of(entries())
-        found = claims.vector_add_copies(document)
+        found = vector_add.vector_add_copies(document)
         self.assertEqual(found["verdict"], claims.CONFIRMED)
         self.assertIn("n = 1048576, 67108864", found["answer"])
         times = dict(TIMES)
         times[64 << 20] = (600e-3, 150e-3, 0.3e-3, 30e-3, 60e-3)
-        self.assertTrue(claims.vector_add_copies(document_of(entries(times)))["verdict"].startswith(claims.REFUTED))
+        self.assertTrue(vector_add.vector_add_copies(document_of(entries(times)))["verdict"].startswith(claims.REFUTED))
         no_win = {n: (one, every, 1.5 * every, 10 * pinned, 10 * pageable)
                   for n, (one, every, _, pinned, pageable) in TIMES.items()}
-        self.assertTrue(claims.vector_add_copies(document_of(entries(no_win)))["verdict"].startswith("depends"))
+        self.assertTrue(vector_add.vector_add_copies(document_of(entries(no_win)))["verdict"].startswith("depends"))
 
     def test_a_run_without_the_study_leaves_it_unanswered(self):
-        self.assertIsNone(claims.vector_add_copies({"studies": {}}))
+        self.assertIsNone(vector_add.vector_add_copies({"studies": {}}))
         claim = next(claim for claim in claims.CLAIMS if claim.key == "vector_add_copies")
         self.assertEqual(claim.studies, ("vector_add",))
 
@@ -130,7 +133,7 @@ class ClaimTest(unittest.TestCase):
 class SummaryTest(unittest.TestCase):
     def test_sections(self):
         document = document_of(entries())
-        text = to_markdown(summary_vector_add.sections(document["studies"]["vector_add"], document))
+        text = to_markdown(vector_add.sections(document["studies"]["vector_add"], document))
         self.assertIn("## Vector add: CPU against GPU", text)
         self.assertIn("10.00 us (10.00x)", text)  # 1 Mi: resident against the all-threads CPU
         self.assertIn("## Vector add: the expected finding", text)
@@ -142,13 +145,13 @@ class SummaryTest(unittest.TestCase):
         failed = gbench.blank_entry("vector_add/kernel/gpu/resident/fp32/n:1073741824")
         failed.update(status="skipped", message="skipped: does not fit: needs about 12.5 GiB")
         document = document_of(found + [failed])
-        text = to_markdown(summary_vector_add.sections(document["studies"]["vector_add"], document))
+        text = to_markdown(vector_add.sections(document["studies"]["vector_add"], document))
         self.assertIn("skipped: does not fit", text)
 
 
 class PlotsTest(unittest.TestCase):
     def test_the_charts_of_the_study(self):
-        pyplot = plots.load_pyplot()
+        pyplot = charts.load_pyplot()
         if pyplot is None:
             self.skipTest("no matplotlib")
         study = document_of(entries())["studies"]["vector_add"]

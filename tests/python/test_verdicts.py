@@ -14,7 +14,8 @@ import unittest
 
 import support
 
-from gpubench_driver import aa_noise_floor, compare, digest, stats, verdicts
+from gpubench_driver.lib import aa_noise_floor, stats, verdicts
+from gpubench_driver.commands import compare, digest
 
 
 def entry(medians, protocol="throughput"):

@@ -1,0 +1,60 @@
+"""The 'expected' command: the expected ranges of the headline figures per GPU model, taken from committed
+result sets, written to scripts/expected_ranges.json (lib/expected.py reads it for the health check).
+A run is given as its results.json or as its digest (commands/digest.py, the compact form kept
+under results/). Running it again for a model replaces that model's record (give every run of the model, the default
+suite's and --quick's, at once); other models are kept."""
+import json
+import os
+import statistics
+
+from gpubench_driver.commands import digest
+from gpubench_driver.lib import outputs, results
+from gpubench_driver.lib.expected import EXPECTED, ExpectedError, SCHEMA, load
+
+
+def _run_figures(path):
+    """[(GPU name, run record, its headline figures with a value)] of each run a path holds: a
+    results.json, its findings derived again, or a run digest, its figures as derived when it was
+    written."""
+    try:
+        runs = digest.runs_in(path)
+    except (results.ResultsError, digest.DigestError) as error:
+        raise ExpectedError(str(error)) from None
+    found = []
+    for run in runs:
+        name = run["machine"]["gpu"]
+        if not name or not run["gpu_available"]:
+            raise ExpectedError(f"{path}: {'the run' if len(runs) == 1 else 'run ' + run['id']} has no GPU part")
+        found.append((name, {"id": run["id"], "path": os.path.relpath(path), "revision": run["revision"]},
+                      [row for row in run["figures"] if row["value"] is not None]))
+    return found
+
+
+def model_records(paths):
+    """{GPU name: {"runs": [...], "figures": {key: {where: {"values", "runs", "min", "max", "median"}}}}}."""
+    models = {}
+    for name, run, figures in (found for path in paths for found in _run_figures(path)):
+        model = models.setdefault(name, {"runs": [], "figures": {}})
+        model["runs"].append(run)
+        for row in figures:
+            found = model["figures"].setdefault(row["key"], {}).setdefault(row["where"], {"values": [], "runs": []})
+            found["values"].append(row["value"])
+            found["runs"].append(run["id"])
+    for model in models.values():
+        for points in model["figures"].values():
+            for found in points.values():
+                found.update(min=min(found["values"]), max=max(found["values"]),
+                             median=statistics.median(found["values"]))
+    return models
+
+
+def update(paths, path=EXPECTED):
+    """Replaces the records of the runs' models in the ranges file; returns {GPU name: run count}."""
+    models = load(path)
+    found = model_records(paths)
+    models.update(found)
+    document = {"schema": SCHEMA, "schema_version": 1,
+                "note": "Written by `gpubench expected RUN...` from committed result sets; not edited by hand.",
+                "models": dict(sorted(models.items()))}
+    outputs.write_text(path, json.dumps(document, indent=1) + "\n")
+    return {name: len(model["runs"]) for name, model in found.items()}

@@ -1,0 +1,251 @@
+"""The 'rank' command: machines side by side on their headline figures, absolute and per dollar.
+
+One row per results file (a run on one machine), one column per headline figure any of them has
+(findings["headline"], stages/headline.py, derived again from the entries as report does). A run without
+a figure shows an em dash. In a column whose figure has a better direction, every run that has the
+figure gets its rank: 1 plus the runs better than it beyond the noise between runs, as compare judges an
+entry (verdicts.py), so runs within noise of each other share a rank; the best in bold. A column where no
+run is better than another beyond noise ranks none ("within noise"). With a price per file (--price, as compare
+takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes rank.md,
+rank.html (the same blocks) and rank.json.
+"""
+import json
+import os
+from itertools import combinations
+
+from gpubench_driver.lib import document as page, figures, html_report, outputs, verdicts
+from gpubench_driver.lib.formatting import md, percent
+from gpubench_driver.stages import analyse, prices, session
+from gpubench_driver.stages.render_first_screen import value_text
+from gpubench_driver.commands import compare
+
+SCHEMA = "gpubench-rank"
+MISSING = "—"
+RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour
+EPOCH_PREFIX = "mlp_epoch/"  # times priced per epoch
+
+
+# --- loading ----------------------------------------------------------------------------------
+def default_label(document):
+    return f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})"
+
+
+def load_runs(paths, labels=None):
+    """compare.Source per results file, its findings (so its headline) derived again: a file cut off
+    before its end, or written by an older driver, gets today's figures."""
+    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
+    for run in runs:
+        analyse.derive_findings(run.document, 0)
+    return runs
+
+
+def figures_of(run):
+    """{key: figure} of the run's headline figures that hold a value."""
+    figures = ((run.document.get("findings") or {}).get("headline") or {}).get("figures") or []
+    return {figure["key"]: figure for figure in figures if figure.get("value") is not None}
+
+
+def column_keys(figure_maps):
+    """Every key some run has, in the order of the first run that has it."""
+    return list(dict.fromkeys(key for figures in figure_maps for key in figures))
+
+
+def first_figures(figure_maps, keys):
+    """{key: the figure of the first run that has it}: what names a column and its better direction."""
+    return {key: next(figures[key] for figures in figure_maps if key in figures) for key in keys}
+
+
+# --- per dollar -------------------------------------------------------------------------------
+def per_dollar(figure, usd_per_hour):
+    """The figure at a price as a figure of its own: a rate per USD-hour, or the USD an MLP epoch
+    costs; None for the figures a price does not apply to (sizes, energy)."""
+    if figure["unit"] in RATE_UNITS:
+        scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
+    elif figure["unit"] == "s" and figure["key"].startswith(EPOCH_PREFIX):
+        scale, unit, better = usd_per_hour / prices.SECONDS_PER_HOUR, "USD", "lower"
+    else:
+        return None
+    scaled = {bound: None if figure[bound] is None else figure[bound] * scale for bound in ("value", "low", "high")}
+    noise = figure.get("between_runs")
+    if noise:  # the trials scaled alike: the price moves the ratio between runs, not the noise
+        noise = {**noise, "trial_values": [value * scale for value in noise.get("trial_values") or []]}
+    return {"key": figure["key"], "label": figure["label"], **scaled, "unit": unit, "better": better,
+            "between_runs": noise}
+
+
+def per_dollar_figures(figures, usd_per_hour):
+    found = {key: per_dollar(figure, usd_per_hour) for key, figure in figures.items()}
+    return {key: figure for key, figure in found.items() if figure is not None}
+
+
+def per_dollar_title(figure):
+    return f"{md(figure['key'])}: USD per epoch" if figure["unit"] == "USD" else f"{md(figure['key'])} per USD/h"
+
+
+# --- ranking ----------------------------------------------------------------------------------
+def _measured(figure):
+    """The figure as verdicts reads a side: its value, its value at each trial, its entry's protocol."""
+    noise = figure.get("between_runs") or {}
+    return verdicts.Measured(figure["value"], tuple(noise.get("trial_values") or ()), noise.get("protocol"))
+
+
+def _min_effect(figure):
+    return (figure.get("between_runs") or {}).get("min_effect") or verdicts.MIN_EFFECT_OTHER
+
+
+def ranks(figures, better):
+    """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
+    figure is better beyond the noise between runs, judged as compare judges an entry
+    (verdicts.compare_measured: a t-test over both runs' trials where each has two or more, else the noise
+    floor of the entry's protocol), so rows within noise of each other share a rank. {} where no direction
+    is better or fewer than two rows hold a figure."""
+    held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
+    if better not in ("higher", "lower") or len(held) < 2:
+        return {}
+    pairs = list(combinations(held, 2))
+    decided = verdicts.compare_measured([(_measured(held[a]), _measured(held[b])) for a, b in pairs],
+                                        [max(_min_effect(held[a]), _min_effect(held[b])) for a, b in pairs])
+    beaten = dict.fromkeys(held, 0)
+    for (first, second), verdict in zip(pairs, decided):
+        if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER):  # ratio second / first, beyond noise
+            second_better = (verdict.ratio > 1) == (better == "higher")
+            beaten[first if second_better else second] += 1
+    return {row: 1 + count for row, count in beaten.items()}
+
+
+def ordinal(number):
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def spread_text(figure):
+    """The interval as the largest distance from the value, a share of it (±x%); '' where unknown."""
+    share = figures.spread(figure)
+    return "" if share is None else f" ±{percent(share)}"
+
+
+WITHIN_NOISE = "within noise"
+
+
+def cell(figure, rank, column_ranks=None):
+    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank}): bold
+    where first, "joint" where it shares its rank, "within noise" where no run of the column is ranked
+    above another."""
+    if figure is None:
+        return MISSING
+    text = value_text(figure["value"], figure["unit"]) + spread_text(figure)
+    if rank is None:
+        return text
+    shared = list((column_ranks or {}).values()).count(rank) > 1
+    if shared and set(column_ranks.values()) == {rank}:
+        return f"{text} ({WITHIN_NOISE})"
+    return (f"**{text}**" if rank == 1 else text) + f" ({'joint ' if shared else ''}{ordinal(rank)})"
+
+
+def ranked_table(labels, figure_maps, keys, title):
+    """Rows: a label and, per key, its figure's cell; title(figure) names a column."""
+    first = first_figures(figure_maps, keys)
+    figure_ranks = {key: ranks([figures.get(key) for figures in figure_maps], first[key]["better"]) for key in keys}
+    rows = [[md(label), *(cell(figures.get(key), figure_ranks[key].get(row), figure_ranks[key]) for key in keys)]
+            for row, (label, figures) in enumerate(zip(labels, figure_maps))]
+    return page.table(["run", *(title(first[key]) for key in keys)], rows, rule=compare.RULE)
+
+
+# --- the page ---------------------------------------------------------------------------------
+def _better_text(better):
+    return {"higher": "higher is better", "lower": "lower is better"}.get(better, "not ranked")
+
+
+def _legend(figure_maps, keys):
+    """Each column's figure, as the first run that has it names it."""
+    return page.bullets(f"`{key}`: {md(figure['label'])}; {_better_text(figure['better'])}; timed as "
+                        f"{md(figure.get('timed_as'))}" for key, figure in first_figures(figure_maps, keys).items())
+
+
+def _figures_section(runs, figure_maps):
+    keys = column_keys(figure_maps)
+    if not keys:
+        return page.section("Headline figures", [page.paragraph("No run has a headline figure.")])
+    return page.section("Headline figures", [
+        ranked_table([run.label for run in runs], figure_maps, keys, lambda figure: md(figure["key"])),
+        page.paragraph(f"Each figure as the run's report heads it, ± the largest distance of its interval from the "
+                       f"value (over the run's trials; energy: the window's own uncertainty). {MISSING}: the run "
+                       f"has no such figure. Where a better direction exists, each run's rank follows its value: "
+                       f"1 plus the runs whose figure is better beyond the noise between runs, judged as compare "
+                       f"judges an entry (a t-test over both runs' trials where each has two or more, else the "
+                       f"noise floor of the entry's timing protocol, measured on an A/A pair); runs within noise "
+                       f"of each other share a rank (joint), the best are in bold, and a column where no run is "
+                       f"better than another beyond noise says {WITHIN_NOISE}."),
+        _legend(figure_maps, keys)])
+
+
+def _price_lines(runs, table):
+    """Each run's price and where it came from, as compare's page gives them."""
+    lines = [f"{md(run.label)}: {prices.price_cell(run)}" if run.usd_per_hour else
+             f"{md(run.label)}: no price (--price FILE=INSTANCE or FILE=USD_PER_HOUR)" for run in runs]
+    return lines + prices.prices_note([run for run in runs if run.usd_per_hour], table)
+
+
+def _per_dollar_section(runs, figure_maps, table):
+    priced = [(run, per_dollar_figures(figures, run.usd_per_hour))
+              for run, figures in zip(runs, figure_maps) if run.usd_per_hour]
+    keys = column_keys([figures for _, figures in priced])
+    if not keys:
+        body = [page.paragraph("No run with a price has a figure a price applies to." if priced else
+                               "No run has a price: give --price FILE=INSTANCE or FILE=USD_PER_HOUR.")]
+    else:
+        body = [ranked_table([run.label for run, _ in priced], [figures for _, figures in priced], keys,
+                             per_dollar_title),
+                page.paragraph("Rates (FLOP/s, OP/s, B/s) over the run's USD per hour; an MLP epoch's time at that "
+                               "price (the CPU epoch at the same price, though a machine without the GPU would cost "
+                               "less). Sizes and energy are not priced.")]
+    return page.section("Per dollar", body + [page.paragraph("Prices:"), page.bullets(_price_lines(runs, table))])
+
+
+def _runs_section(runs):
+    rows = [[md(run.label), md(run.path), md(run.document["run"]["id"]), md(run.document["run"]["status"]),
+             md(compare.gpu_name(run.document)), prices.price_cell(run)] for run in runs]
+    return page.section("Runs", [page.table(["run", "file", "run id", "status", "GPU", "price"], rows,
+                                            rule=compare.RULE)])
+
+
+def blocks(runs, table=None):
+    """The rank page as blocks (document.py): rank.md and rank.html are written from them."""
+    figure_maps = [figures_of(run) for run in runs]
+    return ([page.Heading(1, "gpubench rank")] + _figures_section(runs, figure_maps)
+            + _per_dollar_section(runs, figure_maps, table) + _runs_section(runs))
+
+
+def rank_record(runs):
+    """rank.json's content: per run its figures (and at its price, the per-dollar ones), and the columns."""
+    figure_maps = [figures_of(run) for run in runs]
+    records = [{"label": run.label, "path": run.path, "run_id": run.document["run"]["id"],
+                "gpu": compare.gpu_name(run.document), "usd_per_hour": run.usd_per_hour,
+                "figures": list(figures.values()),
+                "per_dollar": list(per_dollar_figures(figures, run.usd_per_hour).values()) if run.usd_per_hour
+                else []}
+               for run, figures in zip(runs, figure_maps)]
+    return {"schema": SCHEMA, "runs": records, "columns": column_keys(figure_maps)}
+
+
+# --- writing ----------------------------------------------------------------------------------
+def default_out_dir():
+    return session.default_out_dir(f"rank-{session.default_run_id()}")
+
+
+def write(runs, out_dir, table=None):
+    """rank.md, rank.html and rank.json in out_dir; returns the Markdown's path."""
+    found = blocks(runs, table)
+    os.makedirs(out_dir, exist_ok=True)
+    path = outputs.write_text(os.path.join(out_dir, "rank.md"), page.to_markdown(found))
+    outputs.write_text(os.path.join(out_dir, "rank.json"), json.dumps(rank_record(runs), indent=1))
+    html_report.write(found, [], out_dir, name="rank.html")
+    return path
+
+
+def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
+    """The 'rank' command: load, price, write; returns rank.md's path."""
+    runs = load_runs(paths, labels or [])
+    table = prices.apply_prices(runs, price_specs, prices_path)
+    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    return write(runs, out_dir, table)

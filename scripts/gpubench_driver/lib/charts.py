@@ -1,0 +1,231 @@
+"""Chart helpers of the studies' plots (matplotlib, Agg backend; None without matplotlib), named after
+their study. Every line chart is a Chart: at most MAX_SERIES data series (a study with more splits its
+charts by mode, precision or memory, keeping the CPU lines on each), each series styled alike in all the
+charts of its study."""
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from gpubench_driver.lib import outputs
+from gpubench_driver.lib.findings import ok_entries
+
+PLOT_DIR = "plots"  # in the output folder
+MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
+                      "(install python3-matplotlib, e.g. 'sudo apt-get install python3-matplotlib')")
+
+
+def load_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")  # files only: no display on a benchmark machine
+    import matplotlib.pyplot
+    return matplotlib.pyplot
+
+
+def plain(text):
+    """Text from a results file as matplotlib shows it literally ('$' would start mathtext)."""
+    return str(text).replace("$", r"\$")
+
+
+# --- which series go on which chart ---------------------------------------------------------------
+MAX_SERIES = 8  # data series on one chart: past this the lines tangle and the legend is a list to search
+HOST_MODE = "host"  # the CPU entries' mode: their lines are the baseline every chart of a split keeps
+
+
+def series(entries, key):
+    """{key: [(n, entry), ...]} sorted by n; key(entry) is the entry's series, a tuple (implementation,
+    mode[, precision]), or None to leave it out."""
+    series = {}
+    for entry in ok_entries(entries):
+        name = key(entry)
+        if name is not None:
+            series.setdefault(name, []).append((entry["n"], entry))
+    return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
+
+
+def chart_shares(keys, levels, baseline=()):
+    """[(names of the chart's share, its keys)]: all the keys on one chart when they fit in MAX_SERIES;
+    else a chart per value of levels[0](key), each also holding the baseline keys (the CPU, which the
+    GPU lines are read against), a chart still too full split by the next level, past the last in parts."""
+    if len(keys) <= MAX_SERIES:
+        return [((), list(keys))]
+    shared = [key for key in keys if key in baseline] if len(baseline) < MAX_SERIES else []
+    rest = [key for key in keys if key not in shared]
+    if not levels:
+        room = MAX_SERIES - len(shared)
+        return [((f"part {start // room + 1}",), shared + rest[start:start + room])
+                for start in range(0, len(rest), room)]
+    groups = {}
+    for key in rest:
+        groups.setdefault(levels[0](key), []).append(key)
+    return [((group,) + names, chart) for group, members in groups.items()
+            for names, chart in chart_shares(shared + members, levels[1:], shared)]
+
+
+def label(key):
+    return "/".join(key)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One log-log line chart: value(point) over x for each series ({key: [(x, point), ...]}); mark(axes,
+    keys) adds the lines that belong to the chart's series (crossovers, the link's rate) before it is saved."""
+    path: str
+    title: str
+    ylabel: str
+    series: dict
+    value: Callable = lambda point: point
+    xlabel: str = "n (square matrices: n x n)"
+    mark: Optional[Callable] = None
+
+
+def plot_path(plot_dir, *parts):
+    """plot_dir/<parts>.png: every plot's file name, its parts cleaned (they come from the results file)."""
+    return outputs.path_in(plot_dir, *parts, suffix=".png")
+
+
+def _scoped(title, names):
+    """The title with the chart's share of the series named at the end of its first line."""
+    first, *rest = title.split("\n")
+    return "\n".join([f"{first} ({', '.join(names)})", *rest]) if names else title
+
+
+def line_charts(plot_dir, stem, title, series, levels=(), baseline=(), **chart):
+    """The Charts of `series`, at most MAX_SERIES each (chart_shares), at plot_dir/<stem parts>.png or
+    plot_dir/<stem parts>_<share>.png (stem: a tuple of name parts)."""
+    return [Chart(path=plot_path(plot_dir, *stem, *names), title=_scoped(title, names),
+                  series={key: series[key] for key in keys}, **chart)
+            for names, keys in chart_shares(list(series), levels, baseline)]
+
+
+def cpu_keys(series):
+    return [key for key in series if key[1] == HOST_MODE]
+
+
+# --- how the series look --------------------------------------------------------------------------
+LEGEND_ROWS = 20  # more lines than this: the legend takes two columns
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+           "tab:olive", "tab:cyan")  # matplotlib's default cycle
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # as many as MAX_SERIES: a chart's lines all differ in marker
+
+
+def _least_taken(count, taken):
+    """The index below count that the fewest of `taken` hold, the lowest on a tie."""
+    return min(range(count), key=lambda index: (taken.count(index), index))
+
+
+def study_styles(charts_labels):
+    """{label: matplotlib style} for a study whose charts hold the given lists of labels: a label looks
+    the same in every chart (a reader follows cuBLAS from one to the next), and no two labels of a chart
+    share a colour or a marker (greedy colouring, the labels with the most chart-mates first: the CPU lines)."""
+    mates = {}
+    for labels in charts_labels:
+        for label in labels:
+            mates.setdefault(label, set()).update(other for other in labels if other != label)
+    colours, markers = {}, {}
+    for label in sorted(mates, key=lambda label: -len(mates[label])):  # stable: ties keep their order
+        colours[label] = _least_taken(len(COLOURS), [colours[m] for m in mates[label] if m in colours])
+        markers[label] = _least_taken(len(MARKERS), [markers[m] for m in mates[label] if m in markers])
+    return {label: {"color": COLOURS[colours[label]], "marker": MARKERS[markers[label]], "linestyle": "-"}
+            for label in mates}
+
+
+def save(pyplot, figure, path, dpi=120):
+    """The figure as a PNG at path, written whole or not at all (outputs.replacing); closed either way."""
+    try:
+        with outputs.replacing(path, binary=True) as stream:
+            figure.savefig(stream, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        pyplot.close(figure)
+
+
+def finish(pyplot, figure, axes, path, extra=()):
+    """Grid, legend and save; extra: (handle, label) pairs the legend shows beside the axes' own."""
+    axes.grid(True, which="both", alpha=0.3)
+    handles, labels = axes.get_legend_handles_labels()
+    handles += [handle for handle, _ in extra]
+    labels += [label for _, label in extra]
+    # Beside the axes, not over the data; the saved image widens to hold it (bbox_inches), the axes keep their size.
+    axes.legend(handles, [plain(label) for label in labels], fontsize="small", loc="upper left",  # names from the file
+                bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, ncol=2 if len(handles) > LEGEND_ROWS else 1)
+    save(pyplot, figure, path)
+
+
+def shown(chart, points):
+    """The (x, value) pairs of a series that its log-log chart can place: a value, both above 0."""
+    pairs = [(x, chart.value(point)) for x, point in points]
+    return [(x, y) for x, y in pairs if placeable(x) and placeable(y) and math.isfinite(y)]
+
+
+def line_plot(pyplot, chart, styles):
+    figure, axes = pyplot.subplots(figsize=(9, 6))
+    for key, points in chart.series.items():
+        placed = shown(chart, points)
+        if placed:
+            axes.plot(*zip(*placed), markersize=4, label=label(key), **styles[label(key)])
+    if chart.mark:
+        chart.mark(axes, list(chart.series))
+    axes.set(xscale="log", yscale="log", xlabel=chart.xlabel, ylabel=chart.ylabel, title=plain(chart.title))
+    finish(pyplot, figure, axes, chart.path)
+
+
+def draw(pyplot, study_charts):
+    """Draws a study's Charts, styled alike across them; returns their paths. A chart with no point to
+    place (a study that measured nothing, a figure no entry has) is neither drawn nor linked."""
+    study_charts = [chart for chart in study_charts if any(shown(chart, points) for points in chart.series.values())]
+    styles = study_styles([[label(key) for key in chart.series] for chart in study_charts])
+    for chart in study_charts:
+        line_plot(pyplot, chart, styles)
+    return [chart.path for chart in study_charts]
+
+
+# --- crossovers -----------------------------------------------------------------------------------
+CROSSOVER_STYLES = ("--", ":", "-.")  # one per distinct crossover on a chart
+
+
+def crossover_lines(crossovers, with_precision, axis="batch"):
+    """{value of the axis: [which GPU mode (and precision) beats the CPU from it]}: one line per distinct
+    value, so crossovers at the same batch or n (often the smallest) are marked once, not piled up."""
+    lines = {}
+    for found in crossovers:
+        at = found.get(f"estimate_{axis}") or found.get("upper")  # the estimate, else the bracket's upper end
+        if at:
+            lines.setdefault(at, []).append(f"{found['mode']}, {found['precision']}" if with_precision
+                                            else found["mode"])
+    return dict(sorted(lines.items()))
+
+
+def crossover_marks(crossovers, with_precision, axis="batch"):
+    """mark(axes, keys): a vertical line at each value of the axis from which a GPU mode (and precision)
+    of the chart's series (keys (implementation, mode[, precision])) beats the CPU."""
+    def on_chart(found, keys):
+        return any(key[1] == found["mode"] and (not with_precision or key[2] == found["precision"])
+                   for key in keys)
+
+    def mark(axes, keys):
+        shown = [found for found in crossovers if on_chart(found, keys)]
+        for index, (at, which) in enumerate(crossover_lines(shown, with_precision, axis).items()):
+            axes.axvline(at, color="black", alpha=0.6, linestyle=CROSSOVER_STYLES[index % len(CROSSOVER_STYLES)],
+                         label=textwrap.fill(f"GPU beats CPU from {axis} = {at}: " + "; ".join(which), 60))
+    return mark
+
+
+def timed(crossovers):
+    return [found for found in crossovers if found.get("measure", "time") == "time"]
+
+
+def placeable(value):
+    return value is not None and value > 0  # a log axis has no place for 0 or a missing value
+
+
+def parity_and_crossovers(crossovers):
+    marks = crossover_marks(crossovers, with_precision=False, axis="n")
+
+    def mark(axes, keys):
+        axes.axhline(1.0, color="black", linewidth=0.8)  # as fast as the CPU
+        marks(axes, keys)
+    return mark

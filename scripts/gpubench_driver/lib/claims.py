@@ -1,0 +1,27 @@
+"""The claims that bring people to gpubench, each answered on this machine from the run's findings.
+
+A claim as people make it, where it comes from, and the function that answers it, returning {verdict,
+answer, numbers} from the studies' derived findings, or None where the run did not measure what it
+needs. A study's plug-in lists the claims its findings answer (Study.claims); the claims read across
+the studies are the analyse stage's (stages/claims.py). The verdicts: confirmed, refuted, or
+"depends on ..." naming what it depends on."""
+from dataclasses import dataclass
+from typing import Callable
+
+CONFIRMED, REFUTED = "confirmed", "refuted"
+CLOSE_TO = 0.10  # a measured factor within this share of the claimed one confirms it
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    text: str     # the claim, as it is usually made
+    source: str   # where it is made
+    answer: Callable  # document -> {verdict, answer, numbers} or None (not measured by this run)
+    studies: tuple = ()  # the studies whose findings it reads: a run without them leaves it unanswered
+    position: int = 0  # where the report lists it among every study's claims (the most asked first)
+
+
+def derived_of(document, study):
+    """The derived findings of a study of the run ({} where it has none)."""
+    return ((document["studies"].get(study) or {}).get("derived")) or {}

@@ -1,0 +1,360 @@
+"""Reading Google Benchmark's JSON output (1.7 and 1.8 styles) and console lines."""
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from gpubench_driver.lib import outputs, stats, telemetry
+
+SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# The largest n or batch a study binary takes: its --sizes/--batches parser reads an int
+# (kLargestSize in bench/harness/study_options.hpp). A binary's --describe states its own range
+# (size_range, batch_range); this is the range of one that states none, and of a results file's entries.
+LARGEST_SIZE = 2 ** 31 - 1
+# Google Benchmark appends these to a name depending on the timing mode.
+TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
+# Google Benchmark's own keys of a run object in its JSON output (1.7 and 1.8, json_reporter.cc's
+# PrintRunData): its schema, a fixed list. Every other key of a run object is a user counter the
+# binary set (state.counters), and an entry carries every one of them (user_counters, pass_counters):
+# the binary is the source of truth for what it reports, the driver keeps no list of them. 'threads'
+# is both: Google Benchmark writes its own (the benchmark's thread count), and a CPU entry's counter
+# of the same name replaces it in the object (the later key wins); _entry reads it for CPU entries only.
+GBENCH_RUN_FIELDS = frozenset((
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred", "error_message",
+    "skipped", "skip_message", "iterations", "real_time", "cpu_time", "time_unit",
+    "cpu_coefficient", "real_coefficient", "big_o", "rms",  # complexity aggregates (BigO, RMS)
+    "allocs_per_iter", "max_bytes_used", "total_allocated_bytes", "net_heap_growth",  # a MemoryManager's
+    "label"))
+# What the counters mean: docs/results-schema.md (entries) and docs/interface.md. Traffic of one call:
+# memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
+# the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
+# their sum, or a copy's size where it crosses none).
+TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
+# The counters the driver's own code reads from entries (the study plug-ins, claims, plots, trials,
+# results' validation), some as entry[name]: every entry has them, None where its binary reported
+# none (another study's counter, a failed entry, an older binary). Not a filter: an entry also carries
+# every other counter its binary reported, and only those. Add a name here when driver code reads it.
+READ_COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads",
+                 "products", "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores",
+                 "engine_held", "array_bytes", "width", "height", "escape_iterations", "warp_divergence",
+                 "differing_pixels", "allowed_differing_pixels", "max_count_difference", "elements",
+                 "temporary_bytes", "temporary_requests", "temporary_device_allocations", "multiprocessors",
+                 "busy_multiprocessors", "resident_warps", "max_resident_warps", "blocks_per_multiprocessor",
+                 "theoretical_occupancy", "registers_per_thread", "shared_bytes_per_block", "kernels",
+                 "host_launches", "host_synchronizations", "kernel_busy_s", "chain_span_s", "timer_step_s",
+                 "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks", "bus_factor",
+                 "threads_per_block", "grid_blocks", *TRAFFIC_COUNTERS)
+# NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
+# window of readings each, often empty), so they are combined over the repetitions
+# (combine_utilization) instead of taken from the median aggregate as the other counters are.
+UTILIZATION_SAMPLES = "gpu_util_samples"
+UTILIZATION_MEANS = ("gpu_util_mean", "mem_util_mean")  # weighted by each repetition's readings
+UTILIZATION_MAXIMA = ("gpu_util_max",)
+UTILIZATION_COUNTERS = (UTILIZATION_SAMPLES, *UTILIZATION_MEANS, *UTILIZATION_MAXIMA)
+SKIP_PREFIX = "skipped: "
+# A study with a batch axis (batched_gemm) appends '/batch:<b>'; the other studies' names end at n.
+NAME_PATTERN = re.compile(
+    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)"
+    r"(?:/batch:(?P<batch>[0-9]+))?$")
+# The axes of an entry, as fields of it ('batch' is None for a study without that axis).
+AXES = ("impl", "device", "mode", "precision", "n", "batch")
+# The slots a study names in --describe's axis_names (the device slot is always the device).
+NAMED_SLOTS = ("impl", "mode", "precision", "n", "batch")
+
+
+class GbenchError(Exception):
+    """A Google Benchmark output that cannot be used at all."""
+
+
+@dataclass
+class GbenchOutput:
+    context: dict
+    benchmarks: list
+    truncated: bool = False
+    notes: list = field(default_factory=list)
+
+
+# Google Benchmark appends these where the iterations and repetitions are set per benchmark (one
+# iteration, one repetition: the binary's own loop samples).
+RUN_SETTINGS = re.compile(r"(?:/iterations:[0-9]+)?(?:/repeats:[0-9]+)?$")
+
+
+def entry_key(run_name):
+    """'matmul/x/gpu/resident/fp32/n:64/iterations:1/repeats:1/manual_time' -> 'matmul/x/gpu/resident/fp32/n:64'."""
+    for suffix in TIME_SUFFIXES:
+        if run_name.endswith(suffix):
+            run_name = run_name[: -len(suffix)]
+            break
+    return RUN_SETTINGS.sub("", run_name)
+
+
+def parse_entry_name(key):
+    """Split an entry name into its axes (batch: None without that axis); None when it does not
+    follow the naming contract."""
+    match = NAME_PATTERN.match(key)
+    if not match:
+        return None
+    axes = match.groupdict()
+    axes["n"] = int(axes["n"])
+    axes["batch"] = int(axes["batch"]) if axes["batch"] is not None else None
+    return axes
+
+
+def named_axes(entry, axis_names):
+    """{axis name: value} of an entry from its study's axis_names ({slot: name}; a slot named None,
+    the batch of a study without one, is left out); None for a name outside the pattern."""
+    if entry.get("n") is None:
+        return None
+    return {axis_names[slot]: entry.get(slot) for slot in NAMED_SLOTS if axis_names.get(slot)}
+
+
+def load_text(text):
+    """Parse Google Benchmark JSON, recovering every complete benchmark object when the
+    file was cut short (the binary flushes after each benchmark, so a crash truncates it)."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return _recover_truncated(text)
+    if not isinstance(document, dict) or not isinstance(document.get("benchmarks"), list):
+        raise GbenchError("not Google Benchmark JSON output (no 'benchmarks' list)")
+    context = document.get("context") if isinstance(document.get("context"), dict) else {}
+    return GbenchOutput(context, [b for b in document["benchmarks"] if isinstance(b, dict)])
+
+
+def load_file(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return GbenchOutput({}, [], truncated=True, notes=["no output file was written"])
+    except OSError as error:
+        raise GbenchError(f"cannot read {path}: {error}") from error
+    if not text.strip():
+        return GbenchOutput({}, [], truncated=True, notes=["the output file is empty"])
+    return load_text(text)
+
+
+def _recover_truncated(text):
+    decoder = json.JSONDecoder()
+    context = _decode_value_after(text, '"context"', decoder)
+    start = re.search(r'"benchmarks"\s*:\s*\[', text)
+    if start is None:
+        if text.lstrip().startswith("{"):
+            return GbenchOutput(context if isinstance(context, dict) else {}, [], truncated=True,
+                                notes=["the output file ends before any benchmark"])
+        raise GbenchError("not Google Benchmark JSON output")
+    benchmarks = []
+    position = start.end()
+    while True:
+        position = _skip_separators(text, position)
+        if position >= len(text) or text[position] == "]":
+            break
+        try:
+            item, position = decoder.raw_decode(text, position)
+        except ValueError:
+            break  # the incomplete last object
+        if isinstance(item, dict):
+            benchmarks.append(item)
+    return GbenchOutput(context if isinstance(context, dict) else {}, benchmarks, truncated=True,
+                        notes=[f"truncated output: recovered {len(benchmarks)} complete benchmark objects"])
+
+
+def _skip_separators(text, position):
+    while position < len(text) and text[position] in " \t\r\n,":
+        position += 1
+    return position
+
+
+def _decode_value_after(text, key, decoder):
+    match = re.search(re.escape(key) + r"\s*:\s*", text)
+    if match is None:
+        return None
+    try:
+        return decoder.raw_decode(text, match.end())[0]
+    except ValueError:
+        return None
+
+
+def _failure(run):
+    """(status, message) of a failed run object, None when it ran."""
+    if run.get("error_occurred"):
+        message = str(run.get("error_message", ""))
+        return ("skipped" if message.startswith(SKIP_PREFIX) else "error"), message
+    if run.get("skipped"):  # 1.8's SkipWithMessage
+        return "skipped", str(run.get("skip_message", ""))
+    return None
+
+
+def _seconds(run):
+    value = stats.finite(run.get("real_time"))
+    unit = SECONDS_PER_UNIT.get(run.get("time_unit", "ns"))
+    return None if value is None or unit is None else value * unit
+
+
+def group_runs(benchmarks):
+    """{run_name: {"iterations": [...], "aggregates": {name: obj}}} in first-seen order."""
+    groups = {}
+    for run in benchmarks:
+        run_name = run.get("run_name") or run.get("name")
+        if not isinstance(run_name, str):
+            continue
+        group = groups.setdefault(run_name, {"iterations": [], "aggregates": {}})
+        if run.get("run_type") == "aggregate":
+            group["aggregates"][str(run.get("aggregate_name"))] = run
+        else:
+            group["iterations"].append(run)
+    return groups
+
+
+def entries_from_output(output):
+    """One entry dict per benchmark (run_name) in the output."""
+    return [_entry(run_name, group) for run_name, group in group_runs(output.benchmarks).items()]
+
+
+def entry_order(entry):
+    """How a study's entries are sorted in results.json: by n, batch, device, implementation, mode, precision."""
+    return (entry.get("n") or 0, entry.get("batch") or 0,
+            *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
+
+
+def blank_entry(key):
+    """An entry with every field present, its axes taken from the name."""
+    axes = parse_entry_name(key) or {}
+    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
+             "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
+             "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None, "label": None}
+    entry.update({name: None for name in (*READ_COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
+    return entry
+
+
+def user_counters(run):
+    """{name: value} of the counters a Google Benchmark run object carries: its keys outside
+    Google Benchmark's own (GBENCH_RUN_FIELDS), whatever their names."""
+    return {name: value for name, value in run.items() if isinstance(name, str) and name not in GBENCH_RUN_FIELDS}
+
+
+# Entry fields a counter of the same name does not replace: the driver's own (the name, its axes,
+# status, times, rates: blank_entry's fields other than counters) and those it combines from the
+# repetitions itself (utilization, telemetry), which the caller sets after pass_counters. A binary's
+# counter under such a name is dropped from the entry; fields the driver adds later (measurements.apply,
+# trials, gpu, fraction_of_peak) are written over a counter of the same name.
+OWN_FIELDS = frozenset(("name", *AXES, "axes", "status", "message", "repetitions", "iterations", "time_s",
+                        "flop_per_s", "fraction_of_best_rate", "wall_s", "label", *UTILIZATION_COUNTERS,
+                        *telemetry.ENTRY_FIELDS))
+
+
+def pass_counters(entry, counters):
+    """Every counter in `counters` ({name: value}, a run object's user_counters or a console line's)
+    into the entry, through stats.finite (a non-finite or non-number value is None), except those under
+    the driver's own field names (OWN_FIELDS)."""
+    entry.update({name: stats.finite(value) for name, value in counters.items() if name not in OWN_FIELDS})
+
+
+def _entry(run_name, group):
+    entry = blank_entry(entry_key(run_name))
+    runs = group["iterations"] + list(group["aggregates"].values())
+    failure = next((f for f in map(_failure, runs) if f), None)
+    entry["repetitions"] = _repetitions(group)
+    if failure:
+        entry.update(status=failure[0], message=failure[1])
+        return entry
+    samples = [s for s in map(_seconds, group["iterations"]) if s is not None]
+    counter_source = group["aggregates"].get("median") or (group["iterations"] or [{}])[0]
+    entry["iterations"] = stats.finite((group["iterations"] or [{}])[0].get("iterations"))
+    entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
+    pass_counters(entry, user_counters(counter_source))
+    # What the entry says of itself in words (e.g. the gemm_ladder's tiling), as Google Benchmark's label.
+    label = ((group["iterations"] or [counter_source])[0]).get("label")
+    entry["label"] = label if isinstance(label, str) and label else None
+    entry.update(combine_utilization(group["iterations"]))
+    entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
+    # Google Benchmark writes its own "threads": 1 under the same key; only the CPU entries set the
+    # counter (which replaces it), so elsewhere the value would be misleading.
+    entry["threads"] = stats.finite(counter_source.get("threads")) if entry["device"] == "cpu" else None
+    median = (entry["time_s"] or {}).get("median")
+    if entry["flop"] is not None and median:
+        entry["flop_per_s"] = entry["flop"] / median
+    if entry["time_s"] is None:
+        entry.update(status="error", message="no timing in the benchmark output")
+    return entry
+
+
+def combine_utilization(runs):
+    """The utilization counters over every repetition: the readings in all, the reading-weighted
+    means, the largest maximum; None where no reading fell inside any repetition's timed loop."""
+    return stats.combine_repetitions(runs, UTILIZATION_SAMPLES, weighted=UTILIZATION_MEANS,
+                                     maxima=UTILIZATION_MAXIMA)
+
+
+def _repetitions(group):
+    runs = group["iterations"] or list(group["aggregates"].values())
+    return stats.finite(runs[0].get("repetitions")) if runs else None
+
+
+def _time_from_aggregates(aggregates):
+    """Used only when the per-repetition runs are absent (e.g. --benchmark_report_aggregates_only)."""
+    values = {name: _seconds(run) for name, run in aggregates.items() if name in ("mean", "median", "stddev")}
+    if values.get("median") is None:
+        return None
+    return stats.from_aggregates(values)
+
+
+# --- console lines -------------------------------------------------------------
+_CONSOLE_TIME = re.compile(r"^(?P<name>\S+)\s+(?P<time>[0-9.]+(?:e[-+]?[0-9]+)?)\s*(?P<unit>ns|us|ms|s)\b")
+_CONSOLE_FAILURE = re.compile(r"^(?P<name>\S+)\s+(?P<kind>ERROR OCCURRED|SKIPPED): '(?P<message>.*)'")
+
+
+# A counter on a console line: name=value, the value as Google Benchmark's HumanReadableNumber writes
+# it (a decimal prefix, or a binary one for counters of kIs1024), '/s' after a rate.
+_CONSOLE_COUNTER = re.compile(r"(?:^|\s)(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>-?[0-9.]+(?:e[-+]?[0-9]+)?)"
+                              r"(?P<prefix>[KMGTPE]i|[kMGTPE]|[munpfa])?(?:/s|%)?(?=\s|$)")
+_PREFIXES = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "u": 1e-6, "n": 1e-9,
+             "p": 1e-12, "f": 1e-15, "a": 1e-18, **{f"{p}i": 1024.0 ** (i + 1) for i, p in enumerate("KMGTPE")}}
+
+
+@dataclass
+class ConsoleResult:
+    name: str            # entry name (no time suffix)
+    median_s: float = None
+    failure: str = None
+    counters: dict = field(default_factory=dict)  # {name: value} the line shows (rounded as printed)
+
+
+def console_counters(text):
+    """{name: value} of the counters on (the rest of) a console line."""
+    found = {}
+    for match in _CONSOLE_COUNTER.finditer(text):
+        try:
+            found[match["name"]] = float(match["value"]) * _PREFIXES.get(match["prefix"], 1.0)
+        except ValueError:
+            continue
+    return found
+
+
+def parse_console_line(line):
+    """A finished entry from one console line (each entry is one run): its time or its failure
+    line; None for anything else."""
+    line = line.strip()
+    failure = _CONSOLE_FAILURE.match(line)
+    if failure:
+        return ConsoleResult(entry_key(failure["name"]), failure=failure["message"])
+    timed = _CONSOLE_TIME.match(line)
+    if not timed:
+        return None
+    name = timed["name"]
+    if not name.endswith(TIME_SUFFIXES):
+        return None
+    return ConsoleResult(entry_key(name), median_s=float(timed["time"]) * SECONDS_PER_UNIT[timed["unit"]],
+                         counters=console_counters(line[timed.end():]))
+
+
+def write_file(document, path):
+    """Google Benchmark JSON as it writes it (NaN unquoted), replaced atomically."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as error:
+        raise outputs.write_error(error, path) from None
+    with outputs.replacing(path) as stream:
+        json.dump(document, stream, indent=2)
+

@@ -1,0 +1,207 @@
+"""summary.html: the report's blocks (document.py), the same that summary.md is written from, as
+one self-contained HTML page, the plots embedded as base64 PNGs.
+
+The block structure (headings, paragraphs, lists, tables, figures) comes from the model; only the
+inline Markdown inside a block is converted here: code spans, **bold** and *emphasis*, and
+backslash escapes. No raw HTML passes through: every piece of text, escaped characters included,
+is HTML-escaped, so a string from a results file (a GPU name like '<script>...') shows as text.
+The page's Content-Security-Policy allows no script at all, as a second line of defence.
+"""
+import base64
+import html
+import os
+import re
+import string
+
+from gpubench_driver.lib import document, outputs
+
+HTML_NAME = "summary.html"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
+
+STYLE = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24;
+       background: #fff; margin: 0; }
+main { max-width: 1500px; margin: 0 auto; padding: 1.5em 2em 3em; }
+h1 { font-size: 1.7em; border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
+h2 { font-size: 1.3em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
+h3, h4, h5, h6 { font-size: 1.1em; }
+code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f3f4f6;
+       padding: .1em .3em; border-radius: 4px; }
+table { border-collapse: collapse; margin: .8em 0; display: block; overflow-x: auto; }
+th, td { border: 1px solid #d0d7de; padding: .3em .7em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+tr:nth-child(even) td { background: #fafbfc; }
+figure { margin: .6em 0 1.4em; }
+figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
+figcaption { font-size: .9em; color: #57606a; }
+.missing { color: #9a3412; }
+ul.figures { list-style: none; padding: 0; }
+.beside { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.beside > .main { flex: 1 1 560px; min-width: 0; }
+.beside > .side { flex: 1 1 460px; min-width: 0; }
+details { margin: .6em 0; }
+details > summary { cursor: pointer; color: #0b5394; }
+section.first-screen { background: #eef5fc; border: 1px solid #b6d4f0; border-radius: 8px; padding: 0 1.2em .6em;
+                       margin-top: 1em; }
+section.first-screen h2 { margin-top: .8em; }
+section.first-screen table { background: #fff; }
+.verdict-ok { color: #116329; } .verdict-bad { color: #9a3412; }
+"""
+
+# No script, no outside request: only the inline stylesheet and data: images.
+CONTENT_SECURITY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def escape(text):
+    return html.escape(text, quote=True)
+
+
+# --- inline Markdown ------------------------------------------------------------------------
+def _closing(text, start, marker):
+    """Index of the next unescaped marker at or after start, outside code spans; -1 if none."""
+    index = start
+    while index < len(text):
+        if text[index] == "\\" and index + 1 < len(text) and text[index + 1] in _PUNCTUATION:
+            index += 2
+        elif text[index] == "`":
+            run = _run_length(text, index, "`")
+            end = text.find("`" * run, index + run)
+            index = index + run if end < 0 else end + run
+        elif text.startswith(marker, index) and not (marker == "*" and text.startswith("**", index)):
+            return index
+        else:
+            index += 1
+    return -1
+
+
+def _run_length(text, index, char):
+    end = index
+    while end < len(text) and text[end] == char:
+        end += 1
+    return end - index
+
+
+def inline(text):
+    """Inline Markdown to HTML: backslash escapes become the literal (escaped) character, code
+    spans keep their text as is, **bold** and *emphasis* become tags; everything else is text."""
+    out = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] in _PUNCTUATION:
+            out.append(escape(text[index + 1]))
+            index += 2
+        elif char == "`":
+            run = _run_length(text, index, "`")
+            end = text.find("`" * run, index + run)
+            while end >= 0 and _run_length(text, end, "`") != run:  # a longer run does not close it
+                end = text.find("`" * run, end + _run_length(text, end, "`"))
+            if end < 0:
+                out.append(escape("`" * run))
+                index += run
+                continue
+            code = text[index + run:end]
+            if code.startswith(" ") and code.endswith(" ") and code.strip():
+                code = code[1:-1]
+            out.append(f"<code>{escape(code)}</code>")
+            index = end + run
+        elif text.startswith("**", index) and (end := _closing(text, index + 2, "**")) > index + 2:
+            out.append(f"<strong>{inline(text[index + 2:end])}</strong>")
+            index = end + 2
+        elif (char == "*" and not text.startswith("**", index)
+              and (end := _closing(text, index + 1, "*")) > index + 1):
+            out.append(f"<em>{inline(text[index + 1:end])}</em>")
+            index = end + 1
+        else:
+            out.append(escape(char))
+            index += 1
+    return "".join(out)
+
+
+# --- blocks ---------------------------------------------------------------------------------
+def _table(block):
+    width = len(block.header)
+
+    def fit(cells):
+        return (list(cells) + [""] * width)[:width]
+
+    head = "".join(f"<th>{inline(cell)}</th>" for cell in block.header)
+    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in fit(row)) + "</tr>\n"
+                   for row in block.rows)
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
+
+
+def _figure(found, images):
+    """A list item with the image embedded, or a note where its file could not be read as a PNG."""
+    caption = f"<figcaption>{inline(found.caption)}</figcaption>"
+    source = (images or {}).get(found.path)
+    if source is None:
+        return f'<li><figure>{caption}<p class="missing">(the plot file could not be read)</p></figure></li>'
+    return f'<li><figure>{caption}<img src="{escape(source)}" alt="{escape(found.path)}"></figure></li>'
+
+
+def _block(block, images):
+    if isinstance(block, document.Heading):
+        return f"<h{block.level}>{inline(block.text)}</h{block.level}>"
+    if isinstance(block, document.Paragraph):
+        return f"<p>{inline(' '.join(line.strip() for line in block.lines))}</p>"
+    if isinstance(block, document.BulletList):
+        return "<ul>\n" + "\n".join(f"<li>{inline(item)}</li>" for item in block.items) + "\n</ul>"
+    if isinstance(block, document.Table):
+        return _table(block)
+    if isinstance(block, document.Figures):
+        return '<ul class="figures">\n' + "\n".join(_figure(found, images) for found in block.figures) + "\n</ul>"
+    if isinstance(block, document.Folded):
+        return f"<details><summary>{escape(block.summary)}</summary>\n{to_html(block.blocks, images)}\n</details>"
+    if isinstance(block, document.Beside):
+        return (f'<div class="beside"><div class="main">\n{to_html(block.blocks, images)}\n</div>'
+                f'<div class="side">\n{_block(block.figures, images)}\n</div></div>')
+    if isinstance(block, document.Panel):
+        return f'<section class="{escape(block.kind)}">\n{to_html(block.blocks, images)}\n</section>'
+    raise TypeError(f"not a block: {block!r}")
+
+
+def to_html(blocks, images=None):
+    """The blocks (document.py) as an HTML fragment; only their inline Markdown is converted. images
+    maps a figure's path to a data: URI, or None for a file that could not be read."""
+    return "\n".join(_block(block, images) for block in blocks if not document.is_empty(block))
+
+
+# --- the page -------------------------------------------------------------------------------
+def _title(blocks):
+    for block in blocks:
+        if isinstance(block, document.Heading) and block.level == 1:
+            return re.sub(r"<[^>]*>", "", inline(block.text))  # already escaped text, tags dropped
+    return "gpubench report"
+
+
+def embedded_images(plot_paths, out_dir):
+    """{path relative to out_dir: data: URI of the PNG, or None if it cannot be read as one}."""
+    images = {}
+    for path in plot_paths or []:
+        try:
+            with open(path, "rb") as stream:
+                data = stream.read()
+        except OSError:
+            data = b""
+        images[os.path.relpath(path, out_dir)] = (
+            "data:image/png;base64," + base64.b64encode(data).decode("ascii") if data.startswith(PNG_SIGNATURE)
+            else None)
+    return images
+
+
+def render(blocks, plot_paths, out_dir):
+    """The whole page: the blocks in HTML, each figure's plot embedded."""
+    body = to_html(blocks, embedded_images(plot_paths, out_dir))
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{_title(blocks)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+            f"</body>\n</html>\n")
+
+
+def write(blocks, plot_paths, out_dir, name=HTML_NAME):
+    """The page of the blocks as `name` (summary.html) in out_dir; returns its path."""
+    page = render(blocks, plot_paths, out_dir)
+    return outputs.write_text(os.path.join(out_dir, name), page)

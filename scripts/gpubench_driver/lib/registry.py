@@ -1,0 +1,159 @@
+"""What a study plug-in declares (studies/<name>.py): its record, Study, holding everything the driver
+knows of the study that its binary does not say: the sizes and batches a quick run and the default
+suite sweep, whether crossovers are refined, how its findings are derived, its summary sections, plots
+and claims, its reference runs and what they are compared with, its progress line, and how the
+findings across the studies and `compare` treat it. The stages read these records (studies.STUDIES)
+and name no study."""
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from gpubench_driver.lib import formatting
+
+# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
+# study names (--describe's axis_names); the device slot is always the device.
+AXIS_SLOTS = ("impl", "mode", "precision", "n", "batch")
+# The names a slot has where nothing else is said; the slot holding a number format is "precision".
+PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n", "batch": None}
+
+
+# --- reference runs -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Run:
+    """One reference run: a script in scripts/ and its arguments, under an interpreter that has
+    `library` (a key of reference.PROBES); a `gpu` run only when the study's GPU part ran. sizes_at and
+    batches_at: which argument lists the sizes and batches it times, so that it times only those
+    the study ran."""
+    library: str
+    script: str
+    args: tuple
+    gpu: bool
+    sizes_at: int = None
+    batches_at: int = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Which study entries (impl, mode, precision at each (n, batch) point; batch None in a study
+    without a batch axis) are compared with which reference results (those of `run` with the
+    fields in `result`); `reference` names it in the report, `target` what the study is held to."""
+    study: str
+    impl: str
+    mode: str
+    precision: str
+    run: str
+    reference: str
+    result: dict
+    points: tuple
+    target: str = None
+
+
+def csv(values):
+    return ",".join(map(str, values))
+
+
+# The GEMM studies' PyTorch reference: the sizes it times, and what their cuBLAS GEMM is held to (issue 13).
+TORCH_SIZES = (4096, 8192)
+GEMM_TARGET = "the same cuBLAS GEMM as PyTorch's, both timed in the steady state: a time ratio within 0.98-1.02"
+
+
+# --- progress lines: rates of one finished entry from its console line ------------------------
+def flop_rates(axes, counters, median_s):
+    """FLOP/s from the entry's flop counter."""
+    flop = counters.get("flop")
+    return [formatting.rate(flop / median_s)] if flop and flop > 0 else []
+
+
+def item_rates(unit, with_flop):
+    """Items of the batch per second (and FLOP/s when the study's FLOP are those that ran)."""
+    def rates(axes, counters, median_s):
+        items = formatting.rate((axes["batch"] or 1) / median_s, f"{unit}/s", " ")
+        return [*(flop_rates(axes, counters, median_s) if with_flop else []), items]
+    return rates
+
+
+def no_rates(axes, counters, median_s):
+    return []
+
+
+GIB = float(1 << 30)
+
+
+def copy_rates(axes, counters, median_s):
+    """The bandwidth of one copy for the progress line: the bytes_transferred counter its console line
+    reports (bidirectional copies count both directions; registering moves nothing)."""
+    moved = counters.get("bytes_transferred")
+    return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
+
+
+def traffic_rates(axes, counters, median_s):
+    """The memory traffic of one call (the bytes it reads and writes, as the binary counts them) per second."""
+    read, written = counters.get("memory_read_bytes"), counters.get("memory_written_bytes")
+    if not read and not written:
+        return []
+    return [f"{((read or 0) + (written or 0)) / median_s / 1e9:.1f} GB/s"]
+
+
+def size_rates(unit):
+    """What the size axis counts (elements) per second."""
+    def rates(axes, counters, median_s):
+        return [formatting.rate(axes["n"] / median_s, f"{unit}/s", " ")]
+    return rates
+
+
+# --- the record --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemoryRoof:
+    """How a study measures the device memory bandwidth, the roofline's memory roof: the run's roof is that of
+    the first study of the run, by rank, that measured one."""
+    rank: int
+    bandwidth: Callable  # (its study's results record) -> (bandwidth record, None), or (None, why none or None)
+    absent: str          # the study as the run lacks it, in "the run has neither <absent> nor <absent>"
+    figure: Callable     # (bandwidth record, its entry, its (low, high), datasheet reference) -> headline figure
+    caption: Callable    # (bandwidth record) -> the roofline chart's words on the roof
+    summary: Callable    # (bandwidth record) -> the summary's sentence on the roof
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study, as the driver knows it beyond what its binary's --describe says."""
+    name: str                      # its binary is gpubench_<name>; its key in results.json
+    quick_sizes: tuple             # run --quick
+    suite_sizes: tuple             # the default suite (run --full: the binary's default_sizes)
+    derive: Callable               # (study record, results document, refine rounds) -> its findings ("derived")
+    summary: Callable              # (study record, results document) -> its blocks of summary.md (document.py)
+    rates: Callable                # (name's axes, console counters, median s) -> rates for the progress line
+    batch_axis: bool = False       # entries have a batch axis besides n; only such studies get --batches
+    quick_batches: tuple = None
+    suite_batches: tuple = None
+    refined: bool = False          # crossovers in n refined by extra sizes (options.refine_rounds)
+    plots: Optional[Callable] = None  # (pyplot, study record, plot dir) -> paths of the PNGs written
+    roofline_marker: Optional[str] = None  # its points' marker on the roofline chart (else plots.OTHER_MARKER)
+    references: dict = field(default_factory=dict)  # {key in results.json 'references': Run} run after it
+    comparisons: tuple = ()        # Comparison rows of its entries against those references
+    nominal_flop: Optional[str] = None  # why its FLOP are a reference algorithm's, not what ran (sets no peak)
+    # One timed call is one GEMM: compare prices 1000 of them and TFLOP/s per USD-hour; its energy is per GEMM.
+    one_gemm_per_call: bool = False
+    batch: Optional[object] = None  # the batch studies' BatchStudy (lib/batch_study.py)
+    # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
+    # before --describe's axis_names mean (the binary's own axis_names win).
+    axes: dict = field(default_factory=dict)
+    # The implementations and modes the default suite and --quick run, where not all of them (None: all);
+    # the user's --impls/--modes and run --full take every one.
+    suite_impls: Optional[tuple] = None
+    suite_modes: Optional[tuple] = None
+    claims: tuple = ()             # the claims (lib/claims.Claim) its findings answer
+    # ((kind, (results document) -> [figure]), ...): its headline figures (lib/figures.figure), listed on the page
+    # kind by kind (stages/headline.KINDS) after the measured peaks and the memory bandwidth
+    headline: tuple = ()
+    memory_roof: Optional[MemoryRoof] = None  # how it measures the device memory bandwidth, where it does
+    measures_roofs: bool = False   # it measures the roofline's roofs: its entries are not placed under them as work
+    experiment: bool = False       # its entries are experiments (starved grids, empty kernels), not workloads
+    gpus_together: bool = False    # it measures the GPUs together: run --gpus, one GPU per sub-run, defeats it
+    # (study record, results document) -> findings that read other studies' or the run's findings, added to
+    # its own after every study's and the findings across the studies are derived
+    derive_across: Optional[Callable] = None
+
+    @property
+    def axis_names(self):
+        """{slot: name} as this record knows them (batch: None without a batch axis)."""
+        return {**PLAIN_AXES, "batch": "batch" if self.batch_axis else None, **self.axes}

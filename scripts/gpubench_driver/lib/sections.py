@@ -1,0 +1,113 @@
+"""Pieces of summary.md that several studies' sections share: crossover cells, best rates, size caps,
+skipped and failed entries, reference-run notes. Each reads a study's record or its `derived`."""
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.findings import failure_text
+from gpubench_driver.lib.formatting import md, rate
+from gpubench_driver.lib.stats import finite
+
+AXIS_TITLES = {"impl": "implementation", "mode": "mode", "precision": "precision"}
+STEADY_STATE = ("Both sides are timed in the steady state by the study binary's protocol: warmed up until the "
+                "per-call time settles, then sampled until one stopping rule is met (docs/methodology.md, "
+                "Reference timings).")
+
+
+def unsettled_mark(row):
+    """What a comparison row's ratio is qualified by when the reference's warm-up did not settle."""
+    return " (reference not settled)" if row.get("reference_settled") is False else ""
+
+
+def time_ratio_cell(row):
+    """A reference comparison's time ratio (study over reference), or why there is none."""
+    return md(row["note"]) if row["time_ratio"] is None else f"{row['time_ratio']:.3f}"
+
+
+def noise_note(beyond_noise):
+    """What a comparison's stats.beyond_spread verdict adds to its figure: nothing when the two differ
+    beyond noise, else that they do not or that one has no interval to tell."""
+    return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
+
+
+# The header cells of crossover_cells.
+CROSSOVER_HEADER = ("GPU timed as", "crossover {axis}", "bracket", "GPU impl", "how")
+
+
+def crossover_header(axis="n"):
+    return [cell.format(axis=axis) for cell in CROSSOVER_HEADER]
+
+
+def crossover_cells(found, axis="n"):
+    """What the GPU side timed, estimate, bracket, GPU implementation and method of a crossover along
+    the axis ('n' or 'batch')."""
+    bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
+    estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
+    listed = found.get(f"estimate_{axis}_trials")
+    per_trial = [value for value in (listed if isinstance(listed, list) else []) if finite(value) is not None]
+    if per_trial:
+        estimate += f" ({min(per_trial)}–{max(per_trial)} over {len(per_trial)} trials)"
+    how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
+    return [md(found.get("timed_as") or "each entry's headline time"), estimate, bracket,
+            md(found.get("gpu_impl")), how]
+
+
+def best_rates_section(derived, axes=("impl", "mode"), title="Best rates"):
+    rows = [[md(row[axis]) for axis in axes] + [rate(row["flop_per_s"]), str(row["n"])]
+            for row in derived.get("best_rates", [])]
+    return section(title, [table([AXIS_TITLES[axis] for axis in axes] + ["best rate", "at n"], rows)])
+
+
+def caps(study):
+    """The implementations the study caps (its description), and why."""
+    items = [f"{md(impl.get('id'))}: run up to n={md(impl['max_size'])} ({md(impl.get('cap_reason'))})"
+             for impl in study["implementations"] if isinstance(impl, dict) and impl.get("max_size")]
+    return section("Size caps", [bullets(items) if items else paragraph("No implementation is capped.")])
+
+
+def invocation_items(study):
+    """The benchmark processes that ended badly, one list item each."""
+    return [f"{md(invocation.get('process') or 'the benchmark process')} at n={invocation.get('sizes')} "
+            f"{md(invocation.get('exit'))}" for invocation in study["invocations"]]
+
+
+def failed_entries_section(study):
+    """Every entry that is not ok (derived failed_entries) and the processes that ended badly."""
+    items = [f"{md(row['name'])}: {md(failure_text(row))}" for row in study["derived"].get("failed_entries", [])]
+    items += invocation_items(study)
+    return section("Skipped and failed entries", [bullets(items)]) if items else []
+
+
+def _where(sizes):
+    """'n = 4096, 8192', or with a batch axis 'n = 64 (batch 512), 256 (batch 8, 512)'."""
+    return "n = " + ", ".join(str(found["n"]) + (f" (batch {', '.join(map(str, found['batches']))})"
+                                                  if found["batches"] else "") for found in sizes)
+
+
+def failures_section(study, title):
+    """The derived failures, one item per implementation, precision and reason, and the processes
+    that ended badly."""
+    items = [f"{md(row['impl'])} {md(row['precision'])} ({md(', '.join(row['modes']))}; {_where(row['sizes'])}): "
+             f"{md(row['reason'])}" for row in study["derived"].get("failures", [])]
+    items += invocation_items(study)
+    return section(title, [bullets(items)]) if items else []
+
+
+def references_not_run(document):
+    """Why the run timed no references, from the options it recorded (cli: --reference is the default
+    except with --quick; --cpu-only and --no-reference turn it off)."""
+    run = document.get("run") or {}
+    options = run.get("options") or {}
+    if options.get("cpu_only"):
+        why = "--cpu-only runs no references"
+    elif options.get("quick") and not options.get("reference"):
+        why = "a --quick run skips the references (--reference times them)"
+    elif options.get("reference") is False:
+        why = "--no-reference was given"
+    elif options.get("reference"):
+        why = f"the run ended before its references were timed (status {md(run.get('status'))})"
+    else:  # a file without its options
+        return "Not run (--no-reference, --cpu-only or --quick)."
+    return f"Not run: {why}."
+
+
+def run_notes(name, run):
+    """A reference run's note (skipped, failed) and its per-dtype notes, one list item each."""
+    return [f"{md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]

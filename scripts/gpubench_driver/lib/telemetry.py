@@ -1,0 +1,126 @@
+"""GPU telemetry of a study: the NVML series each study process samples every 100 ms (clocks,
+power, energy counter, temperature, utilization, memory used, clock-event reasons; see
+bench/harness/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
+per-entry telemetry counters combined over an entry's repetitions."""
+import json
+import statistics
+
+from gpubench_driver.lib import stats
+
+# Keys of a sample in results.json (the binaries write the same keys, 'reasons' as a bit mask);
+# FIELDS are the ones the study summary reads.
+FIELDS = {"sm_clock_mhz": "sm_clock_mhz", "mem_clock_mhz": "mem_clock_mhz", "power_w": "power_w",
+          "temperature_c": "temperature_c"}
+EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
+# Bits of the reasons mask (NVML's clocksEventReason / clocksThrottleReason values).
+REASON_BITS = (
+    (0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"))
+IDLE = "gpu_idle"
+OFF_FLAG = "--no-telemetry"
+OUT_FLAG = "--telemetry-out="
+
+
+def reason_names(mask):
+    """4 -> ['sw_power_cap']; unknown bits as hex; None when the mask is not reported."""
+    if not isinstance(mask, int) or isinstance(mask, bool) or mask < 0:
+        return None
+    names = [name for bit, name in REASON_BITS if mask & bit]
+    unknown = mask & ~sum(bit for bit, _ in REASON_BITS)
+    return names + ([hex(unknown)] if unknown else [])
+
+
+def read_series(path):
+    """A study process's series file -> (samples, None), or ([], why there are none)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            document = json.load(stream)
+    except FileNotFoundError:
+        return [], "the study process wrote no telemetry (it did not finish)"
+    except (OSError, ValueError) as error:
+        return [], f"unreadable telemetry series: {error}"
+    if not isinstance(document, dict):
+        return [], "unreadable telemetry series: not a JSON object"
+    if document.get("unavailable") is not None:
+        return [], str(document["unavailable"])
+    samples = document.get("samples")
+    if not isinstance(samples, list):
+        return [], "unreadable telemetry series: no 'samples' list"
+    return [sample for sample in samples if isinstance(sample, dict) and stats.finite(sample.get("unix_s")) is not None], None
+
+
+class StudySeries:
+    """The series of one study's processes, on one time axis from the study's start."""
+
+    def __init__(self, started_unix_s):
+        self.started = started_unix_s
+        self.samples = []
+        self.notes = []
+
+    def add(self, samples, note):
+        self.samples += [self._sample(raw) for raw in samples]
+        if note and note not in self.notes:
+            self.notes.append(note)
+
+    def _sample(self, raw):
+        sample = {"t_s": round(raw["unix_s"] - self.started, 3)}
+        sample.update({key: stats.finite(raw.get(key)) for key in (*FIELDS.values(), *EXTRAS)})
+        sample["throttle_reasons"] = reason_names(raw.get("reasons"))
+        return sample
+
+    def record(self, interval_s=0.1):
+        if not self.samples:
+            return {"source": "nvml", "note": "; ".join(self.notes) or "no samples"}
+        samples = sorted(self.samples, key=lambda sample: sample["t_s"])
+        record = {"source": "nvml", "interval_s": interval_s, "samples": samples, "summary": summarize(samples)}
+        if self.notes:
+            record["note"] = "; ".join(self.notes)
+        return record
+
+
+def _spread(values):
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)} if values else None
+
+
+def summarize(samples):
+    """What the clock, power and temperature did over the samples."""
+    def values(key):
+        return [sample[key] for sample in samples if sample.get(key) is not None]
+    with_reasons = [sample["throttle_reasons"] for sample in samples if sample.get("throttle_reasons") is not None]
+    throttled = [reasons for reasons in with_reasons if set(reasons) - {IDLE}]
+    # The GPU idles between entries (and through CPU entries): its clock under load is the busy samples'.
+    busy = [sample["sm_clock_mhz"] for sample in samples if sample.get("sm_clock_mhz") is not None
+            and sample.get("throttle_reasons") is not None and IDLE not in sample["throttle_reasons"]]
+    return {
+        "samples": len(samples),
+        "sm_clock_mhz": _spread(values("sm_clock_mhz")),
+        "busy_sm_clock_mhz": _spread(busy),
+        "mem_clock_mhz": _spread(values("mem_clock_mhz")),
+        "max_power_w": max(values("power_w"), default=None),
+        "max_temperature_c": max(values("temperature_c"), default=None),
+        # Idle is no throttle: the GPU sits idle between entries while the CPU prepares the next.
+        "throttled_fraction": len(throttled) / len(with_reasons) if with_reasons else None,
+        "throttle_reasons": sorted({reason for reasons in throttled for reason in reasons} - {IDLE}),
+    }
+
+
+# --- per entry --------------------------------------------------------------------------
+# The counters a GPU entry's binary reports over the sustained part of its timed loop, and the
+# entry fields made of them (energy_j_per_op and clock_limited come from the measurement:
+# measurements.py).
+SAMPLES = "telemetry_samples"
+ENTRY_FIELDS = ("telemetry_samples", "sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op",
+                "temperature_c_max", "power_limited_fraction", "thermal_limited_fraction", "clock_limited")
+
+
+def combine(runs):
+    """An entry's telemetry from its run's counters (Google Benchmark's run objects; one per entry
+    now, several in files from before the steady-state loop): samples summed, clocks the median,
+    power and the limited fractions sample-weighted means, temperature the maximum. All None
+    without telemetry."""
+    combined = stats.combine_repetitions(runs, SAMPLES, medians=("sm_clock_mhz", "mem_clock_mhz"),
+                                         weighted=("power_w", "power_limited_fraction", "thermal_limited_fraction"),
+                                         maxima=("temperature_c_max",))
+    combined.update(energy_j_per_op=None, clock_limited=None)
+    return combined

@@ -1,0 +1,44 @@
+"""The collect stage: a results file as the stages after it read it. journal.load reads the file (a
+run's results.json or .json.gz, with what its journal holds of a run that was killed); a file of every
+GPU of a node (run --gpus) is read as one GPU's, each entry the node's median (node_view)."""
+import copy
+
+from gpubench_driver.lib import stats
+from gpubench_driver.stages import journal
+
+GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
+
+
+def gpus_of(document):
+    """The GPUs a document's entries are tagged with, in order (none in one GPU's file)."""
+    return sorted({entry[GPU_FIELD] for study in document["studies"].values() for entry in study["entries"]
+                   if entry.get(GPU_FIELD) is not None})
+
+
+def node_median_entry(entries):
+    """Of one entry's per-GPU records, the one whose median is the node's median (the lower middle of
+    an even count); None when none is ok."""
+    ok = sorted((entry for entry in entries if entry["status"] == "ok" and stats.finite((entry.get("time_s") or {})
+                                                                                          .get("median"))),
+                key=lambda entry: entry["time_s"]["median"])
+    return ok[(len(ok) - 1) // 2] if ok else None
+
+
+def node_view(document):
+    """The document as one GPU's: each entry the GPU at the node's median (an entry no GPU measured: the
+    first GPU's record, with its reason). A document of one GPU is returned as it is. What report, compare
+    and rank read of a gathered file."""
+    if len(gpus_of(document)) < 2:
+        return document
+    node = copy.deepcopy(document)
+    for study in node["studies"].values():
+        by_name = {}
+        for entry in study["entries"]:
+            by_name.setdefault(entry["name"], []).append(entry)
+        study["entries"] = [node_median_entry(entries) or entries[0] for entries in by_name.values()]
+    return node
+
+
+def load(path):
+    """The results file at path (or the folder holding it) as one GPU's document (node_view)."""
+    return node_view(journal.load(path))

@@ -1,0 +1,115 @@
+"""The run's journal: every finished entry of the benchmark process in progress, one line each,
+appended before its progress line is printed, so that an entry the user saw finish is on disk even
+when the driver is killed outright (SIGKILL, an out-of-memory kill) before it saves.
+
+results.json is rewritten after every size, between benchmark processes; rewriting it after every
+entry would cost up to 0.7 s a time for the suite's 11 MB file, on the host's cores while the next
+entry is being measured. The journal line costs microseconds. After each size the driver folds the
+journal into the document (what the process's own output lacks, a crash's truncated JSON), saves,
+and empties it; a reader of a results folder (`load`: report, compare, run --like) folds what a
+killed run left there. A folded entry is rebuilt from its console line (counters as printed, three
+significant digits) and its measurements line (samples and all), and says so in its message."""
+import json
+import os
+
+from gpubench_driver import studies
+from gpubench_driver.lib import gbench, measurements, outputs, results, stats, trials
+
+FILE = "journal.jsonl"
+RECOVERED = "recovered from the run's journal (counters as the console printed them)"
+KILLED = "the run was killed: its driver ended before it finished (results.json still says 'running')"
+
+
+def path_beside(results_path):
+    directory = results_path if os.path.isdir(results_path) else os.path.dirname(os.path.abspath(results_path))
+    return os.path.join(directory, FILE)
+
+
+def record(study, trial, phase, result, measurement, wall_s):
+    """The journal line of one finished entry: its console result and its measurements line."""
+    return {"study": study, "trial": trial, "phase": phase, "name": result.name, "failure": result.failure,
+            "median_s": result.median_s, "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
+
+
+def append(path, line):
+    try:
+        with open(path, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(line, allow_nan=False) + "\n")
+    except OSError as error:
+        raise outputs.write_error(error, path) from None
+
+
+def remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def read(path):
+    """The journal's complete lines (a line cut by a kill is skipped); none without a journal."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            text = stream.read()
+    except OSError:
+        return []
+    return [value for value in measurements.json_objects(text) if isinstance(value.get("study"), str)
+            and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
+
+
+def entry_of(line, axis_names):
+    """The entry a journal line stands for, as the driver would have read it from the process."""
+    entry = gbench.blank_entry(line["name"])
+    failure = line.get("failure")
+    counters = line.get("counters") if isinstance(line.get("counters"), dict) else {}
+    gbench.pass_counters(entry, counters)
+    entry.update(dict.fromkeys(measurements.FIELDS), measurement=None, phase=line.get("phase"),
+                 wall_s=stats.finite(line.get("wall_s")), message=RECOVERED)
+    measured = line.get("measurement")
+    if isinstance(failure, str):
+        entry.update(status="skipped" if failure.startswith(gbench.SKIP_PREFIX) else "error", message=failure)
+    elif measurements.usable(measured):
+        measurements.apply(entry, measured)
+    else:
+        entry.update(status="error", message="recovered from the run's journal without its measurement")
+    entry["axes"] = gbench.named_axes(entry, axis_names)
+    return entry
+
+
+def fold(document, lines):
+    """Adds to the document's studies each journal entry it lacks (an entry's trial counts once);
+    returns how many were added."""
+    by_study = {}  # study name: its entries by name, for the studies the lines name
+    added = 0
+    for line in lines:
+        study = document["studies"].get(line["study"])
+        if not isinstance(study, dict):
+            continue
+        by_name = by_study.setdefault(line["study"], {entry["name"]: entry for entry in study["entries"]})
+        previous = by_name.get(line["name"])
+        if previous is not None and (line["trial"] == 1 or trials.count(previous) >= line["trial"]):
+            continue
+        if previous is None and line["trial"] > 1:
+            continue  # its earlier trials are not in the file: nothing to combine with
+        entry = entry_of(line, studies.axis_names(line["study"], study))
+        by_name[line["name"]] = trials.combine(previous, entry, line["trial"])
+        added += 1
+    for name, by_name in by_study.items():
+        document["studies"][name]["entries"] = sorted(by_name.values(), key=gbench.entry_order)
+    return added
+
+
+def load(path):
+    """results.load, with the entries a killed run left in its journal folded in (and a warning); a
+    'running' run whose driver is gone (no live driver holds its folder's lock) is shown as 'killed'."""
+    document = results.load(path)
+    folder = os.path.dirname(path_beside(path))
+    if document["run"]["status"] == "running" and not outputs.run_in_progress(folder):
+        document["run"]["status"] = "killed"
+        document["warnings"].append(KILLED)
+    added = fold(document, read(path_beside(path)))
+    if added:
+        document["warnings"].append(f"{added} entries recovered from {FILE}: the run was stopped before it saved "
+                                    f"them to results.json")
+        results.checked(document, f"{path} with its {FILE}")  # the journal's lines are as untrusted as the file
+    return document

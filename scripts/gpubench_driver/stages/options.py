@@ -1,0 +1,227 @@
+"""Validation of the run options; every bad value becomes a UsageError (exit status 2)."""
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+
+from gpubench_driver import studies
+from gpubench_driver.lib import gbench
+
+MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
+# The sizes and batches of each study (quick, suite) are its record's in the registry (studies/).
+SUITE_REFINE_ROUNDS = 1
+QUICK_REFINE_ROUNDS = 0
+DEFAULT_REFINE_ROUNDS = 3
+# Independent trials per entry (separate processes, trials.py): three in the default suite, the fewest
+# that give a between-trial spread and a t-test, and the most whose short per-trial budget (protocol()
+# in bench/harness/measurement.cpp) fits the suite's ten minutes on the H100; one in --quick, whose two
+# minutes hold one pass (docs/methodology.md, "Reproducibility").
+DEFAULT_TRIALS = 3
+QUICK_TRIALS = 1
+MAX_TRIALS = 20
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class UsageError(Exception):
+    """A bad command-line value."""
+
+
+class NothingToRun(Exception):
+    """The user's choice leaves a study nothing to run; the message says why."""
+
+
+@dataclass
+class RunOptions:
+    studies: list          # None: every study whose binary was built
+    sizes: list            # None: the study's quick or default sizes
+    batches: list          # None: the study's quick or default batches (studies with a batch axis)
+    impls: list            # None: all
+    modes: list            # None: all
+    caps: dict
+    cpu_only: bool
+    out: str               # None: <repo>/results/runs/<run_id>
+    run_id: str
+    refine_rounds: int     # 0: no refinement
+    build_dir: str
+    build: bool
+    reference: bool
+    quick: bool
+    full: bool = False       # each study's own default sweep instead of the suite's points
+    telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
+    trials: int = 1          # independent processes per entry (trials.py; the command line defaults to DEFAULT_TRIALS)
+    repeatability: bool = False  # run twice and report how far this machine varies from itself
+    notes: list = field(default_factory=list)
+    like: str = None         # run --like: the results file whose configuration this run repeats
+    study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
+    gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
+    launcher: list = None    # run --launcher: the command that starts a study of several ranks (mpirun -np 16 ...)
+    cmake_args: list = field(default_factory=list)  # run --cmake-arg: options for CMake's configure
+
+    def as_dict(self):
+        return {name: value for name, value in vars(self).items() if name != "notes"}
+
+
+# Binary multiples, as the study binaries read them: a transfer size is written 4KiB, 256MiB, 1GiB.
+SIZE_SUFFIXES = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZED = re.compile(r"^([0-9]+)(KiB|MiB|GiB|K|M|G)?$")
+
+
+def parse_positive_int(text, flag):
+    """A positive integer; --sizes also takes a binary suffix (4KiB = 4096)."""
+    match = _SIZED.match(text.strip()) if flag == "--sizes" else None
+    try:
+        value = int(match.group(1)) * SIZE_SUFFIXES.get(match.group(2), 1) if match else int(text.strip())
+    except ValueError:
+        raise UsageError(f"{flag}: '{text}' is not an integer") from None
+    if value <= 0:
+        raise UsageError(f"{flag}: must be a positive integer, got {text}")
+    return value
+
+
+def parse_positive_list(text, flag):
+    """'64,200,1024' -> [64, 200, 1024] (sorted, without duplicates): --sizes and --batches."""
+    items = text.split(",")
+    if not text.strip() or any(not item.strip() for item in items):
+        raise UsageError(f"{flag}: expected a comma-separated list of positive integers, got '{text}'")
+    return sorted({parse_positive_int(item, flag) for item in items})
+
+
+def parse_names(text, flag, allowed=None):
+    names = [item.strip() for item in text.split(",")]
+    if not text.strip() or any(not name for name in names):
+        raise UsageError(f"{flag}: expected a comma-separated list of names, got '{text}'")
+    for name in names:
+        if not _NAME.match(name):
+            raise UsageError(f"{flag}: '{name}' is not a valid name")
+        if allowed is not None and name not in allowed:
+            raise UsageError(f"{flag}: unknown value '{name}' (choose from {', '.join(allowed)})")
+    return list(dict.fromkeys(names))
+
+
+def parse_caps(text):
+    """'naive=1024,tiled=0' -> {'naive': 1024, 'tiled': 0}; 0 removes a cap."""
+    caps = {}
+    for item in text.split(","):
+        name, separator, value = item.partition("=")
+        name = name.strip()
+        if not separator or not name or not _NAME.match(name):
+            raise UsageError(f"--caps: expected id=N, got '{item}'")
+        try:
+            cap = int(value.strip())
+        except ValueError:
+            raise UsageError(f"--caps: '{value}' in '{item}' is not an integer") from None
+        if cap < 0:
+            raise UsageError(f"--caps: a cap cannot be negative, got '{item}'")
+        caps[name] = cap
+    return caps
+
+
+def parse_launcher(text):
+    """--launcher: a command line (shell quoting) put before the binary of each study run by several ranks."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        raise UsageError(f"--launcher: {error}") from None
+    if not words:
+        raise UsageError("--launcher: expected a command such as 'mpirun -np 16 --hostfile hosts'")
+    return words
+
+
+def parse_run_id(text):
+    # The run id names a folder under results/: '.' and '..' would name results/ itself or its parent.
+    if not _NAME.match(text) or set(text) == {"."}:
+        raise UsageError(f"--run-id: '{text}' may only contain letters, digits, '.', '_' and '-', "
+                         f"and not only dots")
+    return text
+
+
+def check_implementations(options, described_ids):
+    """--impls and --caps name implementations that only the built binaries know (any of the studies run)."""
+    for flag, names in (("--impls", options.impls or []), ("--caps", list(options.caps))):
+        unknown = [name for name in names if name not in described_ids]
+        if unknown:
+            raise UsageError(f"{flag}: no implementation {', '.join(unknown)} in this build "
+                             f"(available: {', '.join(dict.fromkeys(described_ids))})")
+
+
+def study_batches(options, name, description):
+    """The batches a study with a batch axis sweeps (--batches, its quick or its default ones);
+    None for the other studies, which get no --batches."""
+    record = studies.BY_NAME[name]
+    if not record.batch_axis:
+        return None
+    recorded = (options.study_sizes or {}).get(name, {}).get("batches")
+    if options.batches is None and recorded:
+        return recorded
+    if options.batches:
+        return options.batches
+    if options.quick:
+        return list(record.quick_batches)
+    return description.get("default_batches") if options.full else list(record.suite_batches)
+
+
+def study_sizes(options, name, description):
+    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'),
+    its quick or its default ones."""
+    recorded = (options.study_sizes or {}).get(name, {}).get("sizes")
+    if options.sizes is None and recorded:
+        return recorded
+    if options.sizes is None:
+        record = studies.BY_NAME[name]
+        if options.quick:
+            return list(record.quick_sizes)
+        return description.get("default_sizes") or [] if options.full else list(record.suite_sizes)
+    layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
+    sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
+    if not sizes:
+        raise NothingToRun(f"none of --sizes is one of its layers (n = {', '.join(map(str, layers))})")
+    return sizes
+
+
+def described_range(description, key):
+    """(least, largest) of the sizes or batches a study binary takes: its --describe's size_range or
+    batch_range, or for a binary that states none, what its option parser reads (a positive int)."""
+    stated = description.get(key)
+    bounds = tuple((stated or {}).get(bound) if isinstance(stated, dict) else None for bound in ("min", "max"))
+    if all(isinstance(value, int) and not isinstance(value, bool) for value in bounds) and 1 <= bounds[0] <= bounds[1]:
+        return bounds
+    return 1, gbench.LARGEST_SIZE
+
+
+def check_range(values, flag, name, description, key):
+    """Each size or batch within the study's range: one it would refuse is a usage error now, before the
+    run makes anything, instead of a failed invocation and a partial run."""
+    least, largest = described_range(description, key)
+    for value in values or []:
+        if not least <= value <= largest:
+            raise UsageError(f"{flag}: {value} is out of range for study {name} (it takes {least} to {largest})")
+
+
+def _chosen(given, suite, known, runnable):
+    """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can
+    run here (the GPU's only with a usable GPU and without --cpu-only), else None: all of them. A
+    subset that leaves nothing to run here (no GPU, a build without CUDA) is no subset."""
+    if given is not None:
+        return [value for value in given if value in known]
+    return [value for value in suite or () if value in runnable] or None
+
+
+def for_study(options, name, description):
+    """The options one study's binary gets: the sizes (and batches) it sweeps, and only the
+    implementations, modes and caps it knows (a binary refuses ids it does not have); NothingToRun
+    when the user's choice leaves it nothing to run."""
+    implementations = description["implementations"]
+    ids = [impl.get("id") for impl in implementations]
+    modes = [mode for impl in implementations for mode in impl.get("modes") or []]
+    record = studies.BY_NAME[name]
+    gpu = (description.get("gpu") or {}).get("available") and not options.cpu_only
+    runnable = [impl.get("id") for impl in implementations if gpu or impl.get("device") == "cpu"]
+    impls = _chosen(options.impls, None if options.full else record.suite_impls, ids, runnable)
+    chosen_modes = _chosen(options.modes, None if options.full else record.suite_modes, modes, modes)
+    if impls == [] or chosen_modes == []:
+        raise NothingToRun("it has none of the implementations or modes selected")
+    sizes, batches = study_sizes(options, name, description), study_batches(options, name, description)
+    check_range(sizes, "--sizes", name, description, "size_range")
+    check_range(batches, "--batches", name, description, "batch_range")
+    return replace(options, sizes=sizes, batches=batches, impls=impls,
+                   modes=chosen_modes, caps={i: cap for i, cap in options.caps.items() if i in ids},
+                   refine_rounds=options.refine_rounds if studies.BY_NAME[name].refined else 0)

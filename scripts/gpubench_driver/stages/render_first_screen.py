@@ -1,0 +1,129 @@
+"""The report's first screen: the headline figures with their uncertainty (findings["headline"]),
+the health verdict (findings["health"]) and the claims answered (findings["claims"]). Only what
+the run measured is shown: a figure, check or claim the run has no data for is left out."""
+from gpubench_driver.lib import figures
+from gpubench_driver.lib.document import Panel, bullets, paragraph, section, table
+from gpubench_driver.lib.formatting import joules, md, percent, rate, seconds
+from gpubench_driver.stages import health
+
+
+def value_text(value, unit):
+    """A figure's value in its unit: FLOP/s and OP/s with a prefix, B/s in GB/s (decimal)."""
+    if value is None:
+        return "—"
+    if unit in ("FLOP/s", "OP/s"):
+        return rate(value, unit)
+    if unit == "B/s":
+        return f"{value / 1e9:.1f} GB/s"
+    if unit == "s":
+        return seconds(value)
+    if unit == "J":
+        return joules(value)
+    if unit == "n":
+        return f"{value:.0f}"
+    return f"{value:.3g} {unit}".strip()
+
+
+def interval_text(row):
+    """The interval as a share of the value (±x%), or the range for a size."""
+    share = figures.spread(row)
+    if share is None:
+        return "one trial: none"
+    if row["unit"] == "n":
+        return f"{row['low']:.0f}–{row['high']:.0f}"
+    return f"±{percent(share, 1 if share < 0.1 else 0)}"
+
+
+def reference_text(row):
+    reference = row.get("reference")
+    if not reference or row.get("fraction_of_reference") is None:
+        return ""
+    return f"{percent(row['fraction_of_reference'], 0)} of {md(reference['what'])} {value_text(reference['value'], row['unit'])}"
+
+
+def health_text(judged):
+    if judged is None:
+        return ""
+    if judged["status"] == health.AS_EXPECTED:
+        return "as expected"
+    if judged.get("bound") == "host":
+        return f"{judged['status']} by {percent(judged['by'], 0)} (host-bound)"
+    return f"**{judged['status']} by {percent(judged['by'], 0)}**"
+
+
+def _timed(row):
+    return md((row.get("timed_as") or "").split(":")[0])
+
+
+def headline_section(document):
+    findings = document.get("findings") or {}
+    rows = (findings.get("headline") or {}).get("figures") or []
+    if not rows:
+        return []
+    judged = {row["key"]: row for row in (findings.get("health") or {}).get("figures", [])}
+    body = [[md(row["label"]), value_text(row["value"], row["unit"]), interval_text(row), _timed(row),
+             reference_text(row), health_text(judged.get(row["key"]))] for row in rows]
+    sheet = (findings.get("headline") or {}).get("datasheet")
+    notes = [paragraph("Interval: where the median lies over the run's independent trials (with the default three, "
+                       "their lowest to highest median, which holds the true median with 75% probability; a 95% "
+                       "interval from six trials on); energy: ± the window's own uncertainty. Timed as: "
+                       "**throughput** = device time of back-to-back calls, warm L2, sustained; **latency** = one "
+                       "call on the host clock (copies included); **cpu** = the host clock. Every figure's entry: "
+                       "`findings.headline` in results.json."
+                       + (f" Datasheet: {md(sheet['model'])}, {md(sheet['source'])}." if sheet else ""))]
+    return section("Headline", [table(["figure", "measured", "interval", "timed as", "against", "health"], body),
+                   *notes])
+
+
+def _check_line(check):
+    return ("ok: " if check["ok"] else "**problem:** ") + md(check["text"])
+
+
+def health_section(document):
+    found = (document.get("findings") or {}).get("health")
+    if not found or (found["verdict"] == health.NOT_JUDGED and not found.get("checks")):
+        return []
+    if found["verdict"] == health.NOT_JUDGED:
+        line = f"**Health: not judged**: {md(found['why'])}."
+    elif found["verdict"] == health.AS_EXPECTED:
+        gpu_figures = [row for row in found["figures"] if row.get("bound") != "host"]
+        line = (f"**Health: as expected.** Every one of the {len(gpu_figures)} judged GPU figures lies within the "
+                f"range measured by {len(found['runs'])} committed run(s) of {md(found['model'])}, and no check "
+                f"below found a problem.")
+    else:
+        below = [row for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") != "host"]
+        causes = sorted({cause for row in below for cause in row["causes"]})
+        failing = [check["text"] for check in found.get("checks", []) if not check["ok"]]
+        if below:
+            line = (f"**Health: below expected.** {len(below)} of {len(found['figures'])} judged figures fall short of "
+                    f"the range of {len(found['runs'])} committed run(s) of {md(found['model'])}"
+                    + (f"; likely cause: {md('; '.join(causes))}" if causes else
+                       "; no recorded cause explains it (cooling, a shared host, a different board revision)")
+                    + ".")
+        else:  # the figures hold, a check below does not
+            line = (f"**Health: below expected.** Every judged figure lies within the range of {len(found['runs'])} "
+                    f"committed run(s) of {md(found['model'])}, but a check found a problem: {md('; '.join(failing))}.")
+    host_below = [row["key"] for row in found["figures"] if row["status"] == health.BELOW and row.get("bound") == "host"]
+    if host_below:
+        line += (f" Host-bound figures below their range: {md(', '.join(host_below))} ({md(health.HOST_CAUSE)}; "
+                 "they do not count against the GPU).")
+    return section("Health", [paragraph(line), bullets(_check_line(check) for check in found.get("checks", [])),
+                              paragraph("`gpubench run --quick` is the two-minute health check of a new machine; the "
+                                        "ranges come from committed runs (`gpubench expected`), the limits from "
+                                        "scripts/gpu_datasheets.json.")])
+
+
+def claims_section(document):
+    found = (document.get("findings") or {}).get("claims") or {}
+    answered = found.get("answered") or []
+    if not answered:
+        return []
+    rows = [[f"\"{md(row['claim'])}\" (*{md(row['source'])}*)", f"**{md(row['verdict'])}**", md(row["answer"])]
+            for row in answered]
+    return section("Claims, measured here", [table(["claim", "verdict", "on this machine"], rows)])
+
+
+def first_screen(document):
+    """The headline, health and claims, set apart at the top of the page."""
+    blocks = headline_section(document) + health_section(document) + claims_section(document)
+    return [Panel("first-screen", tuple(blocks))] if blocks else []

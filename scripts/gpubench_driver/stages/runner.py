@@ -1,0 +1,405 @@
+"""Runs a study binary once per size, streaming progress and saving after each."""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from gpubench_driver import studies
+from gpubench_driver.lib import findings, formatting, gbench, measurements, stopping, telemetry, trials
+from gpubench_driver.stages import journal
+
+STDERR_TAIL_CHARS = 4000
+STOP_GRACE_S = 10
+# The library choices (cuDNN's engines) held across a run's processes, in its results folder: the
+# binaries record what their first trial chose and take it in the later ones (bench/harness/held_choices.hpp).
+HELD_CHOICES_FILE = "held_choices.tsv"
+HELD_CHOICES_FLAG = "--held-choices="
+# Where a study binary writes files of its own (the mandelbrot study's count image): the run's folder.
+ARTIFACTS_FLAG = "--artifacts-dir="
+# A launcher's variables that make a process take itself for one of several ranks (core/launched_rank.hpp,
+# core/rank_channel.hpp). A binary the driver starts itself is one process, even where the driver runs inside
+# an allocation (an sbatch script's own process sees SLURM_PROCID and the allocation's SLURM_NTASKS).
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK")
+
+
+def ranks_file(artifacts_dir, name):
+    """Where rank 0 of a study run by several ranks writes who took part (bench/harness/ranks.hpp)."""
+    return os.path.join(artifacts_dir, f"{name}_ranks.json")
+
+
+class RunnerError(Exception):
+    """The study binary cannot be used (does not start, prints no description)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the entries finished so far are kept."""
+
+
+def binary_environment(launched=False):
+    """The environment of a study binary: the study defaults (STUDY_ENVIRONMENT_DEFAULTS), and without the
+    launchers' rank variables unless a launcher starts it (and sets its own)."""
+    environment = {**os.environ, **study_environment()}
+    return environment if launched else {name: value for name, value in environment.items()
+                                         if name not in RANK_VARIABLES}
+
+
+def describe(binary):
+    try:
+        result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120,
+                                env=binary_environment(), preexec_fn=stopping.dies_with_driver())
+    except OSError as error:
+        raise RunnerError(f"cannot run {binary}: {error}") from None
+    except subprocess.TimeoutExpired:
+        raise RunnerError(f"{binary} --describe did not finish in 120 s") from None
+    if result.returncode != 0:
+        raise RunnerError(f"{binary} --describe failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+    try:
+        description = json.loads(result.stdout)
+    except ValueError:
+        raise RunnerError(f"{binary} --describe did not print JSON") from None
+    if not isinstance(description, dict) or not isinstance(description.get("implementations"), list):
+        raise RunnerError(f"{binary} --describe printed no 'implementations' list")
+    return description
+
+
+def study_flags(options, sizes, impls=None, modes=None):
+    """The study's own flags; impls/modes narrow the user's choice for one invocation."""
+    flags = ["--sizes=" + ",".join(map(str, sizes))]
+    if options.batches:  # set only for a study with a batch axis (options.for_study)
+        flags.append("--batches=" + ",".join(map(str, options.batches)))
+    impls = impls or options.impls
+    modes = modes or options.modes
+    if impls:
+        flags.append("--impls=" + ",".join(impls))
+    if modes:
+        flags.append("--modes=" + ",".join(modes))
+    if options.caps:
+        flags.append("--caps=" + ",".join(f"{name}={cap}" for name, cap in sorted(options.caps.items())))
+    if options.cpu_only:
+        flags.append("--cpu-only")
+    return flags
+
+
+def benchmark_flags(json_path, measurements_path):
+    """Google Benchmark's output, and the measurements file: each entry is one run of one iteration
+    whose samples the binary's own loop takes (measurements.py)."""
+    return [f"--benchmark_out={json_path}", "--benchmark_out_format=json", "--benchmark_color=false",
+            measurements.FLAG + measurements_path]
+
+
+def list_entries(binary, flags):
+    """Entry names the binary would run with these flags."""
+    result = subprocess.run([binary, *flags, "--benchmark_list_tests=true"], capture_output=True, text=True,
+                            timeout=120, env=binary_environment(), preexec_fn=stopping.dies_with_driver())
+    if result.returncode != 0:
+        raise RunnerError(f"{binary} --benchmark_list_tests failed ({result.returncode}): "
+                          f"{result.stderr.strip()[-500:]}")
+    return [gbench.entry_key(line.strip()) for line in result.stdout.splitlines() if line.strip()]
+
+
+# --- progress --------------------------------------------------------------------
+class Progress:
+    def __init__(self, total):
+        self.total = total
+        self.done = set()
+        self.trial = 1  # of the invocation running now
+        self.trials = 1
+
+    def report(self, result):
+        if (self.trial, result.name) in self.done:
+            return  # Google Benchmark prints a failure once per repetition
+        self.done.add((self.trial, result.name))
+        which = f"  (trial {self.trial} of {self.trials})" if self.trials > 1 else ""
+        print(f"[{len(self.done)}/{self.total}] {result.name}  {self._outcome(result)}{which}", flush=True)
+
+    @staticmethod
+    def _outcome(result):
+        if result.failure is not None:
+            return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
+        axes = gbench.parse_entry_name(result.name)
+        text = f"median {formatting.seconds(result.median_s)}"
+        record = studies.BY_NAME.get(axes["study"]) if axes else None
+        if record and result.median_s > 0:
+            text += "".join(f"  {rate}" for rate in record.rates(axes, result.counters, result.median_s))
+        return text
+
+
+# --- one invocation ------------------------------------------------------------------
+@dataclass
+class Invocation:
+    entries: list
+    returncode: int
+    stderr_tail: str
+    notes: list
+    interrupted: bool = False
+    telemetry_samples: list = field(default_factory=list)
+    telemetry_note: str = None
+    raw: gbench.GbenchOutput = None  # Google Benchmark's own output, as the binary wrote it
+
+
+# Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
+# OpenBLAS's own pthreads, which halved the rate of OpenMP loops alternating with SGEMM.
+# OpenMP threads are pinned one per core, in order (thread t on core t), so a thread keeps
+# the caches and the memory it first wrote (core/first_touch.hpp) from call to call; gpubench_env
+# records what that gave (software.gpubench_env.affinity). A value the user set wins.
+STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+
+
+def study_environment():
+    """The environment variables of STUDY_ENVIRONMENT_DEFAULTS as the study binaries get them."""
+    return {name: os.environ.get(name, value) for name, value in STUDY_ENVIRONMENT_DEFAULTS.items()}
+
+
+def telemetry_flags(options, series_path):
+    """Where the binary writes its telemetry series, or that it samples none (run --no-telemetry)."""
+    return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
+
+
+def invoke(binary, flags, options, progress, on_finished=None, launcher=(), scratch_dir=None):
+    """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
+    its entries (each with its wall time) and its telemetry series, even when it crashed or was
+    interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
+    line arrives, before its progress line is printed. Its files go to a scratch folder in scratch_dir
+    (the run's, in its output folder; default: the system's)."""
+    with tempfile.TemporaryDirectory(prefix="gpubench.", dir=scratch_dir) as scratch:
+        json_path = os.path.join(scratch, "out.json")
+        series_path = os.path.join(scratch, "telemetry.json")
+        measurements_path = os.path.join(scratch, "measurements.jsonl")
+        stderr_path = os.path.join(scratch, "stderr.txt")
+        with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
+            child = subprocess.Popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
+                                      *benchmark_flags(json_path, measurements_path)],
+                                     stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+                                     env=binary_environment(bool(launcher)),
+                                     # killed outright, the driver takes the process (or its launcher) with it
+                                     preexec_fn=stopping.dies_with_driver())
+            tail = measurements.Tail(measurements_path)
+            finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
+            interrupted, wall_s = _stream(child, progress, finished)
+            stderr.seek(0)
+            stderr_tail = stderr.read()[-STDERR_TAIL_CHARS:]
+        output = gbench.load_file(json_path)
+        samples, note = telemetry.read_series(series_path) if options.telemetry else ([], None)
+        measured = measurements.read_file(measurements_path)
+    entries = gbench.entries_from_output(output)
+    measurements.join(entries, measured)
+    for entry in entries:
+        entry["wall_s"] = wall_s.get(entry["name"])
+    return Invocation(entries, child.returncode, stderr_tail, output.notes, interrupted, samples, note, output)
+
+
+def _stream(child, progress, on_finished=None):
+    """Print progress from the console lines (after `on_finished(result, wall_s)`, for an entry's
+    first line); on Ctrl-C stop the child and say so. Returns
+    (interrupted, {entry: wall seconds from the previous entry's end to its own, set-up,
+    verification, warm-up and every sample included})."""
+    wall_s = {}
+    last = time.monotonic()
+    try:
+        for line in child.stdout:
+            result = gbench.parse_console_line(line)
+            if result:
+                if result.name not in wall_s:
+                    now = time.monotonic()
+                    wall_s[result.name] = round(now - last, 3)
+                    last = now
+                    if on_finished:
+                        on_finished(result, wall_s[result.name])
+                progress.report(result)
+        child.wait()
+        return False, wall_s
+    except KeyboardInterrupt:
+        _stop(child)
+        return True, wall_s
+    except BaseException:
+        _stop(child)  # the journal could not be written (a full disk): no benchmark process left running alone
+        raise
+
+
+def _stop(child):
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def describe_exit(returncode):
+    if returncode < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+# --- the study ----------------------------------------------------------------------
+class Study:
+    """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: a refined study); saves
+    through `save` after each size (a study with a batch axis runs every batch of a size in
+    one invocation). `progress` is shared by the studies of a run."""
+
+    def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
+                 journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None):
+        self.name = name
+        self.launcher = launcher  # the command its binary runs under: a study of several ranks under run --launcher
+        self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
+        self.held_path = held_path  # where the library choices held across the run's processes are
+        self.journal_path = journal_path  # where each finished entry goes before its progress line
+        self.artifacts_dir = artifacts_dir  # where the binary writes files of its own (the run's folder)
+        self.scratch_dir = scratch_dir  # where each invocation's scratch folder goes
+        self.raw = gbench.GbenchOutput({}, [])
+        self.binary = binary
+        self.options = options  # this study's (options.for_study)
+        self.record = record  # its part of results.json
+        self.save = save
+        self.progress = progress
+        self.planned = []
+        self.series = telemetry.StudySeries(time.time())
+        # What each slot of its entry names holds: its --describe's axis_names, else the registry's.
+        self.axis_names = studies.axis_names(name, record)
+
+    def plan(self):
+        """List the sweep's entries and count them into the progress total before any study runs."""
+        self.planned = list_entries(self.binary, study_flags(self.options, self.options.sizes))
+        self.progress.total += len(self.planned) * self.options.trials
+        self.progress.trials = self.options.trials
+
+    def sweep(self, trial):
+        """One trial of the sweep: every size once, in this trial's order."""
+        sizes = self.options.sizes
+        batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
+        which = f", trial {trial} of {self.options.trials}" if self.options.trials > 1 else ""
+        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
+        order = trials.size_order(sizes, trial, self.options.run_id)
+        self.record.setdefault("trial_size_orders", []).append(order)
+        for n in order:
+            self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
+                           study_flags(self.options, [n]), trial)
+
+    def refine(self):
+        """Refinement rounds around the crossovers the sweep found (every trial of each round)."""
+        for round_number in range(1, self.options.refine_rounds + 1):
+            if not self._refine(round_number):
+                break
+
+    def _refine(self, round_number):
+        plan = findings.refinement_plan(self.record["entries"])
+        if not plan:
+            return False
+        # The caps stay: they keep implementations that cannot be the fastest (single-thread
+        # loops) away from sizes where one call takes many seconds.
+        print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, plan))}", flush=True)
+        runs = []
+        for n, (impls, modes) in plan.items():
+            flags = study_flags(self.options, [n], impls, modes)
+            planned = list_entries(self.binary, flags)
+            self.progress.total += len(planned) * self.options.trials
+            runs.append((n, planned, flags))
+        for trial in range(1, self.options.trials + 1):
+            for n, planned, flags in runs:
+                self._run_size(n, planned, "refinement", flags, trial)
+        return True
+
+    def _run_size(self, n, planned, phase, flags, trial):
+        if not planned:
+            return
+        self.progress.trial = trial
+        run_files = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []  # shared by the run's processes
+        run_files += [ARTIFACTS_FLAG + self.artifacts_dir] if self.artifacts_dir else []
+        on_finished = None
+        if self.journal_path:
+            on_finished = lambda result, measurement, wall: journal.append(  # noqa: E731
+                self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
+        if self.launcher and os.path.exists(ranks_file(self.artifacts_dir, self.name)):
+            os.remove(ranks_file(self.artifacts_dir, self.name))  # the last invocation's: this one's ranks write their own
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished, self.launcher,
+                            self.scratch_dir)
+        if self.launcher:
+            self.record["ranks"] = read_ranks(self.artifacts_dir, self.name, self.launcher)
+        for entry in invocation.entries:
+            entry["phase"] = phase
+            entry["axes"] = gbench.named_axes(entry, self.axis_names)
+        self._merge(invocation.entries, trial)
+        recovered = self._fold_journal()
+        self._keep_raw(invocation.raw)
+        if self.options.telemetry:
+            self.series.add(invocation.telemetry_samples, invocation.telemetry_note)
+            self.record["telemetry"] = self.series.record()
+        else:
+            self.record["telemetry"] = {"note": "turned off (run --no-telemetry)"}
+        failed = invocation.returncode != 0 and not invocation.interrupted
+        if failed:
+            self._record_failure(n, invocation, planned, phase, trial, recovered)
+        self.save()
+        if self.journal_path:
+            journal.remove(self.journal_path)  # its entries are in results.json now
+        if invocation.interrupted:
+            raise Interrupted()
+
+    def _fold_journal(self):
+        """The entries the process printed but its output lacks (a crash cut its JSON short), from the
+        journal; returns their names."""
+        if not self.journal_path:
+            return set()
+        lines = [line for line in journal.read(self.journal_path) if line["study"] == self.name]
+        journal.fold({"studies": {self.name: self.record}}, lines)
+        return {line["name"] for line in lines}
+
+    def _keep_raw(self, output):
+        """Google Benchmark's JSON of the study so far, in its own format (every invocation's
+        benchmarks, the first context), for tools that read it (its tools/compare.py)."""
+        if self.raw_path is None or output is None:
+            return
+        self.raw = gbench.GbenchOutput(self.raw.context or output.context, self.raw.benchmarks + output.benchmarks)
+        gbench.write_file({"context": self.raw.context, "benchmarks": self.raw.benchmarks}, self.raw_path)
+
+    def _merge(self, new_entries, trial=1):
+        by_name = {entry["name"]: entry for entry in self.record["entries"]}
+        for entry in new_entries:
+            by_name[entry["name"]] = trials.combine(by_name.get(entry["name"]) if trial > 1 else None, entry, trial)
+        self.record["entries"] = sorted(by_name.values(), key=gbench.entry_order)
+
+    def _record_failure(self, n, invocation, planned, phase, trial, recovered):
+        finished = {entry["name"] for entry in invocation.entries} | recovered
+        missing = [name for name in planned if name not in finished]
+        process, how = "the benchmark process", describe_exit(invocation.returncode)
+        # Rank 0 writes the ranks' record before any entry: without it and without an entry, the status
+        # is the launcher's own (a bad command, no allocation), not a study binary's.
+        if self.launcher and not finished and self.record.get("ranks") is None:
+            process, how = f"the launcher ({shlex.join(self.launcher)})", f"{how} before any rank reported"
+        print(f"{self.name} n={n}: {process} {how}; {len(missing)} entries not finished", flush=True)
+        self.record["invocations"].append({
+            "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how, "process": process,
+            "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
+        self._merge([_unfinished_entry(name, f"{process} {how}", phase, self.axis_names) for name in missing], trial)
+
+
+def read_ranks(artifacts_dir, name, launcher):
+    """The study's record of the ranks its launch ran (each rank's host, CPU and GPU, or why it has none),
+    with the launcher's command; None where rank 0 wrote none (the ranks never met, or rank 0 ran on
+    another node than the driver's)."""
+    try:
+        with open(ranks_file(artifacts_dir, name), encoding="utf-8") as stream:
+            found = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    return {**found, "command": list(launcher)} if isinstance(found, dict) else None
+
+
+def _size_of(name):
+    axes = gbench.parse_entry_name(name)
+    return axes["n"] if axes else None
+
+
+def _unfinished_entry(name, how, phase, axis_names):
+    entry = gbench.blank_entry(name)
+    entry.update(status="error", phase=phase, message=f"not finished: {how}")
+    entry["axes"] = gbench.named_axes(entry, axis_names)
+    return entry

@@ -1,0 +1,55 @@
+"""The study registry: one plug-in module per study (studies/<name>.py), each defining its record STUDY
+(lib/registry.Study: its points, how its findings are derived, its summary sections, plots, claims and
+references), in the order the driver runs and reports them. The stages read the registry and name no
+study; a new study is one plug-in module, listed here.
+
+Import rule: this package imports its plug-ins; a plug-in imports only lib/ (never another plug-in, a
+stage or a command); the stages and commands import this package."""
+from gpubench_driver.lib.registry import AXIS_SLOTS, PLAIN_AXES
+from gpubench_driver.studies import (batched_gemm, collectives, conv2d, gemm_ladder, launch_overhead, mandelbrot,
+                                     matmul, mlp_training, occupancy, overlap, p2p, precision, primitives, roofline,
+                                     stream, transfer, vector_add)
+
+# The default suite: every study at the points that answer its questions, the whole run within
+# about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
+# default list, which --describe reports as default_sizes/default_batches. A quick run (within two
+# minutes) takes one or two points of each: enough to see every implementation run and verify, not
+# to find a crossover or a saturation. Each plug-in's record says why it has the points it has.
+PLUGINS = (matmul, precision, batched_gemm, mlp_training, conv2d, transfer, overlap, vector_add, mandelbrot, stream,
+           roofline, primitives, occupancy, launch_overhead, gemm_ladder, p2p, collectives)
+STUDIES = tuple(plugin.STUDY for plugin in PLUGINS)
+BY_NAME = {study.name: study for study in STUDIES}
+NAMES = tuple(BY_NAME)
+BATCH_NAMES = tuple(study.name for study in STUDIES if study.batch_axis)
+# Every study's claims, in the order the report lists them.
+CLAIMS = tuple(sorted((claim for study in STUDIES for claim in study.claims), key=lambda claim: claim.position))
+
+
+def axis_names(name, record=None):
+    """{slot: name} of a study: what its --describe said (`axis_names` in its results record), slot by
+    slot, else what this registry knows (files and binaries from before axis_names), else the plain
+    names."""
+    known = BY_NAME[name].axis_names if name in BY_NAME else dict(PLAIN_AXES)
+    described = (record or {}).get("axis_names")
+    if isinstance(described, dict):
+        known.update({slot: described[slot] for slot in AXIS_SLOTS
+                      if slot in described and (described[slot] is None or isinstance(described[slot], str))})
+    return known
+
+
+def format_note(name, record=None):
+    """None where the study's precision slot holds a number format; else why its entries have no
+    peak, no fraction of it and no roofline point."""
+    slot = axis_names(name, record)["precision"]
+    if slot == PLAIN_AXES["precision"]:
+        return None
+    return f"its precision axis is the {slot or 'unnamed slot'}, not a number format"
+
+
+def is_headline(study_name, entry):
+    """An entry the study compares with a reference (its record's comparisons: cuBLAS SGEMM at 4096,
+    each precision, the MLP step, the convolutions, the 256 MiB copies): the figures people quote."""
+    record = BY_NAME.get(study_name)
+    return bool(record) and any(
+        (entry.get("impl"), entry.get("mode"), entry.get("precision")) == (c.impl, c.mode, c.precision)
+        and (entry.get("n"), entry.get("batch")) in c.points for c in record.comparisons)

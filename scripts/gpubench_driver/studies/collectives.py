@@ -1,0 +1,200 @@
+"""The collectives study's plug-in (its findings, sections and plots). Its findings: for every collective
+and placement, its algorithm bandwidth (message bytes over the median time) and bus bandwidth (the algorithm
+bandwidth times nccl-tests' factor, the bus_factor counter: all-reduce 2(n-1)/n, all-gather, reduce-scatter
+and all-to-all (n-1)/n, broadcast 1; nccl-tests' doc/PERFORMANCE.md) against the message size; the latency
+of the smallest message; and the all-reduce's bus bandwidth at the largest message measured (the issue's 8
+GiB point where the run reached it).
+
+With one rank nothing crosses a link and every factor but broadcast's is 0: the bus bandwidth is
+then None (not 0) and the report gives the algorithm bandwidth alone, saying why.
+
+Entry axes in this study: impl = collective, mode = placement, n = log2 of the message size in bytes
+(message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
+as nccl-tests does."""
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
+from gpubench_driver.lib.registry import Comparison, Run, Study, csv
+from gpubench_driver.lib.sections import failures_section, references_not_run, run_notes, time_ratio_cell
+from gpubench_driver.lib.stats import median_interval
+
+ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
+            "collective but broadcast, so only the algorithm bandwidth is reported")
+
+
+def _point(entry):
+    median = entry["time_s"]["median"]
+    algorithm = entry["message_bytes"] / median
+    ranks = int(entry["ranks"])
+    return {"n": entry["n"], "message_bytes": entry["message_bytes"], "median_s": median,
+            "interval_s": median_interval(entry["time_s"]).record(), "ranks": ranks,
+            "algorithm_bytes_per_s": algorithm,
+            "bus_bytes_per_s": algorithm * entry["bus_factor"] if ranks > 1 else None}
+
+
+def curves(entries):
+    """One row per (collective, placement): its points in size order, its smallest message's latency
+    and its largest message's bandwidths."""
+    found = {}
+    for entry in ok_entries(entries):
+        if entry.get("message_bytes") and entry.get("ranks") and entry.get("bus_factor") is not None:
+            found.setdefault((entry["impl"], entry["mode"]), []).append(_point(entry))
+    rows = []
+    for (collective, placement), points in sorted(found.items()):
+        points.sort(key=lambda point: point["message_bytes"])
+        largest = points[-1]
+        rows.append({"impl": collective, "mode": placement, "points": points, "ranks": largest["ranks"],
+                     "smallest_bytes": points[0]["message_bytes"], "smallest_latency_s": points[0]["median_s"],
+                     "largest_bytes": largest["message_bytes"],
+                     "largest_algorithm_bytes_per_s": largest["algorithm_bytes_per_s"],
+                     "largest_bus_bytes_per_s": largest["bus_bytes_per_s"]})
+    return rows
+
+
+def largest_all_reduce(rows):
+    """The out-of-place all-reduce at its largest message (what the issue's target is about), or None."""
+    row = next((row for row in rows if (row["impl"], row["mode"]) == ("all_reduce", "out_of_place")), None)
+    if row is None:
+        return None
+    return {"message_bytes": row["largest_bytes"], "n": row["points"][-1]["n"], "ranks": row["ranks"],
+            "algorithm_bytes_per_s": row["largest_algorithm_bytes_per_s"],
+            "bus_bytes_per_s": row["largest_bus_bytes_per_s"]}
+
+
+def progress_rates(axes, counters, median_s):
+    """The entry's algorithm and bus bandwidth for the progress line, from its console counters."""
+    size, factor, ranks = counters.get("message_bytes"), counters.get("bus_factor"), counters.get("ranks")
+    if not size:
+        return []
+    algorithm = size / median_s
+    rates = [f"algbw {algorithm / 1e9:.2f} GB/s"]
+    if ranks and ranks > 1 and factor is not None:
+        rates.append(f"busbw {algorithm * factor / 1e9:.2f} GB/s")
+    return rates
+
+
+def derive(study):
+    rows = curves(study["entries"])
+    ranks = {row["ranks"] for row in rows}
+    return {"curves": rows, "ranks": max(ranks) if ranks else None,
+            "one_rank_note": ONE_RANK if ranks == {1} else None,
+            "largest_all_reduce": largest_all_reduce(rows), "failures": grouped_failures(study["entries"])}
+
+
+# --- summary.md -----------------------------------------------------------------------------------
+REFERENCE_RUN = "torch_allreduce"
+FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
+            "buffers). Bus bandwidth: algorithm bandwidth x nccl-tests' factor (doc/PERFORMANCE.md): all-reduce "
+            "2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast 1, n the ranks; comparable "
+            "with the links' rate whatever n is. GB/s = 10^9 bytes per second, as nccl-tests prints.")
+
+
+def _curves(derived):
+    rows = derived.get("curves") or []
+    title = "Collectives: bandwidth of each collective (NCCL)"
+    if not rows:
+        return section(title, [paragraph("No collective was measured.")])
+    body = [[md(row["impl"]), md(row["mode"]), str(row["ranks"]),
+             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
+             gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)] for row in rows]
+    blocks = [table(["collective", "placement", "ranks", "latency (smallest message)", "largest message",
+                     "algorithm bandwidth", "bus bandwidth"], body), paragraph(FORMULAS)]
+    if derived.get("one_rank_note"):
+        blocks.append(paragraph(f"Bus bandwidth n/a: {md(derived['one_rank_note'])}."))
+    largest = derived.get("largest_all_reduce")
+    if largest:
+        blocks.append(paragraph(
+            f"All-reduce (out of place) at its largest message, {byte_size(largest['message_bytes'])} on "
+            f"{largest['ranks']} ranks: bus bandwidth {gb_per_s(largest['bus_bytes_per_s'], 2)}, algorithm bandwidth "
+            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}."))
+    return section(title, blocks)
+
+
+def _references(study, document):
+    title = "Collectives: torch.distributed all-reduce reference"
+    references = document.get("references")
+    if references is None:
+        return section(title, [paragraph(references_not_run(document))])
+    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    rows = study["derived"].get("reference_comparison") or []
+    if not any(row["time_ratio"] is not None for row in rows):
+        return section(title, [notes, paragraph("No all-reduce size was measured by both the study and the reference "
+                                                "(the default suite stops below 8 GiB: run --sizes 33 --impls "
+                                                "all_reduce).")])
+    body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
+             time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+    return section(title, [notes, table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
+        "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
+        "bandwidths stand in the inverse ratio. Targets are stated, not checked.")])
+
+
+def _ranks(launch):
+    """Who took part in a launch of one process per GPU (run --launcher): each rank's node and GPU."""
+    if not launch:
+        return []
+    hosts = dict.fromkeys(rank.get("host") for rank in launch.get("ranks") or [])
+    body = [[str(rank.get("rank")), md(rank.get("host") or "?"), str(rank.get("local_rank")), md(rank.get("cpu") or "?"),
+             md((rank.get("gpu") or {}).get("name") or f"none: {rank.get('gpu_reason')}"),
+             md((rank.get("gpu") or {}).get("pci_bus_id") or ""), md((rank.get("gpu") or {}).get("uuid") or "")]
+            for rank in launch.get("ranks") or []]
+    return section("Collectives: the ranks, one process per GPU", [paragraph(
+        f"{launch.get('size')} ranks on {len(hosts)} node(s), started by `{' '.join(launch.get('command') or []).replace('`', '')}` "
+        f"({md(launch.get('launcher') or '?')}'s variables; the ranks met over {md(launch.get('transport') or '?')}). "
+        f"Rank 0 measured; every rank checked its own output."),
+        table(["rank", "host", "local rank", "CPU", "GPU", "PCI bus id", "UUID"], body)])
+
+
+def sections(study, document):
+    return (_curves(study["derived"]) + _ranks(study.get("ranks")) + _references(study, document)
+            + failures_section(study, "Collectives: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+def _per_1e9(value):
+    return None if value is None else value / 1e9
+
+
+def plots(pyplot, study, plot_dir):
+    """Bus bandwidth against the message size, a line per collective and placement
+    (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
+    (collectives_algorithm_bandwidth.png)."""
+    derived = study["derived"]
+    series = {(row["impl"], row["mode"]): [(point["message_bytes"], point) for point in row["points"]]
+              for row in derived.get("curves") or []}
+    if not series:
+        return []
+    if derived.get("one_rank_note"):
+        stem, what, key = "collectives_algorithm_bandwidth", "algorithm bandwidth (one rank: no bus)", "algorithm"
+    else:
+        stem, what, key = "collectives_bus_bandwidth", "bus bandwidth (nccl-tests' formulas)", "bus"
+    study_charts = charts.line_charts(plot_dir, (stem,), f"collectives: {what} against the message size",
+                                      series, (lambda series_key: series_key[1],),
+                                      ylabel="GB/s (10^9 bytes per second)",
+                                      value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
+                                      xlabel="message size (bytes, nccl-tests' size)")
+    return charts.draw(pyplot, study_charts)
+
+
+# --- the record -----------------------------------------------------------------------------------
+ALLREDUCE_SIZES = (33,)  # log2 bytes: the 8 GiB all-reduce of issue 18's target
+# Against the study's out-of-place entry, the one the suite's placement and --impls all_reduce run (the driver's
+# --modes names no placement); torch's call is in place, which moves the same bytes.
+ALLREDUCE_TARGET = ("bus bandwidth within 2% of torch.distributed's all-reduce over the same GPUs and NCCL: a time "
+                    "ratio within 0.98-1.02")
+REFERENCES = {"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", csv(ALLREDUCE_SIZES)), gpu=True,
+                                     sizes_at=1)}
+COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "torch_allreduce",
+                          "torch.distributed all_reduce", {"workload": "all_reduce"},
+                          tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)
+
+# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
+# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
+# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
+# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
+# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
+# record in the study's `ranks`.
+STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
+              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True)

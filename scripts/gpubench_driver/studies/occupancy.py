@@ -1,0 +1,361 @@
+"""The occupancy study's plug-in (its findings, sections, plots and claim). Its findings: each kernel's rate
+against its launch configuration (threads per block x blocks), as a fraction of its best configuration
+measured, beside the multiprocessors the grid keeps busy and the warps it keeps resident; each block size's
+theoretical occupancy (the occupancy API) and what limits it, beside the rate it reached; and the
+walk-through's launch (16 blocks of 128 threads of the naive SGEMM, said to use less than a tenth of a big
+GPU) placed on the curve.
+
+Entry axes: impl = kernel, mode resident, precision fp32, n = threads per block, batch = blocks. Every
+entry of a kernel does the same work (a grid-stride loop over the whole problem), so its rate against
+another configuration's is the inverse ratio of their device times. The counters say where the grid
+lands (busy_multiprocessors, resident_warps, max_resident_warps, multiprocessors) and the kernel's
+occupancy at its block size (blocks_per_multiprocessor, theoretical_occupancy, registers_per_thread,
+shared_bytes_per_block); --describe's implementations list each kernel's occupancy at every block size
+with the resources that limit it."""
+import math
+
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
+from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
+from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
+from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
+
+# The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
+WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}
+PLATEAU_FRACTION = 0.9  # a block size's plateau: the fewest blocks from which its rate stays this close to its best
+LIMITS = ("threads", "blocks", "registers", "shared_memory", "barriers")
+OCCUPANCY_COUNTERS = ("multiprocessors", "busy_multiprocessors", "resident_warps", "max_resident_warps",
+                      "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
+                      "shared_bytes_per_block")
+
+
+def _rate(entry, counter):
+    amount = finite(entry.get(counter))
+    return amount / entry["time_s"]["median"] if amount else None
+
+
+def _share(part, whole):
+    return part / whole if part is not None and whole else None
+
+
+def _point(entry, best):
+    """An entry as a point of its kernel's curves: rates, the fraction of the kernel's best rate (and its
+    interval, from both times' intervals), where the grid lands."""
+    traffic = (finite(entry.get("memory_read_bytes")) or 0) + (finite(entry.get("memory_written_bytes")) or 0)
+    counters = {name: finite(entry.get(name)) for name in OCCUPANCY_COUNTERS}
+    return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": entry["time_s"]["median"],
+            "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": _rate(entry, "flop"),
+            "memory_bytes_per_s": traffic / entry["time_s"]["median"] if traffic else None,
+            "fraction_of_best": best["time_s"]["median"] / entry["time_s"]["median"],
+            "fraction_interval": time_ratio_interval(best["time_s"], entry["time_s"]), **counters,
+            "busy_fraction": _share(counters["busy_multiprocessors"], counters["multiprocessors"]),
+            "warp_fraction": _share(counters["resident_warps"], counters["max_resident_warps"])}
+
+
+def _by_kernel(entries):
+    found = {}
+    for entry in ok_entries(entries):
+        if entry.get("batch"):
+            found.setdefault(entry["impl"], []).append(entry)
+    return found
+
+
+def _described_occupancy(implementations):
+    """{kernel: {threads per block: {blocks_per_multiprocessor, occupancy, limited_by, registers_per_thread,
+    shared_bytes_per_block}}} from --describe, keeping only well-typed fields (the file may come from anyone)."""
+    found = {}
+    for impl in implementations or []:
+        if not isinstance(impl, dict) or not isinstance(impl.get("id"), str):
+            continue
+        table = {}
+        for row in impl.get("occupancy") or []:
+            threads = finite(row.get("threads_per_block")) if isinstance(row, dict) else None
+            if threads is None:
+                continue
+            limited = row.get("limited_by")
+            table[int(threads)] = {
+                "blocks_per_multiprocessor": finite(row.get("blocks_per_multiprocessor")),
+                "occupancy": finite(row.get("occupancy")),
+                "registers_per_thread": finite(row.get("registers_per_thread")),
+                "shared_bytes_per_block": finite(row.get("shared_bytes_per_block")),
+                "limited_by": [name for name in limited if name in LIMITS] if isinstance(limited, list) else []}
+        if table:
+            found[impl["id"]] = table
+    return found
+
+
+def plateau_blocks(points, fraction=PLATEAU_FRACTION):
+    """The fewest blocks from which every larger grid measured stays at `fraction` of the best rate of
+    these points (one block size's curve, in block order); None without points."""
+    if not points:
+        return None
+    best = max(point["fraction_of_best"] for point in points)
+    first = len(points)
+    while first > 0 and points[first - 1]["fraction_of_best"] >= fraction * best:
+        first -= 1
+    return points[first]["blocks"] if first < len(points) else None
+
+
+def block_sizes(points, described):
+    """Per threads per block: its best rate (as a fraction of the kernel's best), the blocks it reached
+    it at, its plateau, the theoretical occupancy and what limits it (the entries' counters, the
+    description's limiting resources)."""
+    rows = []
+    for threads in sorted({point["threads_per_block"] for point in points}):
+        curve = sorted((point for point in points if point["threads_per_block"] == threads),
+                       key=lambda point: point["blocks"])
+        top = max(curve, key=lambda point: point["fraction_of_best"])
+        told = described.get(threads, {})
+        rows.append({"threads_per_block": threads, "best_fraction": top["fraction_of_best"],
+                     "best_blocks": top["blocks"], "plateau_blocks": plateau_blocks(curve),
+                     "theoretical_occupancy": top["theoretical_occupancy"],
+                     "blocks_per_multiprocessor": top["blocks_per_multiprocessor"],
+                     "registers_per_thread": top["registers_per_thread"],
+                     "shared_bytes_per_block": top["shared_bytes_per_block"],
+                     "limited_by": told.get("limited_by") or []})
+    return rows
+
+
+def kernels(entries, implementations=None):
+    """Per kernel: every configuration as a point, its best, and its block sizes' rows."""
+    described = _described_occupancy(implementations)
+    rows = []
+    for kernel, members in _by_kernel(entries).items():
+        best = min(members, key=lambda entry: entry["time_s"]["median"])
+        points = sorted((_point(entry, best) for entry in members),
+                        key=lambda point: (point["threads_per_block"], point["blocks"]))
+        top = next(point for point in points
+                   if (point["threads_per_block"], point["blocks"]) == (best["n"], best["batch"]))
+        rows.append({"impl": kernel, "points": points, "best": top,
+                     "block_sizes": block_sizes(points, described.get(kernel, {})),
+                     "theoretical": [{"threads_per_block": threads, **row}
+                                     for threads, row in sorted(described.get(kernel, {}).items())]})
+    return rows
+
+
+def walkthrough(rows):
+    """The walk-through's launch on each kernel measured at it: its fraction of the kernel's best
+    configuration (and that fraction's interval), the share of the multiprocessors and warps it
+    occupies, and whether the fraction lies below the claimed tenth beyond the interval ("below",
+    "above") or not ("within noise"); the walk-through's own kernel first."""
+    found = []
+    for row in sorted(rows, key=lambda row: row["impl"] != WALKTHROUGH["kernel"]):
+        point = next((point for point in row["points"] if point["blocks"] == WALKTHROUGH["blocks"]
+                      and point["threads_per_block"] == WALKTHROUGH["threads_per_block"]), None)
+        if point is None:
+            continue
+        claimed = WALKTHROUGH["claimed_fraction"]
+        found.append({"impl": row["impl"], "fraction_of_best": point["fraction_of_best"],
+                      "fraction_interval": point["fraction_interval"], "best": row["best"],
+                      "busy_fraction": point["busy_fraction"], "warp_fraction": point["warp_fraction"],
+                      "busy_multiprocessors": point["busy_multiprocessors"],
+                      "multiprocessors": point["multiprocessors"], "resident_warps": point["resident_warps"],
+                      "max_resident_warps": point["max_resident_warps"], "claimed_fraction": claimed,
+                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"],
+                                                     claimed)})
+    return found
+
+
+def progress_rates(axes, counters, median_s):
+    """FLOP/s of one entry for the progress line, and its share of the GPU's warps."""
+    flop = counters.get("flop")
+    shown = [rate(flop / median_s)] if flop else []
+    warps, most = counters.get("resident_warps"), counters.get("max_resident_warps")
+    return shown + ([f"{percent(warps / most)} of the warps"] if warps and most else [])
+
+
+def derive(study):
+    rows = kernels(study["entries"], study.get("implementations"))
+    return {"kernels": rows, "walkthrough": walkthrough(rows), "walkthrough_launch": dict(WALKTHROUGH),
+            "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(study["entries"])}
+
+
+# --- summary.md -----------------------------------------------------------------------------------
+AGAINST = {"below": "below a tenth beyond the interval", "above": "above a tenth beyond the interval",
+           "within noise": "within the interval of a tenth"}
+
+
+def _launch(point):
+    return f"{point['blocks']} x {point['threads_per_block']}"
+
+
+def _rate_text(point):
+    """The kernel's rate at a point: FLOP/s, and the device memory bytes per second where counted."""
+    shown = rate(point["flop_per_s"])
+    if point.get("memory_bytes_per_s"):
+        shown += f", {point['memory_bytes_per_s'] / 1e9:.1f} GB/s"
+    return shown
+
+
+def _share_text(part, whole, what):
+    return "n/a" if part is None or not whole else f"{part:.0f} of {whole:.0f} {what} ({percent(part / whole)})"
+
+
+def _walkthrough(derived):
+    rows = derived.get("walkthrough") or []
+    launch = derived["walkthrough_launch"]
+    title = "Occupancy: the walk-through's launch of 16 blocks of 128 threads"
+    if not rows:
+        return section(title, [paragraph(f"Not measured: no kernel ran at {launch['blocks']} blocks of "
+                                         f"{launch['threads_per_block']} threads.")])
+    body = [[md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
+             f"{_launch(row['best'])} ({_rate_text(row['best'])})",
+             _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
+             _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
+             AGAINST[row["against_claim"]]] for row in rows]
+    return section(title, [table(["kernel", "rate at 16 x 128, of the best measured (interval)",
+                                  "best launch measured: blocks x threads (rate)", "busy multiprocessors",
+                                  "resident warps", "against the claimed tenth"], body), paragraph(
+        f"The claim: such a launch of the naive SGEMM uses less than a tenth of a big GPU. Its measured fraction: the "
+        f"kernel's device time at the best launch configuration this run measured over its time at "
+        f"{launch['blocks']} x {launch['threads_per_block']} (both the same grid-stride work, so the inverse ratio "
+        "of their rates); the interval from both times' intervals. A run that measured few configurations may miss "
+        "the best, which makes the fraction an upper bound. Busy multiprocessors: min(blocks, multiprocessors); "
+        "resident warps: the grid's first wave, against every multiprocessor's maximum.")])
+
+
+def _grid(kernel):
+    """Rows threads per block, columns blocks: each configuration's rate as a share of the kernel's best."""
+    blocks = sorted({point["blocks"] for point in kernel["points"]})
+    by_launch = {(point["threads_per_block"], point["blocks"]): point for point in kernel["points"]}
+    body = [[str(threads)] + [percent(by_launch[(threads, b)]["fraction_of_best"], 0) if (threads, b) in by_launch
+                              else "" for b in blocks]
+            for threads in sorted({point["threads_per_block"] for point in kernel["points"]})]
+    return table(["threads \\ blocks"] + [str(b) for b in blocks], body)
+
+
+def _limits(row):
+    return ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a"
+
+
+def _block_sizes(kernel):
+    body = [[str(row["threads_per_block"]), whole(row["registers_per_thread"]),
+             byte_size(row["shared_bytes_per_block"]), whole(row["blocks_per_multiprocessor"]),
+             percent(row["theoretical_occupancy"], 0), _limits(row), percent(row["best_fraction"], 0),
+             str(row["best_blocks"]), str(row["plateau_blocks"] or "none")] for row in kernel["block_sizes"]]
+    return table(["threads per block", "registers per thread", "shared memory per block",
+                  "blocks per multiprocessor", "theoretical occupancy", "limited by", "best rate (of the kernel's)",
+                  "at blocks", "plateau from blocks"], body)
+
+
+def _kernels(derived):
+    blocks = []
+    for kernel in derived.get("kernels") or []:
+        best = kernel["best"]
+        blocks += section(f"Occupancy: {md(kernel['impl'])}", [
+            paragraph(f"Best launch measured: {_launch(best)} (blocks x threads per block), {_rate_text(best)}. Each "
+                      "launch configuration's rate as a share of it:"),
+            *folded_long_tables([_grid(kernel)]),
+            paragraph("Per block size: the kernel's resources and theoretical occupancy (the occupancy API: resident "
+                      "warps over the multiprocessor's maximum, and the resources that stop it there), beside the best "
+                      f"rate it reached and the fewest blocks from which it stays at {derived['plateau_fraction']:.0%} "
+                      "of that rate (none: it falls again at the largest grids):"),
+            _block_sizes(kernel)])
+    return blocks
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_walkthrough(derived) + _kernels(derived)
+            + failures_section(study, "Occupancy: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiprocessors)"
+
+
+def _occupancy_heat_map(pyplot, path, kernel, launch):
+    """Each launch configuration's rate as a share of the kernel's best: threads per block up, blocks
+    across, the walk-through's launch outlined."""
+    threads = sorted({point["threads_per_block"] for point in kernel["points"]})
+    blocks = sorted({point["blocks"] for point in kernel["points"]})
+    grid = [[float("nan")] * len(blocks) for _ in threads]
+    for point in kernel["points"]:
+        grid[threads.index(point["threads_per_block"])][blocks.index(point["blocks"])] = point["fraction_of_best"]
+    figure, axes = pyplot.subplots(figsize=(max(6.0, 0.6 * len(blocks) + 2), max(3.0, 0.5 * len(threads) + 1.5)))
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto", origin="lower")
+    for row, values in enumerate(grid):
+        for column, value in enumerate(values):
+            if not math.isnan(value):  # a configuration measured
+                axes.text(column, row, f"{value:.0%}" if value >= 0.1 else f"{value:.1%}", ha="center", va="center",
+                          fontsize="x-small", color="white" if value < 0.6 else "black")
+    if launch["threads_per_block"] in threads and launch["blocks"] in blocks:
+        axes.add_patch(pyplot.Rectangle((blocks.index(launch["blocks"]) - 0.5, threads.index(launch["threads_per_block"])
+                                         - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+    axes.set_xticks(range(len(blocks)))
+    axes.set_xticklabels([str(value) for value in blocks], rotation=45)
+    axes.set_yticks(range(len(threads)))
+    axes.set_yticklabels([str(value) for value in threads])
+    figure.colorbar(image, ax=axes, label="rate / the best launch measured")
+    axes.set(xlabel="blocks", ylabel="threads per block",
+             title=charts.plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
+                                f"{launch['blocks']} x {launch['threads_per_block']})"))
+    charts.save(pyplot, figure, path)
+
+
+def plots(pyplot, study, plot_dir):
+    """Per kernel: a heat map of the rate by launch configuration (occupancy_<kernel>.png) and its rate
+    over the warps resident at once, a line per block size (occupancy_<kernel>_warps.png)."""
+    derived = study["derived"]
+    paths, study_charts = [], []
+    for kernel in derived.get("kernels") or []:
+        path = charts.plot_path(plot_dir, "occupancy", kernel["impl"])
+        _occupancy_heat_map(pyplot, path, kernel, derived["walkthrough_launch"])
+        paths.append(path)
+        series = {}
+        for point in kernel["points"]:
+            if point.get("resident_warps"):
+                series.setdefault((f"{point['threads_per_block']} threads",), []).append((point["resident_warps"], point))
+        study_charts += charts.line_charts(
+            plot_dir, ("occupancy", kernel["impl"], "warps"),
+            f"occupancy {kernel['impl']}: rate against the resident warps", {
+                key: sorted(points, key=lambda item: item[0]) for key, points in series.items()},
+            ylabel="rate / the best launch measured", value=lambda point: point["fraction_of_best"],
+            xlabel=RESIDENT_WARPS)
+    return paths + charts.draw(pyplot, study_charts)
+
+
+# --- claims ---------------------------------------------------------------------------------------
+def walkthrough_launch(document):
+    launch = WALKTHROUGH
+    row = next((row for row in derived_of(document, "occupancy").get("walkthrough") or []
+                if row["impl"] == launch["kernel"]), None)
+    if row is None:
+        return None
+    verdict = {"below": CONFIRMED, "above": f"{REFUTED}: it uses more",
+               "within noise": "depends on the noise: the measured fraction's interval spans a tenth"}[
+        row["against_claim"]]
+    best = row["best"]
+    busy = (f", keeping {row['busy_multiprocessors']:.0f} of {row['multiprocessors']:.0f} multiprocessors and "
+            f"{percent(row['warp_fraction'])} of the GPU's warp slots busy"
+            if row["busy_multiprocessors"] is not None and row["multiprocessors"] else "")
+    return {"verdict": verdict, "numbers": {"fraction_of_best": row["fraction_of_best"],
+                                            "fraction_interval": row["fraction_interval"],
+                                            "best_launch": [best["blocks"], best["threads_per_block"]],
+                                            "busy_fraction": row["busy_fraction"], "warp_fraction": row["warp_fraction"]},
+            "answer": f"The naive SGEMM (n = 1024) launched as {launch['blocks']} blocks of {launch['threads_per_block']} "
+                      f"threads ran at {percent_interval(row['fraction_of_best'], row['fraction_interval'])} of the "
+                      f"rate of the best launch measured ({best['blocks']} blocks of {best['threads_per_block']} "
+                      f"threads){busy}."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+CLAIMS = (
+    Claim("walkthrough_launch", "An SGEMM launched as 16 blocks of 128 threads uses less than a tenth of a big GPU",
+          "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",),
+          position=9),
+)
+
+# n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the walk-through's 16 blocks
+# (of 128 threads), one block per multiprocessor of an H100 or H200 (132) and 32 per multiprocessor (4224: a
+# whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction
+# of the GPU the walk-through's launch reaches against the best of them. The triad, 32 to 1024 threads and 1 to
+# 32 x the multiprocessors (the GPU's own count): --full.
+STUDY = Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
+              suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
+              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+              rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"}, claims=CLAIMS,
+              experiment=True)

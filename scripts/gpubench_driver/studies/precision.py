@@ -1,0 +1,301 @@
+"""The precision study's plug-in: GEMM in every number format (FP64 to INT8, cuBLAS, our kernels and the
+CPU's), how much faster than FP32 each format is, next to the accuracy it costs; its sections, plots
+(speed against accuracy), claim (tensor cores) and headline figure (the energy of one BF16 GEMM)."""
+import re
+
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.figures import energy_figure
+from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, median_s, ok_entries,
+                                          set_fraction_of_best_rate)
+from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
+from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
+from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, failures_section, references_not_run,
+                                          run_notes, unsettled_mark)
+
+FP32 = "fp32"
+# The library of each device. Every entry is compared with its FP32 at the same mode and size
+# (our WMMA kernel with cuBLAS FP32 too: that is what it would replace); our GPU kernels also
+# with cuBLAS at their own precision.
+LIBRARY = {"cpu": "openblas", "gpu": "cublas"}
+CLAIM = "16-bit tensor-core math is up to 8x faster than FP32"
+CLAIM_PRECISIONS = ("fp16", "bf16")
+CLAIM_IMPL, CLAIM_MODE = "cublas", "resident"
+TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
+
+
+def _index(entries):
+    """{(impl, mode, precision, n): entry} of the ok entries."""
+    return {(e["impl"], e["mode"], e["precision"], e["n"]): e for e in ok_entries(entries)}
+
+
+def speedups_over_fp32(entries):
+    """One row per ok entry: its time and rate, its speedup over the FP32 baseline (same device
+    library, mode and size), its errors on both input distributions and its tolerance."""
+    index = _index(entries)
+    rows = []
+    for (impl, mode, precision, n), entry in sorted(index.items(), key=lambda item: (item[0][3], *item[0][:3])):
+        library_impl = LIBRARY.get(entry["device"])
+        fp32 = index.get((library_impl, mode, FP32, n))
+        cublas = (index.get((library_impl, mode, precision, n))
+                  if entry["device"] == "gpu" and impl != library_impl else None)
+        rows.append({
+            "n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
+            "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
+            "fp32_impl": library_impl if fp32 else None,
+            "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
+            # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
+            "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
+            "rel_fro_error": entry.get("rel_fro_error"),
+            "rel_fro_error_normal": entry.get("rel_fro_error_normal"),
+            "tolerance": entry.get("tolerance"),
+        })
+    return rows
+
+
+def tensor_core_claim(rows):
+    """The largest measured speedup of each 16-bit precision over FP32 (cuBLAS, resident) and where."""
+    results = []
+    for precision in CLAIM_PRECISIONS:
+        measured = [row for row in rows if (row["impl"], row["mode"], row["precision"]) == (
+            CLAIM_IMPL, CLAIM_MODE, precision) and row["speedup_over_fp32"] is not None]
+        best = max(measured, key=lambda row: row["speedup_over_fp32"], default=None)
+        results.append({"precision": precision, "max_speedup": best["speedup_over_fp32"] if best else None,
+                        "n": best["n"] if best else None, "sizes_compared": sorted(row["n"] for row in measured)})
+    return {"claim": CLAIM, "impl": CLAIM_IMPL, "mode": CLAIM_MODE, "fp32": f"{CLAIM_IMPL} {FP32}",
+            "results": results}
+
+
+def _table_order(precisions):
+    """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
+    order = [p.get("id") for p in precisions or [] if isinstance(p, dict)]
+    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"],
+                        order.index(row["precision"]) if row["precision"] in order else len(order), row["precision"])
+
+
+def tables(rows, precisions):
+    """The summary's speed and accuracy tables: at TABLE_SIZE and at the largest size measured, each
+    with its rows (of speedups_over_fp32) in the table's order."""
+    measured = {row["n"] for row in rows}
+    if not measured:
+        return []
+    sizes = {n: False for n in (TABLE_SIZE,) if n in measured}
+    sizes[max(measured)] = True
+    key = _table_order(precisions)
+    return [{"n": n, "largest_measured": largest, "rows": sorted((row for row in rows if row["n"] == n), key=key)}
+            for n, largest in sorted(sizes.items())]
+
+
+def cpu_notes(entries, precisions):
+    """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat about it
+    on this CPU (e.g. BF16 without BF16 instructions)."""
+    notes = {p.get("id"): p.get("cpu_note") for p in precisions or [] if isinstance(p, dict)}
+    cpu = [entry for entry in entries if entry.get("device") == "cpu"]
+    found = []
+    for precision in dict.fromkeys(entry["precision"] for entry in cpu):
+        measured = [entry for entry in cpu if entry["precision"] == precision]
+        if not any(entry["status"] == "ok" for entry in measured):
+            found.append({"precision": precision, "note": failure_text(measured[0])})
+        elif notes.get(precision):
+            found.append({"precision": precision, "note": notes[precision]})
+    return found
+
+
+def derive(entries, precisions=None):
+    """The findings; precisions: the study's description of its precisions (their order, CPU notes)."""
+    set_fraction_of_best_rate(entries)
+    rows = speedups_over_fp32(entries)
+    return {
+        "speedups_over_fp32": rows,
+        "tensor_core_claim": tensor_core_claim(rows),
+        "best_rates": best_rates(entries, axes=("precision", "impl", "mode")),
+        "tables": tables(rows, precisions),
+        "cpu_notes": cpu_notes(entries, precisions),
+        "failures": grouped_failures(entries),
+    }
+
+
+# --- summary.md -----------------------------------------------------------------------------------
+TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
+                "rel. error (normal)", "tolerance")
+
+
+def _claim(derived):
+    claim = derived.get("tensor_core_claim")
+    if not claim:
+        return []
+    found = [f"{md(result['precision'])} up to {ratio(result['max_speedup'])} (n={result['n']})"
+             if result["max_speedup"] is not None else f"{md(result['precision'])} not measured"
+             for result in claim["results"]]
+    return section("Precision: is 16-bit tensor-core math up to 8x faster than FP32?", [bullets([
+        f"\"{md(claim['claim'])}\": measured with {md(claim['impl'])} ({md(claim['mode'])}) over "
+        f"{md(claim['fp32'])} at the same size, the largest speedup: {', '.join(found)}."])])
+
+
+def _table(found):
+    rows = found["rows"]
+    body = [[md(row["precision"]), md(row["impl"]), md(row["mode"]), seconds(row["median_s"]), rate(row["flop_per_s"]),
+             ratio(row["speedup_over_fp32"]), scientific(row["rel_fro_error"]), scientific(row["rel_fro_error_normal"]),
+             scientific(row["tolerance"])] for row in rows]
+    ours = [f"{md(row['impl'])} {md(row['precision'])} ({md(row['mode'])}) runs at "
+            f"{row['fraction_of_cublas_rate']:.0%} of cublas {md(row['precision'])}'s rate"
+            for row in rows if row["fraction_of_cublas_rate"] is not None]
+    title = f"Precision: speed and accuracy at n = {found['n']}" + (" (largest measured)" if found["largest_measured"]
+                                                                    else "")
+    return section(title, [table(TABLE_HEADER, body), bullets(ours), paragraph(
+        "Speedup over FP32: the FP32 time of the device's library (openblas on the CPU, cublas on the GPU) "
+        "in the same mode and size over this time; errors: relative Frobenius error against FP64.")])
+
+
+def _tables(derived):
+    found = derived.get("tables") or []
+    if not found:
+        return section("Precision: speed and accuracy", [paragraph("No precision entry was measured.")])
+    return [block for one in found for block in _table(one)]
+
+
+def _cpu_notes(derived):
+    items = [f"{md(row['precision'])}: {md(row['note'])}" for row in derived.get("cpu_notes", [])]
+    return section("Precision: on the CPU", [bullets(items)]) if items else []
+
+
+def _comparison_row(row):
+    ratio_cell = (f"{row['time_ratio']:.3f}{unsettled_mark(row)}" if row["time_ratio"] is not None
+                  else f"n/a: {md(row['note'])}")
+    return [md(row["precision"]), str(row["n"]), f"{md(row['study'])} {seconds(row['study_median_s'])}",
+            f"{md(row['reference'])} {md(row['reference_dtype'])} {seconds(row['reference_median_s'])}", ratio_cell]
+
+
+def _references(derived, document):
+    title = "Precision: reference libraries"
+    references = document.get("references")
+    if references is None:
+        return section(title, [paragraph(references_not_run(document))])
+    items = []
+    for name, run in references.items():
+        if name in REFERENCES:
+            items += run_notes(name, run)
+            items += dict.fromkeys(  # one item per dtype, not per size
+                f"{md(name)}: {md(result.get('library'))} {md(result.get('version'))} on "
+                f"{md(result.get('device'))}, {md(result.get('dtype'))} through {md(result.get('op'))}"
+                + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
+                   if result.get("out_dtype") else "")
+                for result in run.get("results") or [])
+    blocks = [bullets(items)] if items else []
+    rows = derived.get("reference_comparison", [])
+    if rows:
+        blocks += [table(["precision", "n", "study", "reference", "time ratio"], map(_comparison_row, rows)),
+                   paragraph("Time ratio: study median / reference median at the same n and precision, both the "
+                             "sustained device time per call (CUDA events around calls queued behind a hold, so "
+                             "launch latency is out); below 1 the study is faster. " + STEADY_STATE,
+                             *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
+                                 row["target"] for row in rows if row["target"])))]
+    return section(title, blocks) if blocks else []
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_claim(derived) + _tables(derived)
+            + best_rates_section(derived, ("precision", "impl", "mode"), "Precision: best rates")
+            + failures_section(study, "Precision: skipped and failed entries") + _cpu_notes(derived)
+            + _references(derived, document))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+def pareto_points(rows):
+    """Per GPU implementation and precision, resident, the row at the largest size whose
+    speedup over FP32 and error were both measured."""
+    largest = {}
+    for row in rows:
+        if (row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
+                and charts.placeable(row["rel_fro_error"])):
+            key = (row["impl"], row["precision"])
+            if key not in largest or row["n"] > largest[key]["n"]:
+                largest[key] = row
+    return [largest[key] for key in sorted(largest)]
+
+
+def _pareto_plot(pyplot, path, rows):
+    figure, axes = pyplot.subplots(figsize=(9, 6))
+    points = pareto_points(rows)
+    axes.scatter([p["rel_fro_error"] for p in points], [p["speedup_over_fp32"] for p in points],
+                 color="tab:blue", zorder=3, label="error on uniform [-1, 1) inputs")
+    normal = [p for p in points if charts.placeable(p["rel_fro_error_normal"])]
+    if normal:
+        axes.scatter([p["rel_fro_error_normal"] for p in normal], [p["speedup_over_fp32"] for p in normal],
+                     facecolors="none", edgecolors="tab:orange", zorder=3, label="error on standard-normal inputs")
+    # Labels alternate above and below in the order of speedup: neighbours in speed rarely collide.
+    for index, point in enumerate(sorted(points, key=lambda p: p["speedup_over_fp32"])):
+        impl = "" if point["impl"] == "cublas" else f" {point['impl']}"
+        axes.annotate(charts.plain(f"{point['precision']}{impl} (n={point['n']})"),
+                      (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
+                      xytext=(6, 5 if index % 2 else -12), fontsize="small")
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64 (no unit)",
+             ylabel="speedup over cuBLAS FP32, same size (x)",
+             title="precision: speed against accuracy (GPU resident, largest size of each precision)")
+    charts.finish(pyplot, figure, axes, path)
+
+
+def _input_width(precision):
+    """'32-bit' for fp32 and tf32, '16-bit' for bf16 and fp16_acc16, '8-bit' for int8 and fp8_e4m3: the
+    first number in a precision's name, the bits an input is stored in."""
+    bits = re.search(r"\d+", precision)
+    return f"{bits.group()}-bit" if bits else precision
+
+
+def plots(pyplot, study, plot_dir):
+    """The speed-accuracy chart, and FLOP/s over n split by input width when over charts.MAX_SERIES (the CPU on
+    each, e.g. precision_rate_16_bit.png)."""
+    paths = []
+    if pareto_points(study["derived"].get("speedups_over_fp32", [])):
+        paths.append(charts.plot_path(plot_dir, "precision_pareto"))
+        _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
+    # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
+    series = charts.series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
+                           if entry["mode"] in ("resident", charts.HOST_MODE) else None)
+    return paths + charts.draw(pyplot, charts.line_charts(
+        plot_dir, ("precision_rate",), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
+        charts.cpu_keys(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
+
+
+# --- claims ---------------------------------------------------------------------------------------
+TENSOR_FACTOR = 8.0
+
+
+def tensor_cores(document):
+    claim = derived_of(document, "precision").get("tensor_core_claim")
+    results = [row for row in (claim or {}).get("results", []) if row.get("max_speedup") is not None]
+    if not results:
+        return None
+    best = max(row["max_speedup"] for row in results)
+    verdict = (CONFIRMED if abs(best / TENSOR_FACTOR - 1) <= CLOSE_TO else
+               f"{REFUTED}: the gain is larger" if best > TENSOR_FACTOR else f"{REFUTED}: the gain is smaller")
+    found = ", ".join(f"{row['precision'].upper()} {ratio(row['max_speedup'])} (n = {row['n']})" for row in results)
+    return {"verdict": verdict, "numbers": {"speedups": {row["precision"]: row["max_speedup"] for row in results}},
+            "answer": f"cuBLAS GEMM against cuBLAS FP32 at the same size, data resident: {found}."}
+
+
+# --- the record -----------------------------------------------------------------------------------
+# The study's precision -> (the reference, its dtype): every format PyTorch has a GEMM of, FP32 with them so
+# that the study's own FP32 entry is checked at its sizes (the matmul suite stops at 4096).
+PRECISION_DTYPES = {"fp32": ("torch", "float32"), "tf32": ("torch", "tf32"), "fp16": ("torch", "float16"),
+                    "bf16": ("torch", "bfloat16"), "fp8_e4m3": ("torch._scaled_mm", "float8_e4m3fn")}
+REFERENCES = {"torch_precision": Run("torch", "reference_matmul.py", (
+    "torch", csv(TORCH_SIZES), csv(dtype for _, dtype in PRECISION_DTYPES.values())), gpu=True, sizes_at=1)}
+COMPARISONS = tuple(Comparison("precision", "cublas", "resident", precision, "torch_precision", reference,
+                               {"dtype": dtype}, tuple((n, None) for n in TORCH_SIZES), GEMM_TARGET)
+                    for precision, (reference, dtype) in PRECISION_DTYPES.items())
+CLAIMS = (
+    Claim("tensor_cores", "16-bit tensor-core math is up to 8x faster than FP32",
+          "a common reading of tensor-core marketing", tensor_cores, studies=("precision",), position=4),
+)
+
+# 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
+# --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
+STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
+              derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
+              summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,
+              references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
+              headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),))

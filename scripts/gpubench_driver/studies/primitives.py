@@ -1,0 +1,442 @@
+"""The primitives study's plug-in (its findings, sections and plots). Its findings: for each primitive,
+elements per second and effective bandwidth against the size for every library and mode; from which size the
+GPU (its fastest library in a mode) beats the best CPU; what Thrust's temporary storage and its
+synchronisation cost (thrust against thrust_cached against cub at each size); reduce's bandwidth against the
+device's memory bandwidth; the sort of 2^28 32-bit keys, GPU against the parallel std::sort, with and
+without copies.
+
+Entry axes in this study: impl = primitive, mode, precision = library (thrust, thrust_cached, cub,
+std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements per second). Effective bandwidth:
+the bytes the binary counts as compulsory for one call (memory_read_bytes + memory_written_bytes: each
+array read or written once) over the median time."""
+import textwrap
+
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, grouped_failures,
+                                          memory_traffic, ok_entries, positive)
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.registry import Study, size_rates
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
+from gpubench_driver.lib.stats import finite, median_interval, medians_differ
+
+PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
+GPU_LIBRARIES = ("thrust", "thrust_cached", "cub")
+CPU_LIBRARIES = ("std_seq", "std_par", "gnu_parallel")
+RESIDENT, PINNED, HOST = "resident", "transfer_pinned", "host"
+# The issue's reduce target: at 256 MiB and above (2^26 uint32 values), once temporary storage is handled.
+REDUCE_FROM_BYTES = 1 << 28
+REDUCE_TARGET = 0.85
+REDUCE_TARGET_TEXT = ("Thrust's reduce at 85% of the device's copy bandwidth or more, from 256 MiB, once its temporary "
+                      "storage is handled")
+# The issue's sort: 2^28 32-bit keys on the GPU against the CPU's parallel std::sort: std::execution::par
+# where the build has TBB, libstdc++'s parallel mode (the same sort on OpenMP) in every build; the faster.
+SORT_TARGET_N = 1 << 28
+SORT_TARGET_PRIMITIVE = "sort_u32"
+SORT_TARGET_CPU = ("std_par", "gnu_parallel")
+
+
+def _primitive_entries(entries, primitive):
+    return [entry for entry in ok_entries(entries) if entry["impl"] == primitive]
+
+
+def _by_library(entries):
+    """The entries with the library in the implementation's place: derive's crossovers and best-of
+    functions then name the library where they name an implementation."""
+    return [{**entry, "impl": entry["precision"]} for entry in entries]
+
+
+# --- curves ---------------------------------------------------------------------------------------
+def _point(entry):
+    median = entry["time_s"]["median"]
+    moved = memory_traffic(entry)
+    latency = positive((entry.get("latency_s") or {}).get("median"))
+    return {"n": entry["n"], "median_s": median, "elements_per_s": entry["n"] / median,
+            "bytes_per_s": moved / median if moved else None, "interval_s": median_interval(entry["time_s"]).record(),
+            "protocol": entry.get("protocol"), "latency_s": latency}
+
+
+def curves(entries):
+    """One row per (primitive, library, device, mode): its points in size order."""
+    found = {}
+    for entry in ok_entries(entries):
+        key = (entry["impl"], entry["precision"], entry["device"], entry["mode"])
+        found.setdefault(key, []).append(_point(entry))
+    order = {name: index for index, name in enumerate(PRIMITIVES + GPU_LIBRARIES + CPU_LIBRARIES)}
+    rows = [{"primitive": primitive, "library": library, "device": device, "mode": mode,
+             "points": sorted(points, key=lambda point: point["n"])}
+            for (primitive, library, device, mode), points in found.items()]
+    return sorted(rows, key=lambda row: (order.get(row["primitive"], len(order)), row["device"] != "gpu",
+                                         order.get(row["library"], len(order)), row["mode"]))
+
+
+# --- crossovers -----------------------------------------------------------------------------------
+def crossovers(entries):
+    """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one
+    (derive.crossovers on the entries of that primitive, the library in the implementation's place),
+    on the headline and, where resident entries have it, on one call's host-observed latency."""
+    found = []
+    for primitive in dict.fromkeys(entry["impl"] for entry in ok_entries(entries)):
+        mine = _by_library(_primitive_entries(entries, primitive))
+        for row in crossovers_along_n(mine):
+            row["primitive"] = primitive
+            row["gpu_library"] = row.pop("gpu_impl")
+            found.append(row)
+    return found
+
+
+# --- temporary storage and synchronisation --------------------------------------------------------
+def _counter(entry, name):
+    return finite((entry or {}).get(name))
+
+
+def _difference(slower, faster):
+    """(seconds slower takes more than faster, whether the two differ beyond their noise); Nones
+    where either is missing."""
+    if slower is None or faster is None:
+        return None, None
+    return (slower["time_s"]["median"] - faster["time_s"]["median"],
+            medians_differ(slower["time_s"], faster["time_s"]))
+
+
+def storage_costs(entries):
+    """Per primitive, GPU mode and n: the three GPU libraries' times and what tells them apart.
+    allocation_s = thrust - thrust_cached (the same calls; only where temporary storage comes from:
+    cudaMalloc and cudaFree in every call, or a cache); synchronisation_s = thrust_cached - cub (no
+    allocation in either; thrust_cached still waits for the device at the end of every call and, for
+    reduce, copies its sum back synchronously, and runs Thrust's dispatch; where there is no
+    thrust_cached, thrust - cub, both costs together). What one call asks for (temporary_bytes,
+    temporary_requests: the cached entry's counters, which Thrust asks for whatever its allocator)
+    says how much thrust allocates each time."""
+    found = {}
+    for entry in ok_entries(entries):
+        if entry["device"] == "gpu" and entry["precision"] in GPU_LIBRARIES:
+            found.setdefault((entry["impl"], entry["mode"], entry["n"]), {})[entry["precision"]] = entry
+    order = {name: index for index, name in enumerate(PRIMITIVES)}
+    rows = []
+    for (primitive, mode, n), libraries in sorted(found.items(),
+                                                  key=lambda item: (order.get(item[0][0], len(order)), item[0][1:])):
+        thrust, cached, cub = (libraries.get(name) for name in GPU_LIBRARIES)
+        if thrust is None or cub is None:
+            continue
+        allocation_s, allocation_noise = _difference(thrust, cached)
+        sync_s, sync_noise = _difference(cached, cub) if cached else _difference(thrust, cub)
+        times = {name: entry["time_s"]["median"] for name, entry in libraries.items()}
+        rows.append({"primitive": primitive, "mode": mode, "n": n, "median_s": times,
+                     "allocation_s": allocation_s, "allocation_beyond_noise": allocation_noise,
+                     "synchronisation_s": sync_s, "synchronisation_beyond_noise": sync_noise,
+                     "synchronisation_includes_allocation": cached is None,
+                     "thrust_over_cub": times["thrust"] / times["cub"],
+                     "temporary_bytes": _counter(cached, "temporary_bytes"),
+                     "temporary_requests": _counter(cached, "temporary_requests"),
+                     "cached_device_allocations": _counter(cached, "temporary_device_allocations"),
+                     "cub_temporary_bytes": _counter(cub, "temporary_bytes"),
+                     "cub_device_allocations": _counter(cub, "temporary_device_allocations")})
+    return rows
+
+
+# --- reduce against the memory bandwidth ----------------------------------------------------------
+def memory_bandwidth(document):
+    """(what reduce is held against, None) or (None, why nothing): the stream study's copy past the
+    L2 cache where it measured one (the issue's target names copy), else the run's memory roof, the
+    bandwidth findings.roofline.bandwidth holds (the stream study's fastest kernel past the L2, or twice
+    the transfer study's fastest device-to-device copy); both count a call's traffic, the bytes read
+    plus the bytes written."""
+    stream = ((document["studies"].get("stream") or {}).get("derived") or {}).get("device_memory") or []
+    copy = next((row["hbm"] for row in stream if row.get("operation") == "copy" and row.get("hbm")), None)
+    if copy:
+        return {"study": "stream", "source": "the stream study's copy", "what": f"stream copy, {copy['kernel']} "
+                f"kernel, {copy['precision']}, n = {copy['n']}", "bytes_per_s": copy["bytes_per_s"]}, None
+    roofline = (document.get("findings") or {}).get("roofline") or {}
+    roof = roofline.get("bandwidth")
+    if roof is None:
+        return None, roofline.get("memory_roof_note")
+    if roof["study"] == "stream":
+        what = f"stream {roof.get('operation')}, {roof.get('kernel')} kernel, {roof['precision']}, n = {roof['n']}"
+        source = "the run's memory roof: the stream study's fastest kernel past the L2 (it measured no copy there)"
+    else:
+        what = f"transfer {roof['impl']} {roof['precision']}, {roof['n']} bytes (2 x the bytes copied per second)"
+        source = "the run's memory roof: the transfer study's device-to-device copy (no stream study in the run)"
+    return {"study": roof["study"], "source": source, "what": what, "bytes_per_s": roof["bytes_per_s"]}, None
+
+
+def reduce_bandwidth(entries, document):
+    """Each GPU library's resident reduce from REDUCE_FROM_BYTES of input: its effective bandwidth and
+    that over the device's memory bandwidth (memory_bandwidth), beside the target."""
+    reference, note = memory_bandwidth(document)
+    rows = []
+    for entry in _primitive_entries(entries, "reduce"):
+        moved = memory_traffic(entry)
+        if entry["device"] != "gpu" or entry["mode"] != RESIDENT or not moved or moved < REDUCE_FROM_BYTES:
+            continue
+        rate = moved / entry["time_s"]["median"]
+        rows.append({"library": entry["precision"], "n": entry["n"], "bytes": moved,
+                     "median_s": entry["time_s"]["median"], "bytes_per_s": rate,
+                     "latency_s": positive((entry.get("latency_s") or {}).get("median")),
+                     "fraction": rate / reference["bytes_per_s"] if reference else None})
+    order = {library: index for index, library in enumerate(GPU_LIBRARIES)}
+    rows.sort(key=lambda row: (row["n"], order.get(row["library"], len(order))))
+    return {"reference": reference, "note": note, "rows": rows, "from_bytes": REDUCE_FROM_BYTES,
+            "target": REDUCE_TARGET, "target_text": REDUCE_TARGET_TEXT}
+
+
+# --- the sort of 2^28 keys ------------------------------------------------------------------------
+def sort_target(entries):
+    """The sort of SORT_TARGET_N 32-bit keys: the fastest GPU library per mode against the fastest
+    parallel CPU sort (SORT_TARGET_CPU), the speedup (the CPU's time over the GPU's) with the keys
+    resident and with their copies; a note where the run measured either side not at all."""
+    mine = [entry for entry in _primitive_entries(entries, SORT_TARGET_PRIMITIVE) if entry["n"] == SORT_TARGET_N]
+    parallel = [entry for entry in mine if entry["device"] == "cpu" and entry["precision"] in SORT_TARGET_CPU]
+    cpu = min(parallel, key=lambda entry: entry["time_s"]["median"], default=None)
+    found = {"n": SORT_TARGET_N, "primitive": SORT_TARGET_PRIMITIVE,
+             "cpu_library": cpu["precision"] if cpu else " or ".join(SORT_TARGET_CPU),
+             "cpu_median_s": cpu["time_s"]["median"] if cpu else None, "rows": [], "note": None}
+    for mode in (RESIDENT, PINNED):
+        gpu = best_by_size(_by_library([e for e in mine if e["device"] == "gpu" and e["mode"] == mode]))
+        best = gpu.get(SORT_TARGET_N)
+        if best:
+            found["rows"].append({"mode": mode, "gpu_library": best["impl"], "gpu_median_s": best["time_s"]["median"],
+                                  "speedup": cpu["time_s"]["median"] / best["time_s"]["median"] if cpu else None,
+                                  "beyond_noise": medians_differ(cpu["time_s"], best["time_s"]) if cpu else None})
+    if not mine:
+        found["note"] = (f"not measured in this run: {SORT_TARGET_PRIMITIVE} at n = {SORT_TARGET_N} is in the full "
+                         f"sweep (run --full, or --studies primitives --impls {SORT_TARGET_PRIMITIVE} "
+                         f"--sizes {SORT_TARGET_N})")
+    elif cpu is None:
+        found["note"] = (f"no parallel CPU sort ({', '.join(SORT_TARGET_CPU)}) ran at this size (skipped or failed: "
+                         "see the failures)")
+    elif not found["rows"]:
+        found["note"] = "no GPU sort ran at this size (skipped or failed: see the failures)"
+    return found
+
+
+def derive(study):
+    entries = study["entries"]
+    return {
+        "curves": curves(entries),
+        "crossovers": crossovers(entries),
+        "storage_costs": storage_costs(entries),
+        "sort_target": sort_target(entries),
+        "failures": grouped_failures(entries),
+    }
+
+
+def derive_across(study, document):
+    """reduce against the device's memory bandwidth, which the run's memory roof (the findings across the
+    studies) and the stream study's findings give: derived after them."""
+    return {"reduce_bandwidth": reduce_bandwidth(study["entries"], document)}
+
+
+# --- summary.md -----------------------------------------------------------------------------------
+MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
+
+
+def _libraries(study):
+    items = [f"{md(library.get('id'))} ({md(library.get('device'))}): {md(library.get('description'))}"
+             + ("" if library.get("available") else f" **Not run here: {md(library.get('reason'))}**")
+             for library in study.get("libraries") or [] if isinstance(library, dict)]
+    caps = {}
+    for impl in study.get("implementations") or []:
+        if isinstance(impl, dict) and impl.get("max_size"):
+            key = (str(impl.get("library")), str(impl.get("max_size")), str(impl.get("cap_reason")))
+            caps.setdefault(key, []).append(str(impl.get("primitive")))
+    items += [f"cap: {md(library)} runs {md(', '.join(primitives))} up to n = {md(size)} ({md(reason)})"
+              for (library, size, reason), primitives in caps.items()]
+    return items
+
+
+def _rate_row(row):
+    point = row["points"][-1]  # the largest size of the series
+    latency = f"{seconds(point['latency_s'])}" if point.get("latency_s") else ""
+    return [md(row["primitive"]), md(row["library"]), md(MODE_NAMES.get(row["mode"], row["mode"])), str(point["n"]),
+            seconds(point["median_s"]), rate(point["elements_per_s"], "elements/s", " "),
+            gb_per_s(point["bytes_per_s"]), latency]
+
+
+def _rates(study):
+    derived = study["derived"]
+    title = "Primitives: elements per second"
+    rows = derived.get("curves") or []
+    if not rows:
+        return section(title, [bullets(_libraries(study)), paragraph("No primitive was measured.")])
+    return section(title, [bullets(_libraries(study)), table(
+        ["primitive", "library", "mode", "largest n", "median time", "rate", "effective bandwidth",
+         "one call, host-observed"], [_rate_row(row) for row in rows]), paragraph(
+        "Each series at the largest size it ran (the plots have every size). Rate: elements per call over the median "
+        "time. Effective bandwidth: the bytes a call must read and write (each array once; a radix sort's passes "
+        "move several times that) over the median time, 10^9 bytes per second. Resident GPU entries other than sorts "
+        "are timed on the device (back-to-back calls, launch latency held out), with one call as the host sees it "
+        "beside them; sorts, which work in place, and every entry with copies are timed one call at a time on the "
+        "host clock until its work is done, a sort's keys restored from an unsorted copy before each call, "
+        "untimed. Thrust's calls wait for the device before they return, so its back-to-back device time holds "
+        "the gaps in which the GPU waits for the host.")])
+
+
+def _crossovers(derived):
+    title = "Primitives: where the GPU beats the CPU"
+    rows = [[md(found["primitive"]), md(MODE_NAMES.get(found["mode"], found["mode"])),
+             *crossover_cells({**found, "gpu_impl": found.get("gpu_library")})]
+            for found in derived.get("crossovers") or []]
+    if not rows:
+        return section(title, [paragraph("No primitive was measured on both the CPU and the GPU.")])
+    header = ["primitive", "GPU mode", *crossover_header()]
+    header[header.index("GPU impl")] = "GPU library"
+    return section(title, [table(header, rows), paragraph(
+        "Per primitive and GPU mode, the fastest GPU library against the fastest CPU one at each size both measured; "
+        "the GPU wins at a size only beyond the noise. Resident entries are compared twice: on their headline "
+        "time and on one call as a CPU program that waits for it sees it.")])
+
+
+def _request_cell(row):
+    if row["temporary_bytes"] is None:
+        return "n/a"
+    requests = row["temporary_requests"]
+    count = "" if requests is None else f" in {requests:.0f} request{'s' if requests != 1 else ''}"
+    return f"{byte_size(row['temporary_bytes'])}{count}"
+
+
+def _difference_cell(seconds_value, beyond_noise):
+    return "n/a" if seconds_value is None else f"{seconds(seconds_value)}{noise_note(beyond_noise)}"
+
+
+def _storage(derived):
+    rows = [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT]
+    if not rows:
+        return []
+    body = [[md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
+                                                     for name in ("thrust", "thrust_cached", "cub")),
+             _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
+             _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
+             + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
+             ratio(row["thrust_over_cub"]), _request_cell(row),
+             "n/a" if row["cached_device_allocations"] is None else f"{row['cached_device_allocations']:.0f}"]
+            for row in rows]
+    return section("Primitives: what Thrust's temporary storage and synchronisation cost", [table(
+        ["primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
+         "temporary storage a call asks for", "cudaMalloc a call, cached"], body), paragraph(
+        "Resident, median times. thrust: thrust::device, whose calls take their temporary storage from cudaMalloc "
+        "and give it back with cudaFree, which waits for the whole device; thrust_cached: the same calls through a "
+        "caching allocator; cub: CUB's device API, its storage allocated once, nothing waited for. Allocation: "
+        "thrust less thrust_cached. Synchronisation: thrust_cached less cub (every Thrust call waits for the device "
+        "before it returns, reduce copies its sum back first, and Thrust dispatches on the host); where Thrust has "
+        "no cached entry (transform, which takes no temporary storage) thrust less cub. \"within noise\": the two "
+        "times' intervals overlap. The storage a call asks for is what the cache was asked in one call; thrust asks "
+        "the same of cudaMalloc every time, and the cache gets it from cudaMalloc only in the first call (its count "
+        "in a later call is the last column).")])
+
+
+def _reduce_cost_item(row, costs):
+    cost = next((found for found in costs if (found["primitive"], found["mode"], found["n"])
+                 == ("reduce", RESIDENT, row["n"])), None)
+    if row["library"] != "thrust" or not cost:
+        return None
+    allocation = _difference_cell(cost["allocation_s"], cost["allocation_beyond_noise"])
+    synchronisation = _difference_cell(cost["synchronisation_s"], cost["synchronisation_beyond_noise"])
+    return (f"n = {row['n']}: of thrust's {seconds(row['median_s'])}, {allocation} went to allocating "
+            f"({_request_cell(cost)} from cudaMalloc and back through cudaFree, which waits for the device) and "
+            f"{synchronisation} to waiting for the device and copying the sum back (thrust_cached against cub)")
+
+
+def _reduce(derived):
+    found = derived.get("reduce_bandwidth") or {}
+    title = "Primitives: reduce against the memory bandwidth"
+    reference = found.get("reference")
+    if not found.get("rows"):
+        return section(title, [paragraph(f"No resident GPU reduce of {byte_size(found.get('from_bytes'))} or more "
+                                         f"was measured.")]) if found else []
+    lead = (f"Held against {md(reference['what'])}: {gb_per_s(reference['bytes_per_s'])} ({md(reference['source'])})."
+            if reference else f"No memory bandwidth to hold it against: {md(found.get('note'))}.")
+    body = [[md(row["library"]), str(row["n"]), byte_size(row["bytes"]), seconds(row["median_s"]),
+             gb_per_s(row["bytes_per_s"]), percent(row["fraction"]), seconds(row["latency_s"])]
+            for row in found["rows"]]
+    costs = [item for item in (_reduce_cost_item(row, derived.get("storage_costs") or []) for row in found["rows"])
+             if item]
+    return section(title, [paragraph(lead), table(
+        ["library", "n", "bytes read", "median time", "effective bandwidth", "of the memory bandwidth",
+         "one call, host-observed"], body), paragraph(
+        f"Target: {md(found['target_text'])} (stated, not judged). Both figures count a call's traffic: reduce reads "
+        f"its input once; a copy reads and writes. The headline time is back-to-back calls on the device clock, so a "
+        f"Thrust call's wait for the device and its cudaFree leave the GPU idle inside it.")]
+        + ([bullets(costs)] if costs else []))
+
+
+def _speedup_cell(row):
+    return "n/a" if row["speedup"] is None else ratio(row["speedup"]) + noise_note(row["beyond_noise"])
+
+
+def _sort(derived):
+    found = derived.get("sort_target")
+    if not found:
+        return []
+    title = f"Primitives: sorting 2^28 32-bit keys, GPU against {md(found['cpu_library'])}"
+    blocks = [paragraph(md(found["note"]))] if found.get("note") else []
+    if found.get("rows"):
+        blocks.append(table(["GPU mode", "GPU library", "GPU time", f"{md(found['cpu_library'])} time", "speedup"],
+                            [[md(MODE_NAMES.get(row["mode"], row["mode"])), md(row["gpu_library"]),
+                              seconds(row["gpu_median_s"]), seconds(found["cpu_median_s"]),
+                              _speedup_cell(row)]
+                             for row in found["rows"]]))
+        blocks.append(paragraph("Speedup: the CPU's time over the GPU's, each one sort of unsorted keys (the keys "
+                                "restored before every call, untimed); with pinned copies the keys go in and come back "
+                                "inside the GPU's time. Reported, not judged."))
+    return section(title, blocks)
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_rates(study) + _crossovers(derived) + _storage(derived) + _reduce(derived) + _sort(derived)
+            + failures_section(study, "Primitives: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+PRIMITIVE_ELEMENTS = "elements per call (n)"
+
+
+def _reference_mark(reference, target):
+    """mark(axes, keys): the device's memory bandwidth reduce is held against, and the target's share of it."""
+    def mark(axes, keys):
+        axes.axhline(reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
+                     label=charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60)))
+        axes.axhline(target * reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle=":",
+                     label=f"target: {target:.0%} of it")
+    return mark
+
+
+def plots(pyplot, study, plot_dir):
+    """One chart per primitive: elements per second over n, a line per library and mode, with the
+    crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
+    device's memory bandwidth it is held against (primitives_reduce_bandwidth.png)."""
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    study_charts = []
+    for primitive in dict.fromkeys(row["primitive"] for row in rows):
+        series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+                  for row in rows if row["primitive"] == primitive}
+        crossovers = [found for found in charts.timed(derived.get("crossovers") or [])
+                      if found["primitive"] == primitive]
+        study_charts += charts.line_charts(
+            plot_dir, ("primitives", primitive), f"primitives {primitive}: elements per second",
+            series, (lambda key: key[1],), charts.cpu_keys(series), ylabel="elements/s",
+            value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
+            mark=charts.crossover_marks(crossovers, with_precision=False, axis="n"))
+    found = derived.get("reduce_bandwidth") or {}
+    reduce = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
+              for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
+    if reduce and found.get("reference"):
+        study_charts += charts.line_charts(
+            plot_dir, ("primitives_reduce_bandwidth",),
+            "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
+            value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
+            xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
+    return charts.draw(pyplot, study_charts)
+
+
+# --- the record -----------------------------------------------------------------------------------
+# Reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every library, resident
+# and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the three sorts, transform) and
+# the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of 2^28 keys lie: --full, or
+# --impls/--sizes (std::sort alone takes seconds a call there).
+STUDY = Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
+              derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
+              summary=sections, plots=plots, rates=size_rates("elements"),
+              axes={"impl": "primitive", "precision": "library", "n": "elements"})

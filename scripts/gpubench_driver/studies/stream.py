@@ -1,0 +1,500 @@
+"""The stream study's plug-in (its findings, sections, plots, and the run's memory roof, the fastest kernel
+past the L2 cache). Its findings: the bandwidth of every operation, kernel, mode and precision against
+the size of its working set; device memory (HBM) bandwidth beyond the L2 cache against the
+theoretical peak; the L2 plateau; host DRAM bandwidth; where each cache level ends; Thrust against
+our kernels; what the copies of the transfer-inclusive mode cost.
+
+Entry axes: impl = <operation>_<kernel> (the binary's --describe gives each implementation's
+`operation` and `kernel`, read here, not parsed from the name), mode, precision (fp32, fp64),
+n = elements per array. Bandwidth is STREAM's: the bytes the binary counts (memory_read_bytes +
+memory_written_bytes: each array the operation reads or writes, once) over the median time, in
+bytes per second (the report prints GB/s, 10^9)."""
+import math
+
+from gpubench_driver.lib import charts
+from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
+from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
+                                          positive)
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
+from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
+from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
+
+RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
+OWN_KERNELS = ("grid_stride", "one_per_thread")  # ours, against Thrust
+THRUST = "thrust"
+# A working set is past a cache when it is this many times its capacity: a streaming kernel then
+# finds almost none of its arrays there from the call before.
+BEYOND_CACHE = 4
+PEAK_RULE = ("NVML's maximum memory clock x the memory bus width x 2 transfers per clock / 8 bits per byte "
+             "(the binary's --describe, memory_hierarchy.gpu)")
+
+
+def implementations(study):
+    """{impl id: (operation, kernel)} from the binary's --describe."""
+    found = {}
+    for impl in study.get("implementations") or []:
+        if isinstance(impl, dict) and isinstance(impl.get("operation"), str) and isinstance(impl.get("kernel"), str):
+            found[impl.get("id")] = (impl["operation"], impl["kernel"])
+    return found
+
+
+def hierarchy(study):
+    """(GPU facts, host facts) of --describe's memory_hierarchy, {} where absent."""
+    found = study.get("memory_hierarchy") if isinstance(study.get("memory_hierarchy"), dict) else {}
+    gpu, host = found.get("gpu"), found.get("host")
+    return (gpu if isinstance(gpu, dict) else {}), (host if isinstance(host, dict) else {})
+
+
+def theoretical_peak(gpu):
+    """The GPU's theoretical memory bandwidth from NVML's figures, or None."""
+    rate = positive(gpu.get("peak_bytes_per_s"))
+    if rate is None:
+        return None
+    return {"bytes_per_s": rate, "max_memory_clock_mhz": positive(gpu.get("max_memory_clock_mhz")),
+            "bus_width_bits": positive(gpu.get("bus_width_bits")),
+            "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
+
+
+# --- curves ---------------------------------------------------------------------------------------
+def _point(entry):
+    moved, median = memory_traffic(entry), entry["time_s"]["median"]
+    cold = positive((entry.get("cold_l2_s") or {}).get("median"))
+    return {"n": entry["n"], "array_bytes": positive(entry.get("array_bytes")), "working_set_bytes": moved,
+            "median_s": median, "bytes_per_s": moved / median, "interval_s": median_interval(entry["time_s"]).record(),
+            "cold_l2_bytes_per_s": moved / cold if cold else None, "protocol": entry.get("protocol")}
+
+
+def curves(study):
+    """One row per (operation, kernel, device, mode, precision): its points in size order."""
+    names = implementations(study)
+    found = {}
+    for entry in ok_entries(study["entries"]):
+        if entry["impl"] not in names or memory_traffic(entry) is None:
+            continue
+        operation, kernel = names[entry["impl"]]
+        key = (operation, kernel, entry["device"], entry["mode"], entry["precision"])
+        found.setdefault(key, {"impl": entry["impl"], "operation": operation, "kernel": kernel,
+                               "device": entry["device"], "mode": entry["mode"], "precision": entry["precision"],
+                               "points": []})["points"].append(_point(entry))
+    rows = sorted(found.values(), key=lambda row: (row["operation"], row["device"], row["kernel"], row["mode"],
+                                                   row["precision"]))
+    for row in rows:
+        row["points"].sort(key=lambda point: point["n"])
+    return rows
+
+
+def _where(row, point):
+    return {"impl": row["impl"], "operation": row["operation"], "kernel": row["kernel"], "device": row["device"],
+            "mode": row["mode"], "precision": row["precision"], "n": point["n"],
+            "working_set_bytes": point["working_set_bytes"], "median_s": point["median_s"],
+            "bytes_per_s": point["bytes_per_s"], "interval_s": point["interval_s"]}
+
+
+def _best(rows, keep):
+    """The fastest point among the rows' points that keep(point) accepts, with where it is; None."""
+    found = [(_where(row, point)) for row in rows for point in row["points"] if keep(point)]
+    return max(found, key=lambda point: point["bytes_per_s"]) if found else None
+
+
+def _beyond(capacity, rows):
+    """keep(point): the working set is past BEYOND_CACHE x capacity; without a capacity, the largest
+    size measured among the rows (what is known to be the furthest from the caches)."""
+    if capacity:
+        return lambda point: point["working_set_bytes"] >= BEYOND_CACHE * capacity
+    largest = max((point["n"] for row in rows for point in row["points"]), default=None)
+    return lambda point: point["n"] == largest
+
+
+# --- device memory --------------------------------------------------------------------------------
+def device_memory(rows, l2_bytes, peak):
+    """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and the fastest
+    whose working set fits in it (the L2 plateau: warm calls find their arrays there), and the fastest
+    HBM point of all, the device's measured memory bandwidth; with fractions of the theoretical peak."""
+    resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
+    beyond = (lambda point: point["working_set_bytes"] >= BEYOND_CACHE * l2_bytes) if l2_bytes else None
+    groups = {}
+    for row in resident:
+        groups.setdefault((row["operation"], row["kernel"]), []).append(row)
+    per_kernel = []
+    for (operation, kernel), mine in groups.items():
+        hbm = _best(mine, beyond) if beyond else None
+        l2 = _best(mine, lambda point: point["working_set_bytes"] <= l2_bytes) if l2_bytes else None
+        share = hbm["bytes_per_s"] / peak["bytes_per_s"] if hbm and peak else None
+        per_kernel.append({"operation": operation, "kernel": kernel, "hbm": hbm, "l2": l2,
+                           "hbm_fraction_of_peak": share,
+                           "l2_over_hbm": l2["bytes_per_s"] / hbm["bytes_per_s"] if hbm and l2 else None})
+    best = max((row["hbm"] for row in per_kernel if row["hbm"]), key=lambda point: point["bytes_per_s"],
+               default=None)
+    if best and peak:
+        best = {**best, "fraction_of_peak": best["bytes_per_s"] / peak["bytes_per_s"]}
+    note = None
+    if not l2_bytes:
+        note = "the L2 size is unknown (no GPU in --describe): no point is known to lie past it"
+    elif resident and best is None:
+        note = (f"no resident GPU working set reached {BEYOND_CACHE} x the L2 cache "
+                f"({BEYOND_CACHE * l2_bytes / 2 ** 20:.0f} MiB): the sizes measured are the caches' ")
+    return per_kernel, best, note
+
+
+def host_memory(rows, host):
+    """Per operation, the fastest CPU point past BEYOND_CACHE x the last cache glibc reports (all
+    sockets' L3s are no larger than that for up to four sockets), else at the largest size measured
+    (`past_caches` false: the caches may still hold part of it, or their size is unknown); the fastest
+    of them is the host's DRAM bandwidth."""
+    cpu = [row for row in rows if row["device"] == "cpu"]
+    capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
+    per_operation = []
+    by_operation = {}
+    for row in cpu:
+        by_operation.setdefault(row["operation"], []).append(row)
+    for operation, mine in by_operation.items():
+        past = _best(mine, _beyond(capacity, mine)) if capacity else None
+        dram = past or _best(mine, _beyond(None, mine))
+        per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
+    best = max((row["dram"] for row in per_operation if row["dram"]), key=lambda point: point["bytes_per_s"],
+               default=None)
+    return per_operation, best
+
+
+# --- where each cache level ends ------------------------------------------------------------------
+def _capacity_name(bytes_, capacities):
+    """The cache whose capacity lies within a factor of 2 of an edge, or None."""
+    near = [(abs(math.log2(bytes_ / size)), name) for name, size in capacities.items() if size]
+    near = [item for item in near if item[0] <= 1]
+    return min(near)[1] if near else None
+
+
+def cache_edges(rows, l2_bytes, host):
+    """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each
+    size (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near
+    (GPU: L2; CPU: L1d, L2 of all threads, L3), when one is."""
+    threads = positive(host.get("threads")) or 1
+    capacities = {"gpu": {"L2": l2_bytes},
+                  "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
+                          "L2 (all threads)": (positive(host.get("l2_bytes")) or 0) * threads,
+                          "L3": positive(host.get("l3_bytes"))}}
+    groups = {}
+    for row in rows:
+        if row["mode"] in (RESIDENT, HOST):
+            groups.setdefault((row["device"], row["operation"], row["precision"]), []).append(row)
+    found = []
+    for (device, operation, precision), mine in sorted(groups.items()):
+        curve_levels, edges = levels(envelope(mine))
+        for edge in edges:
+            edge["cache"] = _capacity_name(edge["near_bytes"], capacities[device])
+        found.append({"device": device, "operation": operation, "precision": precision, "levels": curve_levels,
+                      "edges": edges})
+    return found
+
+
+# --- kernels and modes against each other ---------------------------------------------------------
+def _at_largest(row, other):
+    """(point of row, point of other) at the largest n both measured, or None."""
+    theirs = {point["n"]: point for point in other["points"]}
+    shared = [point for point in row["points"] if point["n"] in theirs]
+    return (shared[-1], theirs[shared[-1]["n"]]) if shared else None
+
+
+def thrust_over_own(rows):
+    """Per operation and precision, resident: Thrust's bandwidth over our fastest kernel's at the largest
+    size both measured, and whether they differ beyond noise."""
+    resident = {(row["operation"], row["kernel"], row["precision"]): row for row in rows
+                if row["device"] == "gpu" and row["mode"] == RESIDENT}
+    found = []
+    for (operation, kernel, precision), thrust in sorted(resident.items()):
+        if kernel != THRUST:
+            continue
+        pairs = [(own, _at_largest(thrust, resident[(operation, own, precision)])) for own in OWN_KERNELS
+                 if (operation, own, precision) in resident]
+        pairs = [(own, pair) for own, pair in pairs if pair]
+        if not pairs:
+            continue
+        own_kernel, (mine, own) = max(pairs, key=lambda item: (item[1][1]["n"], item[1][1]["bytes_per_s"]))
+        found.append({"operation": operation, "precision": precision, "n": mine["n"], "own_kernel": own_kernel,
+                      "thrust_bytes_per_s": mine["bytes_per_s"], "own_bytes_per_s": own["bytes_per_s"],
+                      "ratio": mine["bytes_per_s"] / own["bytes_per_s"], "thrust_protocol": mine["protocol"],
+                      "beyond_noise": beyond_spread(time_per_item(mine, "bytes_per_s"),
+                                                    time_per_item(own, "bytes_per_s"))})
+    return found
+
+
+def transfer_cost(rows):
+    """Per operation, kernel and precision: the transfer-inclusive call's time over the resident call's at
+    the largest size both measured (what copying the arrays in and the result out costs)."""
+    by_key = {(row["operation"], row["kernel"], row["precision"], row["mode"]): row for row in rows
+              if row["device"] == "gpu"}
+    found = []
+    for (operation, kernel, precision, mode), row in sorted(by_key.items()):
+        resident = by_key.get((operation, kernel, precision, RESIDENT))
+        pair = _at_largest(row, resident) if mode == TRANSFER and resident else None
+        if pair:
+            moved, kept = pair
+            found.append({"operation": operation, "kernel": kernel, "precision": precision, "n": moved["n"],
+                          "transfer_s": moved["median_s"], "resident_s": kept["median_s"],
+                          "time_ratio": moved["median_s"] / kept["median_s"]})
+    return found
+
+
+def derive(study):
+    rows = curves(study)
+    gpu, host = hierarchy(study)
+    l2_bytes = positive(gpu.get("l2_bytes"))
+    peak = theoretical_peak(gpu)
+    per_operation, hbm, hbm_note = device_memory(rows, l2_bytes, peak)
+    host_rows, dram = host_memory(rows, host)
+    return {
+        "curves": rows,
+        "l2_bytes": l2_bytes,
+        "theoretical": peak,
+        "theoretical_note": None if peak else (gpu.get("peak_note") or gpu.get("reason")
+                                               or "the binary's --describe gave no theoretical bandwidth"),
+        "device_memory": per_operation,
+        "hbm": hbm,
+        "hbm_note": hbm_note,
+        "host_memory": host_rows,
+        "host_dram": dram,
+        "host_caches": {key: host.get(key) for key in ("l1d_bytes", "l2_bytes", "l3_bytes", "threads")},
+        "cache_edges": cache_edges(rows, l2_bytes, host),
+        "thrust_over_own": thrust_over_own(rows),
+        "transfer_cost": transfer_cost(rows),
+        "beyond_cache": BEYOND_CACHE,
+        "level_drop": LEVEL_DROP,
+        "failures": grouped_failures(study["entries"]),
+    }
+
+
+# --- summary.md -----------------------------------------------------------------------------------
+def _point_text(point):
+    """'triad by grid_stride, fp32, 768.0 MiB'."""
+    return (f"{md(point['operation'])} by {md(point['kernel'])}, {md(point['precision'])}, "
+            f"{byte_size(point['working_set_bytes'])}")
+
+
+def _peak_items(derived):
+    peak = derived.get("theoretical")
+    if peak:
+        items = [f"Theoretical peak: {gb_per_s(peak['bytes_per_s'])}, NVML's maximum memory clock "
+                 f"{peak['max_memory_clock_mhz']:.0f} MHz x a {peak['bus_width_bits']:.0f}-bit bus x "
+                 f"{peak['transfers_per_clock']:.0f} transfers per clock / 8 bits per byte."]
+    else:
+        items = [f"No theoretical peak: {md(derived.get('theoretical_note'))}."]
+    l2_bytes = derived.get("l2_bytes")
+    items.append(f"L2 cache: {byte_size(l2_bytes)} (cudaDevAttrL2CacheSize); HBM points are those whose working set "
+                 f"is at least {derived['beyond_cache']} x it." if l2_bytes else "L2 cache size unknown.")
+    hbm = derived.get("hbm")
+    if hbm:
+        share = hbm.get("fraction_of_peak")
+        items.append(f"Measured device memory bandwidth: **{gb_per_s(hbm['bytes_per_s'])}** ({_point_text(hbm)})"
+                     + (f", {percent(share)} of the theoretical peak" if share is not None else "")
+                     + ": the roofline's memory roof and the headline's figure.")
+    elif derived.get("hbm_note"):
+        items.append(f"No device memory bandwidth: {md(derived['hbm_note'])}; the roofline keeps the transfer "
+                     "study's device-to-device copy as its memory roof.")
+    return items
+
+
+def _device_memory(derived):
+    rows = [row for row in derived.get("device_memory") or [] if row["hbm"] or row["l2"]]
+    title = "Stream: device memory (HBM) and the L2 plateau"
+    if not any(row["device"] == "gpu" for row in derived.get("curves") or []):
+        return section(title, [paragraph("No GPU entry was measured" + (
+            f": {md(derived['theoretical_note'])}." if derived.get("theoretical_note") else "."))])
+    blocks = [bullets(_peak_items(derived))]
+    if rows:
+        body = [[md(row["operation"]), md(row["kernel"]),
+                 f"{gb_per_s(row['hbm']['bytes_per_s'])} ({md(row['hbm']['precision'])})" if row["hbm"] else "n/a",
+                 percent(row["hbm_fraction_of_peak"]),
+                 f"{gb_per_s(row['l2']['bytes_per_s'])} ({md(row['l2']['precision'])}, "
+                 f"{byte_size(row['l2']['working_set_bytes'])})" if row["l2"] else "n/a",
+                 ratio(row["l2_over_hbm"])] for row in rows]
+        blocks += [table(["operation", "kernel", "HBM: fastest (precision)", "of the theoretical peak",
+                          "L2 plateau: fastest (precision, working set)", "L2 / HBM"], body),
+                   paragraph("Resident GPU entries, device time of back-to-back calls. Bandwidth: STREAM's bytes (each "
+                             "array the operation reads or writes, once per call: copy and scale 2 arrays, add and "
+                             "triad 3, dot 2) over the median time; GB = 10^9 bytes. The L2 plateau: the fastest "
+                             "warm call whose working set fits in the L2 cache, which keeps the arrays between "
+                             "calls; each such entry's cold-L2 time (one call after the L2 is flushed) is in "
+                             "results.json.")]
+    return section(title, blocks)
+
+
+def _host_memory(derived):
+    rows = [row for row in derived.get("host_memory") or [] if row["dram"]]
+    if not rows:
+        return []
+    caches = derived.get("host_caches") or {}
+    body = [[md(row["operation"]), gb_per_s(row["dram"]["bytes_per_s"]), md(row["dram"]["precision"]),
+             byte_size(row["dram"]["working_set_bytes"])
+             + ("" if row["dram"]["past_caches"] else " (not past the caches)")]
+            for row in rows]
+    return section("Stream: host memory", [
+        table(["operation", "fastest", "precision", "working set"], body),
+        paragraph(f"OpenMP loops on {md(caches.get('threads'))} threads, each on the pages it first wrote, past "
+                  f"{derived['beyond_cache']} x the largest cache glibc reports (L1d "
+                  f"{byte_size(caches.get('l1d_bytes'))}, L2 {byte_size(caches.get('l2_bytes'))} per core, L3 "
+                  f"{byte_size(caches.get('l3_bytes'))}): the "
+                  "host's DRAM bandwidth. Where no size measured lies that far past them (or their size is "
+                  "unknown), the largest size measured, marked: part of its arrays may still come from a cache.")])
+
+
+def _levels_text(found):
+    return "; ".join(f"{gb_per_s(level['bytes_per_s'])} from {byte_size(level['from_bytes'])} to "
+                     f"{byte_size(level['to_bytes'])}" for level in found)
+
+
+def _edges_text(edges):
+    if not edges:
+        return "none within the sizes measured"
+    return "; ".join(f"between {byte_size(edge['last_bytes'])} and {byte_size(edge['next_bytes'])}"
+                     + (f" ({md(edge['cache'])})" if edge.get("cache") else "") for edge in edges)
+
+
+def _cache_edges(derived):
+    rows = derived.get("cache_edges") or []
+    if not rows:
+        return []
+    body = [[md(row["device"]), md(row["operation"]), md(row["precision"]), _levels_text(row["levels"]),
+             _edges_text(row["edges"])] for row in rows]
+    return section("Stream: where each cache level ends", [
+        table(["device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"], body),
+        paragraph(f"The fastest kernel at each working set (GPU: resident; CPU: OpenMP), from the first point within "
+                  f"{percent(derived['level_drop'], 0)} of its fastest on (smaller working sets are bound by "
+                  f"launching the kernel or waking the threads, not by memory): a level ends where the rate falls "
+                  f"below {percent(derived['level_drop'], 0)} of the level's fastest, between the two sizes measured "
+                  "either side. An edge within a factor of 2 of a cache's capacity is named after it (the CPU's L1d "
+                  "and L2 times its threads).")])
+
+
+def _kernels_and_copies(derived):
+    thrust = derived.get("thrust_over_own") or []
+    copies = derived.get("transfer_cost") or []
+    blocks = []
+    if thrust:
+        blocks += [table(["operation", "precision", "working set of n", "Thrust", "our fastest", "Thrust / ours"],
+                         [[md(row["operation"]), md(row["precision"]), md(row["n"]),
+                           gb_per_s(row["thrust_bytes_per_s"]) + (" (host clock)" if row["thrust_protocol"] == "latency"
+                                                                  else ""),
+                           f"{gb_per_s(row['own_bytes_per_s'])} ({md(row['own_kernel'])})",
+                           ratio(row["ratio"]) + noise_note(row["beyond_noise"])] for row in thrust]),
+                   paragraph("Resident, at the largest size both measured. Thrust's dot (thrust::inner_product) "
+                             "returns its sum to the host, waiting for the device and allocating its temporary storage in "
+                             "every call: it is timed on the host clock from the call to its return.")]
+    if copies:
+        blocks += [table(["operation", "kernel", "precision", "n", "with copies (pinned)", "resident", "ratio"],
+                         [[md(row["operation"]), md(row["kernel"]), md(row["precision"]), md(row["n"]),
+                           seconds(row["transfer_s"]), seconds(row["resident_s"]), ratio(row["time_ratio"])]
+                          for row in copies]),
+                   paragraph("transfer_pinned: each call copies the arrays the operation reads in from pinned host "
+                             "memory and its output (dot: the sum) back, host clock to completion; resident: the "
+                             "kernel alone, device time.")]
+    return section("Stream: Thrust against our kernels; the copies", blocks) if blocks else []
+
+
+def sections(study, document):
+    derived = study["derived"]
+    return (_device_memory(derived) + _host_memory(derived) + _cache_edges(derived) + _kernels_and_copies(derived)
+            + failures_section(study, "Stream: skipped and failed entries"))
+
+
+# --- plots ----------------------------------------------------------------------------------------
+WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
+
+
+def _stream_marks(peak, l2_bytes):
+    """mark(axes, keys): the theoretical peak (a GPU line on the chart) and the GPU's L2 size."""
+    def mark(axes, keys):
+        if not any(key[1] != charts.HOST_MODE for key in keys):
+            return
+        if peak:
+            axes.axhline(peak["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
+                         label=f"theoretical peak {peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")
+        if l2_bytes:
+            axes.axvline(l2_bytes, color="black", alpha=0.6, linestyle=":",
+                         label=f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB")
+    return mark
+
+
+def plots(pyplot, study, plot_dir):
+    """One chart per operation: GB/s over the working set, a line per kernel, mode and precision, with the
+    theoretical peak and the L2 size; split by precision, then mode, when over charts.MAX_SERIES (the CPU on
+    each), e.g. stream_triad_fp64.png."""
+    derived = study["derived"]
+    rows = derived.get("curves") or []
+    study_charts = []
+    for operation in dict.fromkeys(row["operation"] for row in rows):
+        series = {(row["kernel"], row["mode"], row["precision"]): [(point["working_set_bytes"], point)
+                                                                 for point in row["points"]]
+                  for row in rows if row["operation"] == operation}
+        study_charts += charts.line_charts(
+            plot_dir, ("stream", operation), f"stream {operation}: bandwidth against the working set",
+            series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series),
+            ylabel="GB/s (STREAM's bytes, 10^9 per second)", value=lambda point: point["bytes_per_s"] / 1e9,
+            xlabel=WORKING_SET, mark=_stream_marks(derived.get("theoretical"), derived.get("l2_bytes")))
+    return charts.draw(pyplot, study_charts)
+
+
+# --- the memory roof ------------------------------------------------------------------------------
+RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
+        "size): STREAM's bytes (each array the operation reads or writes, once) per second")
+THEORETICAL_MEMORY = "theoretical (NVML: max memory clock x bus width x 2 / 8)"
+CAPTION = "the stream study's fastest kernel past the L2 cache ({operation}, {kernel}, {precision})"
+
+
+def memory_bandwidth(study):
+    """The measured HBM bandwidth as the run's memory roof, or (None, None): none of the study's resident GPU
+    points lay past the L2 cache."""
+    derived = study.get("derived") or {}
+    best = derived.get("hbm")
+    if not best:
+        return None, None
+    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
+            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
+            "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
+            "fraction_of_theoretical": best.get("fraction_of_peak"),
+            "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),
+            "rule": RULE.format(beyond=derived.get("beyond_cache"))}, None
+
+
+def memory_figure(found, entry, interval, reference):
+    """The headline's device memory bandwidth, against the theoretical peak NVML's figures give (else the
+    datasheet's)."""
+    theoretical = found.get("theoretical_bytes_per_s")
+    label = (f"Device memory bandwidth (stream {found.get('operation')}, {found.get('kernel')} kernel, "
+             f"{PRECISION_NAMES.get(found['precision'], found['precision'])})")
+    where = f"stream: {found['impl']} {found['mode']} {found['precision']} n={found['n']}"
+    if theoretical:
+        reference = {"value": theoretical, "what": THEORETICAL_MEMORY}
+    timed_as = LATENCY if entry.get("protocol") == "latency" else THROUGHPUT  # Thrust's dot waits for its sum
+    return figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
+                  reference, between_runs=between_runs(entry, found["bytes_per_s"]))
+
+
+def memory_summary(bandwidth):
+    share = bandwidth.get("fraction_of_theoretical")
+    return (f"Memory roof: {bandwidth['bytes_per_s'] / 1e9:.0f} GB/s, the stream study's fastest kernel past the "
+            f"L2 cache ({md(bandwidth.get('operation'))} by {md(bandwidth.get('kernel'))}, "
+            f"{md(bandwidth['precision'])}, {byte_size(bandwidth.get('bytes_per_call'))} moved per call)"
+            + (f", {percent(share)} of the theoretical peak" if share is not None else "") + ".")
+
+
+MEMORY_ROOF = MemoryRoof(
+    rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
+    caption=lambda bandwidth: charts.plain(CAPTION.format(operation=bandwidth.get("operation"),
+                                                          kernel=bandwidth.get("kernel"),
+                                                          precision=bandwidth["precision"])),
+    summary=memory_summary)
+# --- the record -----------------------------------------------------------------------------------
+# The default suite and --quick: the kernels that answer its questions (docs/methodology.md). An L2 size (2^20
+# elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size (2^25, BabelStream's default: 256 to
+# 768 MiB a call, at least 4x the L2 of an H100 or H200), triad by our one-vector-per-thread kernel and dot by
+# our grid-stride one (each our faster on the H100: run stream-kernels-h100-20261124, committed in 39cf32a),
+# triad by Thrust and by OpenMP, resident and on the host: 16 entries. The other operations and kernels, the
+# transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
+STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
+
+STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
+              suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
+              summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
+              memory_roof=MEMORY_ROOF, measures_roofs=True)
