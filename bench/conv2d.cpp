@@ -265,7 +265,7 @@ class GpuConv : public PreparedEntry {
     counters["device_bytes"] = c_.device_bytes;
     counters["workspace_bytes"] = static_cast<double>(c_.plan->workspace_bytes());
     // The engine's global index twice: `engine` is its name here, `algorithm` the counter the
-    // driver reads for the library's choice (scripts/gpubench_driver/gbench.py).
+    // driver reads for the library's choice (scripts/gpubench_driver/lib/gbench.py).
     counters["engine"] = static_cast<double>(c_.plan->engine());
     counters["algorithm"] = static_cast<double>(c_.plan->engine());
     counters["tensor_cores"] = c_.plan->tensor_cores() ? 1 : 0;

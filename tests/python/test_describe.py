@@ -1,6 +1,6 @@
 """Every built study binary's --describe (CPU build, no GPU needed): its axes by name, its quick, suite
 and full points, the rules of its counters and the entries it selects, each with its axes by name; and
-that these say what the driver's registry (studies.py) and its name parsing say today, so that the
+that these say what the driver's registry (studies/) and its name parsing say today, so that the
 driver can read them from the binary instead."""
 import json
 import os
@@ -89,8 +89,8 @@ class DescribeTest(unittest.TestCase):
                 self.assertEqual(described["axis_names"], registry)
 
     def test_the_points_are_the_registrys(self):
-        """The quick and suite points moved from studies.py lost nothing: the driver runs suite_impls and
-        suite_modes in --quick as well; full is the binary's default lists."""
+        """The quick and suite points the binaries describe are the plug-in records' (studies/): the driver
+        runs suite_impls and suite_modes in --quick as well; full is the binary's default lists."""
         for study, described in self.described:
             with self.subTest(study=study.name):
                 points = described["points"]

@@ -1,4 +1,4 @@
-"""The roofline study's findings on a synthetic sweep (derive_roofline): the bandwidth and compute roof
+"""The roofline study's findings on a synthetic sweep (studies/roofline.py): the bandwidth and compute roof
 each series reached, the measured ridge point, where the points turn from one roof to the other; its
 sections and chart; and the claim it answers, "FLOPS are rarely the limit; memory bandwidth is",
 for the other studies' entries under the measured roofs (claims.memory_bound)."""

@@ -1,4 +1,4 @@
-"""The stream study's findings on synthetic entries (derive_stream): bandwidth curves, HBM past the
+"""The stream study's findings on synthetic entries (studies/stream.py): bandwidth curves, HBM past the
 L2 cache against the theoretical peak, the L2 plateau, host DRAM, where cache levels end, Thrust
 against our kernels, the copies; the memory roof and the headline figure it sets (across,
 headline), its sections and charts, and the default suite's subset of its implementations."""
