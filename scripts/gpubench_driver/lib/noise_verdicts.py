@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpubench_driver.lib import noise_model
+from gpubench_driver.lib.verdicts import benjamini_hochberg
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
 CONFIDENCE = 0.90              # of the interval shown: each verdict is a one-sided test at 5%
@@ -129,15 +130,6 @@ def advice(comparison):
             f"the {comparison.band:.0%} band")
 
 
-def benjamini_hochberg(p_values, rate=FALSE_DISCOVERY_RATE):
-    """The indices of the p-values that are discoveries at the false discovery rate (the step-up
-    procedure; Debian 12's scipy, 1.10, has no false_discovery_control)."""
-    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
-    cutoff = max((rank for rank, index in enumerate(order, start=1) if p_values[index] <= rank / len(order) * rate),
-                 default=0)
-    return set(order[:cutoff])
-
-
 @dataclass(frozen=True)
 class Verdict:
     comparison: Comparison
@@ -160,7 +152,8 @@ def decide(comparisons, families, advise=True):
     discovered = set()
     for family in set(families):
         members = [index for index, name in enumerate(families) if name == family]
-        discovered |= {members[i] for i in benjamini_hochberg([comparisons[index].p_beyond for index in members])}
+        p_values = [comparisons[index].p_beyond for index in members]
+        discovered |= {members[i] for i in benjamini_hochberg(p_values, FALSE_DISCOVERY_RATE)}
     verdicts = []
     for index, c in enumerate(comparisons):
         bound = math.log1p(c.band)
