@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from gpubench_driver import studies
 from gpubench_driver.lib import aa_noise_floor, figures, outputs, results, stopping, verdicts
-from gpubench_driver.stages import build, gpus, like, options as opts, prices, runner, session
+from gpubench_driver.stages import build, gpus, like, options as opts, prices, resume, runner, session
 from gpubench_driver.commands import compare, digest, expected, noise_model, rank, repeatability, report
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
@@ -75,6 +75,14 @@ def _run_parser(subparsers):
                                                          "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
                                                          "machine's environment differs from the one it recorded")
+    parser.add_argument("--resume", metavar="DIR",
+                        help="finish the run in DIR that was stopped (killed, interrupted, its machine preempted): "
+                             "its finished units (each study's trial at one size, refinement round, references) "
+                             "and the library choices held across its trials are kept, only what is missing is "
+                             "run, then results.json and the summary are written as for a whole run, which records "
+                             "the resume. It takes the run's recorded options: a flag that contradicts them is "
+                             "refused; --build-dir, --no-build and --cmake-arg are free. A complete run is left as "
+                             "it is")
 
 
 def _cmake_arg(parser):
@@ -262,6 +270,8 @@ def resolve_like(args, options):
 def _command(args, argv):
     if args.command == "run":
         options = resolve_run_options(args)
+        if args.resume:
+            return resume.run(args, options, argv)
         options = resolve_like(args, options) if args.like else options
         if options.gpus is not None:
             if options.repeatability or options.cpu_only or options.launcher:

@@ -4,7 +4,7 @@ import json
 import os
 import zlib
 
-from gpubench_driver.lib import gbench, measurements, outputs, telemetry
+from gpubench_driver.lib import gbench, measurements, outputs, resumable, telemetry
 # The schema's checks, under the names this module's validation has always called them by.
 from gpubench_driver.lib.schema import (ResultsError, expect as _expect, expect_fields as _expect_fields,
                                         expect_type as _expect_type, has_type as _has_type, shown as _shown,
@@ -133,6 +133,7 @@ def _validate_run(run):
     _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": (bool, type(None))}, "run.git")
     _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
                                      "differences": (list, type(None))}, "run.like")
+    resumable.validate(run.get("resumed"))  # run --resume's records
 
 
 # The fields of the machine, the software and the references that the report reads: typed here,
@@ -399,9 +400,9 @@ def _validate_findings(findings):
 
 # --- writing and reading --------------------------------------------------------
 def write(document, path, checked=True):
-    """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The
-    run's saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves);
-    its last save and every load validate."""
+    """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The run's
+    saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves); its last
+    save and every load validate."""
     clean = without_non_finite(document)
     if checked:
         validate(clean)
@@ -483,8 +484,7 @@ def _read_text(path):
 
 
 def load(path):
-    """The validated document of a results file: results.json or results.json.gz, or a folder holding
-    one of them (results.json first)."""
+    """The validated document of results.json or results.json.gz, or of a folder holding one (results.json first)."""
     if os.path.isdir(path):
         path = file_in(path) or os.path.join(path, FILE)
     try:

@@ -4,6 +4,7 @@ bench/harness/gpu_telemetry.hpp), joined over the study's processes and summaris
 per-entry telemetry counters combined over an entry's repetitions."""
 import json
 import statistics
+import time
 
 from gpubench_driver.lib import stats
 
@@ -20,6 +21,7 @@ REASON_BITS = (
 IDLE = "gpu_idle"
 OFF_FLAG = "--no-telemetry"
 OUT_FLAG = "--telemetry-out="
+NO_SAMPLES = "no samples"
 
 
 def reason_names(mask):
@@ -58,6 +60,17 @@ class StudySeries:
         self.samples = []
         self.notes = []
 
+    @classmethod
+    def resumed(cls, record):
+        """The series a study's record holds (a run resumed), on its time axis (`started_unix_s`, kept
+        with the samples); without samples it goes on from now."""
+        record = record if isinstance(record, dict) else {}
+        series = cls(stats.finite(record.get("started_unix_s")) or time.time())
+        series.samples = [sample for sample in record.get("samples") or []
+                          if isinstance(sample, dict) and stats.finite(sample.get("t_s")) is not None]
+        series.notes = [note for note in (record.get("note") or "").split("; ") if note and note != NO_SAMPLES]
+        return series
+
     def add(self, samples, note):
         self.samples += [self._sample(raw) for raw in samples]
         if note and note not in self.notes:
@@ -71,9 +84,10 @@ class StudySeries:
 
     def record(self, interval_s=0.1):
         if not self.samples:
-            return {"source": "nvml", "note": "; ".join(self.notes) or "no samples"}
+            return {"source": "nvml", "note": "; ".join(self.notes) or NO_SAMPLES}
         samples = sorted(self.samples, key=lambda sample: sample["t_s"])
-        record = {"source": "nvml", "interval_s": interval_s, "samples": samples, "summary": summarize(samples)}
+        record = {"source": "nvml", "interval_s": interval_s, "samples": samples, "summary": summarize(samples),
+                  "started_unix_s": self.started}
         if self.notes:
             record["note"] = "; ".join(self.notes)
         return record

@@ -63,6 +63,26 @@ def combine(previous, new, trial):
     return combined
 
 
+def before(entry, trial):
+    """The entry as its trials before `trial` left it (None for the first): what an unfinished attempt at
+    trial `trial` added is taken back, so that the trial can run again (run --resume)."""
+    records = entry.get("trials")
+    if trial <= 1:
+        return None
+    if not records or len(records) < trial:
+        return entry
+    # The entry's own fields are its first trial's; the trial records hold what each trial measured.
+    identity = {key: value for key, value in entry.items() if key not in ("trials", "choices_varied")}
+    rebuilt = None
+    for record in records[:trial - 1]:
+        measured = {**identity, **{key: record.get(key) for key in TRIAL_FIELDS}}
+        rebuilt = combine(rebuilt, measured, record["trial"])
+    if trial == 2:  # one trial: its rate is its own, as the study's output gave it
+        median = (rebuilt.get("time_s") or {}).get("median") if rebuilt["status"] == "ok" else None
+        rebuilt["flop_per_s"] = rebuilt["flop"] / median if rebuilt.get("flop") is not None and median else None
+    return rebuilt
+
+
 def _summarise(entry, records):
     medians = [record["time_s"]["median"] for record in records]
     entry["time_s"] = {**stats.summarize(medians), "over": "trials"}

@@ -52,6 +52,8 @@ def _checked(name, value):
         if name in ("studies", "impls", "modes"):
             allowed = {"studies": studies.NAMES, "modes": opts.MODES}.get(name)
             return opts.parse_names(",".join(map(str, value)), f"--{name}", allowed=allowed)
+        if name in ("sizes", "batches"):
+            return _positive_ints(value, f"run.options.{name}")
         if name == "caps":
             return opts.parse_caps(",".join(f"{k}={v}" for k, v in value.items())) if value else {}
         if name == "refine_rounds" and isinstance(value, int) and value >= 0:
@@ -66,12 +68,19 @@ def _checked(name, value):
 def recorded_configuration(path):
     """(run id, {option: value} for RECORDED_OPTIONS, {study: {"sizes", "batches"}}) of a results file."""
     document = journal.load(path)
+    chosen, swept = configuration(document)
+    return document["run"].get("id"), chosen, swept, document
+
+
+def configuration(document, names=RECORDED_OPTIONS):
+    """({option: value} for the options named that the run recorded, each checked as the command line's
+    would be, {study: {"sizes", "batches"}} as each swept them) of a results document."""
     recorded = document["run"].get("options") or {}
-    chosen = {name: _checked(name, recorded.get(name)) for name in RECORDED_OPTIONS if name in recorded}
+    chosen = {name: _checked(name, recorded.get(name)) for name in names if name in recorded}
     swept = {name: {"sizes": _positive_ints(study.get("sizes"), f"studies.{name}.sizes"),
                     "batches": _positive_ints(study.get("batches"), f"studies.{name}.batches")}
              for name, study in document["studies"].items() if name in studies.NAMES}
-    return document["run"].get("id"), chosen, swept, document
+    return chosen, swept
 
 
 def _value(document, path):

@@ -8,7 +8,7 @@ analyse.derive_findings; none computes a finding itself."""
 import os
 
 from gpubench_driver import studies
-from gpubench_driver.lib import charts, html_report, outputs
+from gpubench_driver.lib import charts, html_report, outputs, resumable
 from gpubench_driver.lib.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables,
                                           paragraph, section, table, to_markdown)
 from gpubench_driver.lib.formatting import md
@@ -52,7 +52,7 @@ def _header(document):
     revision = md(git.get("revision")) + (" (uncommitted changes)" if git.get("dirty") else "")
     return [Heading(1, f"gpubench run {md(run['id'])}"), bullets([
         f"Status: {md(run['status'])}; started {md(run['started'])}, finished {md(run.get('finished'))}",
-        f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
+        *resumable.summary_lines(run), f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
 
 
 def _warnings(document):

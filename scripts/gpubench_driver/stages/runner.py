@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from gpubench_driver import studies
-from gpubench_driver.lib import findings, formatting, gbench, measurements, stopping, telemetry, trials
+from gpubench_driver.lib import findings, formatting, gbench, measurements, resumable, stopping, telemetry, trials
 from gpubench_driver.stages import journal
 
 STDERR_TAIL_CHARS = 4000
@@ -108,6 +108,10 @@ class Progress:
         self.done = set()
         self.trial = 1  # of the invocation running now
         self.trials = 1
+        # For run --resume's record: the first unit run (the units before it were kept), and how many
+        # entries of unfinished units had finished before the stop and are measured again.
+        self.first_unit = None
+        self.measured_again = 0
 
     def report(self, result):
         if (self.trial, result.name) in self.done:
@@ -254,14 +258,24 @@ class Study:
         self.journal_path = journal_path  # where each finished entry goes before its progress line
         self.artifacts_dir = artifacts_dir  # where the binary writes files of its own (the run's folder)
         self.scratch_dir = scratch_dir  # where each invocation's scratch folder goes
-        self.raw = gbench.GbenchOutput({}, [])
         self.binary = binary
         self.options = options  # this study's (options.for_study)
         self.record = record  # its part of results.json
         self.save = save
         self.progress = progress
         self.planned = []
-        self.series = telemetry.StudySeries(time.time())
+        # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan; and
+        # of a resumed study, Google Benchmark's output and the telemetry series so far.
+        record.setdefault("units", [])
+        record.setdefault("refinement_plans", [])
+        self.finished = resumable.finished(record)
+        resumed = bool(record["units"])
+        self.raw = gbench.GbenchOutput({}, [])
+        if resumed and raw_path and os.path.exists(raw_path):
+            kept = gbench.load_file(raw_path)
+            self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks)
+        self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
+                       else telemetry.StudySeries(time.time()))
         # What each slot of its entry names holds: its --describe's axis_names, else the registry's.
         self.axis_names = studies.axis_names(name, record)
 
@@ -278,7 +292,9 @@ class Study:
         which = f", trial {trial} of {self.options.trials}" if self.options.trials > 1 else ""
         print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
         order = trials.size_order(sizes, trial, self.options.run_id)
-        self.record.setdefault("trial_size_orders", []).append(order)
+        orders = self.record.setdefault("trial_size_orders", [])
+        if len(orders) < trial:  # a resumed run has those of the trials it began
+            orders.append(order)
         for n in order:
             self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
                            study_flags(self.options, [n]), trial)
@@ -290,7 +306,13 @@ class Study:
                 break
 
     def _refine(self, round_number):
-        plan = findings.refinement_plan(self.record["entries"])
+        plans = self.record["refinement_plans"]
+        if len(plans) >= round_number:  # planned before a resume: the entries now hold the round's sizes
+            plan = resumable.plan_of(plans[round_number - 1])
+        else:
+            plan = findings.refinement_plan(self.record["entries"])
+            if plan:
+                plans.append(resumable.plan_record(plan))
         if not plan:
             return False
         # The caps stay: they keep implementations that cannot be the fastest (single-thread
@@ -304,12 +326,18 @@ class Study:
             runs.append((n, planned, flags))
         for trial in range(1, self.options.trials + 1):
             for n, planned, flags in runs:
-                self._run_size(n, planned, "refinement", flags, trial)
+                self._run_size(n, planned, "refinement", flags, trial, round_number)
         return True
 
-    def _run_size(self, n, planned, phase, flags, trial):
+    def _run_size(self, n, planned, phase, flags, trial, round_number=None):
         if not planned:
             return
+        unit = resumable.unit(phase, trial, n, round_number)
+        if resumable.key(unit) in self.finished:  # kept by a resume
+            self.progress.done.update((trial, name) for name in planned)
+            return
+        self.starts(unit)
+        self._forget_unfinished(planned, trial)
         self.progress.trial = trial
         run_files = [HELD_CHOICES_FLAG + self.held_path] if self.held_path else []  # shared by the run's processes
         run_files += [ARTIFACTS_FLAG + self.artifacts_dir] if self.artifacts_dir else []
@@ -337,11 +365,29 @@ class Study:
         failed = invocation.returncode != 0 and not invocation.interrupted
         if failed:
             self._record_failure(n, invocation, planned, phase, trial, recovered)
+        if not invocation.interrupted:  # a failed process's unit is finished too: its failure is recorded
+            self.record["units"].append(unit)
         self.save()
         if self.journal_path:
             journal.remove(self.journal_path)  # its entries are in results.json now
         if invocation.interrupted:
             raise Interrupted()
+
+    def starts(self, unit):
+        """Notes the first unit a run (or a resume) measures, for the resume's record."""
+        if self.progress.first_unit is None:
+            self.progress.first_unit = {"study": self.name, **unit}
+
+    def _forget_unfinished(self, planned, trial):
+        """Before a unit runs: what an earlier attempt at it left (an interrupted run saves the entries its
+        last process finished) leaves the entries, so that the unit's trial counts once."""
+        by_name = {entry["name"]: entry for entry in self.record["entries"]}
+        for name in planned:
+            if name in by_name and trials.count(by_name[name]) >= trial:
+                self.progress.measured_again += 1
+                by_name[name] = trials.before(by_name[name], trial)
+        self.record["entries"] = sorted((entry for entry in by_name.values() if entry is not None),
+                                        key=gbench.entry_order)
 
     def _fold_journal(self):
         """The entries the process printed but its output lacks (a crash cut its JSON short), from the

@@ -5,11 +5,13 @@ import sys
 from dataclasses import dataclass, replace
 
 from gpubench_driver import studies
-from gpubench_driver.lib import environment, outputs, results, stopping
+from gpubench_driver.lib import environment, outputs, results, resumable, stopping
 from gpubench_driver.stages import (analyse, build, health, journal, like, options as options_module, reference, render,
                                     runner)
 
 SOURCE_DIR = outputs.SOURCE_DIR
+STOPPED_EARLY = "the run stopped early: "  # the warning of a run a RunnerError ended (a resume that finishes drops it)
+EXIT_STATUS = {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}
 
 
 def utc_now():
@@ -134,9 +136,13 @@ def describe_studies(options):
 
 
 def finish_study(study, document, options):
-    """After a study's last sweep trial: its refinement, a check for other processes on the GPU, its
-    reference timings."""
+    """After a study's last sweep trial: its refinement, then its end unit (lib/resumable.py, unless a
+    resume kept it): a check for other processes on the GPU, its reference timings."""
     study.refine()
+    end = resumable.unit(resumable.END)
+    if resumable.key(end) in resumable.finished(study.record):
+        return
+    study.starts(end)
     if not options.cpu_only:
         warning = environment.gpu_processes_warning(environment.capture_gpu_processes(), f"after study {study.name}")
         if warning:
@@ -148,13 +154,16 @@ def finish_study(study, document, options):
                                                              protocol=study.record.get("measurement"),
                                                              sizes=study.options.sizes,
                                                              batches=study.options.batches)}
+    study.record.setdefault("units", []).append(end)
+    study.save()
 
 
-def measure(plans, options, document, save, out_dir):
-    """Run the studies and their references; returns the final run status."""
-    progress = runner.Progress(0)  # one count over every study
+def measure(plans, options, document, save, out_dir, progress=None, resumed=False):
+    """Run the studies and their references (a resumed run: the units it has not finished); returns the
+    final run status. progress: one count over every study."""
+    progress = progress or runner.Progress(0)
     held_path = os.path.join(out_dir, runner.HELD_CHOICES_FILE)
-    if os.path.exists(held_path):
+    if os.path.exists(held_path) and not resumed:
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
     scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)  # inside: a run killed outright leaves none elsewhere
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
@@ -179,7 +188,7 @@ def measure(plans, options, document, save, out_dir):
     except runner.RunnerError as error:
         # Keep what finished: the entries are saved; the reason goes into the results.
         print(f"gpubench: error: {error}; writing what finished", flush=True)
-        document["warnings"].append(f"the run stopped early: {error}")
+        document["warnings"].append(f"{STOPPED_EARLY}{error}")
         return "partial"
     if not any(entry["status"] == "ok" for study in studies for entry in study.record["entries"]):
         reason = nothing_measured(studies, plans, options)
@@ -252,9 +261,14 @@ def _run_in(folder, options, argv):
         document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes, plan.options.batches)
     save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (called after every size)
     save()
-    status = measure(plans, options, document, save, out_dir)
-    # The final write: a stop signal waits for its end (cut short, it left results.json saying
-    # complete beside no summary and no plots), then stops the driver with the run's own exit status.
+    return write_outputs(document, measure(plans, options, document, save, out_dir), options, out_dir)
+
+
+def write_outputs(document, status, options, out_dir):
+    """The final write of a run that measured what it could; returns its exit status. A stop signal waits
+    for its end (cut short, it left results.json saying complete beside no summary and no plots), then
+    stops the driver with the run's own exit status."""
+    results_path = os.path.join(out_dir, "results.json")
     with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
         document["run"].update(status=status, finished=utc_now())
         analyse.derive_findings(document, options.refine_rounds)
@@ -262,7 +276,7 @@ def _run_in(folder, options, argv):
         summary_path = render.write_outputs(document, out_dir)
         print(health.verdict_line(document["findings"]["health"]), flush=True)
         print(f"results: {results_path}\nsummary: {summary_path}", flush=True)
-    exit_status = {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}[status]
+    exit_status = EXIT_STATUS[status]
     if final_write.received:
         raise stopping.StoppedAfterFinalWrite(final_write.received, exit_status)
     return exit_status

@@ -1,0 +1,117 @@
+"""What a run records so that `run --resume` can finish it, and how a resume is recorded.
+
+A run is a sequence of units: per study, each (trial, size) of its sweep, each (round, trial, size)
+of its refinement, and its end (its reference timings). A unit is finished when its benchmark
+process ended and its entries were saved to results.json; each study lists its finished units in
+`units`, in the save that holds their entries, so the list and the entries never disagree. Each
+refinement round's plan is kept in `refinement_plans` as it was made: a resume replays the rounds
+as planned, instead of planning again from entries that now hold the rounds' own sizes.
+
+`run.resumed` holds one record per resume: when, from which unit, what it kept and measured again,
+the command line, the revision and where this machine differed from the run's recorded one."""
+from gpubench_driver.lib.formatting import md
+from gpubench_driver.lib.schema import ResultsError, expect, expect_fields, expect_type, has_type
+
+SWEEP, REFINEMENT, END = "sweep", "refinement", "end"
+PHASES = (SWEEP, REFINEMENT, END)
+_KEYS = ("phase", "round", "trial", "n")
+
+
+def unit(phase, trial=None, n=None, round_number=None):
+    """A unit as a study's `units` lists it (the fields it does not have left out)."""
+    found = {"phase": phase, "round": round_number, "trial": trial, "n": n}
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def key(found):
+    return tuple(found.get(name) for name in _KEYS)
+
+
+def finished(record):
+    """The keys of a study record's finished units."""
+    return {key(found) for found in record.get("units") or []}
+
+
+def describe(found):
+    """A unit in words: 'matmul sweep, trial 2, n = 256'."""
+    parts = [" ".join(part for part in (found.get("study"), found.get("phase")) if part)]
+    for name, shown in (("round", "round {}"), ("trial", "trial {}"), ("n", "n = {}")):
+        if found.get(name) is not None:
+            parts.append(shown.format(found[name]))
+    return ", ".join(parts)
+
+
+# --- checks of what a resume reads (a results file may be hostile) --------------------------------
+def _positive_int(value):
+    return has_type(value, int) and value >= 1
+
+
+def check_study(record, path):
+    """A study record's `units` and `refinement_plans`, as a resume reads them; ResultsError otherwise.
+    A study without `units` that holds entries was written before runs recorded their units."""
+    if "units" not in record:
+        expect(not record.get("entries"), f"{path}.units", "missing: the run was written before runs recorded "
+                                                           "their finished units, so what finished is unknown")
+    expect_type(record.get("units", []), list, f"{path}.units")
+    for index, found in enumerate(record.get("units", [])):
+        where = f"{path}.units[{index}]"
+        expect_type(found, dict, where)
+        expect(found.get("phase") in PHASES, f"{where}.phase", f"expected one of {', '.join(PHASES)}")
+        for name in ("round", "trial", "n"):
+            expect(found.get(name) is None or _positive_int(found[name]), f"{where}.{name}",
+                   "expected a positive integer")
+    expect_type(record.get("refinement_plans", []), list, f"{path}.refinement_plans")
+    for index, plan in enumerate(record.get("refinement_plans", [])):
+        expect_type(plan, list, f"{path}.refinement_plans[{index}]")
+        for item, size in enumerate(plan):
+            where = f"{path}.refinement_plans[{index}][{item}]"
+            expect_fields(size, {"n": int, "impls": list, "modes": list}, where)
+            expect(size is not None and _positive_int(size.get("n")), f"{where}.n", "expected a positive integer")
+            for name in ("impls", "modes"):
+                expect(all(isinstance(value, str) for value in size[name]), f"{where}.{name}", "expected names")
+
+
+def plan_record(plan):
+    """findings.refinement_plan's {n: (impls, modes)} as `refinement_plans` keeps it (JSON keys are text)."""
+    return [{"n": n, "impls": list(impls), "modes": list(modes)} for n, (impls, modes) in plan.items()]
+
+
+def plan_of(recorded):
+    return {size["n"]: (size["impls"], size["modes"]) for size in recorded}
+
+
+# --- the record of each resume ----------------------------------------------------------------------
+_RESUMED = {"at": str, "from": (dict, type(None)), "units_kept": int, "measured_again": int,
+            "command_line": (list, type(None)), "git": (dict, type(None)), "differences": (list, type(None))}
+
+
+def validate(resumed, path="run.resumed"):
+    """run.resumed: absent, or a list of resume records."""
+    expect_type(resumed, (list, type(None)), path)
+    for index, record in enumerate(resumed or []):
+        where = f"{path}[{index}]"
+        expect(isinstance(record, dict), where, "expected an object")
+        expect_fields(record, _RESUMED, where)
+        expect_fields(record.get("from"), {"study": str, "phase": str}, f"{where}.from")
+
+
+def summary_lines(run):
+    """The summary's lines on the run's resumes: when, from which unit, what was kept."""
+    lines = []
+    for record in run.get("resumed") or []:
+        start = record.get("from")
+        where = f"from {md(describe(start))}" if start else "with nothing left to measure"
+        again = record.get("measured_again") or 0
+        lines.append(f"Resumed {md(record['at'])} {where}: {record['units_kept']} finished units kept"
+                     + (f", {again} entries of unfinished units measured again" if again else ""))
+    return lines
+
+
+def checked_run(document, source):
+    """ResultsError naming source where a study's resume records are damaged."""
+    try:
+        for name, study in document["studies"].items():
+            check_study(study, f"studies.{name}")
+    except ResultsError as error:
+        raise ResultsError(f"{source}: {error}") from None
+    return document

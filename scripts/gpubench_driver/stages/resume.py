@@ -1,0 +1,202 @@
+"""run --resume DIR: finish a run that was stopped (killed, interrupted, its machine preempted).
+
+The run's folder says everything: results.json holds the options it was started with and, per study,
+the units it finished (lib/resumable.py); held_choices.tsv the library choices its first trial made.
+A resume takes the recorded options (a flag that contradicts them is refused; --build-dir, --no-build,
+--cmake-arg and --no-setup, which change no measurement, are free), keeps every finished unit and its
+entries as they are, runs the units left in the order the run would have, and writes results.json,
+the summary and the plots as a run that was never stopped does, with a record of the resume in
+run.resumed. What an unfinished unit had finished before the stop (the journal's entries, the
+entries an interrupted process saved) is measured again with its unit, so that every entry's trials
+each come from one whole unit. The folder's lock keeps a second run or resume out while it runs."""
+import os
+
+from gpubench_driver.lib import environment, outputs, results, resumable, schema, trials
+from gpubench_driver.stages import journal, like, options as opts, runner, session
+
+# The flags that shape what a run measures, by the run option each sets: given with --resume, each
+# must say what the run recorded.
+MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
+            "caps": "caps", "cpu_only": "cpu_only", "quick": "quick", "full": "full", "trials": "trials",
+            "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
+            "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher"}
+UNORDERED = ("studies", "impls", "modes")  # their order on the command line changes nothing measured
+# Flags that start another kind of run, and the recorded options of such runs: never resumed.
+OTHER_RUNS = {"like": "--like", "gpus": "--gpus", "repeatability": "--repeatability"}
+RECORDED = (*like.RECORDED_OPTIONS, "sizes", "batches")
+# Where this machine may not differ from the run's (like.ENVIRONMENT's names): the units left would
+# measure another machine's processor than those kept.
+SAME_MACHINE = ("CPU", "GPU")
+
+
+def run(args, given, argv):
+    """Resume the run in args.resume; given: the command line's RunOptions (cli.resolve_run_options),
+    for the flags that may change (the build) and those that must not."""
+    out_dir = os.path.abspath(args.resume)
+    _refuse_what_is_no_run(out_dir)
+    if outputs.run_in_progress(out_dir):  # said here in resume's words; the lock below still decides
+        raise opts.UsageError(f"--resume: {out_dir} is in use by a gpubench run that is still going (its driver "
+                              f"holds the folder's lock): wait for it to end, or stop it, then resume")
+    folder = outputs.lock_run_folder(*outputs.check_out_dir(out_dir, "--resume"), what="--resume")
+    try:
+        return _resume_in(folder.path, args, given, argv)
+    finally:
+        folder.release()
+
+
+def _refuse_what_is_no_run(out_dir):
+    if not os.path.isdir(out_dir):
+        raise opts.UsageError(f"--resume: {out_dir} is not a folder: give the folder of the run to resume")
+    held = results.file_in(out_dir)
+    if held is None:
+        raise opts.UsageError(f"--resume: {out_dir} holds no {results.FILE}: it is not the folder of a gpubench run")
+    if held.endswith(".gz"):
+        raise opts.UsageError(f"--resume: {out_dir} holds {results.COMPRESSED} only: a compressed results file is "
+                              f"a kept copy of a run, not a run to resume")
+
+
+def _load(out_dir):
+    """The run's document and its recorded configuration; a file that is no run to resume is a usage error."""
+    path = os.path.join(out_dir, results.FILE)
+    try:
+        document = resumable.checked_run(results.load(path), path)
+        chosen, swept = like.configuration(document, RECORDED)
+    except schema.ResultsError as error:
+        raise opts.UsageError(f"--resume: {error}") from None
+    missing = [name for name in like.RECORDED_OPTIONS if name not in chosen]
+    if missing:
+        raise opts.UsageError(f"--resume: {path} records no {', '.join(missing)} in run.options: not a run "
+                              f"this driver can resume")
+    return document, chosen, swept
+
+
+def _recorded_launcher(document, path):
+    launcher = document["run"]["options"].get("launcher")
+    if launcher is not None and not (isinstance(launcher, list) and launcher
+                                     and all(isinstance(word, str) for word in launcher)):
+        raise opts.UsageError(f"--resume: {path}: run.options.launcher: expected a list of words")
+    return launcher
+
+
+def resumed_options(document, chosen, swept, args, given, out_dir):
+    """The run's recorded options, with the build's from the command line; a UsageError names a flag that
+    contradicts them or that starts another kind of run."""
+    recorded = document["run"]["options"]
+    for dest, flag in OTHER_RUNS.items():
+        if getattr(args, dest, None):
+            raise opts.UsageError(f"--resume: not with {flag}: a resumed run goes on as it was started")
+        if recorded.get(dest):
+            raise opts.UsageError(f"--resume: {out_dir} holds a run made by run {flag}: resume takes the folder "
+                                  f"of one run")
+    try:
+        run_id = opts.parse_run_id(str(document["run"]["id"]))
+    except opts.UsageError as error:
+        raise opts.UsageError(f"--resume: the recorded run id: {error}") from None
+    launcher = _recorded_launcher(document, out_dir)
+    kept = {**chosen, "run_id": run_id, "launcher": launcher}
+    for dest, name in MEASURED.items():
+        if getattr(args, dest, None) in (None, False):
+            continue
+        wanted, then = getattr(given, name), kept.get(name)
+        if name in UNORDERED and wanted is not None and then is not None:
+            wanted, then = sorted(wanted), sorted(then)
+        if wanted != then:
+            raise opts.UsageError(f"--resume: {flag_of(dest)} contradicts the run, which recorded {name} = "
+                                  f"{schema.shown(then)}: a resumed run keeps the options it was started with "
+                                  f"(leave {flag_of(dest)} out)")
+    if launcher and not args.launcher:
+        raise opts.UsageError(f"--resume: the run was started with --launcher {' '.join(launcher)!r}: give it "
+                              f"again (the driver runs no command it reads from a results file)")
+    if args.out is not None and os.path.abspath(args.out) != out_dir:
+        raise opts.UsageError(f"--resume: --out {args.out} is not the run's folder {out_dir} (leave --out out)")
+    return opts.RunOptions(
+        studies=chosen["studies"], sizes=chosen.get("sizes"), batches=chosen.get("batches"), impls=chosen["impls"],
+        modes=chosen["modes"], caps=chosen["caps"] or {}, cpu_only=chosen["cpu_only"], out=out_dir, run_id=run_id,
+        refine_rounds=chosen["refine_rounds"], build_dir=given.build_dir, build=given.build,
+        reference=chosen["reference"], quick=chosen["quick"], full=chosen["full"], telemetry=chosen["telemetry"],
+        trials=chosen["trials"], study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args)
+
+
+def flag_of(dest):
+    return "--" + dest.replace("_", "-")
+
+
+def _check_plans(plans, warnings, document):
+    """The studies the build and this machine would run are the run's, at its sizes and batches."""
+    names = [plan.name for plan in plans]
+    if names != list(document["studies"]):
+        reasons = f" ({'; '.join(warnings)})" if warnings else ""
+        raise runner.RunnerError(f"cannot resume here: the run measured the studies {', '.join(document['studies'])}, "
+                                 f"this build and machine would run {', '.join(names)}{reasons}")
+    for plan in plans:
+        study = document["studies"][plan.name]
+        if (plan.options.sizes, plan.options.batches) != (study.get("sizes"), study.get("batches")):
+            raise runner.RunnerError(f"cannot resume here: study {plan.name} would sweep other sizes or batches "
+                                     f"than the run did")
+
+
+def _check_machine(document, here, options):
+    """Where this machine differs from the run's: refused where the units left would measure another
+    processor (SAME_MACHINE, or a GPU the run had and this machine has not); the rest is recorded."""
+    found = like.differences(document, here)
+    other = [d for d in found if d["what"] in SAME_MACHINE and (d["what"] != "GPU" or not options.cpu_only)]
+    if not options.cpu_only and document["gpu"].get("available") and not here["gpu"].get("available"):
+        other.append({"what": "GPU available", "recorded": True, "here": here["gpu"].get("reason")})
+    if other:
+        raise runner.RunnerError("cannot resume here: " + "; ".join(
+            f"the run measured {d['what']} {d['recorded']}, this machine has {d['here']}" for d in other))
+    for difference in found:
+        print(f"differs from the run's machine: {difference['what']}: {difference['recorded']} there, "
+              f"{difference['here']} here", flush=True)
+    return found
+
+
+def _journal_entries_left(document, path):
+    """How many of the journal's entries results.json lacks (those of the unit the stop cut short)."""
+    count = 0
+    for line in journal.read(path):
+        study = document["studies"].get(line["study"]) or {"entries": []}
+        entry = next((entry for entry in study["entries"] if entry["name"] == line["name"]), None)
+        count += entry is None or trials.count(entry) < line["trial"]
+    return count
+
+
+def _resume_in(out_dir, args, given, argv):
+    document, chosen, swept = _load(out_dir)
+    run = document["run"]
+    if run["status"] == "complete":
+        print(f"run {run['id']} in {out_dir} is complete: nothing to resume", flush=True)
+        return 0
+    options = resumed_options(document, chosen, swept, args, given, out_dir)
+    plans, warnings = session.describe_studies(options)
+    _check_plans(plans, warnings, document)
+    here = results.new_document({})
+    session.capture_environment(here, options, [plan.description for plan in plans])
+    kept = sum(len(study.get("units") or []) for study in document["studies"].values())
+    journal_path = os.path.join(out_dir, journal.FILE)
+    progress = runner.Progress(0)
+    progress.measured_again = _journal_entries_left(document, journal_path)
+    record = {"at": session.utc_now(), "from": None, "units_kept": kept, "measured_again": 0,
+              "command_line": [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv],
+              "git": environment.capture_git(session.SOURCE_DIR),
+              "differences": _check_machine(document, here, options)}
+    if record["git"].get("revision") != (run.get("git") or {}).get("revision"):
+        document["warnings"].append(f"resumed at revision {record['git'].get('revision')}; the run started at "
+                                    f"{(run.get('git') or {}).get('revision')}")
+    print(f"resuming run {run['id']} ({run['status']}): {kept} finished units kept", flush=True)
+    run.setdefault("resumed", []).append(record)
+    run.update(status="running", finished=None)
+    document["warnings"] = [w for w in document["warnings"] if not w.startswith(session.STOPPED_EARLY)]
+    results_path = os.path.join(out_dir, results.FILE)
+
+    def save():
+        record.update({"from": progress.first_unit, "measured_again": progress.measured_again})
+        results.write(document, results_path, checked=False)
+
+    save()
+    journal.remove(journal_path)  # its entries are the unfinished unit's, which runs again
+    status = session.measure(plans, options, document, save, out_dir, progress, resumed=True)
+    record.update({"from": progress.first_unit, "measured_again": progress.measured_again})
+    if record["from"] is None:
+        print("every unit had finished: writing the run's outputs", flush=True)
+    return session.write_outputs(document, status, options, out_dir)
