@@ -92,7 +92,8 @@ def validate(resumed, path="run.resumed"):
         where = f"{path}[{index}]"
         expect(isinstance(record, dict), where, "expected an object")
         expect_fields(record, _RESUMED, where)
-        expect_fields(record.get("from"), {"study": str, "phase": str}, f"{where}.from")
+        if record.get("from") is not None:
+            expect_fields(record["from"], {"study": str, "phase": str}, f"{where}.from")
 
 
 def summary_lines(run):

@@ -290,8 +290,11 @@ class Study:
         sizes = self.options.sizes
         batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
         which = f", trial {trial} of {self.options.trials}" if self.options.trials > 1 else ""
-        print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
         order = trials.size_order(sizes, trial, self.options.run_id)
+        kept = sum(resumable.key(resumable.unit(resumable.SWEEP, trial, n)) in self.finished for n in order)
+        if kept < len(order):
+            which += f" ({kept} of its sizes kept)" if kept else ""
+            print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
         orders = self.record.setdefault("trial_size_orders", [])
         if len(orders) < trial:  # a resumed run has those of the trials it began
             orders.append(order)
