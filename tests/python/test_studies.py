@@ -48,6 +48,12 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual([plugin.__name__.rsplit(".", 1)[1] for plugin in studies.PLUGINS], list(studies.NAMES))
         positions = [study.position for study in studies.STUDIES]
         self.assertEqual(positions, sorted(set(positions)))
+
+    def test_each_study_has_its_section_in_the_docs_in_order(self):
+        """docs/studies.md, the one page that lists the studies: a section per study, in the run order."""
+        with open(os.path.join(support.SOURCE_DIR, "docs", "studies.md"), encoding="utf-8") as stream:
+            headings = re.findall(r"^## (\w+)$", stream.read(), re.MULTILINE)
+        self.assertEqual(tuple(headings), studies.NAMES)
         self.assertEqual(studies.BATCH_NAMES, tuple(study.name for study in studies.STUDIES if study.batch_axis))
 
     def built_studies(self):
