@@ -9,7 +9,7 @@ from gpubench_driver.commands.build import add_cmake_arg
 from gpubench_driver.lib import figures, outputs, results, verdicts
 from gpubench_driver.stages import build, gpus, like, options as opts, prices, runner, session
 
-# What a run can fail of besides its options (exit 1): the build, a study binary, a results file it reads
+# How a run fails besides its options (exit 1): the build, a study binary, a results file it reads
 # (--like) or writes, the datasheet peaks, the repeatability pair's comparison.
 ERRORS = (build.BuildError, runner.RunnerError, results.ResultsError, figures.DatasheetError, outputs.WriteError,
           verdicts.MissingScipy, prices.PriceTableError)
