@@ -11,7 +11,7 @@ from unittest import mock
 
 import support  # noqa: F401  (import path)
 from gpubench_driver.stages import build
-from gpubench_driver.commands import cli
+from gpubench_driver.commands import cli, run as run_command
 
 # An Open MPI wrapper as openmpi-bin leaves it without libopenmpi-dev: it names an include folder that
 # does not exist and a library that does (here an empty stand-in), which made FindMPI stop the configure.
@@ -117,7 +117,7 @@ class CMakeArgsTest(unittest.TestCase):
 
     def test_run_and_build_take_cmake_arg(self):
         args = cli.parse(["run", "--cmake-arg", "-DX=1", "--cmake-arg=-DY=2"])
-        self.assertEqual(cli.resolve_run_options(args).cmake_args, ["-DX=1", "-DY=2"])
+        self.assertEqual(run_command.resolve_run_options(args).cmake_args, ["-DX=1", "-DY=2"])
         self.assertEqual(cli.parse(["build", "--cmake-arg", "-DZ=3"]).cmake_arg, ["-DZ=3"])
 
 

@@ -1,8 +1,8 @@
 """The driver's layers (scripts/gpubench_driver): every module imports at module level, never inside a
 function (an import there hides a circle); no module imports, directly or through others, itself; lib/
 imports only lib/, a study plug-in (studies/<name>.py) only lib/, the stages no command, and the stages,
-lib/ and the commands name no study; no module is over 500 lines. Read from the source with ast, so a
-module that is never imported is checked too."""
+lib/ and the commands name no study; each command is a module of its own; no module is over 500 lines.
+Read from the source with ast, so a module that is never imported is checked too."""
 import ast
 import importlib
 import os
@@ -139,6 +139,20 @@ class LayersTest(unittest.TestCase):
             if count > MOST_LINES:
                 long[name] = count
         self.assertEqual(long, {})
+
+    def test_one_module_per_command(self):
+        """Each command is a module of commands/ (its parser, what it does, the errors it reports), listed
+        once in cli.COMMANDS; cli.py itself holds no command's parser."""
+        cli = importlib.import_module(f"{PACKAGE}.commands.cli")
+        registering = sorted(name for name in modules() if name.startswith(f"{PACKAGE}.commands.")
+                             and hasattr(importlib.import_module(name), "register"))
+        self.assertEqual(sorted(command.__name__ for command in cli.COMMANDS), registering)
+        for command in cli.COMMANDS:
+            with self.subTest(command=command.__name__):
+                self.assertTrue(callable(command.execute))
+                self.assertTrue(all(issubclass(error, Exception) for error in command.ERRORS))
+        with open(modules()[f"{PACKAGE}.commands.cli"], encoding="utf-8") as stream:
+            self.assertNotIn("add_argument(", stream.read())
 
     def test_only_the_plugins_name_a_study(self):
         """A study's name as a string literal (a key, a comparison) outside its plug-in: the stage or

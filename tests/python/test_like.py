@@ -14,7 +14,7 @@ from support import fixture
 from gpubench_driver.lib import results
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.stages import like, render
-from gpubench_driver.commands import cli
+from gpubench_driver.commands import cli, run as run_command
 
 
 def recorded_document():
@@ -41,7 +41,7 @@ class LikeTest(unittest.TestCase):
 
     def options(self, *flags):
         args = cli.build_parser().parse_args(["run", "--like", self.path, *flags])
-        return cli.resolve_like(args, cli.resolve_run_options(args))
+        return run_command.resolve_like(args, run_command.resolve_run_options(args))
 
     def test_repeats_the_recorded_configuration(self):
         options = self.options()
@@ -103,7 +103,7 @@ class ReferenceFlagsTest(unittest.TestCase):
 
     @staticmethod
     def reference(*flags):
-        return cli.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).reference
+        return run_command.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).reference
 
     def test_defaults(self):
         self.assertTrue(self.reference())
@@ -114,5 +114,5 @@ class ReferenceFlagsTest(unittest.TestCase):
 
     def test_contradictions_are_refused(self):
         for flags in (("--reference", "--no-reference"), ("--reference", "--cpu-only")):
-            with self.assertRaises(cli.opts.UsageError, msg=str(flags)):
+            with self.assertRaises(run_command.opts.UsageError, msg=str(flags)):
                 self.reference(*flags)

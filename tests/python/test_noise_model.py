@@ -317,7 +317,7 @@ class CommandTest(unittest.TestCase):
         noise_model_command.register(parser.add_subparsers(dest="command"))
         output = io.StringIO()
         with redirect_stdout(output):
-            status = noise_model_command.run(parser.parse_args(["noise-model", *args]))
+            status = noise_model_command.execute(parser.parse_args(["noise-model", *args]), ["noise-model", *args])
         return status, output.getvalue()
 
     def test_fits_a_digest_and_writes_the_model(self):

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 from unittest import mock
@@ -22,12 +23,17 @@ BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 
 
 def cmake_studies():
-    """The studies bench/CMakeLists.txt builds, in its order: the registry holds one record each."""
+    """The studies bench/CMakeLists.txt builds: the registry holds one record each."""
     with open(os.path.join(support.SOURCE_DIR, "bench", "CMakeLists.txt"), encoding="utf-8") as stream:
         return tuple(re.findall(r"^gpubench_study\((\w+)\)", stream.read(), re.MULTILINE))
 
 
-ORDER = cmake_studies()
+BUILT = cmake_studies()
+# The suite's order of the studies test_report_golden's reports hold (a study added later goes where its
+# position puts it: these keep theirs).
+ORDER = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap", "vector_add",
+         "mandelbrot", "stream", "roofline", "primitives", "occupancy", "launch_overhead", "gemm_ladder", "p2p",
+         "collectives")
 
 
 def positive_ints(values):
@@ -36,9 +42,18 @@ def positive_ints(values):
 
 class RecordsTest(unittest.TestCase):
     def test_one_record_per_study_in_order(self):
-        self.assertEqual(ORDER[:2], ("matmul", "precision"))  # the CMake file was read
-        self.assertEqual(studies.NAMES, ORDER)
-        self.assertEqual(tuple(study.name for study in studies.STUDIES), ORDER)
+        self.assertIn("matmul", BUILT)  # the CMake file was read
+        self.assertEqual(sorted(studies.NAMES), sorted(BUILT))
+        self.assertEqual(tuple(name for name in studies.NAMES if name in ORDER), ORDER)
+        self.assertEqual([plugin.__name__.rsplit(".", 1)[1] for plugin in studies.PLUGINS], list(studies.NAMES))
+        positions = [study.position for study in studies.STUDIES]
+        self.assertEqual(positions, sorted(set(positions)))
+
+    def test_each_study_has_its_section_in_the_docs_in_order(self):
+        """docs/studies.md, the one page that lists the studies: a section per study, in the run order."""
+        with open(os.path.join(support.SOURCE_DIR, "docs", "studies.md"), encoding="utf-8") as stream:
+            headings = re.findall(r"^## (\w+)$", stream.read(), re.MULTILINE)
+        self.assertEqual(tuple(headings), studies.NAMES)
         self.assertEqual(studies.BATCH_NAMES, tuple(study.name for study in studies.STUDIES if study.batch_axis))
 
     def built_studies(self):
@@ -169,6 +184,50 @@ class ReadersTest(unittest.TestCase):
         study = document["studies"]["precision"]
         self.assertEqual(studies.BY_NAME["precision"].summary(study, document),
                          precision.sections(study, document))
+
+
+PLUGIN = """from gpubench_driver.lib.registry import Study, no_rates
+STUDY = Study(name={name!r}, quick_sizes=(1,), suite_sizes=(1,), derive=None, summary=None, rates=no_rates,
+              position={position})
+"""
+
+
+class DiscoveryTest(unittest.TestCase):
+    """The plug-ins are every module of the studies package, in their records' order: a new study's
+    plug-in is found without being listed anywhere."""
+
+    def discover(self, files):
+        """studies.discover over a package of these {module name: source} (a throwaway package name each time)."""
+        with tempfile.TemporaryDirectory() as root:
+            package = f"toy_studies_{len(sys.modules)}"
+            os.mkdir(os.path.join(root, package))
+            for name, text in {"__init__": "", **files}.items():
+                with open(os.path.join(root, package, f"{name}.py"), "w", encoding="utf-8") as stream:
+                    stream.write(text)
+            sys.path.insert(0, root)
+            try:
+                return studies.discover([os.path.join(root, package)], package)
+            finally:
+                sys.path.remove(root)
+
+    def test_every_module_is_found_in_position_order(self):
+        found = self.discover({"alpha": PLUGIN.format(name="alpha", position=20),
+                               "beta": PLUGIN.format(name="beta", position=10), "_helpers": "X = 1\n"})
+        self.assertEqual([plugin.STUDY.name for plugin in found], ["beta", "alpha"])
+
+    def test_a_module_without_a_record_is_refused(self):
+        with self.assertRaisesRegex(studies.PluginError, r"\.alpha: a study plug-in defines its record, STUDY"):
+            self.discover({"alpha": "X = 1\n"})
+
+    def test_two_studies_at_one_position_are_refused(self):
+        with self.assertRaisesRegex(studies.PluginError, r"studies of one position: 10 \(.*alpha, .*beta\)"):
+            self.discover({"alpha": PLUGIN.format(name="alpha", position=10),
+                           "beta": PLUGIN.format(name="beta", position=10)})
+
+    def test_two_studies_of_one_name_are_refused(self):
+        with self.assertRaisesRegex(studies.PluginError, r"studies of one name: alpha"):
+            self.discover({"alpha": PLUGIN.format(name="alpha", position=10),
+                           "beta": PLUGIN.format(name="alpha", position=20)})
 
 
 class NewStudyTest(unittest.TestCase):

@@ -10,7 +10,7 @@ from support import make_entry
 from test_run_studies import FakeMachine
 
 from gpubench_driver.lib import findings, results, sections, stats, trials
-from gpubench_driver.commands import cli
+from gpubench_driver.commands import cli, run as run_command
 
 
 def measured(median_s, samples=(0.99, 1.0, 1.01), status="ok"):
@@ -118,7 +118,7 @@ class CrossoverOverTrialsTest(unittest.TestCase):
 
 class DefaultTrialsTest(unittest.TestCase):
     def trials(self, *flags):
-        return cli.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).trials
+        return run_command.resolve_run_options(cli.build_parser().parse_args(["run", *flags])).trials
 
     def test_the_suite_takes_three_trials_and_quick_one(self):
         self.assertEqual(self.trials(), 3)

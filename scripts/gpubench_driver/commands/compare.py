@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, html_report, outputs, stats, trials, verdicts
+from gpubench_driver.lib import document as page, html_report, outputs, results, stats, trials, verdicts
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
 from gpubench_driver.stages import collect, options as opts, prices, session
 
@@ -332,3 +332,33 @@ def write(sources, decided, out_dir, table=None):
     outputs.write_text(os.path.join(out_dir, "compare.json"), json.dumps(comparison_record(sources, decided), indent=1))
     html_report.write(found, [], out_dir, name="compare.html")
     return path
+
+
+# --- the command line ------------------------------------------------------------------------------
+ERRORS = (results.ResultsError, prices.PriceTableError, verdicts.MissingScipy, outputs.WriteError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("compare", help="side-by-side report of results files, with verdicts and cost",
+                                   description="Compare the entries two or more results files share: medians, ratios "
+                                               "to the first file with their intervals, a verdict per entry (same, "
+                                               "faster, slower, unclear) from the files' independent trials or the "
+                                               "between-run noise floor, and, with a price per file, cost per 1000 "
+                                               "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
+                                               "compare.md, compare.html and compare.json.")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "
+                                                   "the first is the baseline")
+    parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
+    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
+                        help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
+    parser.add_argument("--prices", default=prices.DEFAULT_PRICES,
+                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
+
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def execute(args, argv):
+    print(f"comparison: {run(args.results, args.label, args.price, args.prices, args.out)}")
+    return 0

@@ -283,3 +283,29 @@ def runs_in(path):
         raise DigestError(f"{path}: schema {schema!r:.60}: neither a gpubench results file ('{results.SCHEMA}') "
                           f"nor a run digest ('{SCHEMA}')")
     return _checked(document, path)["runs"]
+
+
+# --- the command line ------------------------------------------------------------------------------
+ERRORS = (DigestError, results.ResultsError, outputs.WriteError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "digest", help="a run's compact data: identity, headline figures, every entry's and trial's median",
+        description="Write a run digest of the given runs into one file: per run its id, status, revision, "
+                    "machine, the options that shape what it measured, its headline figures (derived again, as "
+                    "expected reads them) and per entry its study, name, device, protocol, status, median and each "
+                    "trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
+                    "results.json has megabytes; expected and noise-floor read it as they read the run.")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one")
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "
+                             "results/aa/<pair>.json.gz)")
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def execute(args, argv):
+    written = write(make(args.results), args.out)
+    print(f"digest: {written} ({len(args.results)} run(s))")
+    return 0

@@ -58,3 +58,27 @@ def update(paths, path=EXPECTED):
                 "models": dict(sorted(models.items()))}
     outputs.write_text(path, json.dumps(document, indent=1) + "\n")
     return {name: len(model["runs"]) for name, model in found.items()}
+
+
+# --- the command line ------------------------------------------------------------------------------
+ERRORS = (ExpectedError, digest.DigestError, results.ResultsError, outputs.WriteError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "expected", help="set the health check's expected ranges from committed runs",
+        description="Record every headline figure of the given runs as the expected range of their GPU model in "
+                    "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
+                    "the default suite on healthy machines, committed under results/.")
+    parser.add_argument("results", nargs="+",
+                        help="results.json (or .json.gz) files, directories holding one, or run digests "
+                             "(gpubench digest)")
+    parser.add_argument("--file", default=EXPECTED, help="the ranges file (default: %(default)s)")
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def execute(args, argv):
+    for model, runs in update(args.results, args.file).items():
+        print(f"expected ranges: {model} from {runs} run(s) in {args.file}")
+    return 0

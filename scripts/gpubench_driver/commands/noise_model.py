@@ -19,6 +19,7 @@ def register(subparsers):
                              "folders holding one")
     parser.add_argument("--out", default=noise_model.FILE, metavar="FILE",
                         help="the noise model file to write (default: %(default)s)")
+    parser.set_defaults(execute=execute)
     return parser
 
 
@@ -33,7 +34,7 @@ def summary(document):
     return lines
 
 
-def run(args):
+def execute(args, argv):
     runs = [run for path in args.results for run in digest.runs_in(path)]
     document = noise_model.fit(runs)
     noise_model.write(document, args.out)

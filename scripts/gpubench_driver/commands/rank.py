@@ -13,7 +13,7 @@ import json
 import os
 from itertools import combinations
 
-from gpubench_driver.lib import document as page, figures, html_report, outputs, verdicts
+from gpubench_driver.lib import document as page, figures, html_report, outputs, results, verdicts
 from gpubench_driver.lib.formatting import md, percent
 from gpubench_driver.stages import analyse, prices, session
 from gpubench_driver.stages.render_first_screen import value_text
@@ -249,3 +249,35 @@ def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, o
     table = prices.apply_prices(runs, price_specs, prices_path)
     out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
     return write(runs, out_dir, table)
+
+
+# --- the command line ------------------------------------------------------------------------------
+ERRORS = (results.ResultsError, prices.PriceTableError, verdicts.MissingScipy, outputs.WriteError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("rank", help="machines side by side on their headline figures, absolute and "
+                                                "per dollar",
+                                   description="Rank one or more runs on their headline figures (derived again from "
+                                               "each file): one row per run, one column per figure any run has, the "
+                                               "best run in bold and each run's rank where a direction is better, "
+                                               "runs within noise of each other (as compare judges) sharing a rank; "
+                                               "with a price per file, rates per USD-hour and USD per MLP epoch. "
+                                               "Writes rank.md, rank.html and rank.json.")
+    parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; one "
+                                                   "per row")
+    parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
+    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
+                        help="FILE's price: an instance type of the price table (priced at one GPU's share), or USD "
+                             "per hour (repeatable)")
+    parser.add_argument("--prices", default=prices.DEFAULT_PRICES, metavar="TABLE",
+                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
+
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def execute(args, argv):
+    print(f"rank: {run(args.results, args.label, args.price, args.prices, args.out)}")
+    return 0

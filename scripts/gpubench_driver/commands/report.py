@@ -1,7 +1,7 @@
 """The 'report' command: plots and summary again from an existing results.json."""
 import os
 
-from gpubench_driver.lib import outputs
+from gpubench_driver.lib import figures, outputs, results
 from gpubench_driver.stages import analyse, collect, render
 
 
@@ -16,3 +16,20 @@ def regenerate(path, out_dir=None):
     what = "--out" if out_dir else "report (writing beside the results file; --out DIR writes elsewhere)"
     out_dir, _ = outputs.check_out_dir(out_dir or results_dir, what)
     return render.write_outputs(document, out_dir)
+
+
+# --- the command line ------------------------------------------------------------------------------
+ERRORS = (results.ResultsError, figures.DatasheetError, outputs.WriteError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("report", help="regenerate summary.md and plots from a results.json")
+    parser.add_argument("results", help="a results.json (or .json.gz) or the directory holding it")
+    parser.add_argument("--out", help="where to write (default: beside results.json)")
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def execute(args, argv):
+    print(f"summary: {regenerate(args.results, args.out)}")
+    return 0

@@ -122,6 +122,9 @@ class Study:
     derive: Callable               # (study record, results document, refine rounds) -> its findings ("derived")
     summary: Callable              # (study record, results document) -> its blocks of summary.md (document.py)
     rates: Callable                # (name's axes, console counters, median s) -> rates for the progress line
+    # Where the suite runs it and the report lists it, among the studies' positions (ascending; each its own):
+    # the plug-ins are found in studies/, and this orders them.
+    position: int
     batch_axis: bool = False       # entries have a batch axis besides n; only such studies get --batches
     quick_batches: tuple = None
     suite_batches: tuple = None

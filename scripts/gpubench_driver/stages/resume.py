@@ -30,7 +30,7 @@ SAME_MACHINE = ("CPU", "GPU")
 
 
 def run(args, given, argv):
-    """Resume the run in args.resume; given: the command line's RunOptions (cli.resolve_run_options),
+    """Resume the run in args.resume; given: the command line's RunOptions (commands/run.resolve_run_options),
     for the flags that may change (the build) and those that must not."""
     out_dir = os.path.abspath(args.resume)
     _refuse_what_is_no_run(out_dir)

@@ -1,22 +1,44 @@
 """The study registry: one plug-in module per study (studies/<name>.py), each defining its record STUDY
 (lib/registry.Study: its points, how its findings are derived, its summary sections, plots, claims and
-references), in the order the driver runs and reports them. The stages read the registry and name no
-study; a new study is one plug-in module, listed here.
+references). The plug-ins are found here, every module of this package, and ordered by their records'
+`position`: the order the driver runs and reports them. The stages read the registry and name no study;
+a new study is one plug-in module, with nothing to list here.
 
 Import rule: this package imports its plug-ins; a plug-in imports only lib/ (never another plug-in, a
 stage or a command); the stages and commands import this package."""
-from gpubench_driver.lib.registry import AXIS_SLOTS, PLAIN_AXES
-from gpubench_driver.studies import (batched_gemm, collectives, conv2d, gemm_ladder, launch_overhead, mandelbrot,
-                                     matmul, mlp_training, occupancy, overlap, p2p, precision, primitives, roofline,
-                                     stream, transfer, vector_add)
+import importlib
+import pkgutil
+
+from gpubench_driver.lib.registry import AXIS_SLOTS, PLAIN_AXES, Study
+
+
+class PluginError(Exception):
+    """A plug-in module that does not make a registry: no STUDY, or two studies at one position or of one name."""
+
+
+def discover(path, package):
+    """The plug-in modules of the package at `path` (every module but a private one, _name), in the
+    order of their records' positions."""
+    found = [importlib.import_module(f"{package}.{module.name}") for module in pkgutil.iter_modules(path)
+             if not module.name.startswith("_")]
+    for plugin in found:
+        if not isinstance(getattr(plugin, "STUDY", None), Study):
+            raise PluginError(f"{plugin.__name__}: a study plug-in defines its record, STUDY (lib/registry.Study)")
+    for field in ("position", "name"):
+        values = [getattr(plugin.STUDY, field) for plugin in found]
+        clashes = sorted({value for value in values if values.count(value) > 1})
+        if clashes:
+            modules = [plugin.__name__ for plugin in found if getattr(plugin.STUDY, field) in clashes]
+            raise PluginError(f"studies of one {field}: {', '.join(map(str, clashes))} ({', '.join(modules)})")
+    return tuple(sorted(found, key=lambda plugin: plugin.STUDY.position))
+
 
 # The default suite: every study at the points that answer its questions, the whole run within
 # about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
 # default list, which --describe reports as default_sizes/default_batches. A quick run (within two
 # minutes) takes one or two points of each: enough to see every implementation run and verify, not
 # to find a crossover or a saturation. Each plug-in's record says why it has the points it has.
-PLUGINS = (matmul, precision, batched_gemm, mlp_training, conv2d, transfer, overlap, vector_add, mandelbrot, stream,
-           roofline, primitives, occupancy, launch_overhead, gemm_ladder, p2p, collectives)
+PLUGINS = discover(__path__, __name__)
 STUDIES = tuple(plugin.STUDY for plugin in PLUGINS)
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)

@@ -197,4 +197,4 @@ COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "
 STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
-              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True)
+              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True, position=170)

@@ -32,4 +32,5 @@ COMPARISONS = tuple(Comparison("conv2d", f"cudnn_{layout}", "resident", precisio
 STUDY = batch_report.study_record("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 56), quick_batches=(1, 32),
                                   suite_batches=(1, 32), roofline_marker="D",
                                   rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
-                                  nominal_flop=NOMINAL_FLOP, references=REFERENCES, comparisons=COMPARISONS)
+                                  nominal_flop=NOMINAL_FLOP, references=REFERENCES, comparisons=COMPARISONS,
+                                  position=50)

@@ -173,4 +173,4 @@ def plots(pyplot, study, plot_dir):
 # tenths of a second a call there. --quick: 1024.
 STUDY = Study(name="gemm_ladder", quick_sizes=(1024,), suite_sizes=(4096,),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
-              rates=flop_rates, axes={"impl": "rung"}, experiment=True)
+              rates=flop_rates, axes={"impl": "rung"}, experiment=True, position=150)

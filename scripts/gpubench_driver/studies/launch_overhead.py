@@ -332,4 +332,4 @@ CLAIMS = (
 # of 10 and 1000: --full.
 STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
-              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True)
+              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True, position=140)

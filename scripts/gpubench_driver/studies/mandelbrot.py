@@ -385,4 +385,4 @@ STUDY = Study(name="mandelbrot", quick_sizes=(GUIDE["height"],), suite_sizes=(GU
               quick_batches=(GUIDE["max_iterations"],), suite_batches=(GUIDE["max_iterations"],),
               derive=lambda study, document, rounds: derive(study["entries"], study.get("implementations")),
               summary=sections, plots=plots, rates=pixel_rates, axes={"n": "rows", "batch": "max_iterations"},
-              claims=CLAIMS)
+              claims=CLAIMS, position=90)

@@ -194,4 +194,4 @@ STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 409
               summary=sections, plots=plots, roofline_marker="o", rates=flop_rates, one_gemm_per_call=True,
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
               headline=(("crossover", crossover_figures),
-                        ("energy", lambda document: energy_figure(document, "matmul", "cublas", "fp32"))))
+                        ("energy", lambda document: energy_figure(document, "matmul", "cublas", "fp32"))), position=10)

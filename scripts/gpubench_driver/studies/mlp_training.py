@@ -151,4 +151,4 @@ STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, quick_sizes=(102
                                   quick_batches=(1, 256), suite_batches=(1, 256, 1024, 8192),
                                   rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
                                   references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
-                                  headline=(("epoch", epoch_figures),))
+                                  headline=(("epoch", epoch_figures),), position=40)

@@ -358,4 +358,4 @@ STUDY = Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batc
               suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"}, claims=CLAIMS,
-              experiment=True)
+              experiment=True, position=130)

@@ -199,4 +199,4 @@ def plots(pyplot, study, plot_dir):
 STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
-              gpus_together=True)
+              gpus_together=True, position=160)

@@ -298,4 +298,5 @@ STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
-              headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),))
+              headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),),
+              position=20)

@@ -439,4 +439,4 @@ def plots(pyplot, study, plot_dir):
 STUDY = Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
               derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),
-              axes={"impl": "primitive", "precision": "library", "n": "elements"})
+              axes={"impl": "primitive", "precision": "library", "n": "elements"}, position=120)

@@ -162,4 +162,4 @@ STUDY = Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), b
               quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},
-              measures_roofs=True)
+              measures_roofs=True, position=110)

@@ -497,4 +497,4 @@ STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust",
 STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
               suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
-              memory_roof=MEMORY_ROOF, measures_roofs=True)
+              memory_roof=MEMORY_ROOF, measures_roofs=True, position=100)

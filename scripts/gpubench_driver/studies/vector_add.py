@@ -259,4 +259,4 @@ CLAIMS = (
 # sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
 STUDY = Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
-              rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS)
+              rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS, position=80)

@@ -1,0 +1,170 @@
+"""The 'run' command: its options, checked and resolved into stages/options.RunOptions (with --like, the
+recorded run's wherever the command line gives none), then one run, a repeatability pair or a run per GPU."""
+import os
+from dataclasses import replace
+
+from gpubench_driver import studies
+from gpubench_driver.commands import repeatability
+from gpubench_driver.commands.build import add_cmake_arg
+from gpubench_driver.lib import figures, outputs, results, verdicts
+from gpubench_driver.stages import build, gpus, like, options as opts, prices, resume, runner, session
+
+# How a run fails besides its options (exit 1): the build, a study binary, a results file it reads
+# (--like) or writes, the datasheet peaks, the repeatability pair's comparison.
+ERRORS = (build.BuildError, runner.RunnerError, results.ResultsError, figures.DatasheetError, outputs.WriteError,
+          verdicts.MissingScipy, prices.PriceTableError)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
+                                   description="Build the study binaries, run them and write "
+                                               "results/runs/<run-id>/{results.json,summary.md,summary.html,plots/}.")
+    quick_sizes = "; ".join(f"{study.name} {','.join(map(str, study.quick_sizes))}" for study in studies.STUDIES)
+    quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
+                              for study in studies.STUDIES if study.batch_axis)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a short run, the two-minute health check of a new machine (its headline figures set "
+                             f"against committed runs of the same GPU model): sizes {quick_sizes}; batches "
+                             f"{quick_batches}; "
+                             f"no refinement; no references (explicit flags still win: --reference adds them)")
+    parser.add_argument("--full", action="store_true",
+                        help="each study's full sweep (its own default sizes and batches, "
+                             f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
+                             "all the studies then took over 25 minutes on an H100")
+    parser.add_argument("--trials", help=f"measure each entry in this many independent trials (separate processes, "
+                                         f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
+                                         f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread between trials is what another run "
+                                         f"would see, and what compare reads")
+    parser.add_argument("--gpus", help="run the studies on every GPU given (all, or nvidia-smi indices such as 0,1,3) "
+                                       "at once, one sub-run per GPU in <out>/gpu<index>/ with CUDA_VISIBLE_DEVICES "
+                                       "set to it; results.json gathers them (each entry tagged with its GPU, the "
+                                       "findings on the node's median) and gpus.md flags the GPUs slower than the "
+                                       "node's median beyond the measured noise (docs/multi-gpu.md)")
+    parser.add_argument("--launcher", help="start each study run by several ranks, one per GPU (collectives), under "
+                                           "this command, e.g. 'mpirun -np 16 --hostfile hosts' or 'srun --mpi=pmix': "
+                                           "rank 0, on this node, measures and writes; results.json records every "
+                                           "rank's node and GPU (docs/multi-gpu.md)")
+    parser.add_argument("--repeatability", action="store_true",
+                        help="the run twice, back to back, and how far this machine varies from itself per kind of "
+                             "entry (results/runs/repeatability-<run-id>/: both runs, their comparison, "
+                             "repeatability.md): the noise below which a difference between machines is none")
+    parser.add_argument("--no-telemetry", action="store_true",
+                        help="sample no NVML telemetry (clocks, power, energy per operation, utilization), e.g. to "
+                             "measure what sampling costs")
+    parser.add_argument("--studies", help=f"studies to run: {','.join(studies.NAMES)} "
+                                          f"(default: every study whose binary was built)")
+    parser.add_argument("--sizes", help="sizes n for every study, e.g. 64,200,1024: matrix sizes, the MLP's hidden "
+                                        "width; conv2d keeps those that name one of its layers (7, 14, 28, 56) "
+                                        "(default: each study's list)")
+    parser.add_argument("--batches", help=f"batch sizes for the studies with a batch axis "
+                                          f"({','.join(studies.BATCH_NAMES)}), e.g. 1,8,64 (default: the study's list)")
+    parser.add_argument("--impls", help="implementation ids (see gpubench_<study> --describe); "
+                                        "each study runs those it has")
+    parser.add_argument("--modes", help=f"modes: {','.join(opts.MODES)}")
+    parser.add_argument("--caps", help="size caps, e.g. naive_loop=1024 (0 removes a cap)")
+    parser.add_argument("--cpu-only", action="store_true", help="run no GPU entries (and no references)")
+    parser.add_argument("--out", help="output directory (default: results/runs/<run-id>, which git ignores)")
+    parser.add_argument("--run-id", help="run identifier (default: the UTC start time)")
+    parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    add_cmake_arg(parser)
+    parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
+    parser.add_argument("--no-refine", action="store_true", help="do not add sizes around the matmul crossovers")
+    parser.add_argument("--no-reference", action="store_true", help="skip the numpy/PyTorch reference timings")
+    parser.add_argument("--reference", action="store_true",
+                        help="time the numpy/PyTorch references (the default, except with --quick)")
+    parser.add_argument("--resume", metavar="DIR",
+                        help="finish the run in DIR that was stopped (killed, interrupted, its machine preempted): "
+                             "its finished units (each study's trial at one size, refinement round, references) "
+                             "and the library choices held across its trials are kept, only what is missing is "
+                             "run, then results.json and the summary are written as for a whole run, which records "
+                             "the resume. It takes the run's recorded options: a flag that contradicts them is "
+                             "refused; --build-dir, --no-build and --cmake-arg are free. A complete run is left as "
+                             "it is")
+    parser.add_argument("--like", metavar="RESULTS", help="repeat the configuration a results.json recorded (studies, "
+                                                         "the sizes and batches each swept, options; "
+                                                         "flags given here still win) and report where this "
+                                                         "machine's environment differs from the one it recorded")
+
+    parser.set_defaults(execute=execute)
+    return parser
+
+
+def resolve_run_options(args):
+    """argparse namespace -> RunOptions, every value validated (UsageError otherwise)."""
+    if args.quick and args.full:
+        raise opts.UsageError("--quick and --full: choose one")
+    if args.reference and (args.no_reference or args.cpu_only):
+        raise opts.UsageError(f"--reference and {'--no-reference' if args.no_reference else '--cpu-only'}: "
+                              f"choose one")
+    # The sizes and batches of each are per study (opts.for_study).
+    if args.quick:
+        rounds = opts.QUICK_REFINE_ROUNDS
+    else:
+        rounds = opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS
+    return opts.RunOptions(
+        studies=(opts.parse_names(args.studies, "--studies", allowed=studies.NAMES) if args.studies is not None
+                 else None),
+        sizes=opts.parse_positive_list(args.sizes, "--sizes") if args.sizes is not None else None,
+        batches=opts.parse_positive_list(args.batches, "--batches") if args.batches is not None else None,
+        impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,
+        modes=opts.parse_names(args.modes, "--modes", allowed=opts.MODES) if args.modes is not None else None,
+        caps=opts.parse_caps(args.caps) if args.caps is not None else {},
+        cpu_only=args.cpu_only,
+        out=args.out,
+        run_id=opts.parse_run_id(args.run_id) if args.run_id is not None else session.default_run_id(),
+        refine_rounds=0 if args.no_refine else rounds,
+        build_dir=os.path.abspath(args.build_dir or session.default_build_dir()),
+        build=not args.no_build,
+        # References take a third of a quick run's time (a torch start and a second per point).
+        reference=args.reference or not (args.no_reference or args.cpu_only or args.quick),
+        quick=args.quick,
+        full=args.full,
+        telemetry=not args.no_telemetry,
+        trials=_trials(args.trials, args.quick),
+        repeatability=args.repeatability,
+        gpus=gpus.parse_selection(args.gpus) if args.gpus is not None else None,
+        launcher=opts.parse_launcher(args.launcher) if args.launcher is not None else None,
+        cmake_args=list(args.cmake_arg),
+    )
+
+
+def _trials(text, quick):
+    if text is None:
+        return opts.QUICK_TRIALS if quick else opts.DEFAULT_TRIALS
+    value = opts.parse_positive_int(text, "--trials")
+    if value > opts.MAX_TRIALS:
+        raise opts.UsageError(f"--trials: at most {opts.MAX_TRIALS}, got {value}")
+    return value
+
+
+# Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
+_NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False,
+              "refine_rounds": None, "reference": None, "quick": False,
+              "full": False, "telemetry": None, "trials": None}
+_ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
+
+
+def resolve_like(args, options):
+    """The run's options with the recorded run's wherever the command line gave none."""
+    run_id, recorded, swept, _ = like.recorded_configuration(args.like)
+    taken = {}
+    for name, value in recorded.items():
+        argument = _ARGUMENT_OF.get(name, name)
+        if getattr(args, argument) in (_NOT_GIVEN.get(name), False) and not (name == "reference" and args.reference):
+            taken[name] = value
+    print(f"run --like {args.like}: repeating run {run_id}", flush=True)
+    return replace(options, **taken, like=os.path.abspath(args.like),
+                   study_sizes=None if args.sizes is not None or args.batches is not None else swept)
+
+
+def execute(args, argv):
+    options = resolve_run_options(args)
+    if args.resume:
+        return resume.run(args, options, argv)
+    options = resolve_like(args, options) if args.like else options
+    if options.gpus is not None:
+        if options.repeatability or options.cpu_only or options.launcher:
+            raise opts.UsageError("--gpus: not with --repeatability, --cpu-only or --launcher")
+        return gpus.run(options, argv)
+    return repeatability.run(options, argv) if options.repeatability else session.run(options, argv)
