@@ -13,11 +13,11 @@ import math
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
+from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure, inverse
 from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
                                           positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
+from gpubench_driver.lib.registry import CheckPoint, MemoryRoof, Study, traffic_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -492,9 +492,36 @@ MEMORY_ROOF = MemoryRoof(
 # our grid-stride one (each our faster on the H100: run stream-kernels-h100-20261124, committed in 39cf32a),
 # triad by Thrust and by OpenMP, resident and on the host: 16 entries. The other operations and kernels, the
 # transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
+# gpubench check: the HBM bandwidth with arrays of 1 GiB (2^28 FP32 elements), far past the L2, by the two kernels
+# of ours the suite runs; the figure is the faster, as the memory roof is.
+CHECK_ELEMENTS = 1 << 28
+
+
+def check_figures(study, document, sheet):
+    """The device memory bandwidth as the memory roof reads it (memory_bandwidth, memory_figure) from the check's
+    entries, against NVML's theoretical peak, else the datasheet's."""
+    found, _ = memory_bandwidth(study)
+    entry = next((entry for entry in ok_entries(study.get("entries") or [])
+                  if found and all(entry.get(axis) == found[axis] for axis in ("impl", "mode", "precision", "n"))),
+                 None)
+    if entry is None:
+        return []
+    rate = (sheet or {}).get("memory_bytes_per_s")
+    interval = inverse(found["bytes_per_call"], median_interval(entry["time_s"]))
+    return [memory_figure(found, entry, interval, {"value": rate, "what": "datasheet"} if rate else None)]
+
+
 STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
 
 STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
               suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
-              memory_roof=MEMORY_ROOF, measures_roofs=True)
+              memory_roof=MEMORY_ROOF, measures_roofs=True,
+              check=CheckPoint(
+                  sizes=(CHECK_ELEMENTS,), impls=("triad_one_per_thread", "dot_grid_stride"), modes=("resident",),
+                  figures=check_figures,
+                  plateau="arrays of 1 GiB (2^28 FP32 elements), 20x the L2 of an H100 or H200: the bandwidth "
+                          "no longer grows with the arrays once they are several times the L2 (STREAM's rule: "
+                          "at least 4x the last cache)",
+                  budget="four resident entries (triad and dot, FP32 and FP64), one trial, the throughput "
+                         "protocol's stopping rule"))
