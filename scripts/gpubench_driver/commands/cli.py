@@ -1,4 +1,4 @@
-"""Command line of the driver: run, report, compare, rank, expected, digest, noise-floor, noise-model, build."""
+"""Command line of the driver: run, report, compare, rank, expected, digest, noise-floor, noise-model, check, build."""
 import argparse
 import os
 import signal
@@ -8,7 +8,7 @@ from dataclasses import replace
 from gpubench_driver import studies
 from gpubench_driver.lib import aa_noise_floor, figures, outputs, results, stopping, verdicts
 from gpubench_driver.stages import build, gpus, like, options as opts, prices, runner, session
-from gpubench_driver.commands import compare, digest, expected, noise_model, rank, repeatability, report
+from gpubench_driver.commands import check, compare, digest, expected, noise_model, rank, repeatability, report
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 
@@ -164,6 +164,7 @@ def build_parser():
     expected_parser.add_argument("--file", default=expected.EXPECTED, help="the ranges file (default: %(default)s)")
     _digest_parsers(subparsers)
     noise_model.register(subparsers)
+    check.register(subparsers)
     build_parser_ = subparsers.add_parser("build", help="configure and build only")
     build_parser_.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     build_parser_.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
@@ -290,6 +291,8 @@ def _command(args, argv):
         return 0
     if args.command == "noise-model":
         return noise_model.run(args)
+    if args.command == "check":
+        return check.run(args, argv)
     if args.command == "report":
         print(f"summary: {report.regenerate(args.results, args.out)}")
         return 0

@@ -20,6 +20,11 @@ def point_of(study_name, entry):
     return {"study": study_name, **{axis: entry.get(axis) for axis in POINT_AXES}}
 
 
+def of_entry(row, entry):
+    """A figure with the name of the entry it was read from, which the check reports the measurement of."""
+    return {**row, "entry": entry["name"]}
+
+
 def timed_as(entry):
     return LATENCY if entry.get("protocol") == "latency" else THROUGHPUT
 
@@ -28,17 +33,17 @@ def rate_figure(study_name, entry, key, label, reference):
     """The entry's FLOP/s (OP/s for INT8) with its interval; reference: {"value", "what"} or None."""
     flop = entry["flop_per_s"] * entry["time_s"]["median"]
     unit = "OP/s" if entry.get("precision") == "int8" else "FLOP/s"
-    return figure(key, label, entry["flop_per_s"], inverse(flop, stats.median_interval(entry["time_s"])), unit,
-                  "higher", timed_as(entry), where_text(point_of(study_name, entry)), reference,
-                  between_runs=between_runs(entry, entry["flop_per_s"]))
+    return of_entry(figure(key, label, entry["flop_per_s"], inverse(flop, stats.median_interval(entry["time_s"])),
+                           unit, "higher", timed_as(entry), where_text(point_of(study_name, entry)), reference,
+                           between_runs=between_runs(entry, entry["flop_per_s"])), entry)
 
 
 def bandwidth_figure(study_name, entry, key, label, bytes_per_call, reference, where=None):
     """bytes_per_call over the entry's median time, in B/s, with its interval."""
     value = bytes_per_call / entry["time_s"]["median"]
-    return figure(key, label, value, inverse(bytes_per_call, stats.median_interval(entry["time_s"])), "B/s",
-                  "higher", timed_as(entry), where or where_text(point_of(study_name, entry)), reference,
-                  between_runs=between_runs(entry, value))
+    return of_entry(figure(key, label, value, inverse(bytes_per_call, stats.median_interval(entry["time_s"])), "B/s",
+                           "higher", timed_as(entry), where or where_text(point_of(study_name, entry)), reference,
+                           between_runs=between_runs(entry, value)), entry)
 
 
 def time_figure(study_name, entry, key, label, per=1):
@@ -46,6 +51,6 @@ def time_figure(study_name, entry, key, label, per=1):
     its interval."""
     interval = stats.median_interval(entry["time_s"]).per(per)
     value = entry["time_s"]["median"] / per
-    return figure(key, label, value, (interval.low, interval.high) if interval.known else (None, None), "s", "lower",
-                  timed_as(entry), where_text(point_of(study_name, entry)),
-                  between_runs=between_runs(entry, value, "time"))
+    return of_entry(figure(key, label, value, (interval.low, interval.high) if interval.known else (None, None), "s",
+                           "lower", timed_as(entry), where_text(point_of(study_name, entry)),
+                           between_runs=between_runs(entry, value, "time")), entry)

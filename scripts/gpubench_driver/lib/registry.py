@@ -120,13 +120,17 @@ class CheckPoint:
     judges its figures as measured there (commands/check.py) and never calls a figure measured elsewhere a
     peak."""
     sizes: tuple
-    figures: Callable              # (study record, results document) -> [figure (lib/figures.figure)]
+    # (study record, results document, datasheet record or None) -> [figure (lib/figures.figure) with "entry":
+    # the name of the entry it was read from (lib/check_figures.of_entry)]
+    figures: Callable
     plateau: str                   # why these points are on the plateau: what no longer grows past them
     budget: str                    # the entries it runs and what one costs (the protocol's stopping rule)
     batches: Optional[tuple] = None
     impls: Optional[tuple] = None
     modes: Optional[tuple] = None
     gpus: int = 1                  # GPUs its binary must see: 1, measured on each GPU; 2, once across the node
+    # Its figures are one measure on different GPUs or pairs of them: each is also held to their median.
+    peers: bool = False
 
 
 @dataclass(frozen=True)

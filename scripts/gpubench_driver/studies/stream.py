@@ -12,6 +12,7 @@ bytes per second (the report prints GB/s, 10^9)."""
 import math
 
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import of_entry
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure, inverse
 from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
@@ -508,7 +509,8 @@ def check_figures(study, document, sheet):
         return []
     rate = (sheet or {}).get("memory_bytes_per_s")
     interval = inverse(found["bytes_per_call"], median_interval(entry["time_s"]))
-    return [memory_figure(found, entry, interval, {"value": rate, "what": "datasheet"} if rate else None)]
+    return [of_entry(memory_figure(found, entry, interval, {"value": rate, "what": "datasheet"} if rate else None),
+                     entry)]
 
 
 STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")

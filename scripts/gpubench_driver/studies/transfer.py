@@ -12,6 +12,7 @@ report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
 from gpubench_driver.lib import charts, stats
+from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
@@ -366,6 +367,15 @@ def link_figures(document):
     return found
 
 
+def check_figures(study, document, sheet):
+    """The headline's pinned copies each way (link_figures), read from the check's entries."""
+    found = []
+    for entry in entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES):
+        found += [of_entry(row, entry) for row in link_figures(document)
+                  if row["key"] == f"link/{entry['precision']}/pinned"]
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
 CHECK_BYTES = 256 << 20  # gpubench check's copies
 TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
@@ -398,7 +408,7 @@ STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 
               # gpubench check: the copy engines' pinned copies each way, as the headline reads them.
               check=CheckPoint(
                   sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("pinned",),
-                  figures=lambda study, document, sheet: link_figures(document),
+                  figures=check_figures,
                   plateau="256 MiB a copy: the copy's fixed cost (its launch and completion, microseconds) is a "
                           "few thousandths of it at PCIe Gen5 rates, so the rate no longer grows with the size",
                   budget="three pinned entries (each way and both at once), one trial, the latency protocol's "
