@@ -46,6 +46,23 @@ def bandwidth_figure(study_name, entry, key, label, bytes_per_call, reference, w
                            between_runs=between_runs(entry, value)), entry)
 
 
+def roof_figures(roof):
+    """The check figures of a study that measures the memory roof (lib/registry.MemoryRoof): the roof as a run
+    reads it (its bandwidth and figure), from the check's entries, against the datasheet's bandwidth where the
+    roof's own figure names no better reference."""
+    def figures(study, document, sheet):
+        found, _ = roof.bandwidth(study)
+        entry = next((entry for entry in ok_entries(study.get("entries") or []) if found and all(
+            entry.get(axis) == found.get(axis) for axis in POINT_AXES if axis != "batch")), None)
+        if entry is None:
+            return []
+        rate = (sheet or {}).get("memory_bytes_per_s")
+        interval = inverse(found["bytes_per_call"], stats.median_interval(entry["time_s"]))
+        return [of_entry(roof.figure(found, entry, interval, {"value": rate, "what": "datasheet"} if rate else None),
+                         entry)]
+    return figures
+
+
 def time_figure(study_name, entry, key, label, per=1):
     """The entry's median time per call over `per` (the items one call does), in s (lower is better), with
     its interval."""

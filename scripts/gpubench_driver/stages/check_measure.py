@@ -41,7 +41,8 @@ def _known(chosen, known):
 
 def is_peers(name):
     """Whether a study's check figures are one measure on different GPUs or pairs (CheckPoint.peers)."""
-    return bool(studies.BY_NAME[name].check and studies.BY_NAME[name].check.peers)
+    record = studies.BY_NAME.get(name)
+    return bool(record and record.check and record.check.peers)
 
 
 def plan(options, gpus_seen):
@@ -64,7 +65,8 @@ def plan(options, gpus_seen):
             continue
         gpu = description.get("gpu") or {}
         if not gpu.get("available"):
-            missing.append(not_measured(record.name, f"its binary found no GPU: {gpu.get('reason') or 'no reason given'}"))
+            why = gpu.get("reason") or "no reason given"
+            missing.append(not_measured(record.name, f"its binary found no GPU: {why}"))
             continue
         implementations = description["implementations"]
         impls = _known(check.impls, [impl.get("id") for impl in implementations])

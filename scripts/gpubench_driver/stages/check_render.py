@@ -6,7 +6,7 @@ import json
 
 from gpubench_driver.lib import check_results, outputs
 from gpubench_driver.lib.formatting import gb_per_s, percent, rate, seconds
-from gpubench_driver.stages import check_verdicts as verdicts
+from gpubench_driver.stages import check_measure, check_verdicts as verdicts
 from gpubench_driver.stages.health import ABOVE, BELOW as FIGURE_BELOW, NOT_JUDGED as FIGURE_NOT_JUDGED
 
 # What check.json keeps of a figure (lib/figures.figure and the check's own fields).
@@ -108,13 +108,15 @@ def several_gpus_lines(parts):
 
 
 def node_lines(node):
-    """The figures between GPUs: the peer copies as their least and median with the slowest pair, then the rest."""
+    """The figures between GPUs: those of one measure on many pairs (a check point's peers) as their least and
+    median, with the slowest named, and each of them that is below; then the others."""
     rows = node["figures"]
     lines = [f"Between the GPUs ({', '.join(map(str, node['gpus']))}): {node['verdict']}"]
-    pairs = sorted((row for row in rows if row["key"].startswith("p2p/") and row["value"]), key=lambda r: r["value"])
+    pairs = sorted((row for row in rows if check_measure.is_peers(row.get("study")) and row["value"]),
+                   key=lambda row: row["value"])
     if pairs:
         middle = pairs[len(pairs) // 2]
-        lines.append(_line(f"Peer copies, {len(pairs)} ordered pairs", f"least {value_text(pairs[0])} "
+        lines.append(_line(f"{pairs[0]['study']}: {len(pairs)} figures", f"least {value_text(pairs[0])} "
                            f"({pairs[0]['label']}), median {value_text(middle)}"))
     for row in rows:
         if row in pairs and row["status"] != FIGURE_BELOW:

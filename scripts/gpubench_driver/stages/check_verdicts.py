@@ -85,8 +85,9 @@ def clock_check(gpu, entries):
     capped = [entry for entry in timed if (entry.get("power_limited_fraction") or 0) >= LIMITED]
     lowered = [entry["name"] for entry in timed if entry["sm_clock_mhz"] < CLOCK_LIMITED_CLOCK * highest
                and entry not in capped and entry["name"] not in thermal]
-    text = (f"SM clock under load {lowest['sm_clock_mhz']:.0f} MHz at the lowest ({percent(lowest['sm_clock_mhz'] / highest)} "
-            f"of its {highest:.0f} MHz maximum, {len(timed)} device-timed entries)")
+    text = (f"SM clock under load {lowest['sm_clock_mhz']:.0f} MHz at the lowest "
+            f"({percent(lowest['sm_clock_mhz'] / highest)} of its {highest:.0f} MHz maximum, {len(timed)} device-timed "
+            "entries)")
     if capped:
         text += f"; {len(capped)} held by the power limit (the GPU's own cap at work)"
     if thermal:

@@ -220,7 +220,8 @@ STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), s
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
               gpus_together=True,
               check=CheckPoint(
-                  sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("one_way",), figures=check_figures, gpus=2, peers=True,
+                  sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("one_way",), figures=check_figures, gpus=2,
+                  peers=True,
                   plateau="256 MiB a copy: the copy's fixed cost is a few thousandths of it even at NVLink rates, "
                           "so the rate no longer grows with the size",
                   budget="one entry per ordered pair of GPUs and per host route, one trial, the latency "

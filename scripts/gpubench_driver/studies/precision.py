@@ -7,7 +7,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.figures import PRECISION_NAMES, energy_figure
+from gpubench_driver.lib.figures import PRECISION_NAMES, PRECISIONS, energy_figure
 from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, median_s, ok_entries,
                                           set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
@@ -303,7 +303,9 @@ def check_figures(study, document, sheet):
     """Each format's cuBLAS GEMM at the check's size, against the datasheet's dense rate (its rate without
     tensor cores where the entry says it ran on the CUDA cores alone)."""
     found = []
-    for entry in entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE):
+    order = {precision: index for index, precision in enumerate(PRECISIONS)}
+    for entry in sorted(entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE),
+                        key=lambda entry: (order.get(entry["precision"], len(order)), entry["precision"])):
         if not entry.get("flop_per_s"):
             continue
         plain = entry.get("tensor_cores") == 0
