@@ -144,8 +144,10 @@ def check_one(gpu, options, argv, out_dir, models):
     if document is not None:
         record = first_gpu(document)
         entries = [entry for study in document["studies"].values() for entry in study["entries"]]
+        # Another process on the GPU when the check started or when it ended.
+        seen = (document["machine"].get("gpu_processes") or []) + environment.capture_gpu_processes()
         checks = check_verdicts.gpu_checks(record, datasheet_of(document, load_datasheets()), entries,
-                                           document["machine"].get("gpu_processes"))
+                                           list({process["pid"]: process for process in seen}.values()))
     return {"index": gpu.index, "name": gpu.name, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
             "results": "results.json" if document is not None else None, "figures": figures, "checks": checks}
 

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, replace
 
 from gpubench_driver import studies
-from gpubench_driver.lib import environment, outputs, results
+from gpubench_driver.lib import outputs, results
 from gpubench_driver.lib.figures import datasheet_of, load_datasheets
 from gpubench_driver.stages import analyse, build, journal, runner, session
 from gpubench_driver.stages.health import NOT_JUDGED
@@ -114,7 +114,6 @@ def measure(plans, document, out_dir):
             study.sweep(1)
         except runner.RunnerError as error:
             failed.append(not_measured(item.name, str(error)))
-    document["machine"]["gpu_processes_after"] = environment.capture_gpu_processes()
     return failed
 
 

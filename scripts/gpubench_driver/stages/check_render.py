@@ -146,5 +146,8 @@ def console(found, check_path, measure_s):
         verdict += f"; below: {'; '.join(named)}"
     if unjudged:
         verdict += f"; {unjudged} figure(s) not judged"
+    if any(row.get("value") is not None and row["status"] == FIGURE_NOT_JUDGED
+           for part in [*parts, *([node] if node else [])] for row in part["figures"]):
+        lines.append(f"no basis: {verdicts.NO_BASIS}")
     timing = f"measured in {measure_s:.0f} s after the build; " if measure_s is not None else ""
     return "\n".join([*lines, verdict, f"{timing}check.json: {check_path}"])

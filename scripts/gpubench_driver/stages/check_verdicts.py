@@ -18,7 +18,7 @@ The figures between GPUs belong to the node's model, "<GPU model> x<GPUs>", in t
 The checks (machine state that moves the figures): SM clock under load against its maximum, power limit against
 its default, the PCIe link against the model's, ECC errors, other processes on the GPU; the last three are the
 run's health checks (stages/health.py)."""
-from gpubench_driver.lib import expected
+from gpubench_driver.lib import environment, expected
 from gpubench_driver.lib.formatting import percent
 from gpubench_driver.lib.measurements import CLOCK_LIMITED_CLOCK
 from gpubench_driver.stages import health
@@ -109,11 +109,20 @@ def power_check(gpu, sheet):
                                                              "rates fall with it (nvidia-smi -pl)")}
 
 
+def process_check(processes):
+    """Other compute processes on the GPU (nvidia-smi's, when the check started or ended; None: unknown)."""
+    if processes is None:
+        return None
+    when = "when the check started or ended"
+    return {"check": "processes", "ok": not processes,
+            "text": environment.gpu_processes_warning(processes, when) or f"no other process on the GPU {when}"}
+
+
 def gpu_checks(gpu, sheet, entries, processes):
     """The checks of one GPU: its nvidia-smi record, its datasheet, its check's entries, the other processes
     nvidia-smi listed on it (None: unknown)."""
     found = [clock_check(gpu, entries), power_check(gpu, sheet), health.link_check(gpu, sheet), health.ecc_check(gpu),
-             health.process_check({"gpu_processes": processes})]
+             process_check(processes)]
     return [{key: value for key, value in check.items() if key != "affects"} for check in found if check]
 
 
