@@ -132,7 +132,8 @@ class ChecksTest(unittest.TestCase):
                "ecc.errors.uncorrected.volatile.total": 0}
         sheet = {"link": {"generation": 5, "width": 16}, "power_limit_w": 700}
         found = {check["check"]: check["ok"] for check in
-                 check_verdicts.gpu_checks(gpu, sheet, [entry("a", 1980)], [{"pid": 1, "name": "x"}])}
+                 check_verdicts.gpu_checks(gpu, sheet, [entry("a", 1980)],
+                                                   [{"pid": 1, "name": "x", "used_memory_mib": 500}])}
         self.assertEqual(found, {"clocks": True, "power_limit": True, "link": False, "ecc": True, "processes": False})
 
 
