@@ -133,7 +133,7 @@ class ChecksTest(unittest.TestCase):
         sheet = {"link": {"generation": 5, "width": 16}, "power_limit_w": 700}
         found = {check["check"]: check["ok"] for check in
                  check_verdicts.gpu_checks(gpu, sheet, [entry("a", 1980)],
-                                                   [{"pid": 1, "name": "x", "used_memory_mib": 500}])}
+                                           [{"pid": 1, "name": "x", "used_memory_mib": 500}])}
         self.assertEqual(found, {"clocks": True, "power_limit": True, "link": False, "ecc": True, "processes": False})
 
 
@@ -217,6 +217,16 @@ class CheckFileTest(unittest.TestCase):
         self.assertEqual(point["fractions"], [{"run": "check-test-gpu0", "value": 0.72, "of": DATASHEET}])
         # Another model without ranges of its own is now held to that fraction.
         self.assertEqual(check_verdicts.judge_figure(gemm(0.5e15), None, models)["status"], health.BELOW)
+
+    def test_the_figures_between_gpus_are_a_run_of_the_nodes_model(self):
+        pair = {**gemm(400e9, key="p2p/gpu0-gpu1", label="Peer copy gpu0 to gpu1"), "unit": "B/s",
+                "status": health.NOT_JUDGED}
+        node = {"gpus": [0, 1], "name": f"{MODEL} x2", "results": None, "figures": [pair], "checks": []}
+        found = check_render.document(dict(RUN), [part([judged(gemm(720e12), {})], CHECKS_OK)], node)
+        self.write(found)
+        ranges_path = os.path.join(self.directory.name, "ranges.json")
+        self.assertEqual(expected_command.update([self.path], ranges_path), {MODEL: 1, f"{MODEL} x2": 1})
+        self.assertIn("p2p/gpu0-gpu1", expected.load(ranges_path)[f"{MODEL} x2"]["figures"])
 
     def test_a_foreign_or_newer_or_damaged_file_is_refused_by_name(self):
         found = self.healthy_check()

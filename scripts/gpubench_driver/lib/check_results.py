@@ -57,23 +57,28 @@ def load(path):
             "expected text")
     parts = document.get("gpus")
     _expect(isinstance(parts, list), f"{path}: gpus", "expected a list")
-    for index, part in enumerate(parts):
-        _expect(isinstance(part, dict) and isinstance(part.get("name"), str), f"{path}: gpus[{index}].name",
-                "expected text")
-        _expect(isinstance(part.get("figures"), list), f"{path}: gpus[{index}].figures", "expected a list")
+    node = document.get("node")
+    _expect(node is None or isinstance(node, dict), f"{path}: node", "expected null or an object")
+    for where, part in [*((f"gpus[{index}]", part) for index, part in enumerate(parts)), *([("node", node)] if node
+                                                                                           else [])]:
+        _expect(isinstance(part, dict) and isinstance(part.get("name"), str), f"{path}: {where}.name", "expected text")
+        _expect(isinstance(part.get("figures"), list), f"{path}: {where}.figures", "expected a list")
         for number, row in enumerate(part["figures"]):
-            _figure(row, f"{path}: gpus[{index}].figures[{number}]")
+            _figure(row, f"{path}: {where}.figures[{number}]")
     return document
 
 
 def recorded_runs(path):
-    """[(GPU name, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
-    of a node counts as one healthy run of its model (node figures, between GPUs, are not per model)."""
+    """[(model name, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
+    of a node counts as one healthy run of its model, and one of the node's model ("<GPU model> x<GPUs>") for the
+    figures between its GPUs."""
     document = load(path)
     revision = (document["run"].get("git") or {}).get("revision")
+    parts = [(f"gpu{part.get('index')}", part) for part in document["gpus"]]
+    parts += [("node", document["node"])] if document.get("node") else []
     found = []
-    for part in document["gpus"]:
-        run = {"id": f"{document['run']['id']}-gpu{part.get('index')}", "path": os.path.relpath(path),
+    for suffix, part in parts:
+        run = {"id": f"{document['run']['id']}-{suffix}", "path": os.path.relpath(path),
                "revision": revision if isinstance(revision, str) else None}
         found.append((part["name"], run, [row for row in part["figures"] if row.get("value") is not None]))
     return found
