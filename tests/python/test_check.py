@@ -188,7 +188,7 @@ class VerdictAndExitStatusTest(unittest.TestCase):
         self.assertEqual(found["node"]["verdict"], "below")
         self.assertIn("GPU 2: BF16 GEMM (cuBLAS)", screen)
         self.assertIn("between GPUs: Peer copy gpu0 to gpu2", screen)
-        self.assertIn("560.00 TFLOP/s!", screen)
+        self.assertIn("560.0!", screen)
 
 
 class CheckFileTest(unittest.TestCase):
@@ -368,6 +368,20 @@ class EndToEndTest(unittest.TestCase):
         tf32 = next(row for row in found["gpus"][0]["figures"] if row["key"] == "rate/tf32")
         self.assertEqual((tf32["status"], tf32["basis"]), (health.BELOW, check_verdicts.EXPECTED_RANGE))
         self.assertAlmostEqual(tf32["by"], 0.2, places=2)
+
+
+    def test_two_gpus_each_checked_by_a_sub_check_then_between_them(self):
+        with open(os.path.join(self.directory.name, "bin", "nvidia-smi"), "w", encoding="utf-8") as stream:
+            stream.write(FAKE_NVIDIA_SMI.replace("NVIDIA H100 80GB HBM3\\n';;", "NVIDIA H100 80GB HBM3\\n"
+                                                 "1, GPU-bbbb, 00000000:2A:00.0, NVIDIA H100 80GB HBM3\\n';;", 1))
+        done, found, out = self.check("node")
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertEqual([(part["index"], part["results"]) for part in found["gpus"]],
+                         [(0, os.path.join("gpu0", "results.json")), (1, os.path.join("gpu1", "results.json"))])
+        self.assertTrue(all(any(row["key"] == "rate/tf32" for row in part["figures"]) for part in found["gpus"]))
+        self.assertEqual(found["node"]["name"], f"{MODEL} x2")
+        self.assertEqual({row["study"] for row in found["node"]["figures"]}, {"p2p", "collectives"})
+        self.assertIn("GPU 0     GPU 1", done.stdout)
 
 
 class CheckPointsTest(unittest.TestCase):

@@ -14,7 +14,9 @@ FIGURE_FIELDS = ("key", "label", "value", "low", "high", "unit", "better", "wher
                  "plateau", "budget", "timed_as", "reference", "fraction_of_reference", "converged", "stop",
                  "status", "verdict", "basis", "why", "expected", "runs", "healthy_fraction", "by")
 MARK = {FIGURE_BELOW: "BELOW", FIGURE_NOT_JUDGED: "not judged", ABOVE: "ok (above)"}
-LABEL_WIDTH, VALUE_WIDTH, CELL_WIDTH = 44, 15, 14
+LABEL_WIDTH, VALUE_WIDTH, CELL_WIDTH = 44, 15, 9
+# A column per GPU holds a number in the row's unit: (divisor, unit shown).
+SHORT_UNITS = {"FLOP/s": (1e12, "TFLOP/s"), "OP/s": (1e12, "TOP/s"), "B/s": (1e9, "GB/s"), "s": (1e-6, "us")}
 
 
 def value_text(row):
@@ -91,15 +93,18 @@ def one_gpu_lines(part):
 
 def several_gpus_lines(parts):
     """One table, a column per GPU (a value, '!' below, '?' not judged); each GPU's verdict and failed checks."""
-    labels = list(dict.fromkeys((row["key"], row["where"], row["label"]) for part in parts for row in part["figures"]))
-    lines = [_line("figure", *(f"{'GPU ' + str(part.get('index')):>{CELL_WIDTH}}" for part in parts))]
-    for key, where, label in labels:
+    labels = list(dict.fromkeys((row["key"], row["where"], row["label"], row["unit"]) for part in parts
+                                for row in part["figures"]))
+    lines = [_line("figure", f"{'unit':<8}", *(f"{'GPU ' + str(part.get('index')):>{CELL_WIDTH}}" for part in parts))]
+    for key, where, label, unit in labels:
+        scale, shown = SHORT_UNITS.get(unit, (1, unit))
         cells = []
         for part in parts:
             row = next((row for row in part["figures"] if (row["key"], row["where"]) == (key, where)), None)
             mark = {FIGURE_BELOW: "!", FIGURE_NOT_JUDGED: "?"}.get(row["status"], " ") if row else " "
-            cells.append(f"{(value_text(row) if row else '-') + mark:>{CELL_WIDTH}}")
-        lines.append(_line(label, *cells))
+            value = f"{row['value'] / scale:.1f}" if row and row.get("value") is not None else "-"
+            cells.append(f"{value + mark:>{CELL_WIDTH}}")
+        lines.append(_line(label, f"{shown:<8}", *cells))
     lines.append("  ! below   ? not judged (its basis: check.json)")
     for part in parts:
         lines.append(_gpu_title(part))
