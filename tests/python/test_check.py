@@ -384,6 +384,43 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("GPU 0     GPU 1", done.stdout)
 
 
+BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
+PRECISION = os.path.join(BUILD_DIR, "bench", "gpubench_precision")
+
+
+def gpu_of_build():
+    """The GPU the built precision binary finds ({available, reason})."""
+    done = subprocess.run([PRECISION, "--describe"], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout).get("gpu") or {} if done.returncode == 0 else {"available": False,
+                                                                                 "reason": done.stderr[-200:]}
+
+
+@unittest.skipUnless(os.access(PRECISION, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_precision not built")
+class GpuCheckTest(unittest.TestCase):
+    """gpubench check on this machine's first GPU with the binaries built: every check point measured, every figure
+    with its point and plateau; the verdict is the GPU's (0 or 1), or 2 where no basis is recorded yet."""
+
+    def setUp(self):
+        gpu = gpu_of_build()
+        if not gpu.get("available"):
+            self.skipTest("no GPU: " + str(gpu.get("reason")))
+
+    def test_every_check_point_is_measured_on_the_gpu(self):
+        with tempfile.TemporaryDirectory() as directory:
+            out = os.path.join(directory, "check")
+            done = driver("--no-build", "--build-dir", BUILD_DIR, "--gpus", "0", "--out", out)
+            found = check_results.load(os.path.join(out, check_results.FILE))
+        self.assertIn(done.returncode, (0, 1, 2), done.stdout + done.stderr)
+        self.assertNotIn("Traceback", done.stdout + done.stderr)
+        rows = found["gpus"][0]["figures"]
+        self.assertEqual([row["why"] for row in rows if row["value"] is None], [])
+        self.assertEqual({row["study"] for row in rows},
+                         {study.name for study in studies.STUDIES if study.check and study.check.gpus == 1})
+        self.assertTrue(all(row["point"] and row["plateau"] and row["entry"] for row in rows))
+        print(f"\ngpubench check on the GPU: {found['verdict']}, {found['run']['measure_s']:.1f} s after the build "
+              f"({len(rows)} figures)")
+
+
 class CheckPointsTest(unittest.TestCase):
     def test_every_check_point_says_why_it_is_a_plateau_and_what_it_costs(self):
         points = {study.name: study.check for study in studies.STUDIES if study.check}
