@@ -21,9 +21,9 @@ def _run_parser(subparsers):
     quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
                               for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run, the two-minute health check of a new machine (its headline figures set "
-                             f"against committed runs of the same GPU model): sizes {quick_sizes}; batches "
-                             f"{quick_batches}; "
+                        help=f"a short run of every study, that each runs and verifies on a new machine (its points "
+                             f"are short of the peaks: gpubench check is the health check): sizes {quick_sizes}; "
+                             f"batches {quick_batches}; "
                              f"no refinement; no references (explicit flags still win: --reference adds them)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
@@ -159,8 +159,8 @@ def build_parser():
                     "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
                     "the default suite on healthy machines, committed under results/.")
     expected_parser.add_argument("results", nargs="+",
-                                 help="results.json (or .json.gz) files, directories holding one, or run digests "
-                                      "(gpubench digest)")
+                                 help="results.json (or .json.gz) files, directories holding one, run digests "
+                                      "(gpubench digest) or check.json files (gpubench check)")
     expected_parser.add_argument("--file", default=expected.EXPECTED, help="the ranges file (default: %(default)s)")
     _digest_parsers(subparsers)
     noise_model.register(subparsers)

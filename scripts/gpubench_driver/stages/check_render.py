@@ -45,8 +45,11 @@ def basis_text(row):
 
 
 def verdict_text(row):
+    """The verdict in a word, the shortfall where below, and '~' where its samples stopped at the stopping rule's
+    timeout before its noise target (the figure is the median of what it took)."""
     text = MARK.get(row["status"], "ok")
-    return text + (f" {row['by']:.0%} off" if row["status"] == FIGURE_BELOW and row.get("by") is not None else "")
+    text += f" {row['by']:.0%} off" if row["status"] == FIGURE_BELOW and row.get("by") is not None else ""
+    return text + (" ~" if row.get("converged") is False else "")
 
 
 def figure_record(row):
@@ -151,6 +154,8 @@ def console(found, check_path, measure_s):
         verdict += f"; below: {'; '.join(named)}"
     if unjudged:
         verdict += f"; {unjudged} figure(s) not judged"
+    if any(row.get("converged") is False for part in [*parts, *([node] if node else [])] for row in part["figures"]):
+        lines.append("~ its samples did not reach the stopping rule's noise target before its timeout")
     if any(row.get("value") is not None and row["status"] == FIGURE_NOT_JUDGED
            for part in [*parts, *([node] if node else [])] for row in part["figures"]):
         lines.append(f"no basis: {verdicts.NO_BASIS}")
