@@ -3,6 +3,7 @@ at those points, by the runner every run uses (runner.Study: its binary's --desc
 process, the journal, NVML telemetry, the measurement lines), into a results document that the analyse stage
 derives as it derives any run's; then each study's check figures read from it, and what kept a study from
 giving any (a binary not built, no GPU, an error entry) as figures not measured."""
+import concurrent.futures
 import os
 from dataclasses import dataclass, replace
 
@@ -50,18 +51,20 @@ def plan(options, gpus_seen):
     more: the points that need at most that many): a plan per study whose binary was built and has a GPU, a
     not-measured row for each other."""
     plans, missing = [], []
-    for record in studies.STUDIES:
-        check = record.check
-        if check is None or check.gpus > gpus_seen or (check.gpus == 1) != (gpus_seen == 1):
-            continue
-        binary = build.binary_path(options.build_dir, f"gpubench_{record.name}")
-        if not os.access(binary, os.X_OK):
-            missing.append(not_measured(record.name, f"{binary} was not built"))
-            continue
-        try:
-            description = runner.describe(binary)
-        except runner.RunnerError as error:
-            missing.append(not_measured(record.name, str(error)))
+    chosen = [record for record in studies.STUDIES if record.check and record.check.gpus <= gpus_seen
+              and (record.check.gpus == 1) == (gpus_seen == 1)]
+    binaries = {record.name: build.binary_path(options.build_dir, f"gpubench_{record.name}") for record in chosen}
+    built = [record for record in chosen if os.access(binaries[record.name], os.X_OK)]
+    missing += [not_measured(record.name, f"{binaries[record.name]} was not built") for record in chosen
+                if record not in built]
+    # Every binary described at once: each start of a study binary initialises CUDA, which takes a while.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(built) or 1) as pool:
+        described = dict(zip([record.name for record in built], pool.map(_described, [binaries[record.name]
+                                                                                        for record in built])))
+    for record in built:
+        check, binary, description = record.check, binaries[record.name], described[record.name]
+        if isinstance(description, str):
+            missing.append(not_measured(record.name, description))
             continue
         gpu = description.get("gpu") or {}
         if not gpu.get("available"):
@@ -78,6 +81,14 @@ def plan(options, gpus_seen):
             options, studies=[record.name], sizes=list(check.sizes), batches=list(check.batches or []) or None,
             impls=impls, modes=modes, caps={}, cpu_only=False, refine_rounds=0, reference=False, trials=1)))
     return plans, missing
+
+
+def _described(binary):
+    """The binary's --describe, or why there is none."""
+    try:
+        return runner.describe(binary)
+    except runner.RunnerError as error:
+        return str(error)
 
 
 def not_measured(study, why):
