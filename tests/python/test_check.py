@@ -48,7 +48,7 @@ def ranges(values, fractions=()):
 
 
 def judged(row, models, model=MODEL):
-    return {**row, **check_verdicts.judge_figure(row, models.get(model), models)}
+    return {**row, **check_verdicts.judge_figure(row, model, models)}
 
 
 def part(figures, checks=()):
@@ -80,6 +80,15 @@ class FigureVerdictTest(unittest.TestCase):
         low = judged(gemm(0.8 * 720e12), models)
         self.assertEqual(low["status"], health.BELOW)
         self.assertIn("72.0%", low["why"])
+
+    def test_a_gpu_checked_beside_others_is_held_only_to_gpus_checked_as_many_at_once(self):
+        together = check_verdicts.model_key(MODEL, 8)
+        self.assertEqual(together, f"{MODEL}, 8 checked at once")
+        alone = ranges((), fractions=[0.72])
+        self.assertEqual(judged(gemm(720e12), alone, together)["status"], health.NOT_JUDGED)
+        beside = {check_verdicts.model_key(OTHER_MODEL, 8): alone[OTHER_MODEL]}
+        self.assertEqual(judged(gemm(0.5 * 720e12), beside, together)["status"], health.BELOW)
+        self.assertEqual(judged(gemm(720e12), beside)["status"], health.NOT_JUDGED)  # one alone: not by those
 
     def test_a_fraction_of_another_reference_is_no_basis(self):
         row = gemm(720e12)
@@ -216,7 +225,7 @@ class CheckFileTest(unittest.TestCase):
         self.assertEqual(point["values"], [720e12])
         self.assertEqual(point["fractions"], [{"run": "check-test-gpu0", "value": 0.72, "of": DATASHEET}])
         # Another model without ranges of its own is now held to that fraction.
-        self.assertEqual(check_verdicts.judge_figure(gemm(0.5e15), None, models)["status"], health.BELOW)
+        self.assertEqual(check_verdicts.judge_figure(gemm(0.5e15), OTHER_MODEL, models)["status"], health.BELOW)
 
     def test_the_figures_between_gpus_are_a_run_of_the_nodes_model(self):
         pair = {**gemm(400e9, key="p2p/gpu0-gpu1", label="Peer copy gpu0 to gpu1"), "unit": "B/s",
@@ -380,6 +389,10 @@ class EndToEndTest(unittest.TestCase):
                          [(0, os.path.join("gpu0", "results.json")), (1, os.path.join("gpu1", "results.json"))])
         self.assertTrue(all(any(row["key"] == "rate/tf32" for row in part["figures"]) for part in found["gpus"]))
         self.assertEqual(found["node"]["name"], f"{MODEL} x2")
+        self.assertEqual({part["model"] for part in found["gpus"]}, {f"{MODEL}, 2 checked at once"})
+        ranges_path = os.path.join(self.directory.name, "node-ranges.json")
+        self.assertEqual(expected_command.update([os.path.join(out, check_results.FILE)], ranges_path),
+                         {f"{MODEL}, 2 checked at once": 2})
         self.assertEqual({row["study"] for row in found["node"]["figures"]}, {"p2p", "collectives"})
         self.assertIn("GPU 0     GPU 1", done.stdout)
 

@@ -20,6 +20,7 @@ from gpubench_driver.stages import (build, check_measure, check_render, check_ve
                                     runner, session)
 
 NODE_DIR = "node"
+TOGETHER_VARIABLE = "GPUBENCH_CHECK_TOGETHER"  # a sub-check's: how many GPUs are checked at once
 DESCRIPTION = ("Check this machine's GPUs: every headline figure measured at a point where it has reached its "
                "plateau (dense GEMM in every format the GPU runs at n = 8192, the CUDA cores' FMA peak, device "
                "memory bandwidth with 1 GiB arrays, pinned copies of 256 MiB each way, kernel launch latency; "
@@ -126,7 +127,7 @@ def measure_part(options, argv, out_dir, gpus_seen, model_of, models):
     document = check_measure.new_document(options, argv, plans)
     failed = check_measure.measure(plans, document, out_dir)
     collected = check_measure.collect(document)
-    model = models.get(model_of(first_gpu(document)))
+    model = model_of(first_gpu(document))
     figures = collected["figures"]
     for row in figures:
         row.update(check_verdicts.judge_figure(row, model, models))
@@ -137,9 +138,12 @@ def measure_part(options, argv, out_dir, gpus_seen, model_of, models):
 
 
 def check_one(gpu, options, argv, out_dir, models):
-    """One GPU's part of check.json, measured here with that GPU alone visible."""
+    """One GPU's part of check.json, measured here with that GPU alone visible (beside the others of a check of
+    several, which run at once: its model key says how many)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # the binaries and nvidia-smi's records: this GPU's
-    figures, document = measure_part(options, argv, out_dir, 1, lambda record: record.get("name"), models)
+    together = int(os.environ.get(TOGETHER_VARIABLE, "1"))
+    model = check_verdicts.model_key(gpu.name, together)
+    figures, document = measure_part(options, argv, out_dir, 1, lambda record: model, models)
     checks = []
     if document is not None:
         record = first_gpu(document)
@@ -148,7 +152,7 @@ def check_one(gpu, options, argv, out_dir, models):
         seen = (document["machine"].get("gpu_processes") or []) + environment.capture_gpu_processes()
         checks = check_verdicts.gpu_checks(record, datasheet_of(document, load_datasheets()), entries,
                                            list({process["pid"]: process for process in seen}.values()))
-    return {"index": gpu.index, "name": gpu.name, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
+    return {"index": gpu.index, "name": gpu.name, "model": model, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
             "results": "results.json" if document is not None else None, "figures": figures, "checks": checks}
 
 
@@ -162,7 +166,8 @@ def check_gpus(chosen, options, out_dir, ranges):
                    "--out", folder, "--ranges", ranges]
         log = open(os.path.join(out_dir, f"gpu{gpu.index}.log"), "w", encoding="utf-8")
         print(f"GPU {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): checking, log {log.name}", flush=True)
-        running.append((gpu, folder, log, subprocess.Popen(command, env=gpus.sub_run_environment(gpu), stdout=log,
+        environment_of = {**gpus.sub_run_environment(gpu), TOGETHER_VARIABLE: str(len(chosen))}
+        running.append((gpu, folder, log, subprocess.Popen(command, env=environment_of, stdout=log,
                                                            stderr=subprocess.STDOUT,
                                                            preexec_fn=stopping.dies_with_driver())))
     parts = []
@@ -180,8 +185,8 @@ def sub_check_part(gpu, folder, returncode):
         part = check_results.load(os.path.join(folder, check_results.FILE))["gpus"][0]
     except (check_results.CheckFileError, IndexError) as error:
         why = f"its sub-check exited with status {returncode} and wrote no usable check.json ({error})"
-        return {"index": gpu.index, "name": gpu.name, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id, "results": None,
-                "figures": [check_measure.not_measured(f"gpu{gpu.index}", why)], "checks": []}
+        return {"index": gpu.index, "name": gpu.name, "model": None, "uuid": gpu.uuid, "pci_bus_id": gpu.pci_bus_id,
+                "results": None, "figures": [check_measure.not_measured(f"gpu{gpu.index}", why)], "checks": []}
     return {**part, "results": os.path.join(os.path.basename(folder), part["results"]) if part.get("results") else None}
 
 
@@ -192,7 +197,7 @@ def check_node(chosen, options, argv, out_dir, models):
     name = node_model(chosen)
     folder = outputs.subfolder(os.path.dirname(out_dir), os.path.basename(out_dir))
     figures, document = measure_part(options, argv, folder, len(chosen), lambda record: name, models)
-    return {"gpus": [gpu.index for gpu in chosen], "name": name,
+    return {"gpus": [gpu.index for gpu in chosen], "name": name, "model": name,
             "results": os.path.join(NODE_DIR, "results.json") if document is not None else None,
             "figures": figures, "checks": []}
 

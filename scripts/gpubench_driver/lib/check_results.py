@@ -69,9 +69,9 @@ def load(path):
 
 
 def recorded_runs(path):
-    """[(model name, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
-    of a node counts as one healthy run of its model, and one of the node's model ("<GPU model> x<GPUs>") for the
-    figures between its GPUs."""
+    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
+    of a node counts as one healthy run of its model (its key says how many GPUs were checked at once), and one of
+    the node's model ("<GPU model> x<GPUs>") for the figures between its GPUs; a part that measured nothing, none."""
     document = load(path)
     revision = (document["run"].get("git") or {}).get("revision")
     parts = [(f"gpu{part.get('index')}", part) for part in document["gpus"]]
@@ -80,5 +80,8 @@ def recorded_runs(path):
     for suffix, part in parts:
         run = {"id": f"{document['run']['id']}-{suffix}", "path": os.path.relpath(path),
                "revision": revision if isinstance(revision, str) else None}
-        found.append((part["name"], run, [row for row in part["figures"] if row.get("value") is not None]))
+        model = part.get("model") if isinstance(part.get("model"), str) else part["name"]
+        measured = [row for row in part["figures"] if row.get("value") is not None]
+        if measured:  # a part that measured nothing is no run of its model
+            found.append((model, run, measured))
     return found

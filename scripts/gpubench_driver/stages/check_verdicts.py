@@ -27,6 +27,8 @@ HEALTHY, BELOW, NOT_JUDGED = "healthy", "below", "not judged"
 EXIT_STATUS = {HEALTHY: 0, BELOW: 1, NOT_JUDGED: 2}
 # Worst first: a figure below decides even where others could not be judged.
 SEVERITY = (BELOW, NOT_JUDGED, HEALTHY)
+TOGETHER_MARK = " checked at once"
+TOGETHER = ", {together}" + TOGETHER_MARK
 EXPECTED_RANGE, DATASHEET_FRACTION, PEER_MEDIAN = "expected range", "datasheet fraction", "median of its peers"
 NO_BASIS = ("no expected range of this model and no recorded datasheet fraction of healthy GPUs at this point "
             "(record check runs of healthy GPUs: gpubench expected CHECK_DIR/check.json)")
@@ -34,16 +36,33 @@ LIMITED = 0.5  # an entry whose telemetry saw a limit active in at least this sh
 CLOCK_PROTOCOL = "throughput"  # device-timed, back-to-back calls: the GPU busy throughout, its clock its own
 
 
-def judge_figure(row, model, models):
+def model_key(name, together=1):
+    """A GPU model's key in the ranges file for a check of `together` GPUs at once: their copies share the host's
+    memory and links, so a GPU checked beside others is a model of its own ("<name>, 8 checked at once")."""
+    return name if together == 1 else f"{name}{TOGETHER.format(together=together)}"
+
+
+def _together(key):
+    """', N checked at once' of a model key (model_key), '' for a GPU checked alone."""
+    return ", " + key.rpartition(", ")[2] if key.endswith(TOGETHER_MARK) else ""
+
+
+def _same_conditions(models, key):
+    """The models whose key says the same number of GPUs checked at once as `key`."""
+    return {name: model for name, model in models.items() if _together(name) == _together(key)}
+
+
+def judge_figure(row, model_name, models):
     """{status, basis, why, ...}: a figure (lib/figures.figure) against its model's expected range at its point,
-    else against the datasheet fraction healthy GPUs reached there (models: every model's record)."""
-    found = expected.figure_range(model, row)
+    else against the datasheet fraction healthy GPUs reached there, checked as many at once (models: the ranges
+    file's records by model key)."""
+    found = expected.figure_range(models.get(model_name), row)
     if found:
         verdict = health.judge(row, found)
         return {**verdict, "basis": EXPECTED_RANGE,
                 "why": f"{verdict['runs']} run(s) of this model at the same point measured "
                        f"{found['min']:.4g} to {found['max']:.4g} {row['unit']}"}
-    healthy = expected.reference_fraction(models, row)
+    healthy = expected.reference_fraction(_same_conditions(models, model_name), row)
     fraction = row.get("fraction_of_reference")
     if healthy and fraction is not None:
         floor = healthy["min"] * (1 - health.tolerance(row))
