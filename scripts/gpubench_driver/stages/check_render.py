@@ -119,7 +119,9 @@ def node_lines(node):
     """The figures between GPUs: those of one measure on many pairs (a check point's peers) as their least and
     median, with the slowest named, and each of them that is below; then the others."""
     rows = node["figures"]
-    lines = [f"Between the GPUs ({', '.join(map(str, node['gpus']))}): {node['verdict']}"]
+    order = node["gpus"]
+    renamed = "" if order == list(range(len(order))) else "; gpu<k> in a route is the k-th of them"
+    lines = [f"Between the GPUs ({', '.join(map(str, order))}{renamed}): {node['verdict']}"]
     pairs = sorted((row for row in rows if check_measure.is_peers(row.get("study")) and row["value"]),
                    key=lambda row: row["value"])
     if pairs:
