@@ -5,6 +5,7 @@ verdict and what made it."""
 import json
 
 from gpubench_driver.lib import check_results, outputs
+from gpubench_driver.lib.schema import without_non_finite
 from gpubench_driver.lib.formatting import gb_per_s, percent, rate, seconds
 from gpubench_driver.stages import check_measure, check_verdicts as verdicts
 from gpubench_driver.stages.health import ABOVE, BELOW as FIGURE_BELOW, NOT_JUDGED as FIGURE_NOT_JUDGED
@@ -12,7 +13,7 @@ from gpubench_driver.stages.health import ABOVE, BELOW as FIGURE_BELOW, NOT_JUDG
 # What check.json keeps of a figure (lib/figures.figure and the check's own fields).
 FIGURE_FIELDS = ("key", "label", "value", "low", "high", "unit", "better", "where", "study", "entry", "point",
                  "plateau", "budget", "timed_as", "reference", "fraction_of_reference", "converged", "stop",
-                 "status", "verdict", "basis", "why", "expected", "runs", "healthy_fraction", "by")
+                 "status", "basis", "why", "expected", "runs", "healthy_fraction", "by")
 MARK = {FIGURE_BELOW: "BELOW", FIGURE_NOT_JUDGED: "not judged", ABOVE: "ok (above)"}
 LABEL_WIDTH, VALUE_WIDTH, CELL_WIDTH = 44, 15, 9
 # A column per GPU holds a number in the row's unit: (divisor, unit shown).
@@ -69,7 +70,8 @@ def document(run, parts, node, errors=()):
 
 
 def write(found, path):
-    outputs.write_text(path, json.dumps(found, indent=1, allow_nan=False) + "\n")
+    """check.json, whole or not at all; a number that is not finite is written null, as results.json's are."""
+    outputs.write_text(path, json.dumps(without_non_finite(found), indent=1, allow_nan=False) + "\n")
 
 
 # --- the console ------------------------------------------------------------------------------------
