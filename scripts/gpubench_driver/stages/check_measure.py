@@ -132,7 +132,8 @@ def collect(document):
     """{"figures": each study's check figures (lib/figures.figure, with its study, point, plateau and budget),
     "missing": a not-measured row per error entry and per study that gave no figure}; the findings derived as a
     run's (analyse.derive_findings) on the way."""
-    document["run"].update(status="complete", finished=session.utc_now())
+    failed = any(study["invocations"] for study in document["studies"].values())
+    document["run"].update(status="partial" if failed else "complete", finished=session.utc_now())
     analyse.derive_findings(document, 0)
     sheet = datasheet_of(document, load_datasheets())
     found, missing = [], []
