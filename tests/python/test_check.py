@@ -379,6 +379,25 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(tf32["by"], 0.2, places=2)
 
 
+    def test_a_binary_that_fails_is_not_judged_and_named(self):
+        write_executable(os.path.join(self.build_dir, "bench", "gpubench_precision"), textwrap.dedent(f"""\
+            #!{sys.executable}
+            import sys
+            if "--describe" in sys.argv:
+                print(open({fixture("precision_describe.json")!r}).read())
+            elif "--benchmark_list_tests=true" in sys.argv:
+                print("precision/cublas/gpu/resident/bf16/n:8192/manual_time")
+            else:
+                print("cuBLAS: CUBLAS_STATUS_EXECUTION_FAILED", file=sys.stderr)
+                sys.exit(3)
+            """))
+        done, found, _ = self.check("failing")
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        failed = [row for row in found["gpus"][0]["figures"] if row["study"] == "precision"]
+        self.assertEqual(len(failed), 1)
+        self.assertIn("exited with status 3", failed[0]["why"])
+        self.assertIn("precision: not measured", done.stdout)
+
     def test_two_gpus_each_checked_by_a_sub_check_then_between_them(self):
         with open(os.path.join(self.directory.name, "bin", "nvidia-smi"), "w", encoding="utf-8") as stream:
             stream.write(FAKE_NVIDIA_SMI.replace("NVIDIA H100 80GB HBM3\\n';;", "NVIDIA H100 80GB HBM3\\n"
