@@ -189,12 +189,6 @@ COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "
                           "torch.distributed all_reduce", {"workload": "all_reduce"},
                           tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)
 
-# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
-# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
-# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
-# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
-# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
-# record in the study's `ranks`.
 # gpubench check: NCCL's all-reduce across every GPU at 256 MiB (n is log2 of the bytes).
 CHECK_LOG2_BYTES = 28
 
@@ -208,6 +202,12 @@ def check_figures(study, document, sheet):
             if entry.get("message_bytes") and entry.get("bus_factor") and (entry.get("ranks") or 0) > 1]
 
 
+# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
+# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
+# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
+# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
+# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
+# record in the study's `ranks`.
 STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},

@@ -328,9 +328,6 @@ CLAIMS = (
           studies=("launch_overhead",), position=10),
 )
 
-# Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
-# per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
-# of 10 and 1000: --full.
 # gpubench check: what one launch of an empty kernel costs, per kernel of a chain long enough that the call's own
 # start and end are a hundredth of it.
 CHECK_KERNELS = 100
@@ -351,6 +348,10 @@ CHECK = CheckPoint(
             "call's own start and end are spread over it (a latency: it has a floor, not a peak)",
     budget="two entries (launched and waited for, back to back), one trial, the latency protocol's stopping rule")
 
+
+# Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
+# per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
+# of 10 and 1000: --full.
 STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True,

@@ -191,12 +191,6 @@ def plots(pyplot, study, plot_dir):
     return paths
 
 
-# --- the record -----------------------------------------------------------------------------------
-# The copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest suite copy),
-# one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both ways, the GPU to the
-# host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the N(N-1) ordered pairs (8
-# GPUs: 216 entries, an estimated two minutes a trial at half a second an entry). The SM kernel and the sweep
-# from 16 B to 1 GiB: --full, or --impls/--sizes.
 # gpubench check: every ordered pair of GPUs, one way, by the copy engines.
 CHECK_BYTES = 256 << 20
 
@@ -215,6 +209,12 @@ def check_figures(study, document, sheet):
     return found
 
 
+# --- the record -----------------------------------------------------------------------------------
+# The copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest suite copy),
+# one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both ways, the GPU to the
+# host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the N(N-1) ordered pairs (8
+# GPUs: 216 entries, an estimated two minutes a trial at half a second an entry). The SM kernel and the sweep
+# from 16 B to 1 GiB: --full, or --impls/--sizes.
 STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},

@@ -293,8 +293,6 @@ CLAIMS = (
           "a common reading of tensor-core marketing", tensor_cores, studies=("precision",), position=4),
 )
 
-# 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
-# --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
 # gpubench check: cuBLAS's dense GEMM in every format the GPU runs, at the size from which the rate stops growing.
 CHECK_SIZE = 8192
 
@@ -325,6 +323,9 @@ CHECK = CheckPoint(
     budget="one resident cuBLAS entry per format (FP64 to INT8), one trial, the throughput protocol's stopping "
            "rule; the FP64 reference of the 8192 problem on the host is most of its time")
 
+
+# 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
+# --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
 STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,

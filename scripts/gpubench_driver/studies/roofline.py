@@ -156,10 +156,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the record -----------------------------------------------------------------------------------
-# One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
-# puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
-# call. --full: k = 1, 2, 4, ..., 1024 on both.
 # gpubench check: the FMA units' peak without tensor cores, the chain's most compute-bound point of the suite.
 CHECK_ELEMENTS, CHECK_FMA = 1 << 25, 1024
 
@@ -184,6 +180,11 @@ CHECK = CheckPoint(
             "compute roof there and more FMA per element add no rate; 2^25 elements fill every SM",
     budget="one resident entry per format (FP16, FP32, FP64), one trial, the throughput protocol's stopping rule")
 
+
+# --- the record -----------------------------------------------------------------------------------
+# One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
+# puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
+# call. --full: k = 1, 2, 4, ..., 1024 on both.
 STUDY = Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
               quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
