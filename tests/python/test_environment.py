@@ -89,11 +89,12 @@ class MachineTest(unittest.TestCase):
         self.assertEqual(cpu["model"], "Intel(R) Xeon(R) Platinum 8480+")
 
     def test_nvidia_smi_values(self):
-        line = ("NVIDIA H100 80GB HBM3, GPU-1, 00000000:00:06.0, 81559, 1980, 2619, 345, 700.00, 5, 5, 16, 16, "
+        line = ("NVIDIA H100 80GB HBM3, GPU-1, 00000000:00:06.0, 81559, 1980, 2619, 345, 500.00, 700.00, 5, 5, 16, 16, "
                 "Enabled, 0, 580.95, [N/A]")
         [gpu] = environment.parse_nvidia_smi(line)
         self.assertEqual(gpu["memory.total"], 81559)
-        self.assertEqual(gpu["power.limit"], 700.0)
+        self.assertEqual(gpu["power.limit"], 500.0)
+        self.assertEqual(gpu["power.default_limit"], 700.0)
         self.assertEqual(gpu["pcie.link.width.current"], 16)
         self.assertEqual(gpu["ecc.mode.current"], "Enabled")
         self.assertEqual(gpu["ecc.errors.uncorrected.volatile.total"], 0)

@@ -1,21 +1,28 @@
 """The 'expected' command: the expected ranges of the headline figures per GPU model, taken from committed
-result sets, written to scripts/expected_ranges.json (lib/expected.py reads it for the health check).
-A run is given as its results.json or as its digest (commands/digest.py, the compact form kept
-under results/). Running it again for a model replaces that model's record (give every run of the model, the default
+result sets, written to scripts/expected_ranges.json (lib/expected.py reads it for the health check and
+gpubench check). A run is given as its results.json, as its digest (commands/digest.py, the compact form
+kept under results/) or as a check.json (gpubench check: each GPU's figures at the check's points, with the
+fraction of its reference each reached). Running it again for a model replaces that model's record (give every run of the model, the default
 suite's and --quick's, at once); other models are kept."""
 import json
 import os
 import statistics
 
 from gpubench_driver.commands import digest
-from gpubench_driver.lib import outputs, results
+from gpubench_driver.lib import check_results, outputs, results
 from gpubench_driver.lib.expected import EXPECTED, ExpectedError, SCHEMA, load
 
 
 def _run_figures(path):
     """[(GPU name, run record, its headline figures with a value)] of each run a path holds: a
-    results.json, its findings derived again, or a run digest, its figures as derived when it was
-    written."""
+    results.json, its findings derived again, a run digest, its figures as derived when it was
+    written, or a check.json, each GPU's figures at the check's points."""
+    checked = check_results.file_in(path)
+    if checked:
+        try:
+            return check_results.recorded_runs(checked)
+        except check_results.CheckFileError as error:
+            raise ExpectedError(str(error)) from None
     try:
         runs = digest.runs_in(path)
     except (results.ResultsError, digest.DigestError) as error:
@@ -40,6 +47,10 @@ def model_records(paths):
             found = model["figures"].setdefault(row["key"], {}).setdefault(row["where"], {"values": [], "runs": []})
             found["values"].append(row["value"])
             found["runs"].append(run["id"])
+            if row.get("fraction_of_reference") is not None and row.get("reference"):
+                # What a model without ranges of its own is judged by: the share of this reference a healthy GPU reached.
+                found.setdefault("fractions", []).append({"run": run["id"], "value": row["fraction_of_reference"],
+                                                          "of": row["reference"]["what"]})
     for model in models.values():
         for points in model["figures"].values():
             for found in points.values():
@@ -71,8 +82,8 @@ def register(subparsers):
                     "scripts/expected_ranges.json (the runs' model records are replaced, others kept). Use runs of "
                     "the default suite on healthy machines, committed under results/.")
     parser.add_argument("results", nargs="+",
-                        help="results.json (or .json.gz) files, directories holding one, or run digests "
-                             "(gpubench digest)")
+                        help="results.json (or .json.gz) files, directories holding one, run digests "
+                             "(gpubench digest) or check.json files (gpubench check)")
     parser.add_argument("--file", default=EXPECTED, help="the ranges file (default: %(default)s)")
     parser.set_defaults(execute=execute)
     return parser

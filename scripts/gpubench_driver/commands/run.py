@@ -23,9 +23,9 @@ def register(subparsers):
     quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
                               for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run, the two-minute health check of a new machine (its headline figures set "
-                             f"against committed runs of the same GPU model): sizes {quick_sizes}; batches "
-                             f"{quick_batches}; "
+                        help=f"a short run of every study, that each runs and verifies on a new machine (its points "
+                             f"are short of the peaks: gpubench check is the health check): sizes {quick_sizes}; "
+                             f"batches {quick_batches}; "
                              f"no refinement; no references (explicit flags still win: --reference adds them)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "

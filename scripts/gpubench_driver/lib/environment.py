@@ -13,7 +13,7 @@ VECTOR_OPENBLAS_CORES = ("haswell", "zen", "skylakex", "cooperlake", "sapphirera
 
 NVIDIA_SMI_FIELDS = (
     "name", "uuid", "pci.bus_id", "memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm",
-    "power.limit", "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max",
+    "power.limit", "power.default_limit", "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max",
     "pcie.link.width.current", "ecc.mode.current", "ecc.errors.uncorrected.volatile.total", "driver_version",
     "temperature.gpu")
 _NVIDIA_SMI_TEXT_FIELDS = ("name", "uuid", "pci.bus_id", "ecc.mode.current", "driver_version")

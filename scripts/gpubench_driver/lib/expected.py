@@ -34,3 +34,21 @@ def load(path=EXPECTED):
 def figure_range(model, row):
     """The expected range of a headline figure: the committed runs' values at the same entry, or None."""
     return ((model or {}).get("figures", {}).get(row["key"]) or {}).get(row["where"])
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def reference_fraction(models, row):
+    """The least fraction of its reference (the same reference: row["reference"]["what"]) that the recorded runs
+    of any GPU model reached at a figure's point, {"min", "runs", "models"}; None where none was recorded (only
+    check runs record fractions: gpubench check's figures at their plateau points)."""
+    what = (row.get("reference") or {}).get("what")
+    found = [(name, fraction) for name, model in (models or {}).items()
+             for fraction in (figure_range(model, row) or {}).get("fractions") or []
+             if isinstance(fraction, dict) and fraction.get("of") == what and _number(fraction.get("value"))]
+    if not what or not found:
+        return None
+    return {"min": min(fraction["value"] for _, fraction in found),
+            "runs": [fraction.get("run") for _, fraction in found], "models": sorted({name for name, _ in found})}

@@ -114,6 +114,26 @@ class MemoryRoof:
 
 
 @dataclass(frozen=True)
+class CheckPoint:
+    """What `gpubench check` measures of a study: one invocation of its binary (one trial) at points where
+    each of its figures has reached its plateau, and how the figures are read from the entries. The check
+    judges its figures as measured there (commands/check.py) and never calls a figure measured elsewhere a
+    peak."""
+    sizes: tuple
+    # (study record, results document, datasheet record or None) -> [figure (lib/figures.figure) with "entry":
+    # the name of the entry it was read from (lib/check_figures.of_entry)]
+    figures: Callable
+    plateau: str                   # why these points are on the plateau: what no longer grows past them
+    budget: str                    # the entries it runs and what one costs (the protocol's stopping rule)
+    batches: Optional[tuple] = None
+    impls: Optional[tuple] = None
+    modes: Optional[tuple] = None
+    gpus: int = 1                  # GPUs its binary must see: 1, measured on each GPU; 2, once across the node
+    # Its figures are one measure on different GPUs or pairs of them: each is also held to their median.
+    peers: bool = False
+
+
+@dataclass(frozen=True)
 class Study:
     """One study, as the driver knows it beyond what its binary's --describe says."""
     name: str                      # its binary is gpubench_<name>; its key in results.json
@@ -155,6 +175,7 @@ class Study:
     # (study record, results document) -> findings that read other studies' or the run's findings, added to
     # its own after every study's and the findings across the studies are derived
     derive_across: Optional[Callable] = None
+    check: Optional[CheckPoint] = None  # what `gpubench check` measures of it, at its plateau
 
     @property
     def axis_names(self):

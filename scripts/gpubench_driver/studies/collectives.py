@@ -12,10 +12,11 @@ Entry axes in this study: impl = collective, mode = placement, n = log2 of the m
 (message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
 as nccl-tests does."""
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
-from gpubench_driver.lib.registry import Comparison, Run, Study, csv
+from gpubench_driver.lib.registry import CheckPoint, Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import failures_section, references_not_run, run_notes, time_ratio_cell
 from gpubench_driver.lib.stats import median_interval
 
@@ -188,6 +189,19 @@ COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "
                           "torch.distributed all_reduce", {"workload": "all_reduce"},
                           tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)
 
+# gpubench check: NCCL's all-reduce across every GPU at 256 MiB (n is log2 of the bytes).
+CHECK_LOG2_BYTES = 28
+
+
+def check_figures(study, document, sheet):
+    """The out-of-place all-reduce's bus bandwidth (nccl-tests' measure) across the node's GPUs."""
+    return [bandwidth_figure("collectives", entry, "allreduce/bus",
+                             f"NCCL all-reduce bus bandwidth, {int(entry['ranks'])} GPUs",
+                             entry["message_bytes"] * entry["bus_factor"], None)
+            for entry in entries_at(study, impl="all_reduce", mode="out_of_place", n=CHECK_LOG2_BYTES)
+            if entry.get("message_bytes") and entry.get("bus_factor") and (entry.get("ranks") or 0) > 1]
+
+
 # Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
 # (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
 # of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
@@ -197,4 +211,10 @@ COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "
 STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
-              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True, position=170)
+              references=REFERENCES, comparisons=COMPARISONS, gpus_together=True,
+              check=CheckPoint(
+                  sizes=(CHECK_LOG2_BYTES,), impls=("all_reduce",), modes=("out_of_place",), figures=check_figures,
+                  gpus=2,
+                  plateau="256 MiB a rank: the suite's largest message, where NCCL's ring is past its start-up "
+                          "and the bus bandwidth has levelled off",
+                  budget="one entry, one trial, the latency protocol's stopping rule"), position=170)

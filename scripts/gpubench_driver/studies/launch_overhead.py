@@ -13,11 +13,12 @@ host_synchronizations; add_kernel's kernel_busy_s (the kernels' own device time 
 their spans) and chain_span_s (first kernel's start to last kernel's end), timer_step_s (the global
 timer's resolution), and NVML's gpu_util_mean where the harness's telemetry read it."""
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
-from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.registry import CheckPoint, Study
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
@@ -327,9 +328,31 @@ CLAIMS = (
           studies=("launch_overhead",), position=10),
 )
 
+# gpubench check: what one launch of an empty kernel costs, per kernel of a chain long enough that the call's own
+# start and end are a hundredth of it.
+CHECK_KERNELS = 100
+CHECK_LABELS = {SYNC_EACH: "Kernel launch latency (launch and wait, per kernel)",
+                STREAM: "Kernel launch, back to back (per kernel)"}
+
+
+def check_figures(study, document, sheet):
+    """The empty kernel's time per kernel, launched and waited for (sync_each) and back to back (stream)."""
+    return [time_figure("launch_overhead", entry, f"launch/{entry['mode']}", CHECK_LABELS[entry["mode"]],
+                        per=entry.get("kernels") or entry["n"])
+            for entry in entries_at(study, impl=EMPTY, n=CHECK_KERNELS) if entry["mode"] in CHECK_LABELS]
+
+
+CHECK = CheckPoint(
+    sizes=(CHECK_KERNELS,), impls=(EMPTY,), modes=(SYNC_EACH, STREAM), figures=check_figures,
+    plateau="a chain of 100 empty kernels: the time per kernel no longer falls with a longer chain once the "
+            "call's own start and end are spread over it (a latency: it has a floor, not a peak)",
+    budget="two entries (launched and waited for, back to back), one trial, the latency protocol's stopping rule")
+
+
 # Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
 # per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
 # of 10 and 1000: --full.
 STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
-              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True, position=140)
+              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True,
+              check=CHECK, position=140)

@@ -11,10 +11,11 @@ Entry axes in this study: impl = engine, mode = direction, precision = route
 import math
 
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, gib_per_s, md, percent, seconds
-from gpubench_driver.lib.registry import Study, copy_rates
+from gpubench_driver.lib.registry import CheckPoint, Study, copy_rates
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import median_interval
 
@@ -190,6 +191,24 @@ def plots(pyplot, study, plot_dir):
     return paths
 
 
+# gpubench check: every ordered pair of GPUs, one way, by the copy engines.
+CHECK_BYTES = 256 << 20
+
+
+def check_figures(study, document, sheet):
+    """Each ordered pair's one-way copy bandwidth, against the link's peak NVML gives."""
+    found = []
+    for entry in entries_at(study, impl="copy_engine", mode="one_way", n=CHECK_BYTES):
+        source, destination = ends_of(entry["precision"])
+        if HOST in (source, destination) or not entry.get("bytes_transferred"):
+            continue
+        peak = entry.get("link_peak_bytes_per_s")
+        found.append(bandwidth_figure("p2p", entry, f"p2p/{entry['precision']}",
+                                      f"Peer copy {source} to {destination}", entry["bytes_transferred"],
+                                      {"value": peak, "what": "the link's peak (NVML)"} if peak else None))
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
 # The copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest suite copy),
 # one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both ways, the GPU to the
@@ -199,4 +218,11 @@ def plots(pyplot, study, plot_dir):
 STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
               derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
-              gpus_together=True, position=160)
+              gpus_together=True,
+              check=CheckPoint(
+                  sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("one_way",), figures=check_figures, gpus=2,
+                  peers=True,
+                  plateau="256 MiB a copy: the copy's fixed cost is a few thousandths of it even at NVLink rates, "
+                          "so the rate no longer grows with the size",
+                  budget="one entry per ordered pair of GPUs and per host route, one trial, the latency "
+                         "protocol's stopping rule"), position=160)

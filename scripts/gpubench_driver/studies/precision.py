@@ -4,13 +4,14 @@ CPU's), how much faster than FP32 each format is, next to the accuracy it costs;
 import re
 
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.figures import energy_figure
+from gpubench_driver.lib.figures import PRECISION_NAMES, PRECISIONS, energy_figure
 from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, median_s, ok_entries,
                                           set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
-from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
+from gpubench_driver.lib.registry import CheckPoint, Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, failures_section, references_not_run,
                                           run_notes, unsettled_mark)
 
@@ -292,6 +293,37 @@ CLAIMS = (
           "a common reading of tensor-core marketing", tensor_cores, studies=("precision",), position=4),
 )
 
+# gpubench check: cuBLAS's dense GEMM in every format the GPU runs, at the size from which the rate stops growing.
+CHECK_SIZE = 8192
+
+
+def check_figures(study, document, sheet):
+    """Each format's cuBLAS GEMM at the check's size, against the datasheet's dense rate (its rate without
+    tensor cores where the entry says it ran on the CUDA cores alone)."""
+    found = []
+    order = {precision: index for index, precision in enumerate(PRECISIONS)}
+    for entry in sorted(entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE),
+                        key=lambda entry: (order.get(entry["precision"], len(order)), entry["precision"])):
+        if not entry.get("flop_per_s"):
+            continue
+        plain = entry.get("tensor_cores") == 0
+        peak = ((sheet or {}).get("peak_flop_per_s_without_tensor_cores" if plain else "peak_flop_per_s")
+                or {}).get(entry["precision"])
+        what = "datasheet, without tensor cores" if plain else "datasheet (dense)"
+        found.append(rate_figure("precision", entry, f"rate/{entry['precision']}",
+                                 f"{PRECISION_NAMES.get(entry['precision'], entry['precision'])} GEMM (cuBLAS)",
+                                 {"value": peak, "what": what} if peak else None))
+    return found
+
+
+CHECK = CheckPoint(
+    sizes=(CHECK_SIZE,), impls=("cublas",), modes=("resident",), figures=check_figures,
+    plateau="n = 8192: the size from which cuBLAS's GEMM rate stops growing on H100-class GPUs (issue 31); "
+            "every format the GPU runs, at that one size",
+    budget="one resident cuBLAS entry per format (FP64 to INT8), one trial, the throughput protocol's stopping "
+           "rule; the FP64 reference of the 8192 problem on the host is most of its time")
+
+
 # 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
 # --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
 STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
@@ -299,4 +331,4 @@ STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
               headline=(("energy", lambda document: energy_figure(document, "precision", "cublas", "bf16")),),
-              position=20)
+              check=CHECK, position=20)

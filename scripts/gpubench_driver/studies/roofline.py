@@ -8,10 +8,12 @@ Intensity is FLOP per byte of memory traffic as the binary counts them (flop ove
 memory_written_bytes: x read and y written once per call); rates are the entries' FLOP/s and bytes/s
 over the median time."""
 from gpubench_driver.lib import charts
+from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.document import paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries
 from gpubench_driver.lib.formatting import md, percent, rate, whole
-from gpubench_driver.lib.registry import Study, flop_rates
+from gpubench_driver.lib.figures import PRECISION_NAMES
+from gpubench_driver.lib.registry import CheckPoint, Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
 from gpubench_driver.lib.stats import finite, median_interval
 
@@ -154,6 +156,31 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
+# gpubench check: the FMA units' peak without tensor cores, the chain's most compute-bound point of the suite.
+CHECK_ELEMENTS, CHECK_FMA = 1 << 25, 1024
+
+
+def check_figures(study, document, sheet):
+    """The FMA chain's rate per format at k = CHECK_FMA, against the datasheet's rate without tensor cores."""
+    rates = (sheet or {}).get("peak_flop_per_s_without_tensor_cores") or {}
+    found = []
+    for entry in entries_at(study, impl="fma_kernel", mode="resident", n=CHECK_ELEMENTS, batch=CHECK_FMA):
+        if entry.get("flop_per_s"):
+            peak = rates.get(entry["precision"])
+            found.append(rate_figure("roofline", entry, f"rate/{entry['precision']}",
+                                     f"{PRECISION_NAMES.get(entry['precision'], entry['precision'])} CUDA-core FMA "
+                                     f"peak ({CHECK_FMA} FMA per element)",
+                                     {"value": peak, "what": "datasheet, without tensor cores"} if peak else None))
+    return found
+
+
+CHECK = CheckPoint(
+    sizes=(CHECK_ELEMENTS,), batches=(CHECK_FMA,), impls=("fma_kernel",), modes=("resident",), figures=check_figures,
+    plateau="k = 1024 FMA per element (256 FLOP per byte in FP32), far right of the ridge: the chain follows the "
+            "compute roof there and more FMA per element add no rate; 2^25 elements fill every SM",
+    budget="one resident entry per format (FP16, FP32, FP64), one trial, the throughput protocol's stopping rule")
+
+
 # --- the record -----------------------------------------------------------------------------------
 # One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
 # puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
@@ -162,4 +189,4 @@ STUDY = Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), b
               quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},
-              measures_roofs=True, position=110)
+              measures_roofs=True, check=CHECK, position=110)

@@ -11,13 +11,13 @@ memory_written_bytes: each array the operation reads or writes, once) over the m
 bytes per second (the report prints GB/s, 10^9)."""
 import math
 
-from gpubench_driver.lib import charts
+from gpubench_driver.lib import charts, check_figures
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
 from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
                                           positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
+from gpubench_driver.lib.registry import CheckPoint, MemoryRoof, Study, traffic_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -464,8 +464,7 @@ def memory_figure(found, entry, interval, reference):
     label = (f"Device memory bandwidth (stream {found.get('operation')}, {found.get('kernel')} kernel, "
              f"{PRECISION_NAMES.get(found['precision'], found['precision'])})")
     where = f"stream: {found['impl']} {found['mode']} {found['precision']} n={found['n']}"
-    if theoretical:
-        reference = {"value": theoretical, "what": THEORETICAL_MEMORY}
+    reference = {"value": theoretical, "what": THEORETICAL_MEMORY} if theoretical else reference
     timed_as = LATENCY if entry.get("protocol") == "latency" else THROUGHPUT  # Thrust's dot waits for its sum
     return figure("memory_bandwidth", label, found["bytes_per_s"], interval, "B/s", "higher", timed_as, where,
                   reference, between_runs=between_runs(entry, found["bytes_per_s"]))
@@ -481,10 +480,7 @@ def memory_summary(bandwidth):
 
 MEMORY_ROOF = MemoryRoof(
     rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
-    caption=lambda bandwidth: charts.plain(CAPTION.format(operation=bandwidth.get("operation"),
-                                                          kernel=bandwidth.get("kernel"),
-                                                          precision=bandwidth["precision"])),
-    summary=memory_summary)
+    caption=lambda bandwidth: charts.plain(CAPTION.format(**bandwidth)), summary=memory_summary)
 # --- the record -----------------------------------------------------------------------------------
 # The default suite and --quick: the kernels that answer its questions (docs/methodology.md). An L2 size (2^20
 # elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size (2^25, BabelStream's default: 256 to
@@ -497,4 +493,8 @@ STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust",
 STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
               suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
-              memory_roof=MEMORY_ROOF, measures_roofs=True, position=100)
+              memory_roof=MEMORY_ROOF, measures_roofs=True, position=100,
+              check=CheckPoint(sizes=(1 << 28,), impls=STREAM_SUITE_IMPLS[:2], modes=("resident",),
+                               figures=check_figures.roof_figures(MEMORY_ROOF),
+                               plateau="arrays of 1 GiB, 20x an H100's L2: bandwidth no longer grows with the arrays",
+                               budget="triad and dot in FP32 and FP64, resident: four entries, the throughput rule"))

@@ -12,12 +12,13 @@ report prints it in GiB/s (2^30 bytes per second) and says so."""
 import math
 
 from gpubench_driver.lib import charts, stats
+from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
 from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
-from gpubench_driver.lib.registry import Comparison, GIB, MemoryRoof, Run, Study, copy_rates
+from gpubench_driver.lib.registry import CheckPoint, Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
                                           time_ratio_cell)
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
@@ -366,7 +367,17 @@ def link_figures(document):
     return found
 
 
+def check_figures(study, document, sheet):
+    """The headline's pinned copies each way (link_figures), read from the check's entries."""
+    found = []
+    for entry in entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES):
+        found += [of_entry(row, entry) for row in link_figures(document)
+                  if row["key"] == f"link/{entry['precision']}/pinned"]
+    return found
+
+
 # --- the record -----------------------------------------------------------------------------------
+CHECK_BYTES = 256 << 20  # gpubench check's copies
 TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
 # (host memory, direction) of the transfer study -> what its torch counterpart is held to.
 TRANSFER_TARGETS = {
@@ -393,4 +404,12 @@ STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 
               summary=sections, plots=plots, rates=copy_rates,
               axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS, headline=(("link", link_figures),),
-              memory_roof=MEMORY_ROOF, position=60)
+              memory_roof=MEMORY_ROOF,
+              # gpubench check: the copy engines' pinned copies each way, as the headline reads them.
+              check=CheckPoint(
+                  sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("pinned",),
+                  figures=check_figures,
+                  plateau="256 MiB a copy: the copy's fixed cost (its launch and completion, microseconds) is a "
+                          "few thousandths of it at PCIe Gen5 rates, so the rate no longer grows with the size",
+                  budget="three pinned entries (each way and both at once), one trial, the latency protocol's "
+                         "stopping rule"), position=60)

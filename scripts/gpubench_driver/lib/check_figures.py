@@ -1,0 +1,73 @@
+"""The figures `gpubench check` reads from one study's entries at its check points (lib/registry.CheckPoint):
+the entries at those points, and a figure of one entry (a FLOP rate, a bandwidth, a time) in the form every
+headline figure has (lib/figures.figure), its `where` the entry's point, so that expected ranges recorded from
+check runs and from suite runs at the same point (`gpubench expected`) judge it alike."""
+from gpubench_driver.lib import stats
+from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, figure, inverse, where_text
+from gpubench_driver.lib.findings import ok_entries
+
+POINT_AXES = ("impl", "mode", "precision", "n", "batch")
+
+
+def entries_at(study, device="gpu", **axes):
+    """The ok entries of a study record on `device` whose axes have the values given (n=8192, impl="cublas")."""
+    return [entry for entry in ok_entries(study.get("entries") or [])
+            if entry.get("device") == device and all(entry.get(axis) == value for axis, value in axes.items())]
+
+
+def point_of(study_name, entry):
+    """The findings row naming an entry's point ({study, impl, mode, precision, n, batch})."""
+    return {"study": study_name, **{axis: entry.get(axis) for axis in POINT_AXES}}
+
+
+def of_entry(row, entry):
+    """A figure with the name of the entry it was read from, which the check reports the measurement of."""
+    return {**row, "entry": entry["name"]}
+
+
+def timed_as(entry):
+    return LATENCY if entry.get("protocol") == "latency" else THROUGHPUT
+
+
+def rate_figure(study_name, entry, key, label, reference):
+    """The entry's FLOP/s (OP/s for INT8) with its interval; reference: {"value", "what"} or None."""
+    flop = entry["flop_per_s"] * entry["time_s"]["median"]
+    unit = "OP/s" if entry.get("precision") == "int8" else "FLOP/s"
+    return of_entry(figure(key, label, entry["flop_per_s"], inverse(flop, stats.median_interval(entry["time_s"])),
+                           unit, "higher", timed_as(entry), where_text(point_of(study_name, entry)), reference,
+                           between_runs=between_runs(entry, entry["flop_per_s"])), entry)
+
+
+def bandwidth_figure(study_name, entry, key, label, bytes_per_call, reference, where=None):
+    """bytes_per_call over the entry's median time, in B/s, with its interval."""
+    value = bytes_per_call / entry["time_s"]["median"]
+    return of_entry(figure(key, label, value, inverse(bytes_per_call, stats.median_interval(entry["time_s"])), "B/s",
+                           "higher", timed_as(entry), where or where_text(point_of(study_name, entry)), reference,
+                           between_runs=between_runs(entry, value)), entry)
+
+
+def roof_figures(roof):
+    """The check figures of a study that measures the memory roof (lib/registry.MemoryRoof): the roof as a run
+    reads it (its bandwidth and figure), from the check's entries, against the datasheet's bandwidth where the
+    roof's own figure names no better reference."""
+    def figures(study, document, sheet):
+        found, _ = roof.bandwidth(study)
+        entry = next((entry for entry in ok_entries(study.get("entries") or []) if found and all(
+            entry.get(axis) == found.get(axis) for axis in POINT_AXES if axis != "batch")), None)
+        if entry is None:
+            return []
+        rate = (sheet or {}).get("memory_bytes_per_s")
+        interval = inverse(found["bytes_per_call"], stats.median_interval(entry["time_s"]))
+        return [of_entry(roof.figure(found, entry, interval, {"value": rate, "what": "datasheet"} if rate else None),
+                         entry)]
+    return figures
+
+
+def time_figure(study_name, entry, key, label, per=1):
+    """The entry's median time per call over `per` (the items one call does), in s (lower is better), with
+    its interval."""
+    interval = stats.median_interval(entry["time_s"]).per(per)
+    value = entry["time_s"]["median"] / per
+    return of_entry(figure(key, label, value, (interval.low, interval.high) if interval.known else (None, None), "s",
+                           "lower", timed_as(entry), where_text(point_of(study_name, entry)),
+                           between_runs=between_runs(entry, value, "time")), entry)

@@ -1,0 +1,154 @@
+"""gpubench check's plan, run and collect: every study whose record has a check point (Study.check) measured once
+at those points, by the runner every run uses (runner.Study: its binary's --describe and entry list, one
+process, the journal, NVML telemetry, the measurement lines), into a results document that the analyse stage
+derives as it derives any run's; then each study's check figures read from it, and what kept a study from
+giving any (a binary not built, no GPU, an error entry) as figures not measured."""
+import concurrent.futures
+import os
+from dataclasses import dataclass, replace
+
+from gpubench_driver import studies
+from gpubench_driver.lib import outputs, results
+from gpubench_driver.lib.figures import datasheet_of, load_datasheets
+from gpubench_driver.stages import analyse, build, journal, runner, session
+from gpubench_driver.stages.health import NOT_JUDGED
+
+NOT_MEASURED = "not measured"
+
+
+@dataclass
+class CheckPlan:
+    name: str
+    binary: str
+    description: dict
+    options: object  # the RunOptions its binary runs with: the check point's sizes, batches, impls, modes
+
+
+def point_text(check):
+    """The point of a check, as its figures' records and the docs say it."""
+    parts = [f"n = {', '.join(map(str, check.sizes))}"]
+    if check.batches:
+        parts.append(f"batch {', '.join(map(str, check.batches))}")
+    for name, values in (("impls", check.impls), ("modes", check.modes)):
+        if values:
+            parts.append(f"{name} {', '.join(values)}")
+    return "; ".join(parts)
+
+
+def _known(chosen, known):
+    """The chosen ids this binary has (None: all of them); [] where it has none."""
+    return None if chosen is None else [value for value in chosen if value in known]
+
+
+def is_peers(name):
+    """Whether a study's check figures are one measure on different GPUs or pairs (CheckPoint.peers)."""
+    record = studies.BY_NAME.get(name)
+    return bool(record and record.check and record.check.peers)
+
+
+def plan(options, gpus_seen):
+    """(plans, not measured) of one GPU's check points (gpus_seen 1) or of those between GPUs (gpus_seen, 2 or
+    more: the points that need at most that many): a plan per study whose binary was built and has a GPU, a
+    not-measured row for each other."""
+    plans, missing = [], []
+    chosen = [record for record in studies.STUDIES if record.check and record.check.gpus <= gpus_seen
+              and (record.check.gpus == 1) == (gpus_seen == 1)]
+    binaries = {record.name: build.binary_path(options.build_dir, f"gpubench_{record.name}") for record in chosen}
+    built = [record for record in chosen if os.access(binaries[record.name], os.X_OK)]
+    missing += [not_measured(record.name, f"{binaries[record.name]} was not built") for record in chosen
+                if record not in built]
+    # Every binary described at once: each start of a study binary initialises CUDA, which takes a while.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(built) or 1) as pool:
+        described = dict(zip([record.name for record in built], pool.map(_described, [binaries[record.name]
+                                                                                        for record in built])))
+    for record in built:
+        check, binary, description = record.check, binaries[record.name], described[record.name]
+        if isinstance(description, str):
+            missing.append(not_measured(record.name, description))
+            continue
+        gpu = description.get("gpu") or {}
+        if not gpu.get("available"):
+            why = gpu.get("reason") or "no reason given"
+            missing.append(not_measured(record.name, f"its binary found no GPU: {why}"))
+            continue
+        implementations = description["implementations"]
+        impls = _known(check.impls, [impl.get("id") for impl in implementations])
+        modes = _known(check.modes, [mode for impl in implementations for mode in impl.get("modes") or []])
+        if impls == [] or modes == []:
+            missing.append(not_measured(record.name, f"this build of it has none of {point_text(check)}"))
+            continue
+        plans.append(CheckPlan(record.name, binary, description, replace(
+            options, studies=[record.name], sizes=list(check.sizes), batches=list(check.batches or []) or None,
+            impls=impls, modes=modes, caps={}, cpu_only=False, refine_rounds=0, reference=False, trials=1)))
+    return plans, missing
+
+
+def _described(binary):
+    """The binary's --describe, or why there is none."""
+    try:
+        return runner.describe(binary)
+    except runner.RunnerError as error:
+        return str(error)
+
+
+def not_measured(study, why):
+    """A figure row for what a study's check could not measure (its status: not judged)."""
+    return {"key": f"{study}/{NOT_MEASURED}", "label": f"{study}: {NOT_MEASURED}", "value": None, "unit": "",
+            "where": None, "study": study, "status": NOT_JUDGED, "basis": None, "why": why}
+
+
+def new_document(options, argv, plans):
+    """The check's results document: the run record, the machine and software as a run captures them."""
+    document = session.new_run_document(options, argv)
+    session.capture_environment(document, options, [item.description for item in plans])
+    for item in plans:
+        document["studies"][item.name] = results.new_study(item.description, item.options.sizes,
+                                                           item.options.batches)
+    return document
+
+
+def measure(plans, document, out_dir):
+    """Each plan's entries, one trial, into the document (results.json rewritten after each study); the
+    studies whose binary could not list or run its entries, with why."""
+    results_path = os.path.join(out_dir, "results.json")
+    save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (after every size)
+    save()
+    progress = runner.Progress(0)
+    scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)
+    failed = []
+    for item in plans:
+        study = runner.Study(item.name, item.binary, item.options, document["studies"][item.name], save, progress,
+                             journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
+                             scratch_dir=scratch_dir)
+        try:
+            study.plan()
+            study.sweep(1)
+        except runner.RunnerError as error:
+            failed.append(not_measured(item.name, str(error)))
+    return failed
+
+
+def collect(document):
+    """{"figures": each study's check figures (lib/figures.figure, with its study, point, plateau and budget),
+    "missing": a not-measured row per error entry and per study that gave no figure}; the findings derived as a
+    run's (analyse.derive_findings) on the way."""
+    failed = any(study["invocations"] for study in document["studies"].values())
+    document["run"].update(status="partial" if failed else "complete", finished=session.utc_now())
+    analyse.derive_findings(document, 0)
+    sheet = datasheet_of(document, load_datasheets())
+    found, missing = [], []
+    for name, study in document["studies"].items():
+        check = studies.BY_NAME[name].check
+        rows = check.figures(study, document, sheet)
+        by_name = {entry["name"]: entry for entry in study["entries"]}
+        for row in rows:
+            entry = by_name.get(row["entry"])
+            found.append({**row, "study": name, "point": point_text(check), "plateau": check.plateau,
+                          "budget": check.budget, "converged": (entry or {}).get("converged"),
+                          "stop": ((entry or {}).get("measurement") or {}).get("headline", {}).get("stop")})
+        errors = [entry for entry in study["entries"] if entry["status"] == "error"]
+        missing += [not_measured(name, f"{entry['name']}: {entry['message']}") for entry in errors]
+        if not rows and not errors:
+            missing.append(not_measured(name, "no entry at its check point gave a figure"))
+    return {"figures": found, "missing": missing}
+
