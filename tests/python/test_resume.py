@@ -15,7 +15,9 @@ import sys
 import tempfile
 import time
 import unittest
+from unittest import mock
 
+import test_run_studies
 from support import ENTRY
 from test_run_studies import FakeMachine
 
@@ -76,9 +78,10 @@ def stop_after_units(command, env, out, units, signum, group, delay=0.0):
 
 
 class FakeRun:
-    """A stand-in matmul run of five sizes in two trials, each entry 50 ms, its invocations logged."""
+    """A stand-in matmul run of five sizes in two trials (or of the flags given), each entry 50 ms, its
+    invocations logged."""
 
-    def __init__(self):
+    def __init__(self, *flags):
         self.machine = FakeMachine(studies=("matmul",))
         root = self.machine.directory.name
         self.out = os.path.join(root, "run")
@@ -86,8 +89,8 @@ class FakeRun:
         self.env = dict(self.machine.env, GPUBENCH_FAKE_PACE="0.05", GPUBENCH_FAKE_LOG=self.log, TMPDIR=root,
                         GPUBENCH_PYTHON=sys.executable)
         self.command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", self.machine.build_dir,
-                        "--no-reference", "--no-refine", "--sizes", ",".join(map(str, SIZES)), "--trials", "2",
-                        "--out", self.out]
+                        "--no-reference", "--trials", "2", "--out", self.out,
+                        *(flags or ("--no-refine", "--sizes", ",".join(map(str, SIZES))))]
 
     def resume(self, *args):
         return gpubench("run", "--no-setup", "--no-build", "--build-dir", self.machine.build_dir, "--resume",
@@ -186,6 +189,33 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertEqual(after["run"]["resumed"][0]["units_kept"], len(units_of(before)))
         # The interrupted unit's first entry, saved by the interrupted run, was taken back and measured again.
         self.assertGreaterEqual(after["run"]["resumed"][0]["measured_again"], 1)
+
+    def test_refinement_rounds_resume_as_planned(self):
+        # Stand-in entries at every size from 64 to 512, so that each round's midpoint has entries: the
+        # crossover (n = 172) is refined at 192, then 160, then 176.
+        with mock.patch.object(test_run_studies, "MATMUL_SIZES", range(64, 513)):
+            run = FakeRun("--full", "--sizes", "128,256")
+        self.addCleanup(run.machine.close)
+        run.env["GPUBENCH_FAKE_PACE"] = "0.2"  # entries of 0.2 s: the kill lands before round 2's second trial ends
+        stop_after_units(run.command, run.env, run.out, 7, signal.SIGKILL, group=True)
+        before = read_document(run.out)
+        plans = before["studies"]["matmul"]["refinement_plans"]
+        self.assertEqual([[size["n"] for size in plan] for plan in plans], [[192], [160]])
+        run.forget_log()
+        process = run.resume()
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        after = results.load(run.out)
+        study = after["studies"]["matmul"]
+        self.assertEqual(study["refinement_plans"][:2], plans)
+        self.assertEqual([[size["n"] for size in plan] for plan in study["refinement_plans"]], [[192], [160], [176]])
+        units = [unit for unit in study["units"] if unit["phase"] == "refinement"]
+        self.assertEqual(sorted((unit["round"], unit["trial"], unit["n"]) for unit in units),
+                         [(round_number, trial, n) for round_number, n in ((1, 192), (2, 160), (3, 176))
+                          for trial in (1, 2)])
+        self.assertEqual(len(study["units"]), 4 + 6 + 1)
+        self.assertEqual(run.measured(), [f"--sizes={unit['n']}" for unit in study["units"][len(before["studies"]
+                                          ["matmul"]["units"]):] if "n" in unit])
+        self.assertEqual({trials.count(entry) for entry in study["entries"]}, {2})
 
     def test_a_run_killed_during_its_final_write_is_finished_without_measuring(self):
         run = FakeRun()
