@@ -179,8 +179,18 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertIn("interrupted: writing what finished", output)
         before = read_document(run.out)
         self.assertEqual(before["run"]["status"], "interrupted")
-        process = run.resume()
-        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        first = subprocess.Popen(["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir",
+                                  run.machine.build_dir, "--resume", run.out], env=run.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 60
+        while not outputs.run_in_progress(run.out) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # A second resume of the same folder meanwhile meets the first one's lock.
+        second = run.resume()
+        self.assertEqual(second.returncode, 2, second.stdout + second.stderr)
+        self.assertIn("is in use by a gpubench run that is still going", second.stderr)
+        output, _ = first.communicate(timeout=120)
+        self.assertEqual(first.returncode, 0, output)
         after = results.load(run.out)
         self.assertEqual(after["run"]["status"], "complete")
         self.assertEqual(len(units_of(after)), len(set(units_of(after))))
