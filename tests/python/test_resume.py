@@ -18,10 +18,11 @@ import unittest
 from unittest import mock
 
 import test_run_studies
+import test_trials
 from support import ENTRY
 from test_run_studies import FakeMachine
 
-from gpubench_driver.lib import outputs, results, trials
+from gpubench_driver.lib import measurements, outputs, results, trials
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 MATMUL = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
@@ -105,6 +106,35 @@ class FakeRun:
 
     def forget_log(self):
         os.remove(self.log)
+
+
+class TrialsBeforeTest(unittest.TestCase):
+    """trials.before takes back what an unfinished attempt at a trial added to an entry."""
+
+    def combined(self, *entries):
+        entry = None
+        for trial, new in enumerate(entries, start=1):
+            entry = trials.combine(entry, new, trial)
+        return entry
+
+    @staticmethod
+    def measured(median_s, status="ok"):
+        """An entry with every field a measured one has (the measurement's, null where not measured)."""
+        return {**dict.fromkeys((*measurements.FIELDS, "measurement")), **test_trials.measured(median_s, status=status)}
+
+    def test_the_entry_as_its_earlier_trials_left_it(self):
+        first, second, third = (self.measured(median_s) for median_s in (1e-3, 1.2e-3, 0.9e-3))
+        entry = self.combined(first, second, third)
+        self.assertEqual(trials.before(entry, 3), self.combined(first, second))
+        self.assertEqual(trials.before(entry, 2), self.combined(first))
+        self.assertIsNone(trials.before(entry, 1))
+        self.assertEqual(trials.before(self.combined(first, second), 3), self.combined(first, second))
+
+    def test_a_failed_later_trial_is_taken_back_whole(self):
+        first, failed = self.measured(1e-3), self.measured(1e-3, status="error")
+        entry = self.combined(first, failed)
+        self.assertEqual(entry["status"], "error")
+        self.assertEqual(trials.before(entry, 2), first)
 
 
 class ResumeAfterKillTest(unittest.TestCase):
@@ -327,6 +357,18 @@ class RefusedTest(unittest.TestCase):
             self.refused(says="is in use by a gpubench run that is still going")
         finally:
             os.close(held.handle)  # its lock file is left, as a driver killed outright leaves it
+
+    def test_another_processor_is_refused_before_measuring(self):
+        with tempfile.TemporaryDirectory() as folder:
+            document = read_document(self.fake.out)
+            document["machine"]["cpu"]["model"] = "another CPU"
+            with open(os.path.join(folder, "results.json"), "w", encoding="utf-8") as stream:
+                json.dump(document, stream)
+            process = gpubench("run", "--no-setup", "--no-build", "--build-dir", self.fake.machine.build_dir,
+                               "--resume", folder, env=self.fake.env)
+            self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+            self.assertIn("cannot resume here: the run measured CPU another CPU, this machine has", process.stderr)
+            self.assertEqual(read_document(folder), document)
 
     def test_a_run_from_before_runs_recorded_their_units(self):
         with tempfile.TemporaryDirectory() as folder:

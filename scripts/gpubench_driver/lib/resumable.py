@@ -103,8 +103,11 @@ def summary_lines(run):
         start = record.get("from")
         where = f"from {md(describe(start))}" if start else "with nothing left to measure"
         again = record.get("measured_again") or 0
+        differed = [md(difference.get("what")) for difference in record.get("differences") or []
+                    if isinstance(difference, dict)]
         lines.append(f"Resumed {md(record['at'])} {where}: {record['units_kept']} finished units kept"
-                     + (f", {again} entries of unfinished units measured again" if again else ""))
+                     + (f", {again} entries of unfinished units measured again" if again else "")
+                     + (f"; the machine then differed in {', '.join(differed)}" if differed else ""))
     return lines
 
 
