@@ -150,7 +150,7 @@ class ResumeAfterKillTest(unittest.TestCase):
             stream.write("conv/key\tengine 7\n")  # as the first trial's cuDNN choices would be held
         run.forget_log()
 
-        process = run.resume()
+        process = run.resume("--trials", "2", "--no-refine")  # flags that say what the run recorded are taken
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         self.assertNotIn("Traceback", process.stdout + process.stderr)
         self.assertIn(f"{len(kept)} finished units kept", process.stdout)
