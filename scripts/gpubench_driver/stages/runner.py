@@ -382,8 +382,8 @@ class Study:
             self.progress.first_unit = {"study": self.name, **unit}
 
     def _forget_unfinished(self, planned, trial):
-        """Before a unit runs: what an earlier attempt at it left (an interrupted run saves the entries its
-        last process finished) leaves the entries, so that the unit's trial counts once."""
+        """Before a unit runs, takes back from its entries what an earlier attempt at it saved (an interrupted
+        run saves the entries its last process finished), so that the unit's trial counts once."""
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
         for name in planned:
             if name in by_name and trials.count(by_name[name]) >= trial:
