@@ -23,6 +23,8 @@ from support import ENTRY
 from test_run_studies import FakeMachine
 
 from gpubench_driver.lib import measurements, outputs, results, trials
+from gpubench_driver.stages import like, options as opts, resume
+from gpubench_driver.commands import cli
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 MATMUL = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
@@ -357,6 +359,25 @@ class RefusedTest(unittest.TestCase):
             self.refused(says="is in use by a gpubench run that is still going")
         finally:
             os.close(held.handle)  # its lock file is left, as a driver killed outright leaves it
+
+    def options_of(self, document, *flags):
+        args = cli.parse(["run", "--resume", self.fake.out, *flags])
+        chosen, swept = like.configuration(document, resume.RECORDED)
+        return resume.resumed_options(document, chosen, swept, args, cli.resolve_run_options(args), self.fake.out)
+
+    def test_the_recorded_options_are_taken_and_the_builds_given(self):
+        document = read_document(self.fake.out)
+        document["run"]["options"]["like"] = "/elsewhere/results.json"  # a run --like is one run: it resumes
+        options = self.options_of(document, "--build-dir", "/other/build", "--cmake-arg", "-DX=1")
+        recorded = document["run"]["options"]
+        self.assertEqual((options.trials, options.sizes, options.refine_rounds, options.run_id),
+                         (recorded["trials"], recorded["sizes"], recorded["refine_rounds"], document["run"]["id"]))
+        self.assertEqual((options.build_dir, options.cmake_args, options.out), ("/other/build", ["-DX=1"],
+                                                                                 self.fake.out))
+        self.assertEqual(options.study_sizes, {"matmul": {"sizes": list(SIZES), "batches": None}})
+        for kind, value in (("gpus", "all"), ("repeatability", True)):
+            with self.subTest(kind=kind), self.assertRaisesRegex(opts.UsageError, f"made by run --{kind}"):
+                self.options_of({**document, "run": {**document["run"], "options": {**recorded, kind: value}}})
 
     def test_another_processor_is_refused_before_measuring(self):
         with tempfile.TemporaryDirectory() as folder:
