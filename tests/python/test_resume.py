@@ -7,6 +7,7 @@ contradicts the run's options and a run still going are refused with a message a
 On stand-in study binaries (test_run_studies.FakeMachine: each invocation logged), and on the built
 matmul study's CPU entries where GPUBENCH_BUILD_DIR holds it (real measurements: a re-measured entry
 would not keep its values)."""
+import collections
 import json
 import os
 import signal
@@ -150,6 +151,12 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertTrue(3 <= len(kept) < 10, kept)
         with open(os.path.join(run.out, "held_choices.tsv"), "w", encoding="utf-8") as stream:
             stream.write("conv/key\tengine 7\n")  # as the first trial's cuDNN choices would be held
+        # A kill between a unit's two writes leaves its benchmarks in gbench/ and not in results.json.
+        raw_path = os.path.join(run.out, "gbench", "matmul.json")
+        with open(raw_path, encoding="utf-8") as stream:
+            raw = json.load(stream)
+        with open(raw_path, "w", encoding="utf-8") as stream:
+            json.dump({**raw, "benchmarks": raw["benchmarks"] + raw["benchmarks"][-1:]}, stream)
         run.forget_log()
 
         process = run.resume("--trials", "2", "--no-refine")  # flags that say what the run recorded are taken
@@ -172,6 +179,12 @@ class ResumeAfterKillTest(unittest.TestCase):
         for (name, trial), record in trial_records(before).items():
             self.assertEqual(records[(name, trial)], record, name)
         self.assertEqual(len(after["studies"]["matmul"]["trial_size_orders"]), 2)
+        # Google Benchmark's own output holds each entry's two trials, as a run never stopped writes it.
+        with open(raw_path, encoding="utf-8") as stream:
+            raw = json.load(stream)["benchmarks"]
+        self.assertEqual(collections.Counter(benchmark["run_name"] for benchmark in raw),
+                         {benchmark["run_name"]: 2 for benchmark in raw})
+        self.assertEqual(len(raw), 2 * len(entries))
         # The held choices stay, and the resumed processes read them.
         with open(os.path.join(run.out, "held_choices.tsv"), encoding="utf-8") as stream:
             self.assertEqual(stream.read(), "conv/key\tengine 7\n")

@@ -3,7 +3,8 @@
 A run is a sequence of units: per study, each (trial, size) of its sweep, each (round, trial, size)
 of its refinement, and its end (its reference timings). A unit is finished when its benchmark
 process ended and its entries were saved to results.json; each study lists its finished units in
-`units`, in the save that holds their entries, so the list and the entries never disagree. Each
+`units`, in the save that holds their entries, so the list and the entries never disagree (and
+`raw_benchmarks`, how many of gbench/<study>.json's benchmarks they account for). Each
 refinement round's plan is kept in `refinement_plans` as it was made: a resume replays the rounds
 as planned, instead of planning again from entries that now hold the rounds' own sizes.
 
@@ -60,6 +61,8 @@ def check_study(record, path):
         for name in ("round", "trial", "n"):
             expect(found.get(name) is None or _positive_int(found[name]), f"{where}.{name}",
                    "expected a positive integer")
+    raw = record.get("raw_benchmarks")
+    expect(raw is None or has_type(raw, int) and raw >= 0, f"{path}.raw_benchmarks", "expected a count")
     expect_type(record.get("refinement_plans", []), list, f"{path}.refinement_plans")
     for index, plan in enumerate(record.get("refinement_plans", [])):
         expect_type(plan, list, f"{path}.refinement_plans[{index}]")
