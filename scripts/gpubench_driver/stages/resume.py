@@ -167,7 +167,10 @@ def _resume_in(out_dir, args, given, argv):
     document, chosen, swept = _load(out_dir)
     run = document["run"]
     if run["status"] == "complete":
-        print(f"run {run['id']} in {out_dir} is complete: nothing to resume", flush=True)
+        # A kill between the final write's results.json and its summary leaves a complete run undrawn.
+        undrawn = ("" if os.path.exists(os.path.join(out_dir, "summary.md"))
+                   else f" (its summary is missing: scripts/gpubench report {out_dir} draws it)")
+        print(f"run {run['id']} in {out_dir} is complete: nothing to resume{undrawn}", flush=True)
         return 0
     options = resumed_options(document, chosen, swept, args, given, out_dir)
     plans, warnings = session.describe_studies(options)
