@@ -7,6 +7,7 @@ contradicts the run's options and a run still going are refused with a message a
 On stand-in study binaries (test_run_studies.FakeMachine: each invocation logged), and on the built
 matmul study's CPU entries where GPUBENCH_BUILD_DIR holds it (real measurements: a re-measured entry
 would not keep its values)."""
+import collections
 import json
 import os
 import signal
@@ -15,11 +16,16 @@ import sys
 import tempfile
 import time
 import unittest
+from unittest import mock
 
+import test_run_studies
+import test_trials
 from support import ENTRY
 from test_run_studies import FakeMachine
 
-from gpubench_driver.lib import outputs, results, trials
+from gpubench_driver.lib import measurements, outputs, results, trials
+from gpubench_driver.stages import like, options as opts, resume
+from gpubench_driver.commands import cli
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 MATMUL = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
@@ -76,9 +82,10 @@ def stop_after_units(command, env, out, units, signum, group, delay=0.0):
 
 
 class FakeRun:
-    """A stand-in matmul run of five sizes in two trials, each entry 50 ms, its invocations logged."""
+    """A stand-in matmul run of five sizes in two trials (or of the flags given), each entry 50 ms, its
+    invocations logged."""
 
-    def __init__(self):
+    def __init__(self, *flags):
         self.machine = FakeMachine(studies=("matmul",))
         root = self.machine.directory.name
         self.out = os.path.join(root, "run")
@@ -86,8 +93,8 @@ class FakeRun:
         self.env = dict(self.machine.env, GPUBENCH_FAKE_PACE="0.05", GPUBENCH_FAKE_LOG=self.log, TMPDIR=root,
                         GPUBENCH_PYTHON=sys.executable)
         self.command = ["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir", self.machine.build_dir,
-                        "--no-reference", "--no-refine", "--sizes", ",".join(map(str, SIZES)), "--trials", "2",
-                        "--out", self.out]
+                        "--no-reference", "--trials", "2", "--out", self.out,
+                        *(flags or ("--no-refine", "--sizes", ",".join(map(str, SIZES))))]
 
     def resume(self, *args):
         return gpubench("run", "--no-setup", "--no-build", "--build-dir", self.machine.build_dir, "--resume",
@@ -104,6 +111,35 @@ class FakeRun:
         os.remove(self.log)
 
 
+class TrialsBeforeTest(unittest.TestCase):
+    """trials.before takes back what an unfinished attempt at a trial added to an entry."""
+
+    def combined(self, *entries):
+        entry = None
+        for trial, new in enumerate(entries, start=1):
+            entry = trials.combine(entry, new, trial)
+        return entry
+
+    @staticmethod
+    def measured(median_s, status="ok"):
+        """An entry with every field a measured one has (the measurement's, null where not measured)."""
+        return {**dict.fromkeys((*measurements.FIELDS, "measurement")), **test_trials.measured(median_s, status=status)}
+
+    def test_the_entry_as_its_earlier_trials_left_it(self):
+        first, second, third = (self.measured(median_s) for median_s in (1e-3, 1.2e-3, 0.9e-3))
+        entry = self.combined(first, second, third)
+        self.assertEqual(trials.before(entry, 3), self.combined(first, second))
+        self.assertEqual(trials.before(entry, 2), self.combined(first))
+        self.assertIsNone(trials.before(entry, 1))
+        self.assertEqual(trials.before(self.combined(first, second), 3), self.combined(first, second))
+
+    def test_a_failed_later_trial_is_taken_back_whole(self):
+        first, failed = self.measured(1e-3), self.measured(1e-3, status="error")
+        entry = self.combined(first, failed)
+        self.assertEqual(entry["status"], "error")
+        self.assertEqual(trials.before(entry, 2), first)
+
+
 class ResumeAfterKillTest(unittest.TestCase):
     def test_a_killed_run_resumes_to_every_unit_once(self):
         run = FakeRun()
@@ -115,9 +151,15 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertTrue(3 <= len(kept) < 10, kept)
         with open(os.path.join(run.out, "held_choices.tsv"), "w", encoding="utf-8") as stream:
             stream.write("conv/key\tengine 7\n")  # as the first trial's cuDNN choices would be held
+        # A kill between a unit's two writes leaves its benchmarks in gbench/ and not in results.json.
+        raw_path = os.path.join(run.out, "gbench", "matmul.json")
+        with open(raw_path, encoding="utf-8") as stream:
+            raw = json.load(stream)
+        with open(raw_path, "w", encoding="utf-8") as stream:
+            json.dump({**raw, "benchmarks": raw["benchmarks"] + raw["benchmarks"][-1:]}, stream)
         run.forget_log()
 
-        process = run.resume()
+        process = run.resume("--trials", "2", "--no-refine")  # flags that say what the run recorded are taken
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         self.assertNotIn("Traceback", process.stdout + process.stderr)
         self.assertIn(f"{len(kept)} finished units kept", process.stdout)
@@ -137,6 +179,12 @@ class ResumeAfterKillTest(unittest.TestCase):
         for (name, trial), record in trial_records(before).items():
             self.assertEqual(records[(name, trial)], record, name)
         self.assertEqual(len(after["studies"]["matmul"]["trial_size_orders"]), 2)
+        # Google Benchmark's own output holds each entry's two trials, as a run never stopped writes it.
+        with open(raw_path, encoding="utf-8") as stream:
+            raw = json.load(stream)["benchmarks"]
+        self.assertEqual(collections.Counter(benchmark["run_name"] for benchmark in raw),
+                         {benchmark["run_name"]: 2 for benchmark in raw})
+        self.assertEqual(len(raw), 2 * len(entries))
         # The held choices stay, and the resumed processes read them.
         with open(os.path.join(run.out, "held_choices.tsv"), encoding="utf-8") as stream:
             self.assertEqual(stream.read(), "conv/key\tengine 7\n")
@@ -176,8 +224,18 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertIn("interrupted: writing what finished", output)
         before = read_document(run.out)
         self.assertEqual(before["run"]["status"], "interrupted")
-        process = run.resume()
-        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        first = subprocess.Popen(["bash", ENTRY, "run", "--no-setup", "--no-build", "--build-dir",
+                                  run.machine.build_dir, "--resume", run.out], env=run.env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 60
+        while not outputs.run_in_progress(run.out) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # A second resume of the same folder meanwhile meets the first one's lock.
+        second = run.resume()
+        self.assertEqual(second.returncode, 2, second.stdout + second.stderr)
+        self.assertIn("is in use by a gpubench run that is still going", second.stderr)
+        output, _ = first.communicate(timeout=120)
+        self.assertEqual(first.returncode, 0, output)
         after = results.load(run.out)
         self.assertEqual(after["run"]["status"], "complete")
         self.assertEqual(len(units_of(after)), len(set(units_of(after))))
@@ -186,6 +244,33 @@ class ResumeAfterKillTest(unittest.TestCase):
         self.assertEqual(after["run"]["resumed"][0]["units_kept"], len(units_of(before)))
         # The interrupted unit's first entry, saved by the interrupted run, was taken back and measured again.
         self.assertGreaterEqual(after["run"]["resumed"][0]["measured_again"], 1)
+
+    def test_refinement_rounds_resume_as_planned(self):
+        # Stand-in entries at every size from 64 to 512, so that each round's midpoint has entries: the
+        # crossover (n = 172) is refined at 192, then 160, then 176.
+        with mock.patch.object(test_run_studies, "MATMUL_SIZES", range(64, 513)):
+            run = FakeRun("--full", "--sizes", "128,256")
+        self.addCleanup(run.machine.close)
+        run.env["GPUBENCH_FAKE_PACE"] = "0.2"  # entries of 0.2 s: the kill lands before round 2's second trial ends
+        stop_after_units(run.command, run.env, run.out, 7, signal.SIGKILL, group=True)
+        before = read_document(run.out)
+        plans = before["studies"]["matmul"]["refinement_plans"]
+        self.assertEqual([[size["n"] for size in plan] for plan in plans], [[192], [160]])
+        run.forget_log()
+        process = run.resume()
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        after = results.load(run.out)
+        study = after["studies"]["matmul"]
+        self.assertEqual(study["refinement_plans"][:2], plans)
+        self.assertEqual([[size["n"] for size in plan] for plan in study["refinement_plans"]], [[192], [160], [176]])
+        units = [unit for unit in study["units"] if unit["phase"] == "refinement"]
+        self.assertEqual(sorted((unit["round"], unit["trial"], unit["n"]) for unit in units),
+                         [(round_number, trial, n) for round_number, n in ((1, 192), (2, 160), (3, 176))
+                          for trial in (1, 2)])
+        self.assertEqual(len(study["units"]), 4 + 6 + 1)
+        self.assertEqual(run.measured(), [f"--sizes={unit['n']}" for unit in study["units"][len(before["studies"]
+                                          ["matmul"]["units"]):] if "n" in unit])
+        self.assertEqual({trials.count(entry) for entry in study["entries"]}, {2})
 
     def test_a_run_killed_during_its_final_write_is_finished_without_measuring(self):
         run = FakeRun()
@@ -287,6 +372,37 @@ class RefusedTest(unittest.TestCase):
             self.refused(says="is in use by a gpubench run that is still going")
         finally:
             os.close(held.handle)  # its lock file is left, as a driver killed outright leaves it
+
+    def options_of(self, document, *flags):
+        args = cli.parse(["run", "--resume", self.fake.out, *flags])
+        chosen, swept = like.configuration(document, resume.RECORDED)
+        return resume.resumed_options(document, chosen, swept, args, cli.resolve_run_options(args), self.fake.out)
+
+    def test_the_recorded_options_are_taken_and_the_builds_given(self):
+        document = read_document(self.fake.out)
+        document["run"]["options"]["like"] = "/elsewhere/results.json"  # a run --like is one run: it resumes
+        options = self.options_of(document, "--build-dir", "/other/build", "--cmake-arg", "-DX=1")
+        recorded = document["run"]["options"]
+        self.assertEqual((options.trials, options.sizes, options.refine_rounds, options.run_id),
+                         (recorded["trials"], recorded["sizes"], recorded["refine_rounds"], document["run"]["id"]))
+        self.assertEqual((options.build_dir, options.cmake_args, options.out), ("/other/build", ["-DX=1"],
+                                                                                 self.fake.out))
+        self.assertEqual(options.study_sizes, {"matmul": {"sizes": list(SIZES), "batches": None}})
+        for kind, value in (("gpus", "all"), ("repeatability", True)):
+            with self.subTest(kind=kind), self.assertRaisesRegex(opts.UsageError, f"made by run --{kind}"):
+                self.options_of({**document, "run": {**document["run"], "options": {**recorded, kind: value}}})
+
+    def test_another_processor_is_refused_before_measuring(self):
+        with tempfile.TemporaryDirectory() as folder:
+            document = read_document(self.fake.out)
+            document["machine"]["cpu"]["model"] = "another CPU"
+            with open(os.path.join(folder, "results.json"), "w", encoding="utf-8") as stream:
+                json.dump(document, stream)
+            process = gpubench("run", "--no-setup", "--no-build", "--build-dir", self.fake.machine.build_dir,
+                               "--resume", folder, env=self.fake.env)
+            self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
+            self.assertIn("cannot resume here: the run measured CPU another CPU, this machine has", process.stderr)
+            self.assertEqual(read_document(folder), document)
 
     def test_a_run_from_before_runs_recorded_their_units(self):
         with tempfile.TemporaryDirectory() as folder:

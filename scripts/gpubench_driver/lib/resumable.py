@@ -3,7 +3,8 @@
 A run is a sequence of units: per study, each (trial, size) of its sweep, each (round, trial, size)
 of its refinement, and its end (its reference timings). A unit is finished when its benchmark
 process ended and its entries were saved to results.json; each study lists its finished units in
-`units`, in the save that holds their entries, so the list and the entries never disagree. Each
+`units`, in the save that holds their entries, so the list and the entries never disagree (and
+`raw_benchmarks`, how many of gbench/<study>.json's benchmarks they account for). Each
 refinement round's plan is kept in `refinement_plans` as it was made: a resume replays the rounds
 as planned, instead of planning again from entries that now hold the rounds' own sizes.
 
@@ -60,6 +61,8 @@ def check_study(record, path):
         for name in ("round", "trial", "n"):
             expect(found.get(name) is None or _positive_int(found[name]), f"{where}.{name}",
                    "expected a positive integer")
+    raw = record.get("raw_benchmarks")
+    expect(raw is None or has_type(raw, int) and raw >= 0, f"{path}.raw_benchmarks", "expected a count")
     expect_type(record.get("refinement_plans", []), list, f"{path}.refinement_plans")
     for index, plan in enumerate(record.get("refinement_plans", [])):
         expect_type(plan, list, f"{path}.refinement_plans[{index}]")
@@ -103,8 +106,11 @@ def summary_lines(run):
         start = record.get("from")
         where = f"from {md(describe(start))}" if start else "with nothing left to measure"
         again = record.get("measured_again") or 0
+        differed = [md(difference.get("what")) for difference in record.get("differences") or []
+                    if isinstance(difference, dict)]
         lines.append(f"Resumed {md(record['at'])} {where}: {record['units_kept']} finished units kept"
-                     + (f", {again} entries of unfinished units measured again" if again else ""))
+                     + (f", {again} entries of unfinished units measured again" if again else "")
+                     + (f"; the machine then differed in {', '.join(differed)}" if differed else ""))
     return lines
 
 

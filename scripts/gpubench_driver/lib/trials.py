@@ -75,7 +75,8 @@ def before(entry, trial):
     identity = {key: value for key, value in entry.items() if key not in ("trials", "choices_varied")}
     rebuilt = None
     for record in records[:trial - 1]:
-        measured = {**identity, **{key: record.get(key) for key in TRIAL_FIELDS}}
+        measured = {**identity, **{key: record.get(key) for key in TRIAL_FIELDS  # a field the entry lacks stays out
+                                   if key in identity or record.get(key) is not None}}
         rebuilt = combine(rebuilt, measured, record["trial"])
     if trial == 2:  # one trial: its rate is its own, as the study's output gave it
         median = (rebuilt.get("time_s") or {}).get("median") if rebuilt["status"] == "ok" else None

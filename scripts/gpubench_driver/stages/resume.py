@@ -21,8 +21,10 @@ MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls
             "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
             "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher"}
 UNORDERED = ("studies", "impls", "modes")  # their order on the command line changes nothing measured
-# Flags that start another kind of run, and the recorded options of such runs: never resumed.
+# Flags that start another kind of run: never with --resume; a run recorded with one of ANOTHER_KIND is
+# not one run in one folder (a run --like is: it only took its options from another).
 OTHER_RUNS = {"like": "--like", "gpus": "--gpus", "repeatability": "--repeatability"}
+ANOTHER_KIND = ("gpus", "repeatability")
 RECORDED = (*like.RECORDED_OPTIONS, "sizes", "batches")
 # Where this machine may not differ from the run's (like.ENVIRONMENT's names): the units left would
 # measure another machine's processor than those kept.
@@ -85,7 +87,7 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
     for dest, flag in OTHER_RUNS.items():
         if getattr(args, dest, None):
             raise opts.UsageError(f"--resume: not with {flag}: a resumed run goes on as it was started")
-        if recorded.get(dest):
+        if dest in ANOTHER_KIND and recorded.get(dest):
             raise opts.UsageError(f"--resume: {out_dir} holds a run made by run {flag}: resume takes the folder "
                                   f"of one run")
     try:
@@ -165,7 +167,10 @@ def _resume_in(out_dir, args, given, argv):
     document, chosen, swept = _load(out_dir)
     run = document["run"]
     if run["status"] == "complete":
-        print(f"run {run['id']} in {out_dir} is complete: nothing to resume", flush=True)
+        # A kill between the final write's results.json and its summary leaves a complete run undrawn.
+        undrawn = ("" if os.path.exists(os.path.join(out_dir, "summary.md"))
+                   else f" (its summary is missing: scripts/gpubench report {out_dir} draws it)")
+        print(f"run {run['id']} in {out_dir} is complete: nothing to resume{undrawn}", flush=True)
         return 0
     options = resumed_options(document, chosen, swept, args, given, out_dir)
     plans, warnings = session.describe_studies(options)

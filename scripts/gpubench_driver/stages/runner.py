@@ -271,9 +271,9 @@ class Study:
         self.finished = resumable.finished(record)
         resumed = bool(record["units"])
         self.raw = gbench.GbenchOutput({}, [])
-        if resumed and raw_path and os.path.exists(raw_path):
+        if resumed and raw_path and os.path.exists(raw_path):  # the finished units' benchmarks only
             kept = gbench.load_file(raw_path)
-            self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks)
+            self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks[:record.get("raw_benchmarks")])
         self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
                        else telemetry.StudySeries(time.time()))
         # What each slot of its entry names holds: its --describe's axis_names, else the registry's.
@@ -370,6 +370,7 @@ class Study:
             self._record_failure(n, invocation, planned, phase, trial, recovered)
         if not invocation.interrupted:  # a failed process's unit is finished too: its failure is recorded
             self.record["units"].append(unit)
+            self.record["raw_benchmarks"] = len(self.raw.benchmarks)
         self.save()
         if self.journal_path:
             journal.remove(self.journal_path)  # its entries are in results.json now
@@ -382,8 +383,8 @@ class Study:
             self.progress.first_unit = {"study": self.name, **unit}
 
     def _forget_unfinished(self, planned, trial):
-        """Before a unit runs: what an earlier attempt at it left (an interrupted run saves the entries its
-        last process finished) leaves the entries, so that the unit's trial counts once."""
+        """Before a unit runs, takes back from its entries what an earlier attempt at it saved (an interrupted
+        run saves the entries its last process finished), so that the unit's trial counts once."""
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
         for name in planned:
             if name in by_name and trials.count(by_name[name]) >= trial:
