@@ -169,7 +169,7 @@ class VerdictTest(unittest.TestCase):
         model = model_of(KindModel(0.001, 50.0, 0.01, 0.0))
         verdict = self.decide(model, steady(3, 0.001), steady(3, 0.001, 1.02e-3))
         self.assertEqual(verdict.verdict, noise_verdicts.UNCLEAR)
-        self.assertIn("edge of the 2% band", verdict.advice)
+        self.assertIn("the 2% band's edge", verdict.advice)
 
     def test_one_trial_has_the_width_of_the_entry_history(self):
         kind_model = KindModel(0.01, 2.0, 0.0005, 0.0)

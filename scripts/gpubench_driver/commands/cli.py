@@ -87,8 +87,8 @@ def _compare_parser(subparsers):
     parser = subparsers.add_parser("compare", help="side-by-side report of results files, with verdicts and cost",
                                    description="Compare the entries two or more results files share: medians, ratios "
                                                "to the first file with their intervals, a verdict per entry (same, "
-                                               "faster, slower, unclear) from the files' independent trials or the "
-                                               "between-run noise floor, and, with a price per file, cost per 1000 "
+                                               "faster, slower, unclear) with its minimum detectable effect from the "
+                                               "noise model (scripts/noise_model.json), and, with a price per file, cost per 1000 "
                                                "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
                                                "compare.md, compare.html and compare.json.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "
@@ -134,10 +134,10 @@ def _digest_parsers(subparsers):
                         help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "
                              "results/aa/<pair>.json.gz)")
     parser = subparsers.add_parser(
-        "noise-floor", help="measure compare's one-trial noise floor on an A/A pair of runs",
+        "noise-floor", help="measure rank's one-trial noise floor on an A/A pair of runs",
         description="Measure the between-run noise floor of one-trial entries per protocol (the 95th percentile "
                     "of |log(B/A)| over the entries ok in both runs) on an A/A pair, the same suite run twice on "
-                    "one machine, and write it with the runs it was measured on. compare holds an entry measured "
+                    "one machine, and write it with the runs it was measured on. rank holds a figure measured "
                     "in fewer than two trials to it.")
     parser.add_argument("results", nargs="+", help="the two runs: results.json (or .json.gz) files, directories "
                                                     "holding one, or run digests holding two runs between them")

@@ -20,6 +20,7 @@ from gpubench_driver.lib import noise_model
 from gpubench_driver.lib.verdicts import benjamini_hochberg
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
+VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
 CONFIDENCE = 0.90              # of the interval shown: each verdict is a one-sided test at 5%
 FALSE_DISCOVERY_RATE = 0.05    # per family
 POWER = 0.8                    # of the minimum detectable effect
@@ -33,6 +34,17 @@ MOST_RUNS = 5                  # no advice of more runs of each side than this
 
 def band_of(kind):
     return BANDS.get(kind, DEFAULT_BAND)
+
+
+def kind_in(model, protocol, median_s):
+    """(the kind an entry is judged as, whether that is its own): the kind of its protocol and median
+    where the model has it, else the model's widest (an entry of a file from before the protocols, or of a
+    kind the A/A runs did not measure)."""
+    kind = noise_model.kind_of(protocol, median_s)
+    if kind in model.kinds:
+        return kind, True
+    return max(model.kinds, key=lambda name: model.kinds[name].side(None, [0.0])[0][0]
+               + model.kinds[name].side(None, [0.0])[1][0]), False
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class Comparison:
     between_share: float   # the share of its variance that more trials cannot shrink
     p_beyond: float        # one-sided p-value of "the true ratio lies beyond the band on this side"
     mde: float             # the change detected with POWER at these trials (relative: 0.03 is 3%)
-    plan: tuple            # (KindModel, history, logs of A, logs of B): what `advice` projects from
+    plan: Optional[tuple]  # (KindModel, history, logs of A, logs of B): what `advice` projects from
 
 
 def _t():
@@ -78,9 +90,13 @@ def _spread(kind_model, history, logs_a, logs_b, more=0, runs=1):
     """(sd, df, the between-run share of the variance) of the log ratio, with `more` trials of each side
     than measured and over `runs` runs of each side (the df stay those of the trials measured)."""
     parts = [part for logs in (logs_a, logs_b) for part in kind_model.side(history, logs, len(logs) + more, runs)]
-    variance = sum(part for part, _ in parts)
     trial_part = sum(kind_model.within(history, logs)[0] * noise_model.median_variance(len(logs) + more) / runs
                      for logs in (logs_a, logs_b))
+    return _sd_df_share(parts, trial_part)
+
+
+def _sd_df_share(parts, trial_part):
+    variance = sum(part for part, _ in parts)
     return math.sqrt(variance), noise_model.satterthwaite(parts), 1 - trial_part / variance
 
 
@@ -92,14 +108,40 @@ def detectable(sd, df, band):
 
 def compare(model, key, kind, first, second, band=None):
     """The Comparison of one entry (key: (study, name)) of a kind between two Sides."""
+    plan = (_kind_model(model, kind), model.history(key), first.logs, second.logs)
+    return _comparison(kind, band_of(kind) if band is None else band, math.log(second.median / first.median),
+                       _spread(*plan), plan)
+
+
+def against_reference(model, key, kind, side, reference_s, others, trials_of_others, band=None):
+    """The Comparison of one entry measured on one GPU (side) against reference_s, the median of the same
+    entry's medians on `others` other GPUs of its node, each measured in trials_of_others trials (run --gpus).
+    Each GPU is a run of its own: the reference's variance is that of one run's median (the model's
+    prior and the entry's A/A history: the others' trials are not pooled, a difference between GPUs is
+    what is asked) times the variance of the median of `others` values. No advice: a node is not run
+    again from its report."""
+    kind_model = _kind_model(model, kind)
+    history = model.history(key)
+    share = noise_model.median_variance(others)
+    parts = kind_model.side(history, side.logs) + [
+        (variance * share, df) for variance, df in kind_model.side(history, [], trials_of_others)]
+    trial_part = (kind_model.within(history, side.logs)[0] * noise_model.median_variance(len(side.logs))
+                  + kind_model.within(history, [])[0] * noise_model.median_variance(trials_of_others) * share)
+    return _comparison(kind, band_of(kind) if band is None else band, math.log(side.median / reference_s),
+                       _sd_df_share(parts, trial_part), None)
+
+
+def _kind_model(model, kind):
     kind_model = model.kinds.get(kind)
     if kind_model is None:
         raise noise_model.NoiseModelError(f"the noise model has no {kind} entries (it has "
                                           f"{', '.join(model.kinds)}): fit it on A/A runs that measure them")
-    band = band_of(kind) if band is None else band
-    plan = (kind_model, model.history(key), first.logs, second.logs)
-    sd, df, between_share = _spread(*plan)
-    log_ratio = math.log(second.median / first.median)
+    return kind_model
+
+
+def _comparison(kind, band, log_ratio, spread, plan):
+    """A Comparison of a log ratio whose (sd, df, between-run share) is `spread`."""
+    sd, df, between_share = spread
     half = _quantile(0.5 + CONFIDENCE / 2, df) * sd
     beyond = (abs(log_ratio) - math.log1p(band)) / sd  # sd > 0: a model's prior_sd is 1e-6 or more
     return Comparison(kind, band, math.exp(log_ratio), math.exp(log_ratio - half), math.exp(log_ratio + half), sd, df,
@@ -126,8 +168,8 @@ def advice(comparison):
         sd, df, _ = _spread(kind_model, history, logs_a, logs_b, runs=runs)
         if _decided(log_ratio, sd, df, comparison.band):
             return "another run of each side" if runs == 2 else f"{runs - 1} more runs of each side"
-    return (f"nothing within {MOST_TRIALS} trials or {MOST_RUNS} runs of each side: the ratio lies at the edge of "
-            f"the {comparison.band:.0%} band")
+    return (f"more than {MOST_TRIALS} trials or {MOST_RUNS} runs of each side: the entry's noise is wide for how "
+            f"near the ratio lies to the {comparison.band:.0%} band's edge")
 
 
 @dataclass(frozen=True)
@@ -142,6 +184,12 @@ class Verdict:
                 "band": c.band, "verdict": self.verdict, "p_beyond_band": c.p_beyond, "min_detectable_effect": c.mde,
                 "between_run_share": c.between_share,
                 "dominant": "between runs" if c.between_share > 0.5 else "between trials", "advice": self.advice}
+
+
+def counts(verdicts):
+    """{verdict: how many of the Verdicts have it}, every verdict named."""
+    named = [verdict.verdict for verdict in verdicts]
+    return {name: named.count(name) for name in VERDICTS}
 
 
 def decide(comparisons, families, advise=True):
@@ -162,5 +210,5 @@ def decide(comparisons, families, advise=True):
         elif -bound <= math.log(c.low) and math.log(c.high) <= bound:
             verdicts.append(Verdict(c, SAME, None))
         else:
-            verdicts.append(Verdict(c, UNCLEAR, advice(c) if advise else None))
+            verdicts.append(Verdict(c, UNCLEAR, advice(c) if advise and c.plan else None))
     return verdicts
