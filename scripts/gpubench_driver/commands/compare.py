@@ -138,17 +138,6 @@ def shared_pairs(sources, number):
     return found
 
 
-def side_of(entry):
-    """An entry's side of a comparison: its trials' medians, or its one median (the repetitions of one
-    process are no independent measurements of it)."""
-    time_s = entry["time_s"]
-    if time_s.get("over") == "trials":
-        medians = tuple(value for value in time_s["samples"] if stats.finite(value) and value > 0)
-        if medians:
-            return noise_verdicts.Side(medians)
-    return noise_verdicts.Side((time_s["median"],))
-
-
 @dataclass(frozen=True)
 class Judged:
     """One entry of one file against #1: its noise_verdicts.Verdict, the family its error control is
@@ -173,7 +162,7 @@ def all_verdicts(sources, model=None):
         pairs = shared_pairs(sources, number)
         comparisons, families, details = [], [], []
         for study_name, name, first, other in pairs:
-            a, b = side_of(first), side_of(other)
+            a, b = noise_verdicts.side_of(first), noise_verdicts.side_of(other)
             kind, own = noise_verdicts.kind_in(model, first.get("protocol"), math.sqrt(a.median * b.median))
             comparisons.append(noise_verdicts.compare(model, (study_name, name), kind, a, b))
             families.append(HEADLINE_FAMILY if studies.is_headline(study_name, first) else study_name)

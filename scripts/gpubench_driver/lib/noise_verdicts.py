@@ -47,6 +47,18 @@ def kind_in(model, protocol, median_s):
                + model.kinds[name].side(None, [0.0])[1][0]), False
 
 
+def side_of(entry):
+    """A results file entry's side of a comparison: its trials' medians, or its one median (the
+    repetitions of one process are no independent measurements of it)."""
+    time_s = entry["time_s"]
+    if time_s.get("over") == "trials":
+        medians = tuple(value for value in time_s["samples"]
+                        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0)
+        if medians:
+            return Side(medians)
+    return Side((time_s["median"],))
+
+
 @dataclass(frozen=True)
 class Side:
     """One side of an entry's comparison: its trials' medians (one value for an entry measured once)."""
@@ -113,20 +125,21 @@ def compare(model, key, kind, first, second, band=None):
                        _spread(*plan), plan)
 
 
-def against_reference(model, key, kind, side, reference_s, others, trials_of_others, band=None):
+def against_reference(model, key, kind, side, reference_s, count, reference_trials, band=None):
     """The Comparison of one entry measured on one GPU (side) against reference_s, the median of the same
-    entry's medians on `others` other GPUs of its node, each measured in trials_of_others trials (run --gpus).
-    Each GPU is a run of its own: the reference's variance is that of one run's median (the model's
-    prior and the entry's A/A history: the others' trials are not pooled, a difference between GPUs is
-    what is asked) times the variance of the median of `others` values. No advice: a node is not run
-    again from its report."""
+    entry's medians on the `count` GPUs of its node (run --gpus), each measured in reference_trials trials
+    or more. Each GPU is a run of its own: the reference's variance is that of one run's median (the
+    model's prior and the entry's A/A history; the GPUs' trials are not pooled, a difference between
+    them is what is asked) times the variance of the median of `count` values, taken as independent of
+    the side's (the median of three or more is not moved by one GPU). No advice: a node is not run again
+    from its report."""
     kind_model = _kind_model(model, kind)
     history = model.history(key)
-    share = noise_model.median_variance(others)
+    share = noise_model.median_variance(count)
     parts = kind_model.side(history, side.logs) + [
-        (variance * share, df) for variance, df in kind_model.side(history, [], trials_of_others)]
+        (variance * share, df) for variance, df in kind_model.side(history, [], reference_trials)]
     trial_part = (kind_model.within(history, side.logs)[0] * noise_model.median_variance(len(side.logs))
-                  + kind_model.within(history, [])[0] * noise_model.median_variance(trials_of_others) * share)
+                  + kind_model.within(history, [])[0] * noise_model.median_variance(reference_trials) * share)
     return _comparison(kind, band_of(kind) if band is None else band, math.log(side.median / reference_s),
                        _sd_df_share(parts, trial_part), None)
 
@@ -146,6 +159,12 @@ def _comparison(kind, band, log_ratio, spread, plan):
     beyond = (abs(log_ratio) - math.log1p(band)) / sd  # sd > 0: a model's prior_sd is 1e-6 or more
     return Comparison(kind, band, math.exp(log_ratio), math.exp(log_ratio - half), math.exp(log_ratio + half), sd, df,
                       between_share, float(_t().sf(beyond, min(df, 1e6))), detectable(sd, df, band), plan)
+
+
+def beyond_noise(comparison):
+    """The change (relative) beyond which this comparison's interval lies beyond its band: the
+    smallest slowdown it would call slower at its sd, before its family's control."""
+    return math.expm1(math.log1p(comparison.band) + _quantile(0.5 + CONFIDENCE / 2, comparison.df) * comparison.sd)
 
 
 def _decided(log_ratio, sd, df, band):
