@@ -167,6 +167,27 @@ def beyond_noise(comparison):
     return math.expm1(math.log1p(comparison.band) + _quantile(0.5 + CONFIDENCE / 2, comparison.df) * comparison.sd)
 
 
+def range_margin(model, protocol, median_s=None):
+    """(kind, margin): how far beyond a range of other runs' values a run's figure may lie and still be
+    no difference, for a figure timed by `protocol` from an entry of median_s seconds (None: unknown, the
+    wider of the protocol's two kinds): the kind's band and the one-sided 95% normal quantile of the
+    difference of two runs' medians of one trial each, the kind's typical entry. Stdlib only: the health
+    check reads it on every report, scipy or not."""
+    if median_s is not None:
+        kind, _ = kind_in(model, protocol, median_s)
+        candidates = [kind]
+    else:
+        candidates = [kind for kind in (f"{protocol}-long", f"{protocol}-short") if kind in model.kinds] or [
+            kind_in(model, None, 1.0)[0]]
+
+    def margin(kind):
+        k = model.kinds[kind]
+        one_run = k.prior_sd ** 2 * (1 + k.ratio) + k.floor_sd ** 2
+        return math.expm1(math.log1p(band_of(kind)) + statistics.NormalDist().inv_cdf(0.95) * math.sqrt(2 * one_run))
+    kind = max(candidates, key=margin)
+    return kind, margin(kind)
+
+
 def _decided(log_ratio, sd, df, band):
     """Whether the interval of this sd around log_ratio lies inside the band or beyond it."""
     half = _quantile(0.5 + CONFIDENCE / 2, df) * sd
