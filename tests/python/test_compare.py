@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 import support  # noqa: F401  (import path)
 from support import ENTRY
@@ -211,6 +212,16 @@ class CompareFilesTest(unittest.TestCase):
                 self.assertEqual(status, 1)
                 self.assertIn(message, error)
                 self.assertIsNone(report)
+
+    def test_an_unreadable_noise_model_is_a_message(self):
+        first, second = self.two_files()
+        damaged = noise_model.NoiseModelError("cannot read the noise model scripts/noise_model.json: kinds: "
+                                              "expected an object")
+        with unittest.mock.patch.object(noise_model, "load", side_effect=damaged):
+            status, error, report = self.main(first, second)
+        self.assertEqual(status, 1)
+        self.assertIn("cannot read the noise model", error)
+        self.assertIsNone(report)
 
     def test_usage_errors(self):
         first, second = self.two_files()

@@ -164,9 +164,9 @@ class SpreadTest(unittest.TestCase):
 
     def test_four_gpus_one_slower_on_device_timed_entries_is_named_alone(self):
         jitter = (1.0, 1.003, 0.997, 1.0)  # the healthy GPUs a few tenths apart
-        found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * jitter[i] * (1.08 if i == 1 else 1)),
-                                   "matmul/cublas/gpu/resident/fp32/n:8192": ("throughput",
-                                                                               16e-3 * jitter[3 - i] * (1.08 if i == 1 else 1))}
+        slow = (1.0, 1.08, 1.0, 1.0)
+        found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * jitter[i] * slow[i]),
+                                   "matmul/cublas/gpu/resident/fp32/n:8192": ("throughput", 16e-3 * jitter[3 - i] * slow[i])}
                                   for i in range(4)]), MODEL)
         self.assertEqual(found["outliers"], [1])
         for name in (HEADLINE, "matmul/cublas/gpu/resident/fp32/n:8192"):
@@ -177,9 +177,11 @@ class SpreadTest(unittest.TestCase):
     def test_host_paced_differences_name_no_gpu(self):
         found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * (1.0, 1.003, 0.997, 1.0)[i]),
                                    CPU_HEADLINE: ("cpu", 0.2 * (1.1 if i == 2 else 1)),
-                                   PAGEABLE_COPY: ("latency", 5e-3 * (1.1 if i == 3 else 1))} for i in range(4)]), MODEL)
+                                   PAGEABLE_COPY: ("latency", 5e-3 * (1.1 if i == 3 else 1))}
+                                  for i in range(4)]), MODEL)
         bound = {row["entry"]: row["bound"] for row in found["entries"]}
-        self.assertEqual(bound, {HEADLINE: gpus.GPU_BOUND, CPU_HEADLINE: gpus.HOST_PACED, PAGEABLE_COPY: gpus.HOST_PACED})
+        self.assertEqual(bound, {HEADLINE: gpus.GPU_BOUND, CPU_HEADLINE: gpus.HOST_PACED,
+                                 PAGEABLE_COPY: gpus.HOST_PACED})
         self.assertEqual(self.rows(found, PAGEABLE_COPY)[3]["verdict"], gpus.SLOWER)  # the host's copy is slower...
         self.assertEqual(found["outliers"], [])  # ...and no GPU is named for it
         text = gpus.page_text(found)

@@ -88,7 +88,8 @@ def _compare_parser(subparsers):
                                    description="Compare the entries two or more results files share: medians, ratios "
                                                "to the first file with their intervals, a verdict per entry (same, "
                                                "faster, slower, unclear) with its minimum detectable effect from the "
-                                               "noise model (scripts/noise_model.json), and, with a price per file, cost per 1000 "
+                                               "noise model (scripts/noise_model.json), and, with a price per file, "
+                                               "cost per 1000 "
                                                "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
                                                "compare.md, compare.html and compare.json.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "

@@ -168,8 +168,8 @@ def all_verdicts(sources, model=None):
             families.append(HEADLINE_FAMILY if studies.is_headline(study_name, first) else study_name)
             details.append(((len(a.medians), len(b.medians)), own))
         decided = noise_verdicts.decide(comparisons, families)
-        found[number] = {(study, name): Judged(verdict, family, *detail) for (study, name, _, _), verdict, family, detail
-                         in zip(pairs, decided, families, details)}
+        found[number] = {(study, name): Judged(verdict, family, *detail)
+                         for (study, name, _, _), verdict, family, detail in zip(pairs, decided, families, details)}
     return found
 
 
@@ -183,13 +183,13 @@ def comparison_record(sources, decided, model=None):
     for number, by_entry in decided.items():
         pairs = {(study, name): (first, other) for study, name, first, other in shared_pairs(sources, number)}
         entries = [{"study": study, "name": name,
-                    "medians_s": [pairs[(study, name)][0]["time_s"]["median"], pairs[(study, name)][1]["time_s"]["median"]],
+                    "medians_s": [entry["time_s"]["median"] for entry in pairs[(study, name)]],
                     **judged.record()} for (study, name), judged in by_entry.items()]
         comparisons.append({"file": number, "against": 1, "counts": counts(by_entry),
                             "kinds": kind_rows(by_entry), "entries": entries})
     return {"schema": "gpubench-compare", "files": files, "noise_model": model_record(model),
-            "method": {"confidence": noise_verdicts.CONFIDENCE, "false_discovery_rate": noise_verdicts.FALSE_DISCOVERY_RATE,
-                       "power": noise_verdicts.POWER, "families": f"per study; the headline entries one family "
+            "method": {"confidence": noise_verdicts.CONFIDENCE,
+                       "false_discovery_rate": noise_verdicts.FALSE_DISCOVERY_RATE, "power": noise_verdicts.POWER, "families": f"per study; the headline entries one family "
                                                                  f"({HEADLINE_FAMILY})"},
             "comparisons": comparisons}
 
@@ -293,7 +293,9 @@ def _method_paragraph(model):
         f"interval lies inside the band ({bands}, the rest {percent(noise_verdicts.DEFAULT_BAND, 0)}); "
         f"faster/slower: it lies beyond the band on one side and the entry is a discovery of its family (each study, "
         f"the headline entries one of their own) at a {noise_verdicts.FALSE_DISCOVERY_RATE:.0%} false discovery "
-        f"rate; unclear: neither, with what would decide it. detectable: the change found with "
+        f"rate; unclear: neither, with what would decide it at the present ratio (not within "
+        f"{noise_verdicts.MOST_TRIALS} trials or {noise_verdicts.MOST_RUNS} runs: the entry's noise is wide for how "
+        f"near the ratio lies to the band's edge). detectable: the change found with "
         f"{noise_verdicts.POWER:.0%} power at the trials each side has. An entry of a kind the model lacks (a file "
         f"from before the protocols) is held to the model's widest kind.")
 
@@ -314,7 +316,8 @@ def _one_trial_paragraph(by_entry):
 
 def _verdicts_section(sources, decided, model):
     """The counts per verdict of each file against the first, per kind, then its largest differences."""
-    rows = [[f"#{number}", *(str(count) for count in counts(by_entry).values())] for number, by_entry in decided.items()]
+    rows = [[f"#{number}", *(str(count) for count in counts(by_entry).values())]
+            for number, by_entry in decided.items()]
     blocks = [page.table(["file", *noise_verdicts.VERDICTS], rows, rule=RULE), _method_paragraph(model)]
     for number, by_entry in decided.items():
         blocks += [page.paragraph(f"#{number} against #1 per kind of entry (the noise model's kinds):"),

@@ -56,8 +56,8 @@ def render(found):
                     *(f"within {100 * band:.0f}%" for band in BANDS)], rows),
         page.paragraph(f"compare's verdicts on the pair (compare.md): {counts[noise_verdicts.SAME]} same, "
                        f"{counts[noise_verdicts.FASTER]} faster, {counts[noise_verdicts.SLOWER]} slower, "
-                       f"{counts[noise_verdicts.UNCLEAR]} unclear: {percent(found['flagged_fraction'])} flagged where an A/A "
-                       f"pair should have about 5% at most.")])
+                       f"{counts[noise_verdicts.UNCLEAR]} unclear: {percent(found['flagged_fraction'])} flagged "
+                       f"in a pair where nothing changed (each flagged entry is a false alarm).")])
 
 
 def run(options, argv):

@@ -197,7 +197,7 @@ def _decided(log_ratio, sd, df, band):
 def advice(comparison):
     """What would decide an unclear entry were its ratio to stay: more trials of each side while the
     trial noise can still shrink enough, else more runs of each; said plainly when neither would (the
-    ratio lies on the band's edge)."""
+    entry's noise is wide for how near the ratio lies to the band's edge)."""
     log_ratio = math.log(comparison.ratio)
     kind_model, history, logs_a, logs_b = comparison.plan
     for more in range(1, MOST_TRIALS - max(len(logs_a), len(logs_b)) + 1):
@@ -208,8 +208,7 @@ def advice(comparison):
         sd, df, _ = _spread(kind_model, history, logs_a, logs_b, runs=runs)
         if _decided(log_ratio, sd, df, comparison.band):
             return "another run of each side" if runs == 2 else f"{runs - 1} more runs of each side"
-    return (f"more than {MOST_TRIALS} trials or {MOST_RUNS} runs of each side: the entry's noise is wide for how "
-            f"near the ratio lies to the {comparison.band:.0%} band's edge")
+    return f"not within {MOST_TRIALS} trials or {MOST_RUNS} runs of each side"
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,8 @@ def _spread_rows(parts, chosen):
             if len(measured) < 2:
                 continue
             node_s = statistics.median([entry["time_s"]["median"] for _, entry in measured])
-            gpus = [{"gpu": index, "median_s": entry["time_s"]["median"], "ratio_to_node": entry["time_s"]["median"] / node_s,
+            gpus = [{"gpu": index, "median_s": entry["time_s"]["median"],
+                     "ratio_to_node": entry["time_s"]["median"] / node_s,
                      "trials": len(noise_verdicts.side_of(entry).medians)} for index, entry in measured]
             bound = HOST_PACED if noise_model.host_paced(measured[0][1]) else GPU_BOUND
             rows.append(({"study": name, "entry": entry_name, "bound": bound, "node_median_s": node_s, "gpus": gpus},

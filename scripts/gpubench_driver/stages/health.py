@@ -7,7 +7,8 @@ a run that is one of the ranges' source runs is judged leave-one-out. It is belo
 the better end of its own interval falls beyond the range's worst value by more than the noise
 model's margin for the figure's kind (noise_verdicts.range_margin: the kind's band and what two runs
 of one machine differ by); its shortfall is read against the range's median. A range of fewer than
-MIN_RUNS runs is no range: the figure is set against the datasheet only (the headline's fraction). The causes are checks of
+MIN_RUNS runs is no range: the figure is set against the datasheet only (the headline's fraction).
+The causes are checks of
 the machine's records against the datasheet (gpu_datasheets.json): the PCIe link's generation and
 width, the power limit, entries held at a power cap or a thermal slowdown, ECC, other processes on
 the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make the verdict. None of
