@@ -287,8 +287,10 @@ def _verdict_text(found):
             return (f"GPUs {found['gpus'][0]} and {found['gpus'][1]} differ beyond noise on {len(found['differing'])} "
                     f"of {len(judged)} GPU-bound entries; two GPUs cannot tell which of them is off (no majority): set "
                     f"each GPU's run against the health check's expected ranges (gpu<index>/summary.md)")
+        unclear = sum((row.get("pair") or {}).get("verdict") == UNDECIDED for row in judged)
         return (f"GPUs {found['gpus'][0]} and {found['gpus'][1]} differ beyond noise on none of the {len(judged)} "
-                f"GPU-bound entries (two GPUs: were both off alike, only the health check would tell)")
+                f"GPU-bound entries" + (f" ({unclear} unclear)" if unclear else "")
+                + " (two GPUs: were both off alike, only the health check would tell)")
     if found["outliers"]:
         return (f"GPU {', '.join(map(str, found['outliers']))} slower than the node's median beyond noise on at least "
                 f"one of the GPU-bound entries below")
