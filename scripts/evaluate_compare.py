@@ -3,10 +3,11 @@
 kind of entry, the share an A/A pair calls `same` and the share it flags (a false alarm: nothing
 changed), and the share flagged `slower` after a known slowdown is injected into the second run (its
 trials' medians times 1.05, 1.10, 1.20) for every entry of the kind at once, or for one entry at a time
-(each in turn, the others unchanged). Both methods: the old (verdicts.compare_measured: Welch's t-test
-on the trials, one Benjamini-Hochberg pool, the one-trial noise floor of scripts/noise_floor.json) and
-the new (noise_verdicts with a noise model fitted, pair by pair, on every run but the two compared:
-leave one pair out; families per study).
+(each in turn, the others unchanged). Both methods: the old (compare's before the noise model, rank's
+today: verdicts.compare_measured, Welch's t-test on the trials, one Benjamini-Hochberg pool, the
+one-trial noise floor of scripts/noise_floor.json) and compare's (noise_verdicts.compare and decide, as
+commands/compare.py calls them, with a noise model fitted, pair by pair, on every run but the two
+compared: leave one pair out; families per study, a digest not saying which entries are headline).
 
 Run from the repository root: /usr/bin/python3 scripts/evaluate_compare.py [--no-entry-history]
 """

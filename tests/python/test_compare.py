@@ -2,17 +2,20 @@
 import contextlib
 import io
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 import support  # noqa: F401  (import path)
 from support import ENTRY
 
 from gpubench_driver import studies
-from gpubench_driver.lib import gbench, results, stats
+from gpubench_driver.lib import gbench, noise_model, noise_verdicts, results, stats
+from gpubench_driver.lib.noise_model import KindModel, Model
 from gpubench_driver.stages import options as opts, prices
 from gpubench_driver.commands import cli, compare
 
@@ -81,16 +84,23 @@ class CompareFilesTest(unittest.TestCase):
         second = self.write("b.json", document("run-b", "GPU B", {"matmul": [entry(GEMM, FAST, flop=2e9)]}))
         return first, second
 
-    def test_one_trial_files_are_held_to_the_noise_floor(self):
+    def test_an_entry_without_a_protocol_is_held_to_the_widest_kind(self):
         status, _, report = self.main(*self.two_files())
         self.assertEqual(status, 0)
-        # No protocol recorded: the widest floor (latency's, 66.37% in log: x0.515..x1.94 around 0.545).
-        self.assertIn(f"| {GEMM} | 22.00 ms | 12.00 ms | 0.55x (0.28x–1.06x) | unclear (noise floor) |", report)
+        widest, own = noise_verdicts.kind_in(noise_model.load(), None, 0.016)
+        self.assertFalse(own)
+        # One trial each side: the interval is the model's, and the page says what it can detect.
+        self.assertRegex(report, rf"\| {GEMM} \| 22\.00 ms \| 12\.00 ms \| 0\.55x \(0\.\d\dx–0\.\d\dx\) \| "
+                                 rf"#2 faster \| \d+\.\d% \(1 vs 1 trials\) \|")
+        self.assertIn("1 of 1 entries have one trial on a side", report)
         self.assertIn("run-a GPU A", report)
         with open(self.path("out/compare.json"), encoding="utf-8") as stream:
             record = json.load(stream)
-        self.assertEqual(record["comparisons"][0]["counts"], {"same": 0, "faster": 0, "slower": 0, "unclear": 1})
-        self.assertEqual(record["comparisons"][0]["entries"][0]["basis"], "noise floor")
+        self.assertEqual(record["comparisons"][0]["counts"], {"same": 0, "faster": 1, "slower": 0, "unclear": 0})
+        judged = record["comparisons"][0]["entries"][0]
+        self.assertEqual((judged["kind"], judged["kind_known"], judged["trials"]), (widest, False, [1, 1]))
+        self.assertGreater(judged["min_detectable_effect"], 0)
+        self.assertEqual(record["noise_model"]["file"], "scripts/noise_model.json")
 
     def test_headline_entries_are_the_studies_reference_comparisons(self):
         status, _, report = self.main(*self.two_files())  # GEMM: cuBLAS SGEMM resident, but at n = 1024
@@ -111,8 +121,8 @@ class CompareFilesTest(unittest.TestCase):
         second = self.write("b.json", document("b", "B", {"matmul": [in_trials([0.0120, 0.0121, 0.0119])]}))
         status, _, report = self.main(first, second)
         self.assertEqual(status, 0)
-        self.assertRegex(report, r"\| 0\.55x \(0\.54x–0\.5[56]x\) \| #2 faster \(trials, p = [0-9.e-]+\) \|")
-        self.assertIn("| #2 | 0 | 1 | 0 | 0 | 1 |", report)  # the counts open the page
+        self.assertRegex(report, r"\| 0\.55x \(0\.5\dx–0\.5\dx\) \| #2 faster \| \d+\.\d% \(3 vs 3 trials\) \|")
+        self.assertIn("| #2 | 0 | 1 | 0 | 0 |", report)  # the counts open the page
 
     def test_hostile_strings_are_escaped(self):
         hostile = "<script>alert(1)</script> | *x*"
@@ -161,7 +171,7 @@ class CompareFilesTest(unittest.TestCase):
         status, _, report = self.main(self.write("a.json", document("a", "A", {"matmul": [first]})),
                                       self.write("b.json", document("b", "B", {"matmul": [second]})))
         self.assertEqual(status, 0)
-        self.assertIn("| 0.55x (0.28x–1.06x) | unclear (noise floor) |", report)
+        self.assertRegex(report, r"\| 0\.55x \(0\.\d\dx–0\.\d\dx\) \| #2 faster \| \d+\.\d% \(1 vs 1 trials\) \|")
 
     def test_cost_columns_with_a_price_per_file(self):
         first, second = self.two_files()
@@ -203,6 +213,16 @@ class CompareFilesTest(unittest.TestCase):
                 self.assertIn(message, error)
                 self.assertIsNone(report)
 
+    def test_an_unreadable_noise_model_is_a_message(self):
+        first, second = self.two_files()
+        damaged = noise_model.NoiseModelError("cannot read the noise model scripts/noise_model.json: kinds: "
+                                              "expected an object")
+        with unittest.mock.patch.object(noise_model, "load", side_effect=damaged):
+            status, error, report = self.main(first, second)
+        self.assertEqual(status, 1)
+        self.assertIn("cannot read the noise model", error)
+        self.assertIsNone(report)
+
     def test_usage_errors(self):
         first, second = self.two_files()
         cases = {"one file": ([first], "at least two"),
@@ -226,6 +246,64 @@ class CompareFilesTest(unittest.TestCase):
         self.assertEqual(completed.returncode, 1)
         self.assertIn("not valid JSON", completed.stderr)
         self.assertNotIn("Traceback", completed.stderr)
+
+
+def in_trials(name, medians, protocol="throughput"):
+    record = entry(name, list(medians))
+    if len(medians) > 1:
+        record["time_s"]["over"] = "trials"
+    record["protocol"] = protocol
+    return record
+
+
+HEADLINE = "matmul/cublas/gpu/resident/fp32/n:4096"  # a headline entry (studies.is_headline)
+# A model of known widths: device-timed entries of 100 us or more steady to 0.5% between trials and 0.3%
+# between runs, CPU entries to 5%.
+MODEL = Model({"throughput-long": KindModel(0.005, math.inf, 0.003, 0.0),
+               "cpu-long": KindModel(0.05, math.inf, 0.0, 0.0)}, {}, {"runs": [{"id": "aa-1"}, {"id": "aa-2"}]})
+
+
+class ModelVerdictTest(unittest.TestCase):
+    """compare.all_verdicts with a model of known widths."""
+
+    def judged(self, first, second):
+        sources = [compare.Source(str(n), str(n), document(str(n), "G", {"matmul": entries}))
+                   for n, entries in ((1, first), (2, second))]
+        return compare.all_verdicts(sources, MODEL)[2]
+
+    def test_one_trial_each_side_is_decided_where_the_model_allows_it(self):
+        found = self.judged([in_trials(GEMM, [1e-3]), in_trials(HEADLINE, [2e-3])],
+                            [in_trials(GEMM, [1e-3]), in_trials(HEADLINE, [2.2e-3])])
+        same, slower = found[("matmul", GEMM)], found[("matmul", HEADLINE)]
+        self.assertEqual((same.verdict.verdict, slower.verdict.verdict), (noise_verdicts.SAME, noise_verdicts.SLOWER))
+        self.assertEqual((same.trials, same.family, slower.family), ((1, 1), "matmul", compare.HEADLINE_FAMILY))
+        # sd of the log ratio: sqrt(2 * (0.005^2 + 0.003^2)) = 0.83%; t quantiles of infinite df.
+        self.assertAlmostEqual(same.verdict.comparison.mde, math.expm1(math.log(1.02) + (1.6449 + 0.8416) * 0.008246),
+                               places=4)
+
+    def test_more_trials_detect_less(self):
+        one = self.judged([in_trials(GEMM, [1e-3])], [in_trials(GEMM, [1e-3])])[("matmul", GEMM)]
+        three = self.judged([in_trials(GEMM, [1e-3] * 3)], [in_trials(GEMM, [1e-3] * 3)])[("matmul", GEMM)]
+        self.assertLess(three.verdict.comparison.mde, one.verdict.comparison.mde)
+        self.assertEqual(three.trials, (3, 3))
+
+    def test_the_headline_family_is_not_changed_by_a_study(self):
+        # The headline entry's verdict holds whatever many changed entries its study has.
+        headline = [in_trials(HEADLINE, [2e-3])], [in_trials(HEADLINE, [2.1e-3])]
+        alone = self.judged(*headline)[("matmul", HEADLINE)]
+        others = [in_trials(f"matmul/cublas/gpu/resident/fp32/n:{n}", [1e-3]) for n in range(100, 140)]
+        crowded = self.judged(headline[0] + others, headline[1] + others)[("matmul", HEADLINE)]
+        self.assertEqual(alone.verdict.verdict, crowded.verdict.verdict)
+        self.assertEqual(alone.verdict.comparison.p_beyond, crowded.verdict.comparison.p_beyond)
+
+    def test_unclear_says_what_would_decide_it(self):
+        # CPU entries, 5% noise between trials: 12% slower in three trials is not yet told from the 5% band.
+        found = self.judged([in_trials("matmul/openblas/cpu/host/fp32/n:64", [1.0, 1.0, 1.0], "cpu")],
+                            [in_trials("matmul/openblas/cpu/host/fp32/n:64", [1.12, 1.12, 1.12], "cpu")])
+        (judged,) = found.values()
+        self.assertEqual(judged.verdict.verdict, noise_verdicts.UNCLEAR)
+        self.assertEqual(judged.verdict.advice, "1 more trial of each side")  # the median of 4: 0.298 of sigma_w^2
+        self.assertIn(f"unclear: {judged.verdict.advice}", compare._verdict_text(judged, 2))
 
 
 class PriceTableTest(unittest.TestCase):

@@ -4,6 +4,7 @@ against the measured noise, gpus.md, and compare and report on a gathered file."
 import contextlib
 import copy
 import io
+import math
 import os
 import tempfile
 import unittest
@@ -11,7 +12,8 @@ import unittest.mock
 
 import support
 
-from gpubench_driver.lib import environment, gbench, outputs, results, stats
+from gpubench_driver.lib import environment, gbench, noise_model, outputs, results, stats
+from gpubench_driver.lib.noise_model import KindModel, Model
 from gpubench_driver.stages import collect, gpus, options as opts
 from gpubench_driver.commands import report
 from gpubench_driver.commands import cli, compare
@@ -102,53 +104,126 @@ class SubRunTest(unittest.TestCase):
         self.assertIn("--gpus: not with --repeatability", stderr.getvalue())
 
 
-class SpreadTest(unittest.TestCase):
-    def rows(self, found):
-        return {row["gpu"]: row for row in found["entries"][0]["gpus"]}
+# A model of known widths for every kind: 0.5% between trials, 0.3% between runs.
+MODEL = Model({kind: KindModel(0.005, math.inf, 0.003, 0.0) for kind in noise_model.KINDS}, {}, {"runs": []})
+CPU_HEADLINE = "matmul/openblas/cpu/host/fp32/n:4096"  # numpy's counterpart: headline-like, host-paced
+PAGEABLE_COPY = "transfer/copy_engine/gpu/pageable/h2d/n:67108864"  # torch's counterpart: host-paced
 
-    def test_a_gpu_slower_than_the_band_is_an_outlier(self):
-        found = gpus.spread(parts(slow=1.05))
+
+def node(medians_per_gpu):
+    """[(Gpu, its run)] of len(medians_per_gpu) GPUs, each run holding {name: (protocol, median)}."""
+    found = []
+    for index, medians in enumerate(medians_per_gpu):
+        gpu = gpus.Gpu(index, f"GPU-{index:04d}", f"00000000:{16 + index:02x}:00.0", "NVIDIA H100 80GB HBM3")
+        doc = run_document(gpu, (0.1, 0.002))
+        by_study = {}
+        for name, (protocol, median) in medians.items():
+            record = entry(name, median)
+            record["protocol"] = protocol
+            by_study.setdefault(name.split("/")[0], []).append(record)
+        for study, entries in by_study.items():
+            doc["studies"][study] = results.new_study({}, [4096])
+            doc["studies"][study]["entries"] = entries
+        found.append((gpu, doc))
+    return found
+
+
+class SpreadTest(unittest.TestCase):
+    def rows(self, found, name=HEADLINE):
+        row = next(row for row in found["entries"] if row["entry"] == name)
+        return {gpu["gpu"]: gpu for gpu in row["gpus"]}
+
+    def test_a_gpu_slower_beyond_noise_is_an_outlier(self):
+        found = gpus.spread(parts(slow=1.05), MODEL)
         self.assertEqual([row["entry"] for row in found["entries"]], [HEADLINE])  # headline-like entries only
         self.assertAlmostEqual(found["entries"][0]["node_median_s"], 0.100)
         rows = self.rows(found)
         self.assertAlmostEqual(rows[2]["ratio_to_node"], 1.05)
-        self.assertEqual(rows[2]["threshold"], 0.02)  # one run's A/A band for GPU entries of 100 us or more
+        # One trial each: the GPU's log median has 0.005^2 + 0.003^2, the median of three 0.449 of that.
+        sd = math.sqrt((1 + noise_model.median_variance(3)) * (0.005 ** 2 + 0.003 ** 2))
+        self.assertAlmostEqual(rows[2]["threshold"], math.expm1(math.log(1.02) + 1.6449 * sd), places=4)
         self.assertEqual(rows[2]["verdict"], gpus.SLOWER)
         self.assertEqual(rows[0]["verdict"], gpus.WITHIN)
         self.assertEqual(found["outliers"], [2])
 
-    def test_within_the_band_is_no_outlier(self):
-        found = gpus.spread(parts(slow=1.015))
-        self.assertEqual(self.rows(found)[2]["verdict"], gpus.WITHIN)
+    def test_a_slowdown_within_noise_names_no_gpu(self):
+        found = gpus.spread(parts(slow=1.015), MODEL)
+        self.assertNotEqual(self.rows(found)[2]["verdict"], gpus.SLOWER)
         self.assertEqual(found["outliers"], [])
 
-    def test_the_floor_a_run_measured_replaces_the_band(self):
-        noisy = [{"kind": "GPU entries of 100 us or more", "floor": 0.08}]
-        found = gpus.spread(parts(slow=1.05, noise_rows=noisy))
-        self.assertEqual(self.rows(found)[2]["threshold"], 0.08)
+    def test_a_noisier_entry_needs_a_larger_slowdown(self):
+        noisy = Model({"throughput-long": KindModel(0.03, math.inf, 0.02, 0.0)}, {}, {"runs": []})
+        found = gpus.spread(parts(slow=1.05), noisy)
+        self.assertGreater(self.rows(found)[2]["threshold"], 0.05)
         self.assertEqual(found["outliers"], [])
 
     def test_a_faster_gpu_is_said_but_not_flagged(self):
-        found = gpus.spread(parts(slow=0.9))
+        found = gpus.spread(parts(slow=0.9), MODEL)
         self.assertEqual(self.rows(found)[2]["verdict"], gpus.FASTER)
         self.assertEqual(found["outliers"], [])
+
+    def test_four_gpus_one_slower_on_device_timed_entries_is_named_alone(self):
+        jitter = (1.0, 1.003, 0.997, 1.0)  # the healthy GPUs a few tenths apart
+        slow = (1.0, 1.08, 1.0, 1.0)
+        found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * jitter[i] * slow[i]),
+                                   "matmul/cublas/gpu/resident/fp32/n:8192": ("throughput", 16e-3 * jitter[3 - i] * slow[i])}
+                                  for i in range(4)]), MODEL)
+        self.assertEqual(found["outliers"], [1])
+        for name in (HEADLINE, "matmul/cublas/gpu/resident/fp32/n:8192"):
+            verdicts = {index: gpu["verdict"] for index, gpu in self.rows(found, name).items()}
+            self.assertEqual(verdicts, {0: gpus.WITHIN, 1: gpus.SLOWER, 2: gpus.WITHIN, 3: gpus.WITHIN})
+        self.assertIn("GPU 1 slower than the node's median beyond noise", gpus.page_text(found))
+
+    def test_host_paced_differences_name_no_gpu(self):
+        found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * (1.0, 1.003, 0.997, 1.0)[i]),
+                                   CPU_HEADLINE: ("cpu", 0.2 * (1.1 if i == 2 else 1)),
+                                   PAGEABLE_COPY: ("latency", 5e-3 * (1.1 if i == 3 else 1))}
+                                  for i in range(4)]), MODEL)
+        bound = {row["entry"]: row["bound"] for row in found["entries"]}
+        self.assertEqual(bound, {HEADLINE: gpus.GPU_BOUND, CPU_HEADLINE: gpus.HOST_PACED,
+                                 PAGEABLE_COPY: gpus.HOST_PACED})
+        self.assertEqual(self.rows(found, PAGEABLE_COPY)[3]["verdict"], gpus.SLOWER)  # the host's copy is slower...
+        self.assertEqual(found["outliers"], [])  # ...and no GPU is named for it
+        text = gpus.page_text(found)
+        self.assertIn("no GPU slower than the node's median beyond noise on the 1 GPU-bound entries", text)
+        self.assertIn("## Host-paced entries (the host's)", text)
+
+    def test_two_gpus_tell_a_difference_not_which_is_off(self):
+        found = gpus.spread(node([{HEADLINE: ("throughput", 2e-3 * (1.08 if i == 1 else 1))} for i in range(2)]), MODEL)
+        self.assertEqual((found["outliers"], found["differing"]), ([], [HEADLINE]))
+        row = found["entries"][0]
+        self.assertAlmostEqual(row["pair"]["ratio"], 1.08)
+        self.assertEqual({gpu["verdict"] for gpu in row["gpus"]}, {gpus.DIFFER})
+        text = gpus.page_text(found)
+        self.assertIn("GPUs 0 and 1 differ beyond noise on 1 of 1 GPU-bound entries; two GPUs cannot tell which", text)
+        same = gpus.spread(node([{HEADLINE: ("throughput", 2e-3)} for _ in range(2)]), MODEL)
+        self.assertEqual(same["differing"], [])
+        self.assertIn("differ beyond noise on none of the 1", gpus.page_text(same))
 
     def test_without_headline_entries_the_long_gpu_entries_are_compared(self):
         found_parts = parts(slow=1.05)
         for _, document in found_parts:  # a --quick run: no headline entry
             document["studies"]["matmul"]["entries"] = [e for e in document["studies"]["matmul"]["entries"]
                                                         if e["name"] == OTHER]
-        found = gpus.spread(found_parts)
+        found = gpus.spread(found_parts, MODEL)
         self.assertEqual(found["basis"], gpus.LONG_BASIS)
         self.assertEqual([row["entry"] for row in found["entries"]], [OTHER])
         self.assertEqual(found["outliers"], [])  # the third GPU is slow on the headline entry alone
 
+    def test_without_a_noise_model_the_times_are_shown_unjudged(self):
+        with unittest.mock.patch.object(noise_model, "load", side_effect=noise_model.NoiseModelError("no model")):
+            found = gpus.spread(parts(slow=1.05))
+        self.assertEqual((found["judged"], found["outliers"]), (False, []))
+        self.assertIn("Verdict: not judged (no model)", gpus.page_text(found))
+
     def test_gpus_md(self):
-        text = gpus.page_text(gpus.spread(parts(slow=1.05)))
-        self.assertIn("Verdict: GPU 2 slower than the node's median beyond noise on at least one of the entries below. "
-                      "Entries: headline entries", text)
-        self.assertIn("| 2 | 105.00 ms | 1.050 | 2.0% | slower than the node |", text)
-        self.assertIn("no GPU slower than the node's median beyond noise", gpus.page_text(gpus.spread(parts(slow=1.0))))
+        text = gpus.page_text(gpus.spread(parts(slow=1.05), MODEL))
+        self.assertIn("Verdict: GPU 2 slower than the node's median beyond noise on at least one of the GPU-bound "
+                      "entries below. Entries: headline entries", text)
+        self.assertRegex(text, r"\| 2 \| 105\.00 ms \| 1\.050 \| 1\.0\d\d–1\.0\d\d \| \d\.\d% \| "
+                               r"slower than the node \|")
+        self.assertIn("no GPU slower than the node's median beyond noise",
+                      gpus.page_text(gpus.spread(parts(slow=1.0), MODEL)))
 
 
 class GatherTest(unittest.TestCase):

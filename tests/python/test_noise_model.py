@@ -169,7 +169,7 @@ class VerdictTest(unittest.TestCase):
         model = model_of(KindModel(0.001, 50.0, 0.01, 0.0))
         verdict = self.decide(model, steady(3, 0.001), steady(3, 0.001, 1.02e-3))
         self.assertEqual(verdict.verdict, noise_verdicts.UNCLEAR)
-        self.assertIn("edge of the 2% band", verdict.advice)
+        self.assertEqual("not within 20 trials or 5 runs of each side", verdict.advice)
 
     def test_one_trial_has_the_width_of_the_entry_history(self):
         kind_model = KindModel(0.01, 2.0, 0.0005, 0.0)
@@ -244,6 +244,31 @@ class VerdictTest(unittest.TestCase):
         with self.assertRaisesRegex(noise_model.NoiseModelError, "no cpu-short entries"):
             noise_verdicts.compare(model_of(KindModel(0.01, 4.0, 0.0, 0.0)), ("s", "x"), "cpu-short",
                                    Side((1.0,)), Side((1.0,)))
+
+
+    def test_an_entry_of_a_kind_the_model_lacks_is_held_to_its_widest(self):
+        model = Model({KIND: KindModel(0.01, math.inf, 0.0, 0.0), "cpu-long": KindModel(0.05, math.inf, 0.0, 0.0)},
+                      {}, {})
+        self.assertEqual(noise_verdicts.kind_in(model, "throughput", 1e-3), (KIND, True))
+        self.assertEqual(noise_verdicts.kind_in(model, None, 1e-3), ("cpu-long", False))
+        self.assertEqual(noise_verdicts.kind_in(model, "latency", 1e-3), ("cpu-long", False))
+
+    def test_a_range_margin_is_the_band_and_two_runs_difference(self):
+        model = Model({KIND: KindModel(0.01, math.inf, 0.005, 1.0), "throughput-short": KindModel(0.02, 4.0, 0.0, 0.0)},
+                      {}, {})
+        # One trial each run: 0.01^2 * (1 + 1) + 0.005^2 per run, two runs, one-sided 95%.
+        kind, margin = noise_verdicts.range_margin(model, "throughput", 1e-3)
+        self.assertEqual(kind, KIND)
+        self.assertAlmostEqual(margin, math.expm1(math.log(1.02) + 1.644854 * math.sqrt(2 * (2e-4 + 2.5e-5))))
+        # The entry's time unknown: the wider of the protocol's two kinds.
+        self.assertEqual(noise_verdicts.range_margin(model, "throughput")[0], "throughput-short")
+
+    def test_a_gpu_against_its_nodes_median_has_the_variance_of_both(self):
+        model = model_of(KindModel(0.01, math.inf, 0.0, 0.0))
+        comparison = noise_verdicts.against_reference(model, ("s", "x"), KIND, Side((1.08e-3,)), 1e-3, 5, 1)
+        self.assertAlmostEqual(comparison.ratio, 1.08)
+        self.assertAlmostEqual(comparison.sd, 0.01 * math.sqrt(1 + noise_model.median_variance(5)))
+        self.assertGreater(noise_verdicts.beyond_noise(comparison), 0.02)
 
 
 class MissingScipyTest(unittest.TestCase):

@@ -1,8 +1,8 @@
-"""compare's verdicts on synthetic trials: a real shift is found, an A/A family is not flagged more
-than the calibration allows, drift and heavy tails end unclear rather than flagged, a change below
-the minimum effect is no difference; one-trial entries are held to the noise floor, which
-scripts/noise_floor.json holds as measured on the committed A/A pair. The real runs are fixtures
-trimmed from committed ones (fixtures/runs/README.md)."""
+"""rank's verdicts (verdicts.py) on synthetic trials: a real shift is found, an A/A family is not flagged
+more than the calibration allows, drift and heavy tails end unclear rather than flagged, a change below
+the minimum effect is no difference; one-trial values are held to the noise floor, which
+scripts/noise_floor.json holds as measured on the committed A/A pair. And compare's verdicts (the noise
+model's) on real A/A pairs, fixtures trimmed from committed runs (fixtures/runs/README.md)."""
 import json
 import math
 import os
@@ -14,7 +14,7 @@ import unittest
 
 import support
 
-from gpubench_driver.lib import aa_noise_floor, stats, verdicts
+from gpubench_driver.lib import aa_noise_floor, noise_verdicts, stats, verdicts
 from gpubench_driver.commands import compare, digest
 
 
@@ -26,6 +26,20 @@ def entry(medians, protocol="throughput"):
     return {"status": "ok", "protocol": protocol, "time_s": time_s}
 
 
+def compare_entries(pairs):
+    """rank's judgement of [(entry in A, entry in B)]: each entry's median, its trials' medians, its protocol."""
+    def measured(entry):
+        time_s = entry["time_s"]
+        return verdicts.Measured(time_s["median"], tuple(time_s["samples"]) if time_s.get("over") == "trials" else (),
+                                 entry.get("protocol"))
+    return verdicts.compare_measured([(measured(first), measured(second)) for first, second in pairs],
+                                     [verdicts.min_effect(first) for first, _ in pairs])
+
+
+def counts(found):
+    return {name: sum(verdict.verdict == name for verdict in found) for name in noise_verdicts.VERDICTS}
+
+
 def noisy(median, spread, count, rng):
     return [median * math.exp(rng.gauss(0, spread)) for _ in range(count)]
 
@@ -33,7 +47,7 @@ def noisy(median, spread, count, rng):
 class TrialVerdictTest(unittest.TestCase):
     def test_a_clear_shift_is_found_in_its_direction(self):
         rng = random.Random(1)
-        faster, slower = verdicts.compare_entries([
+        faster, slower = compare_entries([
             (entry(noisy(1e-3, 0.005, 3, rng)), entry(noisy(0.9e-3, 0.005, 3, rng))),
             (entry(noisy(1e-3, 0.005, 3, rng)), entry(noisy(1.1e-3, 0.005, 3, rng)))])
         self.assertEqual((faster.verdict, slower.verdict), (verdicts.FASTER, verdicts.SLOWER))
@@ -44,14 +58,14 @@ class TrialVerdictTest(unittest.TestCase):
         # 400 entries, both files from one distribution of trial medians (1% between trials).
         rng = random.Random(2)
         pairs = [(entry(noisy(1e-3, 0.01, 3, rng)), entry(noisy(1e-3, 0.01, 3, rng))) for _ in range(400)]
-        counts = verdicts.counts(verdicts.compare_entries(pairs))
-        self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * 400)
-        self.assertGreater(counts[verdicts.SAME], 0)
+        found = counts(compare_entries(pairs))
+        self.assertLessEqual(found[verdicts.FASTER] + found[verdicts.SLOWER], 0.05 * 400)
+        self.assertGreater(found[verdicts.SAME], 0)
 
     def test_a_change_below_the_minimum_effect_is_no_difference(self):
         # 1% faster, measured very precisely: real, but under the 2% worth a verdict.
         rng = random.Random(3)
-        (verdict,) = verdicts.compare_entries([(entry(noisy(1e-3, 0.0005, 5, rng)),
+        (verdict,) = compare_entries([(entry(noisy(1e-3, 0.0005, 5, rng)),
                                                 entry(noisy(0.99e-3, 0.0005, 5, rng)))])
         self.assertEqual(verdict.verdict, verdicts.SAME)
 
@@ -60,7 +74,7 @@ class TrialVerdictTest(unittest.TestCase):
         heavy = entry([1.0e-3, 1.0e-3, 1.6e-3])  # one trial far out
         steady = entry([1.04e-3, 1.05e-3, 1.06e-3])
         for other in (drifting, heavy):
-            (verdict,) = verdicts.compare_entries([(steady, other)])
+            (verdict,) = compare_entries([(steady, other)])
             self.assertEqual(verdict.verdict, verdicts.UNCLEAR, other["time_s"]["samples"])
 
     def test_the_family_is_held_to_the_false_discovery_rate(self):
@@ -75,7 +89,7 @@ class TrialVerdictTest(unittest.TestCase):
 class NoiseFloorVerdictTest(unittest.TestCase):
     def test_one_trial_is_held_to_its_protocols_floor(self):
         floor = verdicts.noise_floor()["floors"]["throughput"]
-        within, beyond = verdicts.compare_entries([
+        within, beyond = compare_entries([
             (entry([1e-3]), entry([1e-3 * math.exp(floor / 2)])),
             (entry([1e-3]), entry([1e-3 * math.exp(-2 * floor)]))])
         self.assertEqual((within.verdict, beyond.verdict), (verdicts.UNCLEAR, verdicts.FASTER))
@@ -84,7 +98,7 @@ class NoiseFloorVerdictTest(unittest.TestCase):
         self.assertAlmostEqual(math.log(beyond.high / beyond.ratio), floor)
 
     def test_one_side_in_trials_is_not_enough_for_a_test(self):
-        (verdict,) = verdicts.compare_entries([(entry([1e-3, 1.01e-3, 0.99e-3]), entry([1.5e-3]))])
+        (verdict,) = compare_entries([(entry([1e-3, 1.01e-3, 0.99e-3]), entry([1.5e-3]))])
         self.assertEqual(verdict.basis, "noise floor")
 
 
@@ -141,21 +155,24 @@ class NoiseFloorFileTest(unittest.TestCase):
 
 
 class RealPairTest(unittest.TestCase):
-    """Real A/A pairs with trials, as the H100 wrote them: the default suite in three trials twice
+    """compare on real A/A pairs with trials, as the H100 wrote them: the default suite in three trials twice
     (run h100-aa-b1-20261124 and h100-aa-b2-20261124, the code of the default today) and the first quick
-    pair, as fixtures trimmed from them (fixtures/runs/README.md; the runs' digests are in results/aa/)."""
+    pair, as fixtures trimmed from them (fixtures/runs/README.md; the runs' digests are in results/aa/).
+    The noise model was fitted on these runs among others: in sample, so a bound, not the model's error rate
+    (scripts/evaluate_compare.py measures that, leaving each pair out)."""
 
     def assert_calibrated(self, paths, at_least_on_trials):
         decided = list(compare.all_verdicts(compare.load_sources(paths, []))[2].values())
-        counts = verdicts.counts(decided)
-        self.assertGreater(sum(verdict.basis == "trials" for verdict in decided), at_least_on_trials)
-        self.assertLessEqual(counts[verdicts.FASTER] + counts[verdicts.SLOWER], 0.05 * len(decided), counts)
+        found = counts(judged.verdict for judged in decided)
+        self.assertGreater(sum(min(judged.trials) >= 2 for judged in decided), at_least_on_trials)
+        self.assertLessEqual(found[noise_verdicts.FASTER] + found[noise_verdicts.SLOWER], 0.01 * len(decided), found)
+        self.assertGreater(found[noise_verdicts.SAME], 0.15 * len(decided), found)
 
-    def test_compare_flags_at_most_five_percent_of_the_default_suite_pair(self):
+    def test_compare_flags_at_most_one_percent_of_the_default_suite_pair(self):
         folder = support.fixture("runs/aa-trials3-20261124")
         self.assert_calibrated([os.path.join(folder, f"h100-aa-b{run}-20261124") for run in (1, 2)], 250)
 
-    def test_compare_flags_at_most_five_percent_of_the_quick_pair(self):
+    def test_compare_flags_at_most_one_percent_of_the_quick_pair(self):
         folder = support.fixture("runs/aa-quick-trials3-20261124")
         self.assert_calibrated([os.path.join(folder, f"aa{run}-quick-trials3-20261124-005923") for run in (1, 2)], 100)
 

@@ -3,10 +3,12 @@
 Entries are matched by name across the files (ok in each); each study is compared on the entries
 every file shares, and what only some files hold is listed. Times are each file's median; the
 ratio is a file's median over the first file's (below 1: faster than the first), and each entry's
-verdict (same, faster, slower, unclear) comes from the two files' between-trial spread or, for
-files measured in one trial, the between-run noise floor (verdicts.py). The page opens with the
-counts per verdict and the differences that matter, largest first; compare.json holds every
-entry's estimates, ratio, interval and verdict. With a price per file (an instance of the price
+interval, verdict (same, faster, slower, unclear, with what would decide it) and minimum detectable
+effect come from the noise model (lib/noise_model.py, lib/noise_verdicts.py: the variance between a
+run's trials and between runs, fitted on A/A runs), its error control per study and for the headline
+entries apart. The page opens with the counts per verdict, per kind of entry what the comparison can
+detect, and the differences that matter, largest first; compare.json holds every entry's estimates,
+ratio, interval, verdict and detectable change. With a price per file (an instance of the price
 table, or USD per hour), the GEMM studies get USD per 1000 products and TFLOP/s per USD-hour, the
 MLP study USD per epoch.
 """
@@ -17,7 +19,8 @@ import statistics
 from dataclasses import dataclass
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, html_report, outputs, results, stats, trials, verdicts
+from gpubench_driver.lib import (document as page, html_report, noise_model, noise_verdicts, outputs, results, stats,
+                                 verdicts)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
 from gpubench_driver.stages import collect, options as opts, prices, session
 
@@ -121,6 +124,9 @@ def _agreement_section(sources):
 
 
 # --- verdicts ----------------------------------------------------------------------------
+HEADLINE_FAMILY = "headline"
+
+
 def shared_pairs(sources, number):
     """[(study, name, entry in #1, entry in #number)] over every study both hold, ok in both."""
     found = []
@@ -133,57 +139,118 @@ def shared_pairs(sources, number):
     return found
 
 
-def all_verdicts(sources):
-    """{file number >= 2: {(study, name): Verdict}}: each file against the first, all its shared
-    entries one family (verdicts.compare_entries)."""
+@dataclass(frozen=True)
+class Judged:
+    """One entry of one file against #1: its noise_verdicts.Verdict, the family its error control is
+    held in, the trials each side has, and whether the model knows the entry's own kind."""
+    verdict: object
+    family: str
+    trials: tuple
+    own_kind: bool
+
+    def record(self):
+        return {**self.verdict.record(), "family": self.family, "trials": list(self.trials),
+                "kind_known": self.own_kind}
+
+
+def all_verdicts(sources, model=None):
+    """{file number >= 2: {(study, name): Judged}}: each file against the first by the noise model
+    (scripts/noise_model.json unless given), error control per study and the headline entries a family of
+    their own (noise_verdicts.decide)."""
+    model = model or noise_model.load()
     found = {}
     for number in range(2, len(sources) + 1):
         pairs = shared_pairs(sources, number)
-        decided = verdicts.compare_entries([(first, other) for _, _, first, other in pairs])
-        found[number] = {(study, name): verdict for (study, name, _, _), verdict in zip(pairs, decided)}
+        comparisons, families, details = [], [], []
+        for study_name, name, first, other in pairs:
+            a, b = noise_verdicts.side_of(first), noise_verdicts.side_of(other)
+            kind, own = noise_verdicts.kind_in(model, first.get("protocol"), math.sqrt(a.median * b.median))
+            comparisons.append(noise_verdicts.compare(model, (study_name, name), kind, a, b))
+            families.append(HEADLINE_FAMILY if studies.is_headline(study_name, first) else study_name)
+            details.append(((len(a.medians), len(b.medians)), own))
+        decided = noise_verdicts.decide(comparisons, families)
+        found[number] = {(study, name): Judged(verdict, family, *detail)
+                         for (study, name, _, _), verdict, family, detail in zip(pairs, decided, families, details)}
     return found
 
 
-def comparison_record(sources, decided):
-    """compare.json's content: the files, and per file after the first its counts and every entry."""
+def comparison_record(sources, decided, model=None):
+    """compare.json's content: the files, the noise model, and per file after the first its counts, its
+    summary per kind and every entry."""
+    model = model or noise_model.load()
     files = [{"number": number, "label": source.label, "path": source.path, "run": source.document["run"]["id"]}
              for number, source in enumerate(sources, start=1)]
     comparisons = []
     for number, by_entry in decided.items():
         pairs = {(study, name): (first, other) for study, name, first, other in shared_pairs(sources, number)}
         entries = [{"study": study, "name": name,
-                    "medians_s": [pairs[(study, name)][0]["time_s"]["median"], pairs[(study, name)][1]["time_s"]["median"]],
-                    "trials": [trials.count(pairs[(study, name)][0]), trials.count(pairs[(study, name)][1])],
-                    **verdict.record()} for (study, name), verdict in by_entry.items()]
-        comparisons.append({"file": number, "against": 1, "counts": verdicts.counts(by_entry.values()),
-                            "entries": entries})
-    return {"schema": "gpubench-compare", "files": files, "comparisons": comparisons}
+                    "medians_s": [entry["time_s"]["median"] for entry in pairs[(study, name)]],
+                    **judged.record()} for (study, name), judged in by_entry.items()]
+        comparisons.append({"file": number, "against": 1, "counts": counts(by_entry),
+                            "kinds": kind_rows(by_entry), "entries": entries})
+    return {"schema": "gpubench-compare", "files": files, "noise_model": model_record(model),
+            "method": {"confidence": noise_verdicts.CONFIDENCE,
+                       "false_discovery_rate": noise_verdicts.FALSE_DISCOVERY_RATE, "power": noise_verdicts.POWER, "families": f"per study; the headline entries one family "
+                                                                 f"({HEADLINE_FAMILY})"},
+            "comparisons": comparisons}
+
+
+def model_record(model):
+    return {"file": os.path.relpath(noise_model.FILE, outputs.SOURCE_DIR),
+            "runs": [run["id"] for run in model.document.get("runs") or []]}
+
+
+def counts(by_entry):
+    return noise_verdicts.counts(judged.verdict for judged in by_entry.values())
+
+
+def kind_rows(by_entry):
+    """Per kind of entry: how many, their verdicts, the median minimum detectable effect, the fewest
+    trials a side had, and how many are dominated by the noise between runs (which more trials cannot shrink)."""
+    rows = {}
+    for judged in by_entry.values():
+        rows.setdefault(judged.verdict.comparison.kind, []).append(judged)
+    return [{"kind": kind, "entries": len(members), **noise_verdicts.counts(judged.verdict for judged in members),
+             "median_min_detectable_effect": statistics.median(judged.verdict.comparison.mde for judged in members),
+             "fewest_trials": min(min(judged.trials) for judged in members),
+             "between_runs_dominant": sum(judged.verdict.comparison.between_share > 0.5 for judged in members)}
+            for kind, members in sorted(rows.items(), key=lambda item: list(noise_model.KINDS).index(item[0]))]
 
 
 # --- rendering ---------------------------------------------------------------------------
-def _verdict_text(verdict, number):
-    named = {verdicts.FASTER: f"#{number} faster", verdicts.SLOWER: f"#{number} slower"}
+def _verdict_text(judged, number):
+    verdict = judged.verdict
+    named = {noise_verdicts.FASTER: f"#{number} faster", noise_verdicts.SLOWER: f"#{number} slower"}
     text = named.get(verdict.verdict, verdict.verdict)
-    if verdict.basis == "trials":
-        return f"{text} (trials, p = {verdict.p_value:.2g})"
-    return f"{text} (noise floor)"
+    return f"{text}: {verdict.advice}" if verdict.advice else text
 
 
-def _interval_text(verdict):
-    return f"{ratio(verdict.ratio)} ({ratio(verdict.low)}–{ratio(verdict.high)})"
+def _interval_text(judged):
+    c = judged.verdict.comparison
+    return f"{ratio(c.ratio)} ({ratio(c.low)}–{ratio(c.high)})"
+
+
+def _detectable_text(judged):
+    """The minimum detectable effect at the trials each side has."""
+    return f"{percent(judged.verdict.comparison.mde)} ({judged.trials[0]} vs {judged.trials[1]} trials)"
+
+
+def _verdict_cells(judged, number):
+    return [_interval_text(judged), _verdict_text(judged, number), _detectable_text(judged)]
+
+
+def _verdict_columns(number):
+    return [f"#{number}/#1 (interval)", f"#{number} vs #1", f"#{number} detectable"]
 
 
 def _time_table(sources, study_name, names, decided):
     others = range(2, len(sources) + 1)
     header = ["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)),
-              *(column for n in others for column in (f"#{n}/#1 (interval)", f"#{n} vs #1"))]
+              *(column for n in others for column in _verdict_columns(n))]
     rows = []
     for name in names:
         entries = [_entries_by_name(source.document["studies"][study_name])[name] for source in sources]
-        cells = []
-        for n in others:
-            verdict = decided[n][(study_name, name)]
-            cells += [_interval_text(verdict), _verdict_text(verdict, n)]
+        cells = [cell for n in others for cell in _verdict_cells(decided[n][(study_name, name)], n)]
         rows.append([md(name), *(seconds(entry["time_s"]["median"]) for entry in entries), *cells])
     return page.table(header, rows, rule=RULE)
 
@@ -192,7 +259,7 @@ DIFFERENCES_SHOWN = 20
 
 
 def _headline_section(sources, decided):
-    header = ["entry", "#1 median", *(column for n in decided for column in (f"#{n}/#1 (interval)", f"#{n} vs #1"))]
+    header = ["entry", "#1 median", *(column for n in decided for column in _verdict_columns(n))]
     rows = []
     for study_name in shared_studies(sources):
         names, _ = match_entries(sources, study_name)
@@ -201,39 +268,68 @@ def _headline_section(sources, decided):
             if studies.is_headline(study_name, first[name]):
                 cells = []
                 for n, by_entry in decided.items():
-                    verdict = by_entry.get((study_name, name))
-                    cells += [_interval_text(verdict), _verdict_text(verdict, n)] if verdict else ["n/a", "n/a"]
+                    judged = by_entry.get((study_name, name))
+                    cells += _verdict_cells(judged, n) if judged else ["n/a", "n/a", "n/a"]
                 rows.append([md(name), seconds(first[name]["time_s"]["median"]), *cells])
     return [page.paragraph("Headline entries (those each study compares with PyTorch or numpy):"),
             page.table(header, rows, rule=RULE) if rows else page.paragraph("None shared.")]
 
 
-def _verdicts_section(sources, decided):
-    """The counts per verdict of each file against the first, then its largest differences."""
-    rows = [[f"#{number}", *(str(count) for count in verdicts.counts(by_entry.values()).values()),
-             str(sum(verdict.basis == "trials" for verdict in by_entry.values()))]
+def _kinds_table(by_entry):
+    rows = [[row["kind"], str(row["entries"]), *(str(row[name]) for name in noise_verdicts.VERDICTS),
+             percent(row["median_min_detectable_effect"]), str(row["fewest_trials"]),
+             f"{row['between_runs_dominant']} of {row['entries']}"] for row in kind_rows(by_entry)]
+    return page.table(["kind of entry", "entries", *noise_verdicts.VERDICTS, "median detectable change",
+                       "fewest trials", "between runs dominant"], rows, rule=RULE)
+
+
+def _method_paragraph(model):
+    bands = ", ".join(f"{kind} {percent(band, 0)}" for kind, band in noise_verdicts.BANDS.items())
+    return page.paragraph(
+        f"Each shared entry against #1: the ratio of the medians shown and its {noise_verdicts.CONFIDENCE:.0%} "
+        f"interval from the noise model (scripts/noise_model.json, fitted on the A/A runs "
+        f"{', '.join(run['id'] for run in model.document.get('runs') or [])}; docs/methodology.md, The noise "
+        f"model): the variance between the trials of a run, the entry's own where the A/A runs measured it, updated "
+        f"by the trials compared, and the variance between runs, which more trials do not shrink. same: the "
+        f"interval lies inside the band ({bands}, the rest {percent(noise_verdicts.DEFAULT_BAND, 0)}); "
+        f"faster/slower: it lies beyond the band on one side and the entry is a discovery of its family (each study, "
+        f"the headline entries one of their own) at a {noise_verdicts.FALSE_DISCOVERY_RATE:.0%} false discovery "
+        f"rate; unclear: neither, with what would decide it at the present ratio (not within "
+        f"{noise_verdicts.MOST_TRIALS} trials or {noise_verdicts.MOST_RUNS} runs: the entry's noise is wide for how "
+        f"near the ratio lies to the band's edge). detectable: the change found with "
+        f"{noise_verdicts.POWER:.0%} power at the trials each side has. An entry of a kind the model lacks (a file "
+        f"from before the protocols) is held to the model's widest kind.")
+
+
+def _one_trial_paragraph(by_entry):
+    """What a comparison with one trial on a side can tell, said where some entries have one."""
+    single = [judged for judged in by_entry.values() if min(judged.trials) == 1]
+    if not single:
+        return []
+    mdes = sorted(judged.verdict.comparison.mde for judged in single)
+    return [page.paragraph(
+        f"{len(single)} of {len(by_entry)} entries have one trial on a side (a --quick run): their interval rests "
+        f"on the model's width for the entry (its A/A history, else its kind's). Each finds a change of its "
+        f"detectable size ({percent(mdes[0])} to {percent(mdes[-1])}, median {percent(statistics.median(mdes))}) "
+        f"with {noise_verdicts.POWER:.0%} power; a smaller one leaves it same where its interval lies inside the "
+        f"band, else unclear.")]
+
+
+def _verdicts_section(sources, decided, model):
+    """The counts per verdict of each file against the first, per kind, then its largest differences."""
+    rows = [[f"#{number}", *(str(count) for count in counts(by_entry).values())]
             for number, by_entry in decided.items()]
-    blocks = [page.table(["file", *verdicts.VERDICTS, "decided on trials"], rows, rule=RULE),
-              page.paragraph(
-                  f"Each shared entry against #1: a ratio and its {verdicts.CONFIDENCE:.0%} interval, from the "
-                  f"two files' independent trials where both have at least two (Welch's t-test on the logarithms "
-                  f"of the trials' medians, the family held to a {verdicts.FALSE_DISCOVERY_RATE:.0%} false "
-                  f"discovery rate), else from the between-run noise floor of the entry's protocol measured on "
-                  f"an A/A pair (gpubench's runs "
-                  f"{' and '.join(run['id'] for run in verdicts.noise_floor()['runs'])}, scripts/noise_floor.json: "
-                  + ", ".join(f"{protocol} {percent(math.expm1(floor))}" for protocol, floor in
-                              verdicts.noise_floor()["floors"].items()) +
-                  f"). faster/slower: the interval excludes no change and the difference is at least "
-                  f"{percent(verdicts.MIN_EFFECT_LONG_DEVICE, 0)} (device-timed entries of 100 us or more) or "
-                  f"{percent(verdicts.MIN_EFFECT_OTHER, 0)} (the rest); same: the whole interval lies within that; "
-                  f"unclear: neither.")]
+    blocks = [page.table(["file", *noise_verdicts.VERDICTS], rows, rule=RULE), _method_paragraph(model)]
+    for number, by_entry in decided.items():
+        blocks += [page.paragraph(f"#{number} against #1 per kind of entry (the noise model's kinds):"),
+                   _kinds_table(by_entry), *_one_trial_paragraph(by_entry)]
     blocks += _headline_section(sources, decided)
     for number, by_entry in decided.items():
-        differing = sorted(((key, verdict) for key, verdict in by_entry.items()
-                            if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER)),
-                           key=lambda item: -abs(math.log(item[1].ratio)))
-        lines = [f"{md(name)}: {_interval_text(verdict)}, {_verdict_text(verdict, number)}"
-                 for (_, name), verdict in differing[:DIFFERENCES_SHOWN]]
+        differing = sorted(((key, judged) for key, judged in by_entry.items()
+                            if judged.verdict.verdict in (noise_verdicts.FASTER, noise_verdicts.SLOWER)),
+                           key=lambda item: -abs(math.log(item[1].verdict.comparison.ratio)))
+        lines = [f"{md(name)}: {_interval_text(judged)}, {_verdict_text(judged, number)}"
+                 for (_, name), judged in differing[:DIFFERENCES_SHOWN]]
         more = len(differing) - DIFFERENCES_SHOWN
         blocks += [page.paragraph(f"#{number} against #1, the differences, largest first"
                                   + (f" ({DIFFERENCES_SHOWN} of {len(differing)}):" if more > 0 else ":")),
@@ -294,12 +390,13 @@ def _missing_section(sources):
                                          else page.paragraph("Nothing: every file holds the same ok entries.")])
 
 
-def blocks(sources, decided, table=None):
+def blocks(sources, decided, table=None, model=None):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
+    model = model or noise_model.load()
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
         "#k's median over #1's (below 1: #k faster).", *prices.prices_note(sources, table)])]
-    found += _verdicts_section(sources, decided) + _agreement_section(sources)
+    found += _verdicts_section(sources, decided, model) + _agreement_section(sources)
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name, decided)
     return found + _missing_section(sources)
@@ -307,7 +404,8 @@ def blocks(sources, decided, table=None):
 
 def render(sources, table=None):
     """compare.md's text."""
-    return page.to_markdown(blocks(sources, all_verdicts(sources), table))
+    model = noise_model.load()
+    return page.to_markdown(blocks(sources, all_verdicts(sources, model), table, model))
 
 
 def default_out_dir():
@@ -320,16 +418,19 @@ def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, o
     sources = load_sources(paths, labels or [])
     table = prices.apply_prices(sources, price_specs, prices_path)
     out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
-    return write(sources, all_verdicts(sources), out_dir, table)
+    model = noise_model.load()
+    return write(sources, all_verdicts(sources, model), out_dir, table, model)
 
 
-def write(sources, decided, out_dir, table=None):
+def write(sources, decided, out_dir, table=None, model=None):
     """compare.md, compare.html and compare.json of the loaded files and their verdicts (all_verdicts)
     in out_dir; returns the Markdown's path."""
-    found = blocks(sources, decided, table)
+    model = model or noise_model.load()
+    found = blocks(sources, decided, table, model)
     os.makedirs(out_dir, exist_ok=True)
     path = outputs.write_text(os.path.join(out_dir, "compare.md"), page.to_markdown(found) + "\n")
-    outputs.write_text(os.path.join(out_dir, "compare.json"), json.dumps(comparison_record(sources, decided), indent=1))
+    outputs.write_text(os.path.join(out_dir, "compare.json"),
+                       json.dumps(comparison_record(sources, decided, model), indent=1))
     html_report.write(found, [], out_dir, name="compare.html")
     return path
 
@@ -342,8 +443,9 @@ def register(subparsers):
     parser = subparsers.add_parser("compare", help="side-by-side report of results files, with verdicts and cost",
                                    description="Compare the entries two or more results files share: medians, ratios "
                                                "to the first file with their intervals, a verdict per entry (same, "
-                                               "faster, slower, unclear) from the files' independent trials or the "
-                                               "between-run noise floor, and, with a price per file, cost per 1000 "
+                                               "faster, slower, unclear) with its minimum detectable effect from the "
+                                               "noise model (scripts/noise_model.json), and, with a price per file, "
+                                               "cost per 1000 "
                                                "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
                                                "compare.md, compare.html and compare.json.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "

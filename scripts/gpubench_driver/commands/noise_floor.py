@@ -8,10 +8,10 @@ ERRORS = (aa_noise_floor.NoiseFloorError, digest.DigestError, results.ResultsErr
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "noise-floor", help="measure compare's one-trial noise floor on an A/A pair of runs",
+        "noise-floor", help="measure rank's one-trial noise floor on an A/A pair of runs",
         description="Measure the between-run noise floor of one-trial entries per protocol (the 95th percentile "
                     "of |log(B/A)| over the entries ok in both runs) on an A/A pair, the same suite run twice on "
-                    "one machine, and write it with the runs it was measured on. compare holds an entry measured "
+                    "one machine, and write it with the runs it was measured on. rank holds a figure measured "
                     "in fewer than two trials to it.")
     parser.add_argument("results", nargs="+", help="the two runs: results.json (or .json.gz) files, directories "
                                                     "holding one, or run digests holding two runs between them")

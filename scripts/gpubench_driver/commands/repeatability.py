@@ -8,16 +8,16 @@ import json
 import os
 from dataclasses import replace
 
-from gpubench_driver.lib import document as page, outputs, stopping, verdicts
+from gpubench_driver.lib import document as page, noise_model, noise_verdicts, outputs, stopping
 from gpubench_driver.lib.formatting import percent
 from gpubench_driver.stages import session
 from gpubench_driver.commands import compare
 
 # Kinds of entry, by what the binaries report (the protocol) and the headline's length.
 KINDS = (("GPU, device time, 100 us or more", lambda e: e.get("protocol") == "throughput"
-          and e["time_s"]["median"] >= verdicts.LONG_ENTRY_S),
+          and e["time_s"]["median"] >= noise_model.LONG_ENTRY_S),
          ("GPU, device time, under 100 us", lambda e: e.get("protocol") == "throughput"
-          and e["time_s"]["median"] < verdicts.LONG_ENTRY_S),
+          and e["time_s"]["median"] < noise_model.LONG_ENTRY_S),
          ("GPU, host-observed (copies in the call)", lambda e: e.get("protocol") == "latency"),
          ("CPU", lambda e: e.get("protocol") == "cpu"))
 BANDS = compare.AGREEMENT_BANDS
@@ -37,7 +37,7 @@ def noise_by_kind(first, second):
 
 
 def record(rows, counts, paths):
-    flagged = counts[verdicts.FASTER] + counts[verdicts.SLOWER]
+    flagged = counts[noise_verdicts.FASTER] + counts[noise_verdicts.SLOWER]
     total = sum(counts.values())
     return {"schema": "gpubench-repeatability", "runs": paths, "noise": rows, "verdicts": counts,
             "flagged_fraction": flagged / total if total else None}
@@ -54,10 +54,10 @@ def render(found):
                        f"machines measured the same way that is no larger than this is no difference."),
         page.table(["kind of entry", "entries", "median of abs(B/A - 1)", "95th percentile",
                     *(f"within {100 * band:.0f}%" for band in BANDS)], rows),
-        page.paragraph(f"compare's verdicts on the pair (compare.md): {counts[verdicts.SAME]} same, "
-                       f"{counts[verdicts.FASTER]} faster, {counts[verdicts.SLOWER]} slower, "
-                       f"{counts[verdicts.UNCLEAR]} unclear: {percent(found['flagged_fraction'])} flagged where an A/A "
-                       f"pair should have about 5% at most.")])
+        page.paragraph(f"compare's verdicts on the pair (compare.md): {counts[noise_verdicts.SAME]} same, "
+                       f"{counts[noise_verdicts.FASTER]} faster, {counts[noise_verdicts.SLOWER]} slower, "
+                       f"{counts[noise_verdicts.UNCLEAR]} unclear: {percent(found['flagged_fraction'])} flagged "
+                       f"in a pair where nothing changed (each flagged entry is a false alarm).")])
 
 
 def run(options, argv):
@@ -81,7 +81,7 @@ def run(options, argv):
     sources = compare.load_sources(paths, [])
     decided = compare.all_verdicts(sources)
     compare.write(sources, decided, out_dir)
-    found = record(noise_by_kind(sources[0].document, sources[1].document), verdicts.counts(decided[2].values()), paths)
+    found = record(noise_by_kind(sources[0].document, sources[1].document), compare.counts(decided[2]), paths)
     outputs.write_text(os.path.join(out_dir, "repeatability.json"), json.dumps(found, indent=1))
     path = outputs.write_text(os.path.join(out_dir, "repeatability.md"), render(found) + "\n")
     print(f"repeatability: {path}", flush=True)

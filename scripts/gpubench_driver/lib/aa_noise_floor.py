@@ -1,5 +1,5 @@
 """The between-run noise floor of one-trial entries, per protocol, measured on an A/A pair: the same
-suite run twice, back to back, on one machine, one trial each. `compare` holds an entry measured in
+suite run twice, back to back, on one machine, one trial each. `rank` holds a figure measured in
 fewer than two trials to it (verdicts.py); the floor of noise_floor.py is another figure, a run's
 own trials against each other.
 

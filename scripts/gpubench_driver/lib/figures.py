@@ -59,14 +59,16 @@ def between_runs(entry, value, scales="rate"):
     """What rank's noise judgement reads of a figure computed from one entry's median time (verdicts.Measured,
     compare's judgement of that entry): the figure at each of the entry's trials (a rate scales as 1/time,
     scales="time" as the time, None: not from the time alone, no trial values), the protocol that timed the
-    entry (its noise floor between runs) and the smallest change worth a verdict."""
+    entry and its median time (its noise between runs: the noise model's kind) and the smallest change worth
+    a verdict."""
     time_s = entry["time_s"]
     median = time_s["median"]
     trials = []
     if scales and time_s.get("over") == "trials" and median:
         trials = [value * (median / time if scales == "rate" else time / median)
                   for time in time_s["samples"] if stats.finite(time) and time > 0]
-    return {"trial_values": trials, "protocol": entry.get("protocol"), "min_effect": verdicts.min_effect(entry)}
+    return {"trial_values": trials, "protocol": entry.get("protocol"), "median_s": median,
+            "min_effect": verdicts.min_effect(entry)}
 
 
 def spread(row):

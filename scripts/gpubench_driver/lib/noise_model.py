@@ -78,6 +78,15 @@ def kind_of(protocol, median_s):
     return f"{protocol}-{'long' if median_s >= LONG_ENTRY_S else 'short'}"
 
 
+def host_paced(entry):
+    """Whether the host paces an entry as much as its GPU does: CPU work, a call timed on the host clock
+    (protocol latency: the copies and launches inside it), a copy from pageable memory (the CPU stages it
+    through its own memory; the binary's memory-kind axis). Such an entry says nothing of one GPU against
+    another of its node."""
+    return (entry.get("device") != "gpu" or entry.get("protocol") != "throughput"
+            or "pageable" in (entry.get("mode") or ""))
+
+
 def trial_medians(entry):
     """A digest entry's measurements: its ok trials' medians, or its one median when it was measured
     once; [] for an entry that is not ok."""

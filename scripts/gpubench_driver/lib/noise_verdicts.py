@@ -20,6 +20,7 @@ from gpubench_driver.lib import noise_model
 from gpubench_driver.lib.verdicts import benjamini_hochberg
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
+VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
 CONFIDENCE = 0.90              # of the interval shown: each verdict is a one-sided test at 5%
 FALSE_DISCOVERY_RATE = 0.05    # per family
 POWER = 0.8                    # of the minimum detectable effect
@@ -33,6 +34,29 @@ MOST_RUNS = 5                  # no advice of more runs of each side than this
 
 def band_of(kind):
     return BANDS.get(kind, DEFAULT_BAND)
+
+
+def kind_in(model, protocol, median_s):
+    """(the kind an entry is judged as, whether that is its own): the kind of its protocol and median
+    where the model has it, else the model's widest (an entry of a file from before the protocols, or of a
+    kind the A/A runs did not measure)."""
+    kind = noise_model.kind_of(protocol, median_s)
+    if kind in model.kinds:
+        return kind, True
+    return max(model.kinds, key=lambda name: model.kinds[name].side(None, [0.0])[0][0]
+               + model.kinds[name].side(None, [0.0])[1][0]), False
+
+
+def side_of(entry):
+    """A results file entry's side of a comparison: its trials' medians, or its one median (the
+    repetitions of one process are no independent measurements of it)."""
+    time_s = entry["time_s"]
+    if time_s.get("over") == "trials":
+        medians = tuple(value for value in time_s["samples"]
+                        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0)
+        if medians:
+            return Side(medians)
+    return Side((time_s["median"],))
 
 
 @dataclass(frozen=True)
@@ -62,7 +86,7 @@ class Comparison:
     between_share: float   # the share of its variance that more trials cannot shrink
     p_beyond: float        # one-sided p-value of "the true ratio lies beyond the band on this side"
     mde: float             # the change detected with POWER at these trials (relative: 0.03 is 3%)
-    plan: tuple            # (KindModel, history, logs of A, logs of B): what `advice` projects from
+    plan: Optional[tuple]  # (KindModel, history, logs of A, logs of B): what `advice` projects from
 
 
 def _t():
@@ -78,9 +102,13 @@ def _spread(kind_model, history, logs_a, logs_b, more=0, runs=1):
     """(sd, df, the between-run share of the variance) of the log ratio, with `more` trials of each side
     than measured and over `runs` runs of each side (the df stay those of the trials measured)."""
     parts = [part for logs in (logs_a, logs_b) for part in kind_model.side(history, logs, len(logs) + more, runs)]
-    variance = sum(part for part, _ in parts)
     trial_part = sum(kind_model.within(history, logs)[0] * noise_model.median_variance(len(logs) + more) / runs
                      for logs in (logs_a, logs_b))
+    return _sd_df_share(parts, trial_part)
+
+
+def _sd_df_share(parts, trial_part):
+    variance = sum(part for part, _ in parts)
     return math.sqrt(variance), noise_model.satterthwaite(parts), 1 - trial_part / variance
 
 
@@ -92,18 +120,72 @@ def detectable(sd, df, band):
 
 def compare(model, key, kind, first, second, band=None):
     """The Comparison of one entry (key: (study, name)) of a kind between two Sides."""
+    plan = (_kind_model(model, kind), model.history(key), first.logs, second.logs)
+    return _comparison(kind, band_of(kind) if band is None else band, math.log(second.median / first.median),
+                       _spread(*plan), plan)
+
+
+def against_reference(model, key, kind, side, reference_s, count, reference_trials, band=None):
+    """The Comparison of one entry measured on one GPU (side) against reference_s, the median of the same
+    entry's medians on the `count` GPUs of its node (run --gpus), each measured in reference_trials trials
+    or more. Each GPU is a run of its own: the reference's variance is that of one run's median (the
+    model's prior and the entry's A/A history; the GPUs' trials are not pooled, a difference between
+    them is what is asked) times the variance of the median of `count` values, taken as independent of
+    the side's (the median of three or more is not moved by one GPU). No advice: a node is not run again
+    from its report."""
+    kind_model = _kind_model(model, kind)
+    history = model.history(key)
+    share = noise_model.median_variance(count)
+    parts = kind_model.side(history, side.logs) + [
+        (variance * share, df) for variance, df in kind_model.side(history, [], reference_trials)]
+    trial_part = (kind_model.within(history, side.logs)[0] * noise_model.median_variance(len(side.logs))
+                  + kind_model.within(history, [])[0] * noise_model.median_variance(reference_trials) * share)
+    return _comparison(kind, band_of(kind) if band is None else band, math.log(side.median / reference_s),
+                       _sd_df_share(parts, trial_part), None)
+
+
+def _kind_model(model, kind):
     kind_model = model.kinds.get(kind)
     if kind_model is None:
         raise noise_model.NoiseModelError(f"the noise model has no {kind} entries (it has "
                                           f"{', '.join(model.kinds)}): fit it on A/A runs that measure them")
-    band = band_of(kind) if band is None else band
-    plan = (kind_model, model.history(key), first.logs, second.logs)
-    sd, df, between_share = _spread(*plan)
-    log_ratio = math.log(second.median / first.median)
+    return kind_model
+
+
+def _comparison(kind, band, log_ratio, spread, plan):
+    """A Comparison of a log ratio whose (sd, df, between-run share) is `spread`."""
+    sd, df, between_share = spread
     half = _quantile(0.5 + CONFIDENCE / 2, df) * sd
     beyond = (abs(log_ratio) - math.log1p(band)) / sd  # sd > 0: a model's prior_sd is 1e-6 or more
     return Comparison(kind, band, math.exp(log_ratio), math.exp(log_ratio - half), math.exp(log_ratio + half), sd, df,
                       between_share, float(_t().sf(beyond, min(df, 1e6))), detectable(sd, df, band), plan)
+
+
+def beyond_noise(comparison):
+    """The change (relative) beyond which this comparison's interval lies beyond its band: the
+    smallest slowdown it would call slower at its sd, before its family's control."""
+    return math.expm1(math.log1p(comparison.band) + _quantile(0.5 + CONFIDENCE / 2, comparison.df) * comparison.sd)
+
+
+def range_margin(model, protocol, median_s=None):
+    """(kind, margin): how far beyond a range of other runs' values a run's figure may lie and still be
+    no difference, for a figure timed by `protocol` from an entry of median_s seconds (None: unknown, the
+    wider of the protocol's two kinds): the kind's band and the one-sided 95% normal quantile of the
+    difference of two runs' medians of one trial each, the kind's typical entry. Stdlib only: the health
+    check reads it on every report, scipy or not."""
+    if median_s is not None:
+        kind, _ = kind_in(model, protocol, median_s)
+        candidates = [kind]
+    else:
+        candidates = [kind for kind in (f"{protocol}-long", f"{protocol}-short") if kind in model.kinds] or [
+            kind_in(model, None, 1.0)[0]]
+
+    def margin(kind):
+        k = model.kinds[kind]
+        one_run = k.prior_sd ** 2 * (1 + k.ratio) + k.floor_sd ** 2
+        return math.expm1(math.log1p(band_of(kind)) + statistics.NormalDist().inv_cdf(0.95) * math.sqrt(2 * one_run))
+    kind = max(candidates, key=margin)
+    return kind, margin(kind)
 
 
 def _decided(log_ratio, sd, df, band):
@@ -115,7 +197,7 @@ def _decided(log_ratio, sd, df, band):
 def advice(comparison):
     """What would decide an unclear entry were its ratio to stay: more trials of each side while the
     trial noise can still shrink enough, else more runs of each; said plainly when neither would (the
-    ratio lies on the band's edge)."""
+    entry's noise is wide for how near the ratio lies to the band's edge)."""
     log_ratio = math.log(comparison.ratio)
     kind_model, history, logs_a, logs_b = comparison.plan
     for more in range(1, MOST_TRIALS - max(len(logs_a), len(logs_b)) + 1):
@@ -126,8 +208,7 @@ def advice(comparison):
         sd, df, _ = _spread(kind_model, history, logs_a, logs_b, runs=runs)
         if _decided(log_ratio, sd, df, comparison.band):
             return "another run of each side" if runs == 2 else f"{runs - 1} more runs of each side"
-    return (f"nothing within {MOST_TRIALS} trials or {MOST_RUNS} runs of each side: the ratio lies at the edge of "
-            f"the {comparison.band:.0%} band")
+    return f"not within {MOST_TRIALS} trials or {MOST_RUNS} runs of each side"
 
 
 @dataclass(frozen=True)
@@ -142,6 +223,12 @@ class Verdict:
                 "band": c.band, "verdict": self.verdict, "p_beyond_band": c.p_beyond, "min_detectable_effect": c.mde,
                 "between_run_share": c.between_share,
                 "dominant": "between runs" if c.between_share > 0.5 else "between trials", "advice": self.advice}
+
+
+def counts(verdicts):
+    """{verdict: how many of the Verdicts have it}, every verdict named."""
+    named = [verdict.verdict for verdict in verdicts]
+    return {name: named.count(name) for name in VERDICTS}
 
 
 def decide(comparisons, families, advise=True):
@@ -162,5 +249,5 @@ def decide(comparisons, families, advise=True):
         elif -bound <= math.log(c.low) and math.log(c.high) <= bound:
             verdicts.append(Verdict(c, SAME, None))
         else:
-            verdicts.append(Verdict(c, UNCLEAR, advice(c) if advise else None))
+            verdicts.append(Verdict(c, UNCLEAR, advice(c) if advise and c.plan else None))
     return verdicts

@@ -1,5 +1,5 @@
-"""Calibrated verdicts for `compare`: is an entry of file B the same as, faster or slower than in
-file A, or is it unclear? (`rank` asks the same of the headline figures computed from entries.)
+"""Verdicts for `rank`: is a headline figure of run B the same as, faster or slower than in run A, or
+is it unclear? (`compare` judges entries by the noise model instead: noise_verdicts.py.)
 
 As nvbench-compare-robust decides SAME/FAST/SLOW/AMBIGUOUS from intervals: a ratio B/A and its
 interval, against a minimum effect worth reporting.
@@ -23,7 +23,6 @@ from typing import Optional
 from gpubench_driver.lib import aa_noise_floor, stats
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
-VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
 CONFIDENCE = 0.95
 FALSE_DISCOVERY_RATE = 0.05
 # The smallest change worth a verdict: device-timed entries of 100 us or more are steady to a few
@@ -60,12 +59,6 @@ class Measured:
     value: float
     trial_values: tuple = ()
     protocol: Optional[str] = None
-
-
-def of_entry(entry):
-    time_s = entry["time_s"]
-    trials = tuple(time_s["samples"]) if time_s.get("over") == "trials" else ()  # the trials' medians
-    return Measured(time_s["median"], trials, entry.get("protocol"))
 
 
 def long_gpu_entry(entry):
@@ -140,16 +133,9 @@ def benjamini_hochberg(p_values, rate=FALSE_DISCOVERY_RATE):
     return {index for index in order[:cutoff]}
 
 
-def compare_entries(pairs):
-    """[Verdict] for [(entry in A, entry in B)], both ok; the trial-based tests share one family."""
-    return compare_measured([(of_entry(first), of_entry(second)) for first, second in pairs],
-                            [min_effect(first) for first, _ in pairs])
-
-
 def compare_measured(pairs, effects):
     """[Verdict] for [(Measured of A, Measured of B)], each held to its minimum effect (effects, in order):
-    compare's judgement of entries, which rank gives the figures computed from them. The trial-based tests
-    share one family."""
+    rank's judgement of the figures computed from entries. The trial-based tests share one family."""
     tests, floors = {}, {}
     for index, (first, second) in enumerate(pairs):
         logs = (_trial_logs(first), _trial_logs(second))
@@ -173,7 +159,3 @@ def compare_measured(pairs, effects):
         verdicts.append(Verdict(math.exp(log_ratio), math.exp(log_ratio - half_width),
                                 math.exp(log_ratio + half_width), verdict, basis, p_value, effect))
     return verdicts
-
-
-def counts(verdicts):
-    return {name: sum(v.verdict == name for v in verdicts) for name in VERDICTS}

@@ -5,9 +5,13 @@ results.json gathering them: the machine record holds every GPU, each entry carr
 of its GPU ("gpu"), and the studies' findings are those of the node's median (node_view); gpus.md sets
 each GPU's headline-like entries beside the node's median and flags the outliers.
 
-An outlier is a GPU slower than the node's median by more than the between-run noise the project
-measures (noise_floor.py): the floor its own run measured for the entry's kind over its trials, else
-(one trial) that kind's A/A band (2% for GPU entries of 100 us or more, 5% for the others)."""
+An outlier is a GPU slower than the node's median beyond noise on a GPU-bound entry:
+each GPU is a run of its own, so the noise model (lib/noise_model.py: the entry's width between trials
+and between runs, fitted on A/A runs) gives the interval of the ratio, and noise_verdicts decides it
+(beyond the kind's band, error control per study). Host-paced entries (noise_model.host_paced: CPU work,
+host-observed calls, pageable copies) are judged the same way but reported apart as the host's: they say
+nothing of one GPU against another. With two GPUs there is no majority: a difference between them can be
+told, not which of them is off."""
 import copy
 import os
 import statistics
@@ -16,7 +20,8 @@ import sys
 from dataclasses import dataclass
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, environment, noise_floor, outputs, results, stopping, verdicts
+from gpubench_driver.lib import (document as page, environment, noise_model, noise_verdicts, outputs, results,
+                                  stopping, verdicts)
 from gpubench_driver.lib.formatting import md, percent, seconds
 from gpubench_driver.stages import analyse, build, journal, options as opts, render, session
 from gpubench_driver.stages.collect import GPU_FIELD, node_view
@@ -25,6 +30,11 @@ ALL = "all"
 SLOWER = "slower than the node"
 WITHIN = "within noise"
 FASTER = "faster than the node"
+UNDECIDED = "unclear"
+DIFFER = "differs from the other GPU"
+VERDICT_NAMES = {noise_verdicts.SLOWER: SLOWER, noise_verdicts.FASTER: FASTER, noise_verdicts.SAME: WITHIN,
+                 noise_verdicts.UNCLEAR: UNDECIDED}
+GPU_BOUND, HOST_PACED = "gpu", "host"
 SUB_RUN_VARIABLE = "GPUBENCH_GPU_SUB_RUN"  # set in a sub-run: it never starts sub-runs of its own
 
 
@@ -186,84 +196,156 @@ def gather(parts, run_id, argv):
 
 
 # --- the spread and the outliers ---------------------------------------------------------------
-def noise_threshold(entry, findings):
-    """The relative slowdown within which a GPU is no outlier on `entry`: the floor the GPU's own run
-    measured for the entry's kind (noise_floor), else the kind's A/A band."""
-    target = next((target for target in noise_floor.TARGETS if target.holds(entry)), None)
-    if target is None:
-        return None
-    rows = {row["kind"]: row for row in ((findings or {}).get("noise_floor") or {}).get("rows") or []}
-    measured = rows.get(target.kind)
-    return measured["floor"] if measured else target.band
-
-
-def verdict(ratio, threshold):
-    if ratio - 1 > threshold:
-        return SLOWER
-    if 1 - ratio > threshold:
-        return FASTER
-    return WITHIN
-
-
 HEADLINE_BASIS = "headline entries (those each study compares with a reference)"
 LONG_BASIS = "GPU entries of 100 us or more (the run measured no headline entry on two GPUs)"
 
 
-def spread(parts):
+def spread(parts, model=None):
     """findings["gpus"]: per headline-like entry (studies.is_headline; where no such entry was measured on two
-    GPUs, as in a --quick run, every GPU entry of 100 us or more) measured on two GPUs or more, each GPU's
-    median time beside the node's median, its ratio, the threshold and the verdict; and the GPUs flagged
-    slower on any of them."""
+    GPUs, as in a --quick run, every GPU entry of 100 us or more) measured on two GPUs or more, whether the
+    GPU or the host paces it, each GPU's median time beside the node's median and its verdict against that
+    median (the noise model: scripts/noise_model.json unless given); the GPUs slower on a GPU-bound entry
+    (outliers: three GPUs or more) and, with two GPUs, the GPU-bound entries on which they differ."""
     rows = _spread_rows(parts, studies.is_headline)
     basis = HEADLINE_BASIS
     if not rows:
         rows, basis = _spread_rows(parts, lambda study, entry: verdicts.long_gpu_entry(entry)), LONG_BASIS
-    outliers = sorted({gpu["gpu"] for row in rows for gpu in row["gpus"] if gpu["verdict"] == SLOWER})
-    return {"entries": rows, "basis": basis, "outliers": outliers, "gpus": sorted({gpu.index for gpu, _ in parts})}
+    found = {"entries": [row for row, _ in rows], "basis": basis, "gpus": sorted({gpu.index for gpu, _ in parts}),
+             "outliers": [], "differing": [], "judged": False, "why": None}
+    try:
+        _judge(rows, model or noise_model.load())
+    except noise_model.NoiseModelError as error:  # the node's times are still worth the page
+        return {**found, "why": str(error)}
+    gpu_bound = [row for row, _ in rows if row["bound"] == GPU_BOUND]
+    found.update(judged=True,
+                 outliers=sorted({gpu["gpu"] for row in gpu_bound for gpu in row["gpus"] if gpu["verdict"] == SLOWER}),
+                 differing=[row["entry"] for row in gpu_bound if (row.get("pair") or {}).get("verdict") == DIFFER])
+    return found
 
 
 def _spread_rows(parts, chosen):
+    """[(row, [(GPU index, entry)])] per chosen entry measured on two GPUs or more."""
     rows = []
     for name in dict.fromkeys(name for _, part in parts for name in part["studies"]):
         per_gpu = {}
         for gpu, part in parts:
             for entry in (part["studies"].get(name) or {}).get("entries") or []:
                 if entry["status"] == "ok" and chosen(name, entry):
-                    per_gpu.setdefault(entry["name"], []).append((gpu.index, entry, part.get("findings")))
+                    per_gpu.setdefault(entry["name"], []).append((gpu.index, entry))
         for entry_name, measured in per_gpu.items():
             if len(measured) < 2:
                 continue
-            node_s = statistics.median([entry["time_s"]["median"] for _, entry, _ in measured])
-            gpus = []
-            for index, entry, findings in measured:
-                ratio = entry["time_s"]["median"] / node_s
-                threshold = noise_threshold(entry, findings)
-                gpus.append({"gpu": index, "median_s": entry["time_s"]["median"], "ratio_to_node": ratio,
-                             "threshold": threshold, "verdict": verdict(ratio, threshold)})
-            rows.append({"study": name, "entry": entry_name, "node_median_s": node_s, "gpus": gpus})
+            node_s = statistics.median([entry["time_s"]["median"] for _, entry in measured])
+            gpus = [{"gpu": index, "median_s": entry["time_s"]["median"],
+                     "ratio_to_node": entry["time_s"]["median"] / node_s,
+                     "trials": len(noise_verdicts.side_of(entry).medians)} for index, entry in measured]
+            bound = HOST_PACED if noise_model.host_paced(measured[0][1]) else GPU_BOUND
+            rows.append(({"study": name, "entry": entry_name, "bound": bound, "node_median_s": node_s, "gpus": gpus},
+                         measured))
     return rows
 
 
+def _judge(rows, model):
+    """Each row's verdicts, in place: with two GPUs the second against the first (row["pair"]), with more
+    each GPU against the node's median; the host-paced rows in families of their own."""
+    comparisons, families, places = [], [], []
+    for row, measured in rows:
+        key = (row["study"], row["entry"])
+        kind, _ = noise_verdicts.kind_in(model, measured[0][1].get("protocol"), row["node_median_s"])
+        sides = [noise_verdicts.side_of(entry) for _, entry in measured]
+        if len(measured) == 2:
+            comparisons.append(noise_verdicts.compare(model, key, kind, *sides))
+            places.append((row, None))
+        else:
+            fewest = min(len(side.medians) for side in sides)
+            for index, side in enumerate(sides):
+                comparisons.append(noise_verdicts.against_reference(model, key, kind, side, row["node_median_s"],
+                                                                    len(sides), fewest))
+                places.append((row, index))
+        families += [f"{row['study']} ({row['bound']})"] * (len(comparisons) - len(families))
+    for (row, index), decided in zip(places, noise_verdicts.decide(comparisons, families, advise=False)):
+        c = decided.comparison
+        judged = {"ratio": c.ratio, "interval": [c.low, c.high], "threshold": noise_verdicts.beyond_noise(c),
+                  "kind": c.kind}
+        if index is None:
+            differ = decided.verdict in (noise_verdicts.FASTER, noise_verdicts.SLOWER)
+            row["pair"] = {**judged, "verdict": DIFFER if differ else VERDICT_NAMES[decided.verdict]}
+            for gpu in row["gpus"]:
+                gpu["verdict"] = row["pair"]["verdict"]
+        else:
+            row["gpus"][index].update(interval=judged["interval"],
+                                      threshold=judged["threshold"], kind=c.kind,
+                                      verdict=VERDICT_NAMES[decided.verdict])
+
+
+def _verdict_text(found):
+    judged = [row for row in found["entries"] if row["bound"] == GPU_BOUND]
+    if not found["judged"]:
+        return f"not judged ({found['why']})"
+    if len(found["gpus"]) == 2:
+        if found["differing"]:
+            return (f"GPUs {found['gpus'][0]} and {found['gpus'][1]} differ beyond noise on {len(found['differing'])} "
+                    f"of {len(judged)} GPU-bound entries; two GPUs cannot tell which of them is off (no majority): set "
+                    f"each GPU's run against the health check's expected ranges (gpu<index>/summary.md)")
+        unclear = sum((row.get("pair") or {}).get("verdict") == UNDECIDED for row in judged)
+        return (f"GPUs {found['gpus'][0]} and {found['gpus'][1]} differ beyond noise on none of the {len(judged)} "
+                f"GPU-bound entries" + (f" ({unclear} unclear)" if unclear else "")
+                + " (two GPUs: were both off alike, only the health check would tell)")
+    if found["outliers"]:
+        return (f"GPU {', '.join(map(str, found['outliers']))} slower than the node's median beyond noise on at least "
+                f"one of the GPU-bound entries below")
+    return f"no GPU slower than the node's median beyond noise on the {len(judged)} GPU-bound entries"
+
+
+def _entry_blocks(row, judged):
+    if "pair" in row:
+        pair = row["pair"]
+        table = page.table(["GPU", "median", "/ node median"],
+                           [[str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}"]
+                            for gpu in row["gpus"]])
+        first, second = row["gpus"][0]["gpu"], row["gpus"][1]["gpu"]
+        return [page.Heading(3, md(row["entry"])), table, page.paragraph(
+            f"GPU {second} / GPU {first}: {pair['ratio']:.3f} ({pair['interval'][0]:.3f}–{pair['interval'][1]:.3f}), "
+            f"beyond noise from {percent(pair['threshold'])}: {pair['verdict']}.")]
+    header = ["GPU", "median", "/ node median"] + (["interval", "beyond noise from", "verdict"] if judged else [])
+    rows = []
+    for gpu in row["gpus"]:
+        cells = [str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}"]
+        if judged:
+            cells += [f"{gpu['interval'][0]:.3f}–{gpu['interval'][1]:.3f}", percent(gpu["threshold"]), gpu["verdict"]]
+        rows.append(cells)
+    return [page.Heading(3, md(row["entry"])), page.table(header, rows)]
+
+
 def page_text(found):
-    """gpus.md: the verdict, then per headline-like entry each GPU's time beside the node's median."""
-    outliers = found["outliers"]
-    verdict_text = (f"GPU {', '.join(map(str, outliers))} slower than the node's median beyond noise on at least one "
-                    f"of the entries below" if outliers else "no GPU slower than the node's median beyond noise")
+    """gpus.md: the verdict, then per headline-like entry each GPU's time beside the node's median, the
+    GPU-bound entries first and the host-paced ones apart."""
     blocks = [page.Heading(1, "gpubench: every GPU of the node"),
               page.paragraph(f"GPUs {', '.join(map(str, found['gpus']))}, each run at once in its own process. "
-                             f"Verdict: {verdict_text}. Entries: {found['basis']}.")]
+                             f"Verdict: {_verdict_text(found)}. Entries: {found['basis']}.")]
     if not found["entries"]:
         blocks.append(page.paragraph("No such entry was measured on two GPUs or more."))
-    for row in found["entries"]:
-        blocks += [page.Heading(2, md(row["entry"])), page.table(
-            ["GPU", "median", "/ node median", "noise threshold", "verdict"],
-            [[str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}", percent(gpu["threshold"]),
-              gpu["verdict"]] for gpu in row["gpus"]])]
+    for bound, title, note in (
+            (GPU_BOUND, "GPU-bound entries", "Device-timed work on the GPU's own memory (and its peer links): "
+                                             "where a GPU differs from the others, the GPU does."),
+            (HOST_PACED, "Host-paced entries (the host's)", "CPU work, calls timed on the host clock, copies from "
+                                                           "pageable memory: the host's CPU and memory pace them, so "
+                                                           "a difference here is the host's and names no GPU.")):
+        rows = [row for row in found["entries"] if row["bound"] == bound]
+        if rows:
+            blocks += [page.Heading(2, title), page.paragraph(note)]
+            for row in rows:
+                blocks += _entry_blocks(row, found["judged"])
     blocks.append(page.paragraph(
-        f"Node median: the median of the GPUs' medians. A GPU is an outlier where its time exceeds the node's median "
-        f"by more than the noise threshold: the floor its own run measured over its trials for the entry's kind "
-        f"(docs/methodology.md, reproducibility), else that kind's A/A band ("
-        f"{', '.join(f'{target.kind}: {percent(target.band, 0)}' for target in noise_floor.TARGETS)})."))
+        "Node median: the median of the GPUs' medians. Each GPU is a run of its own; with three GPUs or more each "
+        "is set against the node's median (which one GPU does not move), with two the second against the first. "
+        "The interval "
+        f"({noise_verdicts.CONFIDENCE:.0%}) and the verdict are the noise model's (scripts/noise_model.json, "
+        "docs/methodology.md, The noise model): the entry's width between trials and between runs, fitted on A/A "
+        "runs; slower or faster where the interval lies beyond the band of the entry's kind ("
+        + ", ".join(f"{kind} {percent(band, 0)}" for kind, band in noise_verdicts.BANDS.items())
+        + f", the rest {percent(noise_verdicts.DEFAULT_BAND, 0)}) and the entry is a discovery of its study's "
+          f"family; 'beyond noise from' is the slowdown from which that would be so."))
     return page.to_markdown(blocks)
 
 

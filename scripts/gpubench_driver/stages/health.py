@@ -2,21 +2,25 @@
 not, what the run's own records show as the likely cause.
 
 Each headline figure with a direction (higher or lower is better) is set against its model's
-expected range (expected.py: the values the committed runs measured). It is below expected when
-even the better end of its own interval falls beyond the range's worst value by more than the
-tolerance of its kind; its shortfall is read against the range's median. The causes are checks of
+expected range (expected.py: the values the committed runs measured), never including the run judged:
+a run that is one of the ranges' source runs is judged leave-one-out. It is below expected when even
+the better end of its own interval falls beyond the range's worst value by more than the noise
+model's margin for the figure's kind (noise_verdicts.range_margin: the kind's band and what two runs
+of one machine differ by); its shortfall is read against the range's median. A range of fewer than
+MIN_RUNS runs is no range: the figure is set against the datasheet only (the headline's fraction).
+The causes are checks of
 the machine's records against the datasheet (gpu_datasheets.json): the PCIe link's generation and
 width, the power limit, entries held at a power cap or a thermal slowdown, ECC, other processes on
 the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make the verdict. None of
 this changes a setting: it reads what the run recorded."""
-from gpubench_driver.lib import expected
+import statistics
+
+from gpubench_driver.lib import expected, noise_model, noise_verdicts
 from gpubench_driver.lib.figures import datasheet_of, first_gpu, load_datasheets
 
 AS_EXPECTED, BELOW, ABOVE, NOT_JUDGED = "as expected", "below expected", "above expected", "not judged"
-# How far beyond the committed range a figure may lie before it is judged: device-timed figures
-# hold within a few percent between machines of a model, host-paced ones within about ten.
-TOLERANCE = {"throughput": 0.03}
-DEFAULT_TOLERANCE = 0.10
+DATASHEET_ONLY = "datasheet only"
+MIN_RUNS = 3  # the fewest other runs whose values make a range: one run's range has no width
 POWER_LIMIT_SHARE = 0.98  # a power limit under this share of the datasheet's is a lowered limit
 # Figures the host paces as much as the GPU: pageable copies (the CPU stages them through its own
 # memory), the CPU's side and the crossovers against it. The device tool lends H100s on different hosts,
@@ -31,29 +35,41 @@ def host_bound(row):
     return row.get("device") in ("cpu", "both") or row["key"].endswith("/pageable")
 
 
-def tolerance(row):
-    return TOLERANCE.get((row.get("timed_as") or "").split(":")[0], DEFAULT_TOLERANCE)
+def margin(row, model):
+    """(the noise model's kind of the figure, how far beyond its range it may lie): from the protocol and
+    median time of the entry it is read from (between_runs), else the kind its 'timed as' names."""
+    between = row.get("between_runs") or {}
+    protocol = between.get("protocol") or (row.get("timed_as") or "").split(":")[0] or None
+    return noise_verdicts.range_margin(model, protocol, between.get("median_s"))
 
 
-def judge(row, expected_figure):
-    """{status, by, expected}: a figure against its expected range ({min, max, median, values})."""
+def judge(row, expected_figure, model, run_id=None):
+    """{status, by, expected, runs, left_out, kind, margin}: a figure against its expected range ({values,
+    runs}), the run run_id left out of it; DATASHEET_ONLY where fewer than MIN_RUNS values remain."""
     if row["better"] is None or not expected_figure:
         return {"status": NOT_JUDGED}
+    sources = expected_figure.get("runs") or [None] * len(expected_figure["values"])
+    values = [value for value, run in zip(expected_figure["values"], sources) if run is None or run != run_id]
+    left_out = len(values) < len(expected_figure["values"])
+    if len(values) < MIN_RUNS:
+        return {"status": DATASHEET_ONLY, "runs": len(values), "left_out": left_out,
+                "fraction_of_reference": row.get("fraction_of_reference")}
+    kind, allowed = margin(row, model)
+    low, high = min(values), max(values)
     sign = 1 if row["better"] == "higher" else -1
     best = row["high" if sign > 0 else "low"]
-    worst_expected = expected_figure["min" if sign > 0 else "max"]
-    best_expected = expected_figure["max" if sign > 0 else "min"]
+    worst_expected, best_expected = (low, high) if sign > 0 else (high, low)
     own_best = row["value"] if best is None else best
-    margin = tolerance(row)
-    if sign * (own_best - worst_expected * (1 - sign * margin)) < 0:
+    if sign * (own_best - worst_expected * (1 - sign * allowed)) < 0:
         status = BELOW
-    elif sign * (row["value"] - best_expected * (1 + sign * margin)) > 0:
+    elif sign * (row["value"] - best_expected * (1 + sign * allowed)) > 0:
         status = ABOVE
     else:
         status = AS_EXPECTED
-    by = abs(row["value"] / expected_figure["median"] - 1) if status != AS_EXPECTED else None
-    return {"status": status, "by": by, "expected": {key: expected_figure[key] for key in ("min", "median", "max")},
-            "runs": len(expected_figure["values"])}
+    median = statistics.median(values)
+    by = abs(row["value"] / median - 1) if status != AS_EXPECTED else None
+    return {"status": status, "by": by, "expected": {"min": low, "median": median, "max": high},
+            "runs": len(values), "left_out": left_out, "kind": kind, "margin": allowed}
 
 
 # --- the checks: what the run recorded that would explain a shortfall ------------------------------
@@ -118,40 +134,52 @@ def _causes(row, found_checks):
     return [check["text"] for check in found_checks if not check["ok"] and row["key"].startswith(check["affects"])]
 
 
-def derive_health(document, ranges=None, datasheets=None):
+def derive_health(document, ranges=None, datasheets=None, model=None):
     """findings["health"]: the model, each judged figure, the checks and the verdict."""
     if not (document.get("gpu") or {}).get("available"):
         return {"verdict": NOT_JUDGED, "why": "the run has no GPU part", "figures": [], "checks": []}
     gpu = first_gpu(document)
     sheet = datasheet_of(document, load_datasheets() if datasheets is None else datasheets)
     try:
-        model = (expected.load() if ranges is None else ranges).get(gpu.get("name"))
-    except expected.ExpectedError as error:
+        ranges_model = (expected.load() if ranges is None else ranges).get(gpu.get("name"))
+        model = model or noise_model.load()
+    except (expected.ExpectedError, noise_model.NoiseModelError) as error:
         return {"verdict": NOT_JUDGED, "why": str(error), "figures": [], "checks": checks(document, sheet)}
     found_checks = checks(document, sheet)
+    run_id = (document.get("run") or {}).get("id")
     figures = []
     for row in document["findings"]["headline"]["figures"]:
-        verdict = judge(row, expected.figure_range(model, row))
+        verdict = judge(row, expected.figure_range(ranges_model, row), model, run_id)
         if verdict["status"] != NOT_JUDGED:
             bound = "host" if host_bound(row) else "gpu"
             causes = ([HOST_CAUSE] if bound == "host" else _causes(row, found_checks)) if verdict["status"] == BELOW else []
             figures.append({"key": row["key"], **verdict, "bound": bound, "causes": causes})
-    below = [row for row in figures if row["status"] == BELOW and row["bound"] == "gpu"]
-    host_below = [row for row in figures if row["status"] == BELOW and row["bound"] == "host"]
+    judged = [row for row in figures if row["status"] != DATASHEET_ONLY]
+    below = [row for row in judged if row["status"] == BELOW and row["bound"] == "gpu"]
+    host_below = [row for row in judged if row["status"] == BELOW and row["bound"] == "host"]
     failing = [check for check in found_checks if not check["ok"]]
-    if model is not None and not figures:
-        verdict, why = NOT_JUDGED, (f"none of the {len(model['runs'])} committed run(s) of {gpu.get('name')} measured "
-                                    "its headline figures at the same points (sizes, batches)")
-    elif model is None:
+    source_runs = (ranges_model or {}).get("runs", [])
+    runs = [run for run in source_runs if run.get("id") != run_id]
+    left_out = run_id if len(runs) < len(source_runs) else None
+    if ranges_model is not None and not figures:
+        verdict, why = NOT_JUDGED, (f"none of the {len(runs)} committed run(s) of {gpu.get('name')} "
+                                    f"{'other than this one ' if left_out else ''}measured its headline figures at "
+                                    "the same points (sizes, batches)")
+    elif ranges_model is not None and not judged:
+        verdict, why = NOT_JUDGED, (f"every headline figure's range has fewer than {MIN_RUNS} committed runs of "
+                                    f"{gpu.get('name')}{' other than this one' if left_out else ''} at its point: "
+                                    "the headline gives each figure's fraction of the datasheet instead")
+    elif ranges_model is None:
         verdict, why = NOT_JUDGED, (f"no committed runs of {gpu.get('name')} to set it against (scripts/"
                                     "expected_ranges.json); the headline gives each figure's fraction of the "
                                     "datasheet where the model is known")
     else:
         verdict = BELOW if below or failing else AS_EXPECTED
-        why = f"against {len(model['runs'])} committed run(s) of {gpu.get('name')}"
-    return {"verdict": verdict, "why": why, "model": gpu.get("name"), "runs": (model or {}).get("runs", []),
+        why = (f"against {len(runs)} committed run(s) of {gpu.get('name')}"
+               + (f", this run ({left_out}) left out of the ranges it is one of" if left_out else ""))
+    return {"verdict": verdict, "why": why, "model": gpu.get("name"), "runs": runs, "left_out": left_out,
             "figures": figures, "checks": found_checks, "below": len(below), "host_below": len(host_below),
-            "failing_checks": len(failing)}
+            "datasheet_only": len(figures) - len(judged), "failing_checks": len(failing)}
 
 
 def verdict_line(found):

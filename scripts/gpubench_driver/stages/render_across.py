@@ -254,7 +254,8 @@ def noise_floor(document):
                   "agree within the target's band, and the floor, the difference within which the target share "
                   "of the pairs lies. A run's figure is the median of its trials, so two runs agree more closely "
                   "than two trials: the floor bounds what this machine can tell apart from above. The floor is the "
-                  "kind's as a whole; `gpubench compare` judges each entry by its own trials' interval."),
+                  "kind's as a whole; `gpubench compare` judges each entry by the noise model: its own width "
+                  "between trials and between runs."),
         table(["kind of entry", "entries", "trial pairs", "pairs within the band", "target",
                "floor", "target met"], rows)] + ([bullets(short)] if short else []))
 

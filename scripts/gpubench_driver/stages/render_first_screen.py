@@ -44,6 +44,9 @@ def reference_text(row):
 def health_text(judged):
     if judged is None:
         return ""
+    if judged["status"] == health.DATASHEET_ONLY:  # the headline's fraction of the datasheet, where it has one
+        against = "datasheet only" if judged.get("fraction_of_reference") is not None else "no range"
+        return f"{against} ({judged['runs']} other run(s) at this point)"
     if judged["status"] == health.AS_EXPECTED:
         return "as expected"
     if judged.get("bound") == "host":
@@ -86,7 +89,8 @@ def health_section(document):
     if found["verdict"] == health.NOT_JUDGED:
         line = f"**Health: not judged**: {md(found['why'])}."
     elif found["verdict"] == health.AS_EXPECTED:
-        gpu_figures = [row for row in found["figures"] if row.get("bound") != "host"]
+        gpu_figures = [row for row in found["figures"] if row.get("bound") != "host"
+                       and row["status"] != health.DATASHEET_ONLY]
         line = (f"**Health: as expected.** Every one of the {len(gpu_figures)} judged GPU figures lies within the "
                 f"range measured by {len(found['runs'])} committed run(s) of {md(found['model'])}, and no check "
                 f"below found a problem.")
@@ -107,10 +111,18 @@ def health_section(document):
     if host_below:
         line += (f" Host-bound figures below their range: {md(', '.join(host_below))} ({md(health.HOST_CAUSE)}; "
                  "they do not count against the GPU).")
+    if found.get("left_out") and found["verdict"] != health.NOT_JUDGED:
+        line += (f" This run ({md(found['left_out'])}) is one of the committed runs the ranges come from: it is "
+                 "judged without its own values.")
+    sheet_only = [row["key"] for row in found["figures"] if row["status"] == health.DATASHEET_ONLY]
+    if sheet_only and found["verdict"] != health.NOT_JUDGED:
+        line += (f" Fewer than {health.MIN_RUNS} other runs at their point, so no range (the headline's fraction of "
+                 f"the datasheet stands in where there is one): {md(', '.join(sheet_only))}.")
     return section("Health", [paragraph(line), bullets(_check_line(check) for check in found.get("checks", [])),
                               paragraph("`gpubench run --quick` is the two-minute health check of a new machine; the "
-                                        "ranges come from committed runs (`gpubench expected`), the limits from "
-                                        "scripts/gpu_datasheets.json.")])
+                                        "ranges come from committed runs (`gpubench expected`), never the run "
+                                        "judged, widened by the noise model's margin for each figure's kind "
+                                        "(scripts/noise_model.json); the limits from scripts/gpu_datasheets.json.")])
 
 
 def claims_section(document):
