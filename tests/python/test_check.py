@@ -337,12 +337,13 @@ class EndToEndTest(unittest.TestCase):
         return done, check_results.load(os.path.join(out, check_results.FILE)), out
 
     def slower_tf32(self):
-        """The fixture with the TF32 GEMM's time at n = 8192 a quarter longer: its rate 20% lower."""
+        """The fixture with the TF32 GEMM's time at n = 8192 twice as long: its rate half. (The fixture's entries
+        carry no measurement record, so the noise model holds them to its widest kind's margin, about 25%.)"""
         with open(fixture("gbench_precision.json"), encoding="utf-8") as stream:
             found = json.load(stream)
         for run in found["benchmarks"]:
             if run["run_name"].startswith("precision/cublas/gpu/resident/tf32/n:8192"):
-                run["real_time"] *= 1.25
+                run["real_time"] *= 2
         path = os.path.join(self.directory.name, "slower.json")
         with open(path, "w", encoding="utf-8") as stream:
             json.dump(found, stream)
@@ -363,8 +364,10 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual({check["check"] for check in found["gpus"][0]["checks"]},
                          {"power_limit", "link", "ecc", "processes"})
 
+        # A range is made of at least three runs (health.MIN_RUNS): two more checks of the same GPU.
+        outs = [out] + [self.check(name)[2] for name in ("second", "third")]
         ranges_path = os.path.join(self.directory.name, "ranges.json")
-        expected_command.update([os.path.join(out, check_results.FILE)], ranges_path)
+        expected_command.update([os.path.join(each, check_results.FILE) for each in outs], ranges_path)
         done, found, _ = self.check("again", "--ranges", ranges_path)
         self.assertEqual(done.returncode, 2)  # the studies not built are still not judged
         self.assertTrue(all(row["status"] == health.AS_EXPECTED for row in found["gpus"][0]["figures"]
@@ -376,7 +379,7 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("below: GPU 0: TF32 GEMM (cuBLAS)", done.stdout)
         tf32 = next(row for row in found["gpus"][0]["figures"] if row["key"] == "rate/tf32")
         self.assertEqual((tf32["status"], tf32["basis"]), (health.BELOW, check_verdicts.EXPECTED_RANGE))
-        self.assertAlmostEqual(tf32["by"], 0.2, places=2)
+        self.assertAlmostEqual(tf32["by"], 0.5, places=2)
 
 
     def test_a_binary_that_fails_is_not_judged_and_named(self):

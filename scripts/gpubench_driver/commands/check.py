@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from gpubench_driver.lib import check_results, environment, expected, outputs, results, stopping
+from gpubench_driver.lib import check_results, environment, expected, noise_model, outputs, results, stopping
 from gpubench_driver.lib.figures import DatasheetError, datasheet_of, first_gpu, load_datasheets
 from gpubench_driver.stages import (build, check_measure, check_render, check_verdicts, gpus, options as opts,
                                     runner, session)
@@ -72,7 +72,8 @@ def selected_gpus(selection):
 
 
 # What stops a check before its verdict: it cannot judge (exit status 2, not the other commands' 1).
-CANNOT_JUDGE = (expected.ExpectedError, DatasheetError, runner.RunnerError, results.ResultsError)
+CANNOT_JUDGE = (expected.ExpectedError, DatasheetError, runner.RunnerError, results.ResultsError,
+                noise_model.NoiseModelError)
 
 
 def execute(args, argv):
@@ -94,6 +95,7 @@ def _check_in(out_dir, options, selection, argv, ranges):
               "command_line": [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv],
               "git": environment.capture_git(session.SOURCE_DIR), "build_dir": options.build_dir}
     models = expected.load(ranges)  # a ranges file that cannot be read stops the check before it measures
+    check_verdicts.noise()  # and so does a noise model that cannot be read
     chosen = selected_gpus(selection)
     errors = []
     if not chosen:

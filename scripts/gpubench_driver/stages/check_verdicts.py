@@ -3,14 +3,15 @@ measured at the same point, the machine checks beside them, a verdict per GPU an
 exit status.
 
 A figure's basis, the first that applies:
-- **expected range**: its GPU model's committed runs at the same point (scripts/expected_ranges.json, by key and
-  `where`, as the run's health check reads them): below when even the better end of its interval lies beyond the
-  range's worst value by more than the tolerance of its kind (stages/health.judge);
+- **expected range**: at least health.MIN_RUNS committed runs of its GPU model at the same point
+  (scripts/expected_ranges.json, by key and `where`, as the run's health check reads them): below when even the
+  better end of its interval lies beyond the range's worst value by more than the noise model's margin for its
+  kind (stages/health.judge, health.margin);
 - **datasheet fraction**: the least fraction of its reference (the datasheet's rate, the link's or NVML's peak)
-  that any model's recorded check runs reached at the same point, less the same tolerance: for a model without
+  that any model's recorded check runs reached at the same point, less the same margin: for a model without
   ranges of its own;
 - **median of its peers**: for figures of one measure between different GPUs (the peer copies of every pair)
-  that neither judged: below when it falls short of their median by more than its kind's tolerance;
+  that neither judged: below when it falls short of their median by more than its kind's margin;
 - none: not judged (no range and no recorded fraction at this point, or the figure was not measured).
 
 The figures between GPUs belong to the node's model, "<GPU model> x<GPUs>", in the ranges file.
@@ -18,7 +19,9 @@ The figures between GPUs belong to the node's model, "<GPU model> x<GPUs>", in t
 The checks (machine state that moves the figures): SM clock under load against its maximum, power limit against
 its default, the PCIe link against the model's, ECC errors, other processes on the GPU; the last three are the
 run's health checks (stages/health.py)."""
-from gpubench_driver.lib import environment, expected
+import functools
+
+from gpubench_driver.lib import environment, expected, noise_model
 from gpubench_driver.lib.formatting import percent
 from gpubench_driver.lib.measurements import CLOCK_LIMITED_CLOCK
 from gpubench_driver.stages import health
@@ -52,20 +55,26 @@ def _same_conditions(models, key):
     return {name: model for name, model in models.items() if _together(name) == _together(key)}
 
 
+@functools.lru_cache(maxsize=1)
+def noise():
+    """The noise model (scripts/noise_model.json) the margins are read from, loaded once."""
+    return noise_model.load()
+
+
 def judge_figure(row, model_name, models):
     """{status, basis, why, ...}: a figure (lib/figures.figure) against its model's expected range at its point,
     else against the datasheet fraction healthy GPUs reached there, checked as many at once (models: the ranges
     file's records by model key)."""
     found = expected.figure_range(models.get(model_name), row)
-    if found:
-        verdict = health.judge(row, found)
+    verdict = health.judge(row, found, noise()) if found else None
+    if verdict and verdict["status"] != health.DATASHEET_ONLY:
         return {**verdict, "basis": EXPECTED_RANGE,
                 "why": f"{verdict['runs']} run(s) of this model at the same point measured "
                        f"{found['min']:.4g} to {found['max']:.4g} {row['unit']}"}
     healthy = expected.reference_fraction(_same_conditions(models, model_name), row)
     fraction = row.get("fraction_of_reference")
     if healthy and fraction is not None:
-        floor = healthy["min"] * (1 - health.tolerance(row))
+        floor = healthy["min"] * (1 - health.margin(row, noise())[1])
         status = health.AS_EXPECTED if fraction >= floor else health.BELOW
         return {"status": status, "basis": DATASHEET_FRACTION, "healthy_fraction": healthy,
                 "by": None if status == health.AS_EXPECTED else 1 - fraction / healthy["min"],
@@ -76,7 +85,7 @@ def judge_figure(row, model_name, models):
 
 def judge_peers(rows):
     """Figures of one measure on different GPU pairs (a check point's `peers`) that no record judged: each against
-    their median, below where it falls short of it by more than its kind's tolerance (a slow link among the node's
+    their median, below where it falls short of it by more than its kind's margin (a slow link among the node's
     own); from three figures on, so that the median is not one of two."""
     values = sorted(row["value"] for row in rows if row.get("value"))
     if len(values) < 3:
@@ -85,7 +94,7 @@ def judge_peers(rows):
     for row in rows:
         if row.get("value") and row["status"] == health.NOT_JUDGED:
             short = 1 - row["value"] / middle
-            status = health.BELOW if short > health.tolerance(row) else health.AS_EXPECTED
+            status = health.BELOW if short > health.margin(row, noise())[1] else health.AS_EXPECTED
             row.update(status=status, basis=PEER_MEDIAN, by=short if status == health.BELOW else None,
                        why=f"{percent(row['value'] / middle)} of the median of its {len(values)} peers")
 
