@@ -91,13 +91,67 @@ def write_measurements(args, runs):
             stream.write(json.dumps({"name": name, "measurement": measurement(times)}) + "\n")
 
 
+def axis_fields(name):
+    """The axis fields of an entry named by the naming contract, under its study's axis names (what its
+    binary's --describe would give: the driver takes them from there, never from the name)."""
+    from gpubench_driver import studies
+    from gpubench_driver.lib import migrate
+    return migrate.axis_fields_of_name(name, studies.axis_names(name.split("/")[0]))
+
+
+def blank_entry(name):
+    """gbench.blank_entry of an entry named by the naming contract, its axes those of its name."""
+    from gpubench_driver.lib import gbench
+    return gbench.blank_entry(name, axis_fields(name))
+
+
+def plan_of(output):
+    """{name: axis fields} of every entry of a Google Benchmark output, as its binary's --describe plans them."""
+    from gpubench_driver.lib import gbench
+    return {gbench.entry_key(run.get("run_name") or run["name"]): axis_fields(gbench.entry_key(
+        run.get("run_name") or run["name"])) for run in output.benchmarks}
+
+
+def entries_of(output):
+    """gbench.entries_from_output of a Google Benchmark output, each entry planned by its name."""
+    from gpubench_driver.lib import gbench
+    return gbench.entries_from_output(output, plan_of(output))
+
+
+def outcome(result):
+    """The progress line's outcome of a console result, its study's record and axes those of its name."""
+    from gpubench_driver import studies
+    from gpubench_driver.stages import runner
+    return runner.Progress._outcome(result, studies.BY_NAME.get(result.name.split("/")[0]), axis_fields(result.name))
+
+
+def described(description, run_names):
+    """A stand-in binary's --describe: `description`, with the axes, points and entries a real binary's
+    has where it lacks them (axes by its axis_names, every point its default sizes and batches, an entry
+    for each of run_names, Google Benchmark's suffixes aside)."""
+    from gpubench_driver import studies
+    from gpubench_driver.lib import gbench, migrate
+    names = [gbench.entry_key(name) for name in dict.fromkeys(run_names)]
+    study = description.get("study") or (names[0].split("/")[0] if names else "matmul")
+    slots = {**studies.axis_names(study, description), "device": "device"}
+    if description.get("default_batches") is None:
+        slots["batch"] = None
+    axes = [{"name": slots[slot], "slot": slot, "unit": None, "values": None}
+            for slot in gbench.AXES if slots.get(slot)]
+    entries = [{"name": name, "axes": migrate.axis_fields_of_name(name, slots)["axes"]} for name in names]
+    point = {"sizes": description.get("default_sizes") or [],
+             **({"batches": description["default_batches"]} if description.get("default_batches") else {})}
+    return {"axes": axes, "points": {"quick": point, "suite": point, "full": point}, **description,
+            "entries": entries}
+
+
 def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_bytes=None):
     """A minimal ok entry as the driver writes it, for derivation tests: a matmul entry, or with
     a batch a batched_gemm one."""
     from gpubench_driver.lib import gbench, stats
     name = (f"matmul/{impl}/{device}/{mode}/fp32/n:{n}" if batch is None
             else f"batched_gemm/{impl}/{device}/{mode}/fp32/n:{n}/batch:{batch}")
-    entry = gbench.blank_entry(name)
+    entry = blank_entry(name)
     entry.update(status=status, repetitions=1, iterations=1)
     if status == "ok":
         entry["time_s"] = stats.summarize([median_s])
@@ -118,7 +172,7 @@ def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, 
     document["gpu"] = {"available": True, "reason": None}
     document["references"] = references
     study = results.new_study(description, sizes, batches)
-    study["entries"] = gbench.entries_from_output(gbench.load_file(fixture(gbench_fixture)))
+    study["entries"] = entries_of(gbench.load_file(fixture(gbench_fixture)))
     document["studies"][name] = study
     analyse.derive_findings(document, 0)
     return document

@@ -8,12 +8,12 @@ import tempfile
 import textwrap
 import unittest
 
-from support import TESTS_DIR, fixture, gpubench_run, write_executable
+from support import TESTS_DIR, fixture, gpubench_run, load_fixture, write_executable
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, results
 
-# A study binary that answers --describe from a file and runs by replaying Google Benchmark
+# A study binary that answers --describe from a file (support.described) and runs by replaying Google Benchmark
 # objects from another (and their times as its measurements file's samples), honouring the flags
 # the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
 # without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
@@ -32,9 +32,6 @@ FAKE_STUDY = textwrap.dedent('''\
             stream.write(json.dumps(args) + "\\n")
     with open({describe!r}) as stream:
         description = json.load(stream)
-    if "--describe" in args:
-        print(json.dumps(description))
-        sys.exit(0)
     def flag(name):
         value = next((a.split("=", 1)[1] for a in args if a.startswith("--" + name + "=")), None)
         return value.split(",") if value else None
@@ -55,8 +52,8 @@ FAKE_STUDY = textwrap.dedent('''\
                 and not (device == "gpu" and "--cpu-only" in args))
     with open({benchmarks!r}) as stream:
         runs = [run for run in json.load(stream)["benchmarks"] if wanted(run)]
-    if "--benchmark_list_tests=true" in args:
-        print("\\n".join(dict.fromkeys(run["run_name"] for run in runs)))
+    if "--describe" in args:
+        print(json.dumps(support.described(description, [run["run_name"] for run in runs])))
         sys.exit(0)
     import time
     time.sleep(float(os.environ.get("GPUBENCH_FAKE_SLEEP", "0")))
@@ -100,6 +97,8 @@ MATMUL_SIZES = (64, 128, 200, 256, 512, 1024, 4096, 8192)
 def matmul_files(directory):
     """A describe and benchmark objects of a made-up matmul study: OpenBLAS and cuBLAS."""
     description = {"study": "matmul", "precision": "fp32", "default_sizes": [64, 128],
+                   "points": {"quick": {"sizes": [256]}, "suite": {"sizes": [64, 256, 1024, 4096]},
+                              "full": {"sizes": [64, 128]}},
                    "gpu": {"available": True, "reason": None},
                    "implementations": [{"id": "openblas", "device": "cpu", "modes": ["host"]},
                                        {"id": "cublas", "device": "gpu", "modes": ["resident"]}]}
@@ -277,7 +276,7 @@ class SelectionTest(unittest.TestCase):
         process, out = self.machine.run("--quick")
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         document = results.load(out)
-        matmul, precision = (studies.BY_NAME[name].quick_sizes for name in ("matmul", "precision"))
+        matmul, precision = ([256], load_fixture("precision_describe.json")["points"]["quick"]["sizes"])
         self.assertNotEqual(matmul, precision)
         self.assertEqual(document["studies"]["matmul"]["sizes"], list(matmul))
         self.assertEqual(document["studies"]["precision"]["sizes"], list(precision))

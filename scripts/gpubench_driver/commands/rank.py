@@ -21,8 +21,7 @@ from gpubench_driver.commands import compare
 
 SCHEMA = "gpubench-rank"
 MISSING = "—"
-RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour
-EPOCH_PREFIX = "mlp_epoch/"  # times priced per epoch
+RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour; seconds are priced where the figure says so
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -61,7 +60,7 @@ def per_dollar(figure, usd_per_hour):
     costs; None for the figures a price does not apply to (sizes, energy)."""
     if figure["unit"] in RATE_UNITS:
         scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
-    elif figure["unit"] == "s" and figure["key"].startswith(EPOCH_PREFIX):
+    elif figure["unit"] == "s" and figure.get("priced"):
         scale, unit, better = usd_per_hour / prices.SECONDS_PER_HOUR, "USD", "lower"
     else:
         return None

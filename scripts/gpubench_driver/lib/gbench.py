@@ -53,11 +53,8 @@ UTILIZATION_MEANS = ("gpu_util_mean", "mem_util_mean")  # weighted by each repet
 UTILIZATION_MAXIMA = ("gpu_util_max",)
 UTILIZATION_COUNTERS = (UTILIZATION_SAMPLES, *UTILIZATION_MEANS, *UTILIZATION_MAXIMA)
 SKIP_PREFIX = "skipped: "
-# A study with a batch axis (batched_gemm) appends '/batch:<b>'; the other studies' names end at n.
-NAME_PATTERN = re.compile(
-    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)"
-    r"(?:/batch:(?P<batch>[0-9]+))?$")
-# The axes of an entry, as fields of it ('batch' is None for a study without that axis).
+# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], as fields of an
+# entry ('batch' is None for a study without that axis): its axes by slot, which --describe's axes name.
 AXES = ("impl", "device", "mode", "precision", "n", "batch")
 # The slots a study names in --describe's axis_names (the device slot is always the device).
 NAMED_SLOTS = ("impl", "mode", "precision", "n", "batch")
@@ -89,24 +86,18 @@ def entry_key(run_name):
     return RUN_SETTINGS.sub("", run_name)
 
 
-def parse_entry_name(key):
-    """Split an entry name into its axes (batch: None without that axis); None when it does not
-    follow the naming contract."""
-    match = NAME_PATTERN.match(key)
-    if not match:
-        return None
-    axes = match.groupdict()
-    axes["n"] = int(axes["n"])
-    axes["batch"] = int(axes["batch"]) if axes["batch"] is not None else None
-    return axes
+def axis_fields(axes, slots):
+    """An entry's axis fields: its axes by name (an entry of --describe's entries) and each by its slot
+    (AXES: None where the study has no such axis); slots: {axis name: slot}, from --describe's axes."""
+    by_slot = {slots.get(name): value for name, value in axes.items()}
+    return {**{slot: by_slot.get(slot) for slot in AXES}, "axes": dict(axes)}
 
 
-def named_axes(entry, axis_names):
-    """{axis name: value} of an entry from its study's axis_names ({slot: name}; a slot named None,
-    the batch of a study without one, is left out); None for a name outside the pattern."""
-    if entry.get("n") is None:
-        return None
-    return {axis_names[slot]: entry.get(slot) for slot in NAMED_SLOTS if axis_names.get(slot)}
+def planned_entries(description):
+    """{entry name: its axis fields} of the entries a --describe lists (those its flags select)."""
+    slots = {axis.get("name"): axis.get("slot") for axis in description.get("axes") or [] if isinstance(axis, dict)}
+    return {entry["name"]: axis_fields(entry.get("axes") or {}, slots) for entry in description.get("entries") or []
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str)}
 
 
 def load_text(text):
@@ -207,9 +198,10 @@ def group_runs(benchmarks):
     return groups
 
 
-def entries_from_output(output):
-    """One entry dict per benchmark (run_name) in the output."""
-    return [_entry(run_name, group) for run_name, group in group_runs(output.benchmarks).items()]
+def entries_from_output(output, plan):
+    """One entry dict per benchmark (run_name) in the output, its axes those of its name in `plan` ({entry
+    name: axis fields}, planned_entries)."""
+    return [_entry(run_name, group, plan) for run_name, group in group_runs(output.benchmarks).items()]
 
 
 def entry_order(entry):
@@ -218,10 +210,10 @@ def entry_order(entry):
             *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
-def blank_entry(key):
-    """An entry with every field present, its axes taken from the name."""
-    axes = parse_entry_name(key) or {}
-    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
+def blank_entry(key, fields=None):
+    """An entry with every field present, its axes from `fields` (axis_fields; None where unknown)."""
+    fields = fields if isinstance(fields, dict) else {}
+    entry = {"name": key, **{slot: fields.get(slot) for slot in AXES}, "axes": fields.get("axes"),
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None, "label": None}
     entry.update({name: None for name in (*READ_COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
@@ -251,8 +243,9 @@ def pass_counters(entry, counters):
     entry.update({name: stats.finite(value) for name, value in counters.items() if name not in OWN_FIELDS})
 
 
-def _entry(run_name, group):
-    entry = blank_entry(entry_key(run_name))
+def _entry(run_name, group, plan):
+    key = entry_key(run_name)
+    entry = blank_entry(key, plan.get(key))
     runs = group["iterations"] + list(group["aggregates"].values())
     failure = next((f for f in map(_failure, runs) if f), None)
     entry["repetitions"] = _repetitions(group)

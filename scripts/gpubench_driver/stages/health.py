@@ -28,7 +28,7 @@ HOST_CAUSE = ("host-bound: the host's CPU and memory pace this figure (pageable 
 
 
 def host_bound(row):
-    return row.get("device") in ("cpu", "both") or row["key"].endswith("/pageable")
+    return row.get("device") in ("cpu", "both") or bool(row.get("host_bound"))
 
 
 def tolerance(row):

@@ -13,7 +13,7 @@ import json
 import os
 
 from gpubench_driver import studies
-from gpubench_driver.lib import gbench, measurements, outputs, results, stats, trials
+from gpubench_driver.lib import gbench, measurements, migrate, outputs, results, stats, trials
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"
@@ -25,10 +25,12 @@ def path_beside(results_path):
     return os.path.join(directory, FILE)
 
 
-def record(study, trial, phase, result, measurement, wall_s):
-    """The journal line of one finished entry: its console result and its measurements line."""
-    return {"study": study, "trial": trial, "phase": phase, "name": result.name, "failure": result.failure,
-            "median_s": result.median_s, "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
+def record(study, trial, phase, result, measurement, wall_s, axis_fields):
+    """The journal line of one finished entry: its console result, its measurements line and its axis fields
+    (gbench.axis_fields, from the plan)."""
+    return {"layout": migrate.JOURNAL_LAYOUT, "study": study, "trial": trial, "phase": phase, "name": result.name,
+            "axis_fields": axis_fields, "failure": result.failure, "median_s": result.median_s,
+            "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
 
 
 def append(path, line):
@@ -59,7 +61,7 @@ def read(path):
 
 def entry_of(line, axis_names):
     """The entry a journal line stands for, as the driver would have read it from the process."""
-    entry = gbench.blank_entry(line["name"])
+    entry = gbench.blank_entry(line["name"], migrate.journal_axis_fields(line, axis_names))
     failure = line.get("failure")
     counters = line.get("counters") if isinstance(line.get("counters"), dict) else {}
     gbench.pass_counters(entry, counters)
@@ -72,7 +74,6 @@ def entry_of(line, axis_names):
         measurements.apply(entry, measured)
     else:
         entry.update(status="error", message="recovered from the run's journal without its measurement")
-    entry["axes"] = gbench.named_axes(entry, axis_names)
     return entry
 
 

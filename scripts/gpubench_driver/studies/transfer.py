@@ -362,7 +362,8 @@ def link_figures(document):
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
                                 f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
-                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None))
+                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None,
+                                host_bound=mode == "pageable"))  # the CPU stages a pageable copy
     return found
 
 
@@ -387,8 +388,7 @@ CLAIMS = (
           "the CUDA best-practices advice", pinned_memory, studies=("transfer", "overlap"), position=5),
 )
 
-STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
-              derive=lambda study, document, rounds: derive(study["entries"],
+STUDY = Study(name="transfer", derive=lambda study, document, rounds: derive(study["entries"],
                                                             (document["machine"].get("gpus") or [None])[0]),
               summary=sections, plots=plots, rates=copy_rates,
               axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
