@@ -198,13 +198,13 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertEqual(precision["axis_names"], {"impl": "impl", "mode": "mode", "precision": "precision",
                                                    "n": "n", "batch": None})
         int8 = next(e for e in precision["entries"] if e["name"] == "precision/cublas/gpu/resident/int8/n:8192")
-        self.assertEqual(int8["axes"], {"impl": "cublas", "mode": "resident", "precision": "int8", "n": 8192})
+        self.assertEqual(int8["axes"], {"impl": "cublas", "device": "gpu", "mode": "resident", "precision": "int8",
+                                        "n": 8192})  # as its --describe's entries give them
         self.assertEqual((int8["memory_read_bytes"], int8["memory_written_bytes"], int8["h2d_bytes"]),
                          (2 * 8192 ** 2, 4 * 8192 ** 2, 0))
-        # a binary whose --describe names no axes: the registry's names
-        self.assertIsNone(matmul["axis_names"])
-        self.assertEqual(matmul["entries"][0]["axes"], {"impl": "openblas", "mode": "host", "precision": "fp32",
-                                                        "n": 4096})
+        self.assertIsNone(matmul["axis_names"])  # a binary whose --describe names no axis_names
+        self.assertEqual(matmul["entries"][0]["axes"], {"impl": "openblas", "device": "cpu", "mode": "host",
+                                                        "precision": "fp32", "n": 4096})
         self.assertIsNone(matmul["entries"][0]["memory_read_bytes"])
         points = {(p["impl"], p["precision"], p["n"]) for p in document["findings"]["roofline"]["points"]}
         self.assertIn(("cublas", "int8", 8192), points)  # placed by the traffic its binary reported

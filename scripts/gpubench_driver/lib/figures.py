@@ -44,17 +44,15 @@ def datasheet_of(document, datasheets):
 
 # --- one figure -----------------------------------------------------------------------------------
 def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
-           reference=None, device="gpu", between_runs=None, host_bound=False, priced=False):
+           reference=None, device="gpu", between_runs=None):
     """One headline figure; interval: (low, high) of the value, None where the run has no spread to
     read; reference: {"value", "what"} it is set against (its fraction is value / reference);
-    between_runs: what tells it from another run's (between_runs()); host_bound: the host paces it as much
-    as the GPU although it is the GPU's (a pageable copy); priced: its seconds are one piece of work whose
-    cost a price gives (an epoch)."""
+    between_runs: what tells it from another run's (between_runs())."""
     low, high = interval
     return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
             "timed_as": timed_as, "where": where, "device": device, "reference": reference,
             "fraction_of_reference": value / reference["value"] if reference and reference.get("value") else None,
-            "between_runs": between_runs, "host_bound": host_bound, "priced": priced}
+            "between_runs": between_runs}
 
 
 def between_runs(entry, value, scales="rate"):

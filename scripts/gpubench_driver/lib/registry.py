@@ -138,6 +138,11 @@ class Study:
     # kind by kind (stages/headline.KINDS) after the measured peaks and the memory bandwidth
     headline: tuple = ()
     memory_roof: Optional[MemoryRoof] = None  # how it measures the device memory bandwidth, where it does
+    # Keys of its headline figures that the host paces as much as the GPU though they are the GPU's (a pageable
+    # copy, staged by the CPU: the health check judges them apart), and of those whose seconds are one piece
+    # of work a price turns into a cost (rank's USD per MLP epoch).
+    host_bound_figures: tuple = ()
+    priced_figures: tuple = ()
     measures_roofs: bool = False   # it measures the roofline's roofs: its entries are not placed under them as work
     experiment: bool = False       # its entries are experiments (starved grids, empty kernels), not workloads
     gpus_together: bool = False    # it measures the GPUs together: run --gpus, one GPU per sub-run, defeats it

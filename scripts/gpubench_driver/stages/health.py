@@ -9,6 +9,7 @@ the machine's records against the datasheet (gpu_datasheets.json): the PCIe link
 width, the power limit, entries held at a power cap or a thermal slowdown, ECC, other processes on
 the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make the verdict. None of
 this changes a setting: it reads what the run recorded."""
+from gpubench_driver import studies
 from gpubench_driver.lib import expected
 from gpubench_driver.lib.figures import datasheet_of, first_gpu, load_datasheets
 
@@ -28,7 +29,7 @@ HOST_CAUSE = ("host-bound: the host's CPU and memory pace this figure (pageable 
 
 
 def host_bound(row):
-    return row.get("device") in ("cpu", "both") or bool(row.get("host_bound"))
+    return row.get("device") in ("cpu", "both") or row["key"] in studies.HOST_BOUND_FIGURES
 
 
 def tolerance(row):

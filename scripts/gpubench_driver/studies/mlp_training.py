@@ -143,12 +143,12 @@ def epoch_figures(document):
             found.append(figure(f"mlp_epoch/{device}", f"MLP training epoch of {samples:,} samples, {name}", epoch_s,
                                 interval, "s", "lower", THROUGHPUT if device == "gpu" else "cpu: host clock",
                                 f"mlp_training: {row['impl']} {row['mode']} {row['precision']}, batch {point['batch']}",
-                                device=device, between_runs=between_runs(entry, epoch_s, "time") if entry else None,
-                                priced=True))  # compare prices an epoch
+                                device=device, between_runs=between_runs(entry, epoch_s, "time") if entry else None))
     return found
 
 
 STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, rates=item_rates("samples", with_flop=False),
                                   axes={"n": "hidden"},
                                   references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
-                                  headline=(("epoch", epoch_figures),))
+                                  headline=(("epoch", epoch_figures),),
+                                  priced_figures=("mlp_epoch/gpu", "mlp_epoch/cpu"))

@@ -362,8 +362,7 @@ def link_figures(document):
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
                                 f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
-                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None,
-                                host_bound=mode == "pageable"))  # the CPU stages a pageable copy
+                                between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None))
     return found
 
 
@@ -393,4 +392,4 @@ STUDY = Study(name="transfer", derive=lambda study, document, rounds: derive(stu
               summary=sections, plots=plots, rates=copy_rates,
               axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS, headline=(("link", link_figures),),
-              memory_roof=MEMORY_ROOF)
+              memory_roof=MEMORY_ROOF, host_bound_figures=("link/h2d/pageable", "link/d2h/pageable"))
