@@ -91,6 +91,20 @@ def write_measurements(args, runs):
             stream.write(json.dumps({"name": name, "measurement": measurement(times)}) + "\n")
 
 
+# The counters the stand-in binaries declare (a real binary's --describe rules.counters): every counter the
+# driver's readers take from some study's entries, so that an entry made here has each (None until set).
+COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads", "products",
+            "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held",
+            "array_bytes", "width", "height", "escape_iterations", "warp_divergence", "differing_pixels",
+            "allowed_differing_pixels", "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
+            "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
+            "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
+            "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
+            "chain_span_s", "timer_step_s", "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks",
+            "bus_factor", "threads_per_block", "grid_blocks", "memory_read_bytes", "memory_written_bytes", "h2d_bytes",
+            "d2h_bytes")
+
+
 def axis_fields(name):
     """The axis fields of an entry named by the naming contract, under its study's axis names (what its
     binary's --describe would give: the driver takes them from there, never from the name)."""
@@ -100,9 +114,10 @@ def axis_fields(name):
 
 
 def blank_entry(name):
-    """gbench.blank_entry of an entry named by the naming contract, its axes those of its name."""
+    """gbench.blank_entry of an entry named by the naming contract, its axes those of its name, every one of
+    COUNTERS present."""
     from gpubench_driver.lib import gbench
-    return gbench.blank_entry(name, axis_fields(name))
+    return gbench.blank_entry(name, axis_fields(name), COUNTERS)
 
 
 def plan_of(output):
@@ -113,9 +128,10 @@ def plan_of(output):
 
 
 def entries_of(output):
-    """gbench.entries_from_output of a Google Benchmark output, each entry planned by its name."""
+    """gbench.entries_from_output of a Google Benchmark output, each entry planned by its name, every one of
+    COUNTERS present."""
     from gpubench_driver.lib import gbench
-    return gbench.entries_from_output(output, plan_of(output))
+    return gbench.entries_from_output(output, plan_of(output), COUNTERS)
 
 
 def outcome(result):
@@ -126,9 +142,9 @@ def outcome(result):
 
 
 def described(description, run_names):
-    """A stand-in binary's --describe: `description`, with the axes, points and entries a real binary's
-    has where it lacks them (axes by its axis_names, every point its default sizes and batches, an entry
-    for each of run_names, Google Benchmark's suffixes aside)."""
+    """A stand-in binary's --describe: `description`, with the axes, points, rules and entries a real binary's
+    has where it lacks them (axes by its axis_names, every point its default sizes and batches, COUNTERS,
+    an entry for each of run_names, Google Benchmark's suffixes aside)."""
     from gpubench_driver import studies
     from gpubench_driver.lib import gbench, migrate
     names = [gbench.entry_key(name) for name in dict.fromkeys(run_names)]
@@ -141,7 +157,8 @@ def described(description, run_names):
     entries = [{"name": name, "axes": migrate.axis_fields_of_name(name, slots)["axes"]} for name in names]
     point = {"sizes": description.get("default_sizes") or [],
              **({"batches": description["default_batches"]} if description.get("default_batches") else {})}
-    return {"axes": axes, "points": {"quick": point, "suite": point, "full": point}, **description,
+    rules = {"counters": {name: {"unit": None, "rule": "stand-in"} for name in COUNTERS}}
+    return {"axes": axes, "points": {"quick": point, "suite": point, "full": point}, "rules": rules, **description,
             "entries": entries}
 
 

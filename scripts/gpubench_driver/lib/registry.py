@@ -7,11 +7,9 @@ and name no study."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpubench_driver.lib import formatting
+from gpubench_driver.lib import formatting, gbench
 
-# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
-# study names (--describe's axis_names); the device slot is always the device.
-AXIS_SLOTS = ("impl", "mode", "precision", "n", "batch")
+AXIS_SLOTS = gbench.NAMED_SLOTS  # the slots a study names (--describe's axis_names)
 # The names a slot has where nothing else is said; the slot holding a number format is "precision".
 PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n", "batch": None}
 

@@ -59,9 +59,11 @@ def read(path):
             and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
 
 
-def entry_of(line, axis_names):
-    """The entry a journal line stands for, as the driver would have read it from the process."""
-    entry = gbench.blank_entry(line["name"], migrate.journal_axis_fields(line, axis_names))
+def entry_of(line, study):
+    """The entry a journal line stands for, as the driver would have read it from the process (study: its
+    study's results record)."""
+    fields = migrate.journal_axis_fields(line, studies.axis_names(line["study"], study))
+    entry = gbench.blank_entry(line["name"], fields, gbench.declared_counters(study))
     failure = line.get("failure")
     counters = line.get("counters") if isinstance(line.get("counters"), dict) else {}
     gbench.pass_counters(entry, counters)
@@ -92,7 +94,7 @@ def fold(document, lines):
             continue
         if previous is None and line["trial"] > 1:
             continue  # its earlier trials are not in the file: nothing to combine with
-        entry = entry_of(line, studies.axis_names(line["study"], study))
+        entry = entry_of(line, study)
         by_name[line["name"]] = trials.combine(previous, entry, line["trial"])
         added += 1
     for name, by_name in by_study.items():

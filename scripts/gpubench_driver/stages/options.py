@@ -156,8 +156,7 @@ def run_points(options, name, description):
 
 
 def study_batches(options, name, description):
-    """The batches a study with a batch axis sweeps (--batches, else its points');
-    None for the other studies, which get no --batches."""
+    """The batches a study with a batch axis sweeps (--batches, else its points'); None for the other studies."""
     if not studies.BY_NAME[name].batch_axis:
         return None
     recorded = (options.study_sizes or {}).get(name, {}).get("batches")
@@ -167,8 +166,7 @@ def study_batches(options, name, description):
 
 
 def study_sizes(options, name, description):
-    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'),
-    else its points'."""
+    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'), else its points'."""
     recorded = (options.study_sizes or {}).get(name, {}).get("sizes")
     if options.sizes is None and recorded:
         return recorded

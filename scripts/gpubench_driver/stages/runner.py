@@ -92,11 +92,6 @@ def benchmark_flags(json_path, measurements_path):
             measurements.FLAG + measurements_path]
 
 
-def planned_entries(binary, flags):
-    """{entry name: its axis fields} of the entries the binary would run with these flags (its --describe's)."""
-    return gbench.planned_entries(describe(binary, flags))
-
-
 # --- progress --------------------------------------------------------------------
 class Progress:
     def __init__(self, total):
@@ -156,9 +151,10 @@ def telemetry_flags(options, series_path):
     return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
 
 
-def invoke(binary, flags, options, progress, plan, on_finished=None, launcher=(), scratch_dir=None):
+def invoke(binary, flags, options, progress, plan, counters, on_finished=None, launcher=(), scratch_dir=None):
     """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
-    its entries (each with its wall time, its axes those of `plan`, {name: axis fields}) and its telemetry series, even when it crashed or was
+    its entries (each with its wall time, its axes those of `plan`, {name: axis fields}, and each counter
+    of `counters`, those its binary declares) and its telemetry series, even when it crashed or was
     interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
     line arrives, before its progress line is printed. Its files go to a scratch folder in scratch_dir
     (the run's, in its output folder; default: the system's)."""
@@ -182,7 +178,7 @@ def invoke(binary, flags, options, progress, plan, on_finished=None, launcher=()
         output = gbench.load_file(json_path)
         samples, note = telemetry.read_series(series_path) if options.telemetry else ([], None)
         measured = measurements.read_file(measurements_path)
-    entries = gbench.entries_from_output(output, plan)
+    entries = gbench.entries_from_output(output, plan, counters)
     measurements.join(entries, measured)
     for entry in entries:
         entry["wall_s"] = wall_s.get(entry["name"])
@@ -262,7 +258,7 @@ class Study:
 
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
-        self._add_to_plan(planned_entries(self.binary, study_flags(self.options, self.options.sizes)))
+        self._add_to_plan(gbench.planned_entries(describe(self.binary, study_flags(self.options, self.options.sizes))))
         self.progress.total += len(self.planned) * self.options.trials
         self.progress.trials = self.options.trials
 
@@ -294,7 +290,7 @@ class Study:
         runs = []
         for n, (impls, modes) in plan.items():
             flags = study_flags(self.options, [n], impls, modes)
-            planned = planned_entries(self.binary, flags)
+            planned = gbench.planned_entries(describe(self.binary, flags))  # what it would run with these flags
             self._add_to_plan(planned)
             self.progress.total += len(planned) * self.options.trials
             runs.append((n, list(planned), flags))
@@ -321,8 +317,8 @@ class Study:
                                                   self.planned.get(result.name)))
         if self.launcher and os.path.exists(ranks_file(self.artifacts_dir, self.name)):
             os.remove(ranks_file(self.artifacts_dir, self.name))  # the last invocation's: this one's ranks write their own
-        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, self.planned, on_finished,
-                            self.launcher, self.scratch_dir)
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, self.planned,
+                            gbench.declared_counters(self.record), on_finished, self.launcher, self.scratch_dir)
         if self.launcher:
             self.record["ranks"] = read_ranks(self.artifacts_dir, self.name, self.launcher)
         for entry in invocation.entries:
@@ -379,8 +375,8 @@ class Study:
         self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how, "process": process,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
-        self._merge([_unfinished_entry(name, self.planned.get(name), f"{process} {how}", phase) for name in missing],
-                    trial)
+        self._merge([_unfinished_entry(name, self.planned.get(name), gbench.declared_counters(self.record),
+                                       f"{process} {how}", phase) for name in missing], trial)
 
 
 def read_ranks(artifacts_dir, name, launcher):
@@ -395,7 +391,7 @@ def read_ranks(artifacts_dir, name, launcher):
     return {**found, "command": list(launcher)} if isinstance(found, dict) else None
 
 
-def _unfinished_entry(name, fields, how, phase):
-    entry = gbench.blank_entry(name, fields)
+def _unfinished_entry(name, fields, counters, how, phase):
+    entry = gbench.blank_entry(name, fields, counters)
     entry.update(status="error", phase=phase, message=f"not finished: {how}")
     return entry
