@@ -12,6 +12,7 @@ from support import TESTS_DIR, fixture, gpubench_run, load_fixture, write_execut
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, results
+from gpubench_driver.stages import runner
 
 # A study binary that answers --describe from a file (support.described) and runs by replaying Google Benchmark
 # objects from another (and their times as its measurements file's samples), honouring the flags
@@ -322,6 +323,17 @@ class MissingBinaryTest(unittest.TestCase):
         process, _ = self.machine.run("--studies", "precision")
         self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
         self.assertIn("gpubench_precision does not exist", process.stderr)
+
+
+class OlderBinaryTest(unittest.TestCase):
+    def test_a_binary_whose_describe_lists_no_entries_is_refused(self):
+        """A binary built from sources older than the driver: its entries' axes cannot be known."""
+        with tempfile.TemporaryDirectory() as directory:
+            binary = os.path.join(directory, "gpubench_matmul")
+            write_executable(binary, f"#!{sys.executable}\nprint('{{\"implementations\": []}}')\n")
+            with self.assertRaises(runner.RunnerError) as caught:
+                runner.describe(binary, ["--sizes=64"])
+        self.assertEqual(str(caught.exception), f"{binary} --describe printed no 'entries' list")
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ def describe(binary, flags=()):
         description = json.loads(result.stdout)
     except ValueError:
         raise RunnerError(f"{binary} --describe did not print JSON") from None
-    if not isinstance(description, dict) or not isinstance(description.get("implementations"), list):
-        raise RunnerError(f"{binary} --describe printed no 'implementations' list")
+    for key in ("implementations", "entries"):  # an older binary lists no entries: build it again
+        if not isinstance(description, dict) or not isinstance(description.get(key), list):
+            raise RunnerError(f"{binary} --describe printed no '{key}' list")
     return description
 
 
