@@ -91,13 +91,84 @@ def write_measurements(args, runs):
             stream.write(json.dumps({"name": name, "measurement": measurement(times)}) + "\n")
 
 
+# The counters the stand-in binaries declare (a real binary's --describe rules.counters): every counter the
+# driver's readers take from some study's entries, so that an entry made here has each (None until set).
+COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads", "products",
+            "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held",
+            "array_bytes", "width", "height", "escape_iterations", "warp_divergence", "differing_pixels",
+            "allowed_differing_pixels", "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
+            "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
+            "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
+            "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",
+            "chain_span_s", "timer_step_s", "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks",
+            "bus_factor", "threads_per_block", "grid_blocks", "memory_read_bytes", "memory_written_bytes", "h2d_bytes",
+            "d2h_bytes")
+
+
+def axis_fields(name):
+    """The axis fields of an entry named by the naming contract, under its study's axis names (what its
+    binary's --describe would give: the driver takes them from there, never from the name)."""
+    from gpubench_driver import studies
+    from gpubench_driver.lib import migrate
+    return migrate.axis_fields_of_name(name, studies.axis_names(name.split("/")[0]))
+
+
+def blank_entry(name):
+    """gbench.blank_entry of an entry named by the naming contract, its axes those of its name, every one of
+    COUNTERS present."""
+    from gpubench_driver.lib import gbench
+    return gbench.blank_entry(name, axis_fields(name), COUNTERS)
+
+
+def plan_of(output):
+    """{name: axis fields} of every entry of a Google Benchmark output, as its binary's --describe plans them."""
+    from gpubench_driver.lib import gbench
+    return {gbench.entry_key(run.get("run_name") or run["name"]): axis_fields(gbench.entry_key(
+        run.get("run_name") or run["name"])) for run in output.benchmarks}
+
+
+def entries_of(output):
+    """gbench.entries_from_output of a Google Benchmark output, each entry planned by its name, every one of
+    COUNTERS present."""
+    from gpubench_driver.lib import gbench
+    return gbench.entries_from_output(output, plan_of(output), COUNTERS)
+
+
+def outcome(result):
+    """The progress line's outcome of a console result, its study's record and axes those of its name."""
+    from gpubench_driver import studies
+    from gpubench_driver.stages import runner
+    return runner.Progress._outcome(result, studies.BY_NAME.get(result.name.split("/")[0]), axis_fields(result.name))
+
+
+def described(description, run_names):
+    """A stand-in binary's --describe: `description`, with the axes, points, rules and entries a real binary's
+    has where it lacks them (axes by its axis_names, every point its default sizes and batches, COUNTERS,
+    an entry for each of run_names, Google Benchmark's suffixes aside)."""
+    from gpubench_driver import studies
+    from gpubench_driver.lib import gbench, migrate
+    names = [gbench.entry_key(name) for name in dict.fromkeys(run_names)]
+    study = description.get("study") or (names[0].split("/")[0] if names else "matmul")
+    slots = {**studies.axis_names(study, description), "device": "device"}
+    if description.get("default_batches") is None:
+        slots["batch"] = None
+    axes = [{"name": slots[slot], "slot": slot, "unit": None, "values": None}
+            for slot in gbench.AXES if slots.get(slot)]
+    entries = [{"name": name, "axes": migrate.axis_fields_of_name(name, slots)["axes"]} for name in names]
+    point = {"sizes": description.get("default_sizes") or [],
+             **({"batches": description["default_batches"]} if description.get("default_batches") else {})}
+    rules = {"counters": {name: {"unit": None, "rule": "stand-in"} for name in COUNTERS}}
+    return {"axes": axes, "points": {"quick": point, "suite": point, "full": point}, "rules": rules, **description,
+            "entries": entries}
+
+
 def make_entry(impl, device, mode, n, median_s, status="ok", batch=None, device_bytes=None):
     """A minimal ok entry as the driver writes it, for derivation tests: a matmul entry, or with
     a batch a batched_gemm one."""
     from gpubench_driver.lib import gbench, stats
     name = (f"matmul/{impl}/{device}/{mode}/fp32/n:{n}" if batch is None
             else f"batched_gemm/{impl}/{device}/{mode}/fp32/n:{n}/batch:{batch}")
-    entry = gbench.blank_entry(name)
+    entry = blank_entry(name)
     entry.update(status=status, repetitions=1, iterations=1)
     if status == "ok":
         entry["time_s"] = stats.summarize([median_s])
@@ -118,7 +189,7 @@ def study_document(name, describe_fixture, gbench_fixture, sizes, batches=None, 
     document["gpu"] = {"available": True, "reason": None}
     document["references"] = references
     study = results.new_study(description, sizes, batches)
-    study["entries"] = gbench.entries_from_output(gbench.load_file(fixture(gbench_fixture)))
+    study["entries"] = entries_of(gbench.load_file(fixture(gbench_fixture)))
     document["studies"][name] = study
     analyse.derive_findings(document, 0)
     return document

@@ -15,8 +15,8 @@ from support import run_options
 
 from gpubench_driver import studies
 from gpubench_driver.lib import batch_study, charts, gbench, results
-from gpubench_driver.studies import conv2d, mlp_training
-from gpubench_driver.stages import analyse, options, plots, reference, render, runner
+from gpubench_driver.studies import conv2d
+from gpubench_driver.stages import analyse, options, plots, reference, render
 from test_run_studies import FakeMachine, read
 
 MLP = "mlp_training/cublas_kernels/gpu/resident/{precision}/n:1024/batch:{batch}"
@@ -24,7 +24,7 @@ CONV = "conv2d/{impl}/gpu/{mode}/{precision}/n:{n}/batch:{batch}"
 
 
 def fixture_entries(name):
-    return {entry["name"]: entry for entry in gbench.entries_from_output(gbench.load_file(support.fixture(name)))}
+    return {entry["name"]: entry for entry in support.entries_of(gbench.load_file(support.fixture(name)))}
 
 
 def with_references():
@@ -62,7 +62,7 @@ class CombineUtilizationTest(unittest.TestCase):
         group = {"iterations": [], "aggregates": {"median": {
             "run_type": "aggregate", "aggregate_name": "median", "real_time": 1.0, "time_unit": "us",
             "gpu_util_samples": 1.5, "gpu_util_mean": 50.0}}}
-        entry = gbench._entry(MLP.format(precision="fp32", batch=1) + "/manual_time", group)
+        entry = gbench._entry(MLP.format(precision="fp32", batch=1) + "/manual_time", group, {})
         self.assertEqual((entry["status"], entry["gpu_util_samples"], entry["gpu_util_mean"]), ("ok", None, None))
 
 
@@ -396,14 +396,7 @@ class PlotsTest(unittest.TestCase):
 
 
 class OptionsTest(unittest.TestCase):
-    def test_quick_points_are_few(self):
-        # A quick run shows every implementation run and verify: one or two sizes and batches per study.
-        for study in studies.STUDIES:
-            with self.subTest(study=study.name):
-                self.assertTrue(1 <= len(study.quick_sizes) <= 2)
-                if study.batch_axis:
-                    self.assertTrue(1 <= len(study.quick_batches) <= 2)
-        self.assertEqual(studies.BY_NAME["mlp_training"].quick_sizes, (mlp_training.MLP_WIDTH,))
+    def test_batch_studies(self):
         # overlap's, mandelbrot's, roofline's and occupancy's batch axes (chunks, the iteration limit, FMAs per
         # element, blocks in the grid) are no batch of items: batch studies without the batch studies' findings
         self.assertEqual(set(studies.BATCH_NAMES) - {"overlap", "mandelbrot", "roofline", "occupancy"},
@@ -423,12 +416,12 @@ class OptionsTest(unittest.TestCase):
         self.assertEqual(options.for_study(run_options(sizes=[64]), "mlp_training", mlp).sizes, [64])
 
     def test_progress_in_samples_per_second(self):
-        line = runner.Progress._outcome(gbench.ConsoleResult(
+        line = support.outcome(gbench.ConsoleResult(
             CONV.format(impl="cudnn_nhwc", mode="resident", precision="fp16", n=56, batch=32), median_s=64e-6))
         self.assertEqual(line, "median 64.00 us  500.00 k samples/s")
-        line = runner.Progress._outcome(gbench.ConsoleResult(MLP.format(precision="fp32", batch=8192), median_s=2e-3))
+        line = support.outcome(gbench.ConsoleResult(MLP.format(precision="fp32", batch=8192), median_s=2e-3))
         self.assertEqual(line, "median 2.00 ms  4.10 M samples/s")
-        line = runner.Progress._outcome(gbench.ConsoleResult(
+        line = support.outcome(gbench.ConsoleResult(
             "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:1024", median_s=1e-3,
             counters={"flop": 2 * 64 ** 3 * 1024}))
         self.assertEqual(line, f"median 1.00 ms  {2 * 64 ** 3 * 1024 / 1e-3 / 1e9:.2f} GFLOP/s  1.02 M products/s")

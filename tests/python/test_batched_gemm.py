@@ -36,36 +36,39 @@ def points(rates, spread=None):
 
 
 class NamesTest(unittest.TestCase):
+    """The naming contract of a journal line of layout 1 (lib/migrate.py, the only reader of names)."""
+
     def test_batch_axis(self):
         key = gbench.entry_key(STRIDED + "/manual_time")
         self.assertEqual(key, STRIDED)
-        self.assertEqual(gbench.parse_entry_name(key), {
-            "study": "batched_gemm", "impl": "cublas_strided", "device": "gpu", "mode": "resident",
-            "precision": "fp32", "n": 64, "batch": 1024})
+        self.assertEqual(support.axis_fields(key), {
+            "impl": "cublas_strided", "device": "gpu", "mode": "resident", "precision": "fp32", "n": 64, "batch": 1024,
+            "axes": {"impl": "cublas_strided", "device": "gpu", "mode": "resident", "precision": "fp32", "n": 64,
+                     "batch": 1024}})
 
     def test_names_without_a_batch_are_unchanged(self):
-        axes = gbench.parse_entry_name("matmul/cublas/gpu/transfer_pinned/fp32/n:4096")
-        self.assertEqual(axes, {"study": "matmul", "impl": "cublas", "device": "gpu", "mode": "transfer_pinned",
-                                "precision": "fp32", "n": 4096, "batch": None})
-        self.assertEqual(gbench.parse_entry_name("precision/cublas/gpu/resident/bf16/n:8192")["precision"], "bf16")
-        entry = gbench.blank_entry("matmul/openblas/cpu/host/fp32/n:64")
+        fields = support.axis_fields("matmul/cublas/gpu/transfer_pinned/fp32/n:4096")
+        self.assertEqual({slot: fields[slot] for slot in gbench.AXES},
+                         {"impl": "cublas", "device": "gpu", "mode": "transfer_pinned", "precision": "fp32", "n": 4096,
+                          "batch": None})
+        self.assertEqual(support.axis_fields("precision/cublas/gpu/resident/bf16/n:8192")["precision"], "bf16")
+        entry = support.blank_entry("matmul/openblas/cpu/host/fp32/n:64")
         self.assertIsNone(entry["batch"])
         self.assertIsNone(entry["products"])
 
     def test_malformed_batch_axes(self):
         for name in ("batched_gemm/a/gpu/resident/fp32/n:64/batch:", "batched_gemm/a/gpu/resident/fp32/n:64/batch:x",
                      "batched_gemm/a/gpu/resident/fp32/n:64/b:8", "batched_gemm/a/gpu/resident/fp32/batch:8"):
-            self.assertIsNone(gbench.parse_entry_name(name), name)
+            self.assertIsNone(support.axis_fields(name), name)
 
     def test_progress_rate_counts_every_product(self):
-        line = runner.Progress._outcome(gbench.ConsoleResult(STRIDED, median_s=32.6e-6,
-                                                             counters={"flop": 2.0 * 64 ** 3 * 1024}))
+        line = support.outcome(gbench.ConsoleResult(STRIDED, median_s=32.6e-6, counters={"flop": 2.0 * 64 ** 3 * 1024}))
         self.assertIn(f"{2 * 64 ** 3 * 1024 / 32.6e-6 / 1e12:.2f} TFLOP/s", line)
 
     def test_entries_sort_by_size_then_batch(self):
         names = [STRIDED, "batched_gemm/cublas_strided/gpu/resident/fp32/n:64/batch:8",
                  "batched_gemm/openblas_loop/cpu/host/fp32/n:32/batch:4096"]
-        ordered = sorted((gbench.blank_entry(name) for name in names), key=gbench.entry_order)
+        ordered = sorted((support.blank_entry(name) for name in names), key=gbench.entry_order)
         self.assertEqual([(e["n"], e["batch"]) for e in ordered], [(32, 4096), (64, 8), (64, 1024)])
 
 
@@ -73,7 +76,7 @@ class FixtureParsingTest(unittest.TestCase):
     def setUp(self):
         output = gbench.load_file(support.fixture("gbench_batched_gemm.json"))
         self.assertEqual(output.context["host_name"], "fixture: hand-written, not a measurement")
-        self.entries = {entry["name"]: entry for entry in gbench.entries_from_output(output)}
+        self.entries = {entry["name"]: entry for entry in support.entries_of(output)}
 
     def test_gpu_entry(self):
         entry = self.entries[STRIDED]
@@ -308,7 +311,9 @@ class PlotsTest(unittest.TestCase):
 
 class OptionsTest(unittest.TestCase):
     DESCRIPTION = {"implementations": [{"id": "cublas_strided", "modes": ["resident"]}], "default_sizes": [64],
-                   "default_batches": [1, 2, 4]}
+                   "default_batches": [1, 2, 4],
+                   "points": {"quick": {"sizes": [32], "batches": [1, 256]}, "suite": {"sizes": [32, 128],
+                              "batches": [1, 64, 4096]}, "full": {"sizes": [64], "batches": [1, 2, 4]}}}
 
     def study_options(self, name="batched_gemm", **changes):
         return options.for_study(support.run_options(**changes), name, self.DESCRIPTION)
@@ -321,12 +326,12 @@ class OptionsTest(unittest.TestCase):
             self.assertIn("--batches", str(caught.exception))
 
     def test_batches_of_each_study(self):
-        self.assertEqual(self.study_options().batches, list(studies.BY_NAME["batched_gemm"].suite_batches))
-        self.assertEqual(self.study_options().sizes, list(studies.BY_NAME["batched_gemm"].suite_sizes))
+        self.assertEqual(self.study_options().batches, [1, 64, 4096])  # the binary's suite points
+        self.assertEqual(self.study_options().sizes, [32, 128])
         self.assertEqual(self.study_options(full=True).batches, [1, 2, 4])  # the binary's own default
         self.assertEqual(self.study_options(full=True).sizes, [64])
-        self.assertEqual(self.study_options(quick=True).batches, list(studies.BY_NAME["batched_gemm"].quick_batches))
-        self.assertEqual(self.study_options(quick=True).sizes, list(studies.BY_NAME["batched_gemm"].quick_sizes))
+        self.assertEqual(self.study_options(quick=True).batches, [1, 256])
+        self.assertEqual(self.study_options(quick=True).sizes, [32])
         self.assertEqual(self.study_options(quick=True, batches=[3]).batches, [3])
         self.assertEqual(self.study_options().refine_rounds, 0)
         self.assertIsNone(self.study_options("matmul", batches=[3]).batches)

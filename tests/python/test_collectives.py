@@ -18,14 +18,14 @@ from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import collectives
-from gpubench_driver.stages import reference, runner
+from gpubench_driver.stages import reference
 
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
            "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
 
 
 def collective_entry(collective, placement, log2_bytes, seconds, ranks=8):
-    entry = gbench.blank_entry(f"collectives/{collective}/gpu/{placement}/fp32/n:{log2_bytes}")
+    entry = support.blank_entry(f"collectives/{collective}/gpu/{placement}/fp32/n:{log2_bytes}")
     samples = [seconds * (1 + 0.001 * k) for k in range(-5, 6)]
     entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
                  message_bytes=float(1 << log2_bytes), ranks=float(ranks), bus_factor=FACTORS[collective](ranks))
@@ -37,7 +37,7 @@ def entries(ranks=8):
              collective_entry("all_reduce", "out_of_place", 16, 20e-6, ranks),
              collective_entry("all_gather", "out_of_place", 28, (1 << 28) / 300e9, ranks),
              collective_entry("broadcast", "in_place", 28, (1 << 28) / 100e9, ranks)]
-    wrong = gbench.blank_entry("collectives/all_to_all/gpu/out_of_place/fp32/n:3")
+    wrong = support.blank_entry("collectives/all_to_all/gpu/out_of_place/fp32/n:3")
     wrong.update(status="skipped", message="skipped: a message of 2^3 bytes holds less than one FP32 value per rank of 8")
     return found + [wrong]
 
@@ -138,7 +138,7 @@ class ProgressTest(unittest.TestCase):
     def test_algorithm_and_bus_bandwidth(self):
         line = gbench.ConsoleResult("collectives/all_reduce/gpu/out_of_place/fp32/n:30", median_s=0.01,
                                     counters={"message_bytes": float(1 << 30), "ranks": 8.0, "bus_factor": 1.75})
-        self.assertEqual(runner.Progress._outcome(line), "median 10.00 ms  algbw 107.37 GB/s  busbw 187.90 GB/s")
+        self.assertEqual(support.outcome(line), "median 10.00 ms  algbw 107.37 GB/s  busbw 187.90 GB/s")
 
     def test_one_rank_has_no_bus_bandwidth(self):
         self.assertEqual(collectives.progress_rates({}, {"message_bytes": 1e9, "ranks": 1.0, "bus_factor": 0.0}, 1.0),

@@ -10,18 +10,18 @@ import tempfile
 import unittest
 import unittest.mock
 
-import support  # noqa: F401  (import path)
+import support
 from support import ENTRY
 
 from gpubench_driver import studies
-from gpubench_driver.lib import gbench, noise_model, noise_verdicts, results, stats
+from gpubench_driver.lib import noise_model, noise_verdicts, results, stats
 from gpubench_driver.lib.noise_model import KindModel, Model
 from gpubench_driver.stages import options as opts, prices
 from gpubench_driver.commands import cli, compare
 
 
 def entry(name, samples, status="ok", flop=None, batch=None):
-    record = gbench.blank_entry(name)
+    record = support.blank_entry(name)
     record.update(status=status, repetitions=len(samples), iterations=1)
     if status == "ok":
         record["time_s"] = stats.summarize(samples)

@@ -8,7 +8,7 @@ import os
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 from support import fixture, load_fixture
 
 from gpubench_driver.lib import charts, findings, gbench, results, stats
@@ -27,7 +27,7 @@ def entry(study, impl, device, mode, precision, n, median_s, batch=None, flop=No
     """An ok entry as the driver writes it; flop defaults to a GEMM's (times the batch), and so does the
     device memory traffic the binary reports (A and B read once, C written once), with flop=None."""
     name = f"{study}/{impl}/{device}/{mode}/{precision}/n:{n}" + (f"/batch:{batch}" if batch else "")
-    made = gbench.blank_entry(name)
+    made = support.blank_entry(name)
     made.update(repetitions=1, iterations=1, time_s=stats.summarize([median_s]))
     if study == "transfer":
         made.update(bytes_transferred=float(n), memory_read_bytes=float(n), memory_written_bytes=float(n))

@@ -2,14 +2,14 @@ import os
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 from support import fixture
 
-from gpubench_driver.lib import gbench
+from gpubench_driver.lib import gbench, migrate
 
 
 def entries_by_name(path):
-    return {entry["name"]: entry for entry in gbench.entries_from_output(gbench.load_file(path))}
+    return {entry["name"]: entry for entry in support.entries_of(gbench.load_file(path))}
 
 
 class Version17Test(unittest.TestCase):
@@ -75,7 +75,7 @@ class TruncatedTest(unittest.TestCase):
     def test_recovers_complete_objects(self):
         output = gbench.load_file(fixture("gbench_truncated.json"))
         self.assertTrue(output.truncated)
-        names = {entry["name"] for entry in gbench.entries_from_output(output)}
+        names = {entry["name"] for entry in support.entries_of(output)}
         self.assertEqual(names, {"matmul/openblas/cpu/host/fp32/n:64", "matmul/naive_loop/cpu/host/fp32/n:64",
                                  "matmul/cublas/gpu/resident/fp32/n:8192"})
         self.assertEqual(output.context.get("host_name"), "fixture")
@@ -105,16 +105,14 @@ class TruncatedTest(unittest.TestCase):
 
 
 class NamesAndConsoleTest(unittest.TestCase):
-    def test_entry_key_and_axes(self):
+    def test_entry_key(self):
         key = gbench.entry_key("matmul/cublas/gpu/transfer_pageable/fp32/n:4096/manual_time")
         self.assertEqual(key, "matmul/cublas/gpu/transfer_pageable/fp32/n:4096")
-        self.assertEqual(gbench.parse_entry_name(key)["mode"], "transfer_pageable")
         # One run of one iteration per entry: Google Benchmark's settings suffixes are not part of the key.
         self.assertEqual(gbench.entry_key("batched_gemm/cublas/gpu/resident/fp32/n:64/batch:8/iterations:1/repeats:1"
                                           "/manual_time"), "batched_gemm/cublas/gpu/resident/fp32/n:64/batch:8")
         self.assertEqual(gbench.entry_key("matmul/openblas/cpu/host/fp32/n:64/iterations:1/real_time"),
                          "matmul/openblas/cpu/host/fp32/n:64")
-        self.assertIsNone(gbench.parse_entry_name("BM_something/64"))
 
     def test_one_run_line(self):
         # Each entry is one run of one iteration; the name carries Google Benchmark's settings suffixes.
@@ -160,29 +158,46 @@ class NamesAndConsoleTest(unittest.TestCase):
                                           "4.00 us 1")
         self.assertEqual(plain.counters, {})
 
-    def test_named_axes(self):
-        entry = gbench.blank_entry("transfer/copy_engine/gpu/pinned/h2d/n:4096")
-        self.assertIsNone(entry["axes"])  # set by the runner, which knows the study's axis names
-        names = {"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes", "batch": None}
-        self.assertEqual(gbench.named_axes(entry, names),
-                         {"engine": "copy_engine", "host_memory": "pinned", "direction": "h2d", "bytes": 4096})
-        entry = gbench.blank_entry("overlap/streams4/gpu/pinned/matmul/n:8192/batch:16")
+    def test_axes_come_from_the_plan(self):
+        """An entry's axes are those --describe's entries give its name (the name is never read), each also
+        under its slot; an entry the plan lacks has none."""
+        description = {"axes": [{"name": "engine", "slot": "impl"}, {"name": "device", "slot": "device"},
+                                {"name": "host_memory", "slot": "mode"}, {"name": "direction", "slot": "precision"},
+                                {"name": "bytes", "slot": "n"}],
+                       "entries": [{"name": "transfer/copy_engine/gpu/pinned/h2d/n:4096",
+                                    "axes": {"engine": "copy_engine", "device": "gpu", "host_memory": "pinned",
+                                             "direction": "h2d", "bytes": 4096}}]}
+        plan = gbench.planned_entries(description)
+        run = {"name": "transfer/copy_engine/gpu/pinned/h2d/n:4096/iterations:1/repeats:1/manual_time",
+               "run_type": "iteration", "iterations": 1, "real_time": 5.0, "time_unit": "us"}
+        other = {**run, "name": "transfer/copy_engine/gpu/pinned/d2h/n:4096/manual_time"}
+        entry, unplanned = gbench.entries_from_output(gbench.GbenchOutput({}, [run, other]), plan)
+        self.assertEqual({slot: entry[slot] for slot in gbench.AXES},
+                         {"impl": "copy_engine", "device": "gpu", "mode": "pinned", "precision": "h2d", "n": 4096,
+                          "batch": None})
+        self.assertEqual(entry["axes"], description["entries"][0]["axes"])
+        self.assertEqual({slot: unplanned[slot] for slot in (*gbench.AXES, "axes")}, dict.fromkeys((*gbench.AXES, "axes")))
+
+    def test_layout_1_names_are_read_only_by_the_migration(self):
         names = {"impl": "schedule", "mode": "host_memory", "precision": "workload", "n": "n", "batch": "chunks"}
-        self.assertEqual(gbench.named_axes(entry, names), {"schedule": "streams4", "host_memory": "pinned",
-                                                           "workload": "matmul", "n": 8192, "chunks": 16})
-        self.assertIsNone(gbench.named_axes(gbench.blank_entry("BM_other/64"), names))
+        fields = migrate.axis_fields_of_name("overlap/streams4/gpu/pinned/matmul/n:8192/batch:16", names)
+        self.assertEqual(fields["axes"], {"schedule": "streams4", "device": "gpu", "host_memory": "pinned",
+                                          "workload": "matmul", "n": 8192, "chunks": 16})
+        self.assertEqual((fields["impl"], fields["n"], fields["batch"]), ("streams4", 8192, 16))
+        self.assertIsNone(migrate.axis_fields_of_name("BM_other/64", names))
+        self.assertIsNone(migrate.journal_axis_fields({"layout": 2, "name": "overlap/x/gpu/a/b/n:1"}, names))
 
     def test_traffic_counters_land_in_the_entry(self):
         run = {"name": "matmul/cublas/gpu/transfer_pinned/fp32/n:64/manual_time", "run_type": "iteration",
                "iterations": 3, "real_time": 5.0, "time_unit": "us", "memory_read_bytes": 32768.0,
                "memory_written_bytes": 16384.0, "h2d_bytes": 32768.0, "d2h_bytes": 16384.0,
                "bytes_transferred": 49152.0}
-        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
         self.assertEqual({key: entry[key] for key in gbench.TRAFFIC_COUNTERS},
                          {"memory_read_bytes": 32768.0, "memory_written_bytes": 16384.0, "h2d_bytes": 32768.0,
                           "d2h_bytes": 16384.0})
         run.pop("memory_read_bytes")  # no model of it: null, not 0
-        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
         self.assertIsNone(entry["memory_read_bytes"])
 
     def test_every_counter_passes_through(self):
@@ -191,7 +206,7 @@ class NamesAndConsoleTest(unittest.TestCase):
                "run_type": "iteration", "family_index": 0, "per_family_instance_index": 0, "repetitions": 1,
                "repetition_index": 0, "threads": 1, "iterations": 3, "real_time": 5.0, "cpu_time": 4.0,
                "time_unit": "us", "flop": 524288.0, "brand_new_counter": 42.0, "brand_new_nan": float("nan")}
-        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
         self.assertEqual(entry["brand_new_counter"], 42.0)
         self.assertIn("brand_new_nan", entry)
         self.assertIsNone(entry["brand_new_nan"])  # through stats.finite, as every counter
@@ -205,7 +220,7 @@ class NamesAndConsoleTest(unittest.TestCase):
         run = {"name": "matmul/cublas/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration",
                "iterations": 3, "real_time": 5.0, "time_unit": "us", "n": 4096.0, "status": 7.0,
                "flop_per_s": 1.0, "time_s": 2.0, "gpu_util_mean": 55.0, "power_w": 300.0}
-        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
         self.assertEqual((entry["n"], entry["status"], entry["flop_per_s"]), (64, "ok", None))
         self.assertAlmostEqual(entry["time_s"]["median"], 5e-6)
         # Utilization and telemetry are combined over the repetitions, not taken as counters: without
@@ -216,11 +231,11 @@ class NamesAndConsoleTest(unittest.TestCase):
     def test_the_label_is_kept_as_text_only(self):
         run = {"name": "gemm_ladder/sgemm_09_warptile/gpu/resident/fp32/n:64/manual_time", "run_type": "iteration",
                "iterations": 1, "real_time": 5.0, "time_unit": "us", "label": "block 128x128x16, thread 8x8"}
-        [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+        [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
         self.assertEqual(entry["label"], "block 128x128x16, thread 8x8")
         for foreign in (7, "", ["x"]):
             run["label"] = foreign
-            [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+            [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
             self.assertIsNone(entry["label"])
 
     def test_header_lines_are_ignored(self):

@@ -7,10 +7,10 @@ import subprocess
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
-from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib import charts, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import gemm_ladder
 
@@ -23,7 +23,7 @@ TIMES = {("fp32", "cublas"): 2.7e-3, ("fp32", "sgemm_04_shared_tiles"): 27e-3,
 
 
 def entry(ladder, rung, n, seconds, spread=0.005, **counters):
-    found = gbench.blank_entry(f"gemm_ladder/{rung}/gpu/resident/{ladder}/n:{n}")
+    found = support.blank_entry(f"gemm_ladder/{rung}/gpu/resident/{ladder}/n:{n}")
     samples = [seconds * (1 + spread * k / 2) for k in range(-2, 3)]
     found.update(status="ok", repetitions=1, iterations=1, time_s={**stats.summarize(samples), "over": "trials"},
                  flop=2.0 * n ** 3, flop_per_s=2.0 * n ** 3 / seconds, **counters)

@@ -12,7 +12,7 @@ import unittest.mock
 
 import support
 
-from gpubench_driver.lib import environment, gbench, noise_model, outputs, results, stats
+from gpubench_driver.lib import environment, noise_model, outputs, results, stats
 from gpubench_driver.lib.noise_model import KindModel, Model
 from gpubench_driver.stages import collect, gpus, options as opts
 from gpubench_driver.commands import report
@@ -25,7 +25,7 @@ GPUS = [gpus.Gpu(index, f"GPU-{index:04d}", f"00000000:{16 + index:02x}:00.0", "
 
 
 def entry(name, median_s):
-    record = gbench.blank_entry(name)
+    record = support.blank_entry(name)
     samples = [median_s * (1 + 0.001 * k) for k in (-1, 0, 1)]
     record.update(status="ok", repetitions=len(samples), iterations=1, time_s=stats.summarize(samples),
                   flop=2 * 4096 ** 3, protocol="throughput")

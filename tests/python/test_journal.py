@@ -17,7 +17,7 @@ def line(trial=1, failure=None, samples=(1.0e-3, 1.1e-3, 0.9e-3), name=NAME):
                                   counters={} if failure else {"flop": 5.24e5, "rel_fro_error": 1e-7,
                                                                "brand_new_counter": 42.0})
     measured = None if failure else support.measurement(list(samples))
-    return journal.record("matmul", trial, "sweep", result, measured, 0.5)
+    return journal.record("matmul", trial, "sweep", result, measured, 0.5, support.axis_fields(name))
 
 
 def document(*entries):
@@ -35,7 +35,17 @@ class FoldTest(unittest.TestCase):
         self.assertEqual(entry["flop"], 5.24e5)
         self.assertEqual(entry["brand_new_counter"], 42.0)  # every counter the console line showed
         self.assertEqual(entry["message"], journal.RECOVERED)
-        self.assertEqual(entry["axes"], {"impl": "openblas", "mode": "host", "precision": "fp32", "n": 64})
+        self.assertEqual(entry["axes"], {"impl": "openblas", "device": "cpu", "mode": "host", "precision": "fp32",
+                                         "n": 64})  # the line's own axis fields
+
+    def test_a_line_of_layout_1_takes_its_axes_from_its_name(self):
+        """A journal left by a driver from before the lines carried their axes (lib/migrate.py)."""
+        old = {key: value for key, value in line().items() if key not in ("layout", "axis_fields")}
+        found = document()
+        journal.fold(found, [old])
+        entry = found["studies"]["matmul"]["entries"][0]
+        self.assertEqual((entry["impl"], entry["device"], entry["n"]), ("openblas", "cpu", 64))
+        self.assertEqual(entry["axes"], support.axis_fields(NAME)["axes"])
 
     def test_an_entry_already_saved_is_not_taken_twice(self):
         saved = trials.combine(make_entry("openblas", "cpu", "host", 64, 2e-3), make_entry(

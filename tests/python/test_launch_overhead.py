@@ -9,13 +9,13 @@ import subprocess
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import launch_overhead
-from gpubench_driver.stages import claims, runner
+from gpubench_driver.stages import claims
 
 US = 1e-6
 # (impl, mode, n) -> (call time, kernels' own time, chain span), seconds.
@@ -34,7 +34,7 @@ def spread_samples(seconds, spread):
 
 def entry(impl, mode, n, seconds, busy, span, spread=0.01):
     precision = "fp32" if impl == "add_kernel" else "none"
-    found = gbench.blank_entry(f"launch_overhead/{impl}/gpu/{mode}/{precision}/n:{n}")
+    found = support.blank_entry(f"launch_overhead/{impl}/gpu/{mode}/{precision}/n:{n}")
     found.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize(spread_samples(seconds, spread)),
                  kernels=1 if mode == "fused" else n, host_launches=n if mode in ("sync_each", "stream") else 1,
                  host_synchronizations=n if mode == "sync_each" else 1, kernel_busy_s=busy, chain_span_s=span,
@@ -140,7 +140,7 @@ class ClaimTest(unittest.TestCase):
 class ProgressTest(unittest.TestCase):
     def test_time_per_kernel(self):
         line = gbench.ConsoleResult("launch_overhead/empty_kernel/gpu/stream/none/n:100", median_s=250e-6, counters={})
-        self.assertEqual(runner.Progress._outcome(line), "median 250.00 us  2.50 us per kernel")
+        self.assertEqual(support.outcome(line), "median 250.00 us  2.50 us per kernel")
 
 
 class SummaryTest(unittest.TestCase):

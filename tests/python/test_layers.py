@@ -177,5 +177,32 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(named, [])
 
 
+    def test_no_generic_module_reads_a_key_by_its_parts(self):
+        """A key or a name read by its '/'-separated parts (key.endswith("/pageable"), a figure key's prefix, a
+        split on '/') in lib/, the stages or the commands: a study's fact kept outside its plug-in record, or a
+        value taken from a name instead of the binary's --describe (lib/migrate.py reads old names by a pattern)."""
+        found = []
+        for name, path in modules().items():
+            if name.startswith(f"{PACKAGE}.studies"):
+                continue
+            with open(path, encoding="utf-8") as stream:
+                tree = ast.parse(stream.read(), path)
+            constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                         and isinstance(node.value, ast.Constant) for target in node.targets
+                         if isinstance(target, ast.Name)}
+
+            def text(value):
+                if isinstance(value, ast.Name):
+                    return constants.get(value.id)
+                return value.value if isinstance(value, ast.Constant) else None
+
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                        "startswith", "endswith", "split", "rsplit", "partition", "rpartition"):
+                    texts = [text(value) for argument in node.args for value in ast.walk(argument)]
+                    if any(isinstance(value, str) and "/" in value for value in texts):
+                        found.append(f"{name}:{node.lineno} {node.func.attr}({ast.unparse(node.args[0])})")
+        self.assertEqual(found, [])
+
 if __name__ == "__main__":
     unittest.main()

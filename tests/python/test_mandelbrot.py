@@ -5,13 +5,13 @@ import os
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import mandelbrot
-from gpubench_driver.stages import claims, runner
+from gpubench_driver.stages import claims
 
 GUIDE_N = 1024  # rows: 1536 x 1024 pixels
 IMPLEMENTATIONS = [{"id": "loop_1thread"}, {"id": "kernel", "contracted": False},
@@ -20,7 +20,7 @@ IMPLEMENTATIONS = [{"id": "loop_1thread"}, {"id": "kernel", "contracted": False}
 
 def entry(impl, mode, precision, n, batch, seconds, threads=None, **counters):
     device = "cpu" if mode == "host" else "gpu"
-    found = gbench.blank_entry(f"mandelbrot/{impl}/{device}/{mode}/{precision}/n:{n}/batch:{batch}")
+    found = support.blank_entry(f"mandelbrot/{impl}/{device}/{mode}/{precision}/n:{n}/batch:{batch}")
     samples = [seconds * (1 + 0.01 * k / 10) for k in range(-10, 11)]
     pixels = 3 * n // 2 * n
     found.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
@@ -102,9 +102,9 @@ class ProgressTest(unittest.TestCase):
     def test_pixels_per_second_from_the_image_counters(self):
         line = gbench.ConsoleResult("mandelbrot/kernel/gpu/resident/fp64/n:1024/batch:20", median_s=1e-3,
                                     counters={"width": 1536.0, "height": 1024.0})
-        self.assertEqual(runner.Progress._outcome(line), "median 1.00 ms  1.57 G pixels/s")
+        self.assertEqual(support.outcome(line), "median 1.00 ms  1.57 G pixels/s")
         line.counters.clear()
-        self.assertEqual(runner.Progress._outcome(line), "median 1.00 ms")  # nothing rebuilt from the name
+        self.assertEqual(support.outcome(line), "median 1.00 ms")  # nothing rebuilt from the name
 
 
 class ClaimTest(unittest.TestCase):

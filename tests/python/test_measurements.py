@@ -27,7 +27,7 @@ def gbench_entry(name, status="ok", flop=2.0 * 256 ** 3, **counters):
     run["run_name"] = run["name"]
     if status == "error":
         run.update(error_occurred=True, error_message="wrong result: x")
-    [entry] = gbench.entries_from_output(gbench.GbenchOutput({}, [run]))
+    [entry] = support.entries_of(gbench.GbenchOutput({}, [run]))
     return entry
 
 

@@ -9,13 +9,13 @@ import subprocess
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import occupancy
-from gpubench_driver.stages import claims, runner
+from gpubench_driver.stages import claims
 
 MULTIPROCESSORS = 132
 BLOCKS_PER_MULTIPROCESSOR = {128: 16, 256: 8}
@@ -29,7 +29,7 @@ def spread_samples(seconds, spread):
 
 
 def entry(threads, blocks, seconds, impl="naive_sgemm", spread=0.01):
-    found = gbench.blank_entry(f"occupancy/{impl}/gpu/resident/fp32/n:{threads}/batch:{blocks}")
+    found = support.blank_entry(f"occupancy/{impl}/gpu/resident/fp32/n:{threads}/batch:{blocks}")
     per_multiprocessor = BLOCKS_PER_MULTIPROCESSOR[threads]
     found.update(status="ok", repetitions=1, iterations=1, time_s=stats.summarize(spread_samples(seconds, spread)),
                  flop=2.0 * 1024 ** 3, memory_read_bytes=8.0 * 1024 ** 2, memory_written_bytes=4.0 * 1024 ** 2,
@@ -147,7 +147,7 @@ class ProgressTest(unittest.TestCase):
     def test_rate_and_share_of_the_warps(self):
         line = gbench.ConsoleResult("occupancy/naive_sgemm/gpu/resident/fp32/n:128/batch:16", median_s=1e-3,
                                     counters={"flop": 2e9, "resident_warps": 64.0, "max_resident_warps": 8448.0})
-        self.assertEqual(runner.Progress._outcome(line), "median 1.00 ms  2.00 TFLOP/s  0.8% of the warps")
+        self.assertEqual(support.outcome(line), "median 1.00 ms  2.00 TFLOP/s  0.8% of the warps")
 
 
 class SummaryTest(unittest.TestCase):
@@ -168,7 +168,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("Not measured: no kernel ran at 16 blocks of 128 threads.", text)
 
     def test_failures_are_listed(self):
-        failed = gbench.blank_entry("occupancy/triad/gpu/resident/fp32/n:1024/batch:16")
+        failed = support.blank_entry("occupancy/triad/gpu/resident/fp32/n:1024/batch:16")
         failed.update(status="error", message="wrong result: element 7 differs")
         document = document_of(entries() + [failed])
         text = to_markdown(occupancy.sections(document["studies"]["occupancy"], document))

@@ -8,13 +8,12 @@ import subprocess
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import p2p
-from gpubench_driver.stages import runner
 
 GIB = float(1 << 30)
 NVLINK = 450e9  # an H100's 18 links x 25 GB/s, one way
@@ -23,7 +22,7 @@ LATENCY_N, BANDWIDTH_N = 16, 64 << 20
 
 
 def route_entry(engine, direction, route, n, seconds, peak=None):
-    entry = gbench.blank_entry(f"p2p/{engine}/gpu/{direction}/{route}/n:{n}")
+    entry = support.blank_entry(f"p2p/{engine}/gpu/{direction}/{route}/n:{n}")
     legs = 2 if direction == "both_ways" else 1
     samples = [seconds * (1 + 0.01 * k / 10) for k in range(-10, 11)]
     entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
@@ -43,7 +42,7 @@ def entries():
              + route("copy_engine", "both_ways", "gpu0-gpu1", 14e-6, 630e9, NVLINK)
              + route("copy_engine", "one_way", "host-gpu0", 8e-6, 50.4e9, PCIE)
              + route("copy_engine", "one_way", "gpu0-host", 9e-6, 47.25e9, None))
-    skipped = gbench.blank_entry("p2p/sm_copy/gpu/one_way/gpu0-gpu1/n:16")
+    skipped = support.blank_entry("p2p/sm_copy/gpu/one_way/gpu0-gpu1/n:16")
     skipped.update(status="skipped", message="skipped: no peer access between gpu0 and gpu1 (cudaDeviceCanAccessPeer)")
     return found + [skipped]
 
@@ -153,7 +152,7 @@ class ProgressTest(unittest.TestCase):
     def test_bandwidth(self):
         line = gbench.ConsoleResult("p2p/copy_engine/gpu/one_way/gpu0-gpu1/n:1073741824", median_s=0.5,
                                     counters={"bytes_transferred": GIB})
-        self.assertEqual(runner.Progress._outcome(line), "median 500.00 ms  2.00 GiB/s")
+        self.assertEqual(support.outcome(line), "median 500.00 ms  2.00 GiB/s")
 
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")

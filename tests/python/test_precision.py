@@ -23,7 +23,7 @@ def has_matplotlib():
 class ParsingTest(unittest.TestCase):
     def setUp(self):
         output = gbench.load_file(fixture("gbench_precision.json"))
-        self.entries = {entry["name"]: entry for entry in gbench.entries_from_output(output)}
+        self.entries = {entry["name"]: entry for entry in support.entries_of(output)}
 
     def test_axes_and_new_counters(self):
         entry = self.entries["precision/cublas/gpu/resident/bf16/n:8192"]

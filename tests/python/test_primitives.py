@@ -5,10 +5,10 @@ nothing), the sort of 2^28 keys; the summary's sections, the plots and the regis
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
-from gpubench_driver.lib import charts, gbench, stats
+from gpubench_driver.lib import charts, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import primitives
 from gpubench_driver.stages import across, options
@@ -24,7 +24,7 @@ def spread_samples(seconds, spread):
 
 def entry(primitive, library, mode, n, seconds, spread=0.01, latency=None, **counters):
     device = "cpu" if mode == "host" else "gpu"
-    found = gbench.blank_entry(f"primitives/{primitive}/{device}/{mode}/{library}/n:{n}")
+    found = support.blank_entry(f"primitives/{primitive}/{device}/{mode}/{library}/n:{n}")
     samples = spread_samples(seconds, spread)
     read, written = TRAFFIC[primitive]
     found.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
@@ -62,7 +62,7 @@ SORT = [entry("sort_u32", "std_par", "host", 1 << 28, 3.0), entry("sort_u32", "c
 
 def transfer_study(copy_s):
     """A transfer study whose only entry is a device-to-device copy of 256 MiB taking copy_s."""
-    copy = gbench.blank_entry("transfer/copy_engine/gpu/device/d2d/n:268435456")
+    copy = support.blank_entry("transfer/copy_engine/gpu/device/d2d/n:268435456")
     copy.update(status="ok", time_s=stats.summarize(spread_samples(copy_s, 0.01)), bytes_transferred=float(1 << 28))
     return {"entries": [copy], "axis_names": {"precision": "direction"}}
 
@@ -266,15 +266,17 @@ class PlotsTest(unittest.TestCase):
 
 class RegistryTest(unittest.TestCase):
     def test_the_suite_and_quick_run_reduce_the_full_sweep_every_primitive(self):
+        """The binary's points name the suite's and --quick's primitive; --full runs every one."""
         description = {"implementations": [{"id": primitive, "device": "gpu", "modes": ["resident"]}
                                            for primitive in primitives.PRIMITIVES], "default_sizes": [1024],
-                       "gpu": {"available": True}}
-        record = studies.BY_NAME["primitives"]
+                       "gpu": {"available": True},
+                       "points": {"quick": {"sizes": [1 << 20], "impls": ["reduce"]},
+                                  "suite": {"sizes": [1 << 26], "impls": ["reduce"]}, "full": {"sizes": [1024]}}}
         suite = options.for_study(support.run_options(), "primitives", description)
         quick = options.for_study(support.run_options(quick=True), "primitives", description)
         full = options.for_study(support.run_options(full=True), "primitives", description)
-        self.assertEqual((suite.impls, suite.sizes), (["reduce"], list(record.suite_sizes)))
-        self.assertEqual((quick.impls, quick.sizes), (["reduce"], list(record.quick_sizes)))
+        self.assertEqual((suite.impls, suite.sizes), (["reduce"], [1 << 26]))
+        self.assertEqual((quick.impls, quick.sizes), (["reduce"], [1 << 20]))
         self.assertEqual((full.impls, full.sizes), (None, [1024]))
         self.assertEqual(studies.axis_names("primitives")["precision"], "library")
 

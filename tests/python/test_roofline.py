@@ -6,9 +6,9 @@ import os
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
-from gpubench_driver.lib import charts, gbench, results, stats
+from gpubench_driver.lib import charts, results, stats
 from gpubench_driver.studies import roofline
 from gpubench_driver.stages import analyse, claims, plots, render
 
@@ -20,7 +20,7 @@ STEPS = (1, 4, 16, 64, 128, 256, 1024)
 def chain_entry(device, precision, k, element=4, bandwidth=BANDWIDTH, compute=COMPUTE, n=N):
     """An ok entry of the sweep whose rate is min(compute, bandwidth x intensity)."""
     impl, mode = ("fma_kernel", "resident") if device == "gpu" else ("fma_loop", "host")
-    made = gbench.blank_entry(f"roofline/{impl}/{device}/{mode}/{precision}/n:{n}/batch:{k}")
+    made = support.blank_entry(f"roofline/{impl}/{device}/{mode}/{precision}/n:{n}/batch:{k}")
     flop, moved = 2.0 * k * n, 2.0 * n * element
     seconds = flop / min(compute, bandwidth * flop / moved)
     made.update(repetitions=1, iterations=1, time_s=stats.summarize([seconds]), flop=flop, flop_per_s=flop / seconds,
@@ -36,7 +36,7 @@ def sweep():
 
 def matmul_entry(n, seconds):
     """A resident cuBLAS GEMM: 2n^3 FLOP over 12n^2 bytes (A and B read, C written, FP32)."""
-    made = gbench.blank_entry(f"matmul/cublas/gpu/resident/fp32/n:{n}")
+    made = support.blank_entry(f"matmul/cublas/gpu/resident/fp32/n:{n}")
     made.update(repetitions=1, iterations=1, time_s=stats.summarize([seconds]), flop=2.0 * n ** 3,
                 flop_per_s=2.0 * n ** 3 / seconds, memory_read_bytes=8.0 * n * n, memory_written_bytes=4.0 * n * n)
     return made
@@ -50,7 +50,7 @@ def roofline_document(with_matmul=True, with_stream=True):
     if with_matmul:  # intensity n/6: 10.7 and 683 FLOP/B, either side of the ridge at 20
         parts["matmul"] = [matmul_entry(64, 2e-6), matmul_entry(4096, 3e-3)]
     if with_stream:
-        triad = gbench.blank_entry(f"stream/triad_grid_stride/gpu/resident/fp32/n:{1 << 26}")
+        triad = support.blank_entry(f"stream/triad_grid_stride/gpu/resident/fp32/n:{1 << 26}")
         triad.update(repetitions=1, iterations=1, time_s=stats.summarize([12 * (1 << 26) / BANDWIDTH]),
                      flop=2.0 * (1 << 26), memory_read_bytes=8.0 * (1 << 26), memory_written_bytes=4.0 * (1 << 26))
         triad["flop_per_s"] = triad["flop"] / triad["time_s"]["median"]

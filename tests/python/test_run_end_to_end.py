@@ -204,12 +204,10 @@ FAKE_STUDY = textwrap.dedent('''\
     sizes = [int(n) for a in args if a.startswith("--sizes=") for n in a.split("=")[1].split(",")]
     names = [f"matmul/{{impl}}/cpu/host/fp32/n:{{n}}" for n in sizes for impl in ("fast", "slow")]
     if "--describe" in args:
-        print(json.dumps({{"study": "matmul", "precision": "fp32", "default_sizes": [64, 128],
+        print(json.dumps(support.described({{"study": "matmul", "precision": "fp32", "default_sizes": [64, 128],
                           "gpu": {{"available": False, "reason": "fake"}},
-                          "implementations": [{{"id": i, "device": "cpu", "modes": ["host"]}} for i in ("fast", "slow")]}}))
-        sys.exit(0)
-    if "--benchmark_list_tests=true" in args:
-        print("\\n".join(name + "/real_time" for name in names))
+                          "implementations": [{{"id": i, "device": "cpu", "modes": ["host"]}} for i in ("fast", "slow")]}},
+                          names)))
         sys.exit(0)
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
     def run(name):

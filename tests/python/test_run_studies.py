@@ -8,12 +8,13 @@ import tempfile
 import textwrap
 import unittest
 
-from support import TESTS_DIR, fixture, gpubench_run, write_executable
+from support import TESTS_DIR, fixture, gpubench_run, load_fixture, write_executable
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, results
+from gpubench_driver.stages import runner
 
-# A study binary that answers --describe from a file and runs by replaying Google Benchmark
+# A study binary that answers --describe from a file (support.described) and runs by replaying Google Benchmark
 # objects from another (and their times as its measurements file's samples), honouring the flags
 # the driver passes (and refusing unknown ids, as the real binaries do; and --batches in a study
 # without a batch axis, which the driver must never pass). With GPUBENCH_FAKE_LOG set, it appends
@@ -32,9 +33,6 @@ FAKE_STUDY = textwrap.dedent('''\
             stream.write(json.dumps(args) + "\\n")
     with open({describe!r}) as stream:
         description = json.load(stream)
-    if "--describe" in args:
-        print(json.dumps(description))
-        sys.exit(0)
     def flag(name):
         value = next((a.split("=", 1)[1] for a in args if a.startswith("--" + name + "=")), None)
         return value.split(",") if value else None
@@ -55,8 +53,8 @@ FAKE_STUDY = textwrap.dedent('''\
                 and not (device == "gpu" and "--cpu-only" in args))
     with open({benchmarks!r}) as stream:
         runs = [run for run in json.load(stream)["benchmarks"] if wanted(run)]
-    if "--benchmark_list_tests=true" in args:
-        print("\\n".join(dict.fromkeys(run["run_name"] for run in runs)))
+    if "--describe" in args:
+        print(json.dumps(support.described(description, [run["run_name"] for run in runs])))
         sys.exit(0)
     import time
     time.sleep(float(os.environ.get("GPUBENCH_FAKE_SLEEP", "0")))
@@ -100,6 +98,8 @@ MATMUL_SIZES = (64, 128, 200, 256, 512, 1024, 4096, 8192)
 def matmul_files(directory):
     """A describe and benchmark objects of a made-up matmul study: OpenBLAS and cuBLAS."""
     description = {"study": "matmul", "precision": "fp32", "default_sizes": [64, 128],
+                   "points": {"quick": {"sizes": [256]}, "suite": {"sizes": [64, 256, 1024, 4096]},
+                              "full": {"sizes": [64, 128]}},
                    "gpu": {"available": True, "reason": None},
                    "implementations": [{"id": "openblas", "device": "cpu", "modes": ["host"]},
                                        {"id": "cublas", "device": "gpu", "modes": ["resident"]}]}
@@ -199,13 +199,13 @@ class TwoStudiesTest(unittest.TestCase):
         self.assertEqual(precision["axis_names"], {"impl": "impl", "mode": "mode", "precision": "precision",
                                                    "n": "n", "batch": None})
         int8 = next(e for e in precision["entries"] if e["name"] == "precision/cublas/gpu/resident/int8/n:8192")
-        self.assertEqual(int8["axes"], {"impl": "cublas", "mode": "resident", "precision": "int8", "n": 8192})
+        self.assertEqual(int8["axes"], {"impl": "cublas", "device": "gpu", "mode": "resident", "precision": "int8",
+                                        "n": 8192})  # as its --describe's entries give them
         self.assertEqual((int8["memory_read_bytes"], int8["memory_written_bytes"], int8["h2d_bytes"]),
                          (2 * 8192 ** 2, 4 * 8192 ** 2, 0))
-        # a binary whose --describe names no axes: the registry's names
-        self.assertIsNone(matmul["axis_names"])
-        self.assertEqual(matmul["entries"][0]["axes"], {"impl": "openblas", "mode": "host", "precision": "fp32",
-                                                        "n": 4096})
+        self.assertIsNone(matmul["axis_names"])  # a binary whose --describe names no axis_names
+        self.assertEqual(matmul["entries"][0]["axes"], {"impl": "openblas", "device": "cpu", "mode": "host",
+                                                        "precision": "fp32", "n": 4096})
         self.assertIsNone(matmul["entries"][0]["memory_read_bytes"])
         points = {(p["impl"], p["precision"], p["n"]) for p in document["findings"]["roofline"]["points"]}
         self.assertIn(("cublas", "int8", 8192), points)  # placed by the traffic its binary reported
@@ -277,7 +277,7 @@ class SelectionTest(unittest.TestCase):
         process, out = self.machine.run("--quick")
         self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
         document = results.load(out)
-        matmul, precision = (studies.BY_NAME[name].quick_sizes for name in ("matmul", "precision"))
+        matmul, precision = ([256], load_fixture("precision_describe.json")["points"]["quick"]["sizes"])
         self.assertNotEqual(matmul, precision)
         self.assertEqual(document["studies"]["matmul"]["sizes"], list(matmul))
         self.assertEqual(document["studies"]["precision"]["sizes"], list(precision))
@@ -323,6 +323,17 @@ class MissingBinaryTest(unittest.TestCase):
         process, _ = self.machine.run("--studies", "precision")
         self.assertEqual(process.returncode, 1, process.stdout + process.stderr)
         self.assertIn("gpubench_precision does not exist", process.stderr)
+
+
+class OlderBinaryTest(unittest.TestCase):
+    def test_a_binary_whose_describe_lists_no_entries_is_refused(self):
+        """A binary built from sources older than the driver: its entries' axes cannot be known."""
+        with tempfile.TemporaryDirectory() as directory:
+            binary = os.path.join(directory, "gpubench_matmul")
+            write_executable(binary, f"#!{sys.executable}\nprint('{{\"implementations\": []}}')\n")
+            with self.assertRaises(runner.RunnerError) as caught:
+                runner.describe(binary, ["--sizes=64"])
+        self.assertEqual(str(caught.exception), f"{binary} --describe printed no 'entries' list")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ import os
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
-from gpubench_driver.lib import charts, gbench, results, stats
+from gpubench_driver.lib import charts, results, stats
 from gpubench_driver.studies import stream
 from gpubench_driver.stages import across, analyse, options, plots, render
 
@@ -24,7 +24,7 @@ KERNELS = {"grid_stride": "gpu", "one_per_thread": "gpu", "thrust": "gpu", "open
 def stream_entry(operation, kernel, mode, precision, n, bytes_per_s, protocol="throughput", cold_bytes_per_s=None):
     """An ok entry whose STREAM bytes over its median time are bytes_per_s."""
     device = KERNELS[kernel]
-    made = gbench.blank_entry(f"stream/{operation}_{kernel}/{device}/{mode}/{precision}/n:{n}")
+    made = support.blank_entry(f"stream/{operation}_{kernel}/{device}/{mode}/{precision}/n:{n}")
     read, written = ARRAYS[operation]
     array = float(n * ELEMENT[precision])
     seconds = (read + written) * array / bytes_per_s
@@ -37,6 +37,10 @@ def stream_entry(operation, kernel, mode, precision, n, bytes_per_s, protocol="t
     return made
 
 
+# The suite's and --quick's implementations, as the binary's points name them (bench/stream.cpp).
+SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
+
+
 def description(l2_bytes=L2, peak=PEAK):
     impls = [{"id": f"{operation}_{kernel}", "device": device, "operation": operation, "kernel": kernel,
               "modes": ["host"] if device == "cpu" else ["resident", "transfer_pinned"], "precisions": ["fp32", "fp64"]}
@@ -45,8 +49,10 @@ def description(l2_bytes=L2, peak=PEAK):
     gpu = {"available": True, "reason": None, "l2_bytes": l2_bytes, "peak_bytes_per_s": peak,
            "max_memory_clock_mhz": 2619, "bus_width_bits": 5120, "transfers_per_clock": 2}
     host = {"l1d_bytes": 48 << 10, "l2_bytes": 2 * MIB, "l3_bytes": 105 * MIB, "threads": 16}
+    suite = {"sizes": [1 << 20, 1 << 25], "impls": list(SUITE_IMPLS), "modes": ["resident", "host"]}
     return {"implementations": impls, "memory_hierarchy": {"gpu": gpu, "host": host}, "gpu": available,
-            "axis_names": {"impl": "impl", "mode": "mode", "precision": "precision", "n": "elements", "batch": None}}
+            "axis_names": {"impl": "impl", "mode": "mode", "precision": "precision", "n": "elements", "batch": None},
+            "points": {"quick": {**suite, "sizes": [1 << 25]}, "suite": suite, "full": {"sizes": [1 << 10, 1 << 30]}}}
 
 
 # n elements -> GB/s of the resident grid-stride triad in FP32: launch-bound, the L2 plateau to 48 MiB
@@ -184,7 +190,7 @@ class MemoryRoofTest(unittest.TestCase):
         made = stream_document(cached)
         self.assertIsNone(made["studies"]["stream"]["derived"]["hbm"])
         self.assertIn("sizes measured are the caches'", made["studies"]["stream"]["derived"]["hbm_note"])
-        copy = gbench.blank_entry("transfer/copy_engine/gpu/device/d2d/n:67108864")
+        copy = support.blank_entry("transfer/copy_engine/gpu/device/d2d/n:67108864")
         copy.update(repetitions=1, iterations=1, time_s=stats.summarize([64 * MIB / 1.4e12]),
                     bytes_transferred=float(64 * MIB))
         found, note = across.device_bandwidth({**made["studies"], "transfer": {"entries": [copy]}})
@@ -227,16 +233,16 @@ class SummaryTest(unittest.TestCase):
 
 
 class SuiteSubsetTest(unittest.TestCase):
-    """The default suite and --quick run the record's subset of implementations and modes; --full, the
+    """The default suite and --quick run the binary's subset (its points) of implementations and modes; --full, the
     user's own --impls/--modes and a build whose subset cannot run take others."""
 
     def test_the_suite_runs_the_records_subset(self):
         described = description()
         suite = options.for_study(support.run_options(), "stream", described)
-        self.assertEqual(suite.impls, list(stream.STREAM_SUITE_IMPLS))
+        self.assertEqual(suite.impls, list(SUITE_IMPLS))
         self.assertEqual(suite.modes, ["resident", "host"])
         self.assertEqual(options.for_study(support.run_options(quick=True), "stream", described).impls,
-                         list(stream.STREAM_SUITE_IMPLS))
+                         list(SUITE_IMPLS))
         full = options.for_study(support.run_options(full=True), "stream", described)
         self.assertEqual((full.impls, full.modes), (None, None))
         mine = options.for_study(support.run_options(impls=["copy_thrust"]), "stream", described)
@@ -246,7 +252,8 @@ class SuiteSubsetTest(unittest.TestCase):
 
     def test_a_subset_that_cannot_run_here_is_no_subset(self):
         cpu_build = {"implementations": [{"id": "fma_loop", "device": "cpu", "modes": ["host"]}],
-                     "default_sizes": [1 << 25], "default_batches": [1, 2]}
+                     "default_sizes": [1 << 25], "default_batches": [1, 2],
+                     "points": {"suite": {"sizes": [1 << 25], "batches": [1, 2], "impls": ["fma_kernel"]}}}
         self.assertIsNone(options.for_study(support.run_options(), "roofline", cpu_build).impls)
         no_gpu = {**cpu_build, "implementations": [{"id": "fma_kernel", "device": "gpu", "modes": ["resident"]},
                                                    *cpu_build["implementations"]],

@@ -17,7 +17,7 @@ import support
 from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 from gpubench_driver.studies import batched_gemm, conv2d, mlp_training, precision
-from gpubench_driver.stages import across, analyse, options, plots, prices, reference, runner
+from gpubench_driver.stages import across, analyse, options, plots, prices, reference
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 
@@ -34,10 +34,6 @@ BUILT = cmake_studies()
 ORDER = ("matmul", "precision", "batched_gemm", "mlp_training", "conv2d", "transfer", "overlap", "vector_add",
          "mandelbrot", "stream", "roofline", "primitives", "occupancy", "launch_overhead", "gemm_ladder", "p2p",
          "collectives")
-
-
-def positive_ints(values):
-    return isinstance(values, tuple) and values and all(isinstance(v, int) and v > 0 for v in values)
 
 
 class RecordsTest(unittest.TestCase):
@@ -93,12 +89,6 @@ class RecordsTest(unittest.TestCase):
     def test_every_record_is_complete(self):
         for study in studies.STUDIES:
             with self.subTest(study=study.name):
-                self.assertTrue(positive_ints(study.quick_sizes) and positive_ints(study.suite_sizes))
-                if study.batch_axis:
-                    self.assertTrue(positive_ints(study.quick_batches) and positive_ints(study.suite_batches))
-                else:
-                    self.assertIsNone(study.quick_batches)
-                    self.assertIsNone(study.suite_batches)
                 for function in (study.derive, study.summary, study.rates):
                     self.assertTrue(callable(function))
                 self.assertTrue(study.plots is None or callable(study.plots))
@@ -122,9 +112,6 @@ class RecordsTest(unittest.TestCase):
         self.assertEqual({s.name: s.batch for s in studies.STUDIES if s.batch},
                          {"batched_gemm": batched_gemm.BATCHED_GEMM, "mlp_training": mlp_training.MLP_TRAINING,
                           "conv2d": conv2d.CONV2D})
-        self.assertEqual(by_name["conv2d"].suite_sizes, (7, 56))
-        self.assertEqual(by_name["transfer"].quick_sizes, (1 << 20,))
-        self.assertEqual(by_name["overlap"].suite_batches, (1, 8))
         self.assertEqual([prices.cost_kind(name) for name in ("matmul", "mlp_training", "batched_gemm", "nonesuch")],
                          ["gemm", "epoch", None, None])
 
@@ -153,19 +140,26 @@ class AxisNamesTest(unittest.TestCase):
 
 
 class ReadersTest(unittest.TestCase):
-    def test_options_take_sizes_batches_and_refinement_from_the_records(self):
+    def test_options_take_points_from_the_binary_and_refinement_from_the_records(self):
         description = {"implementations": [{"id": "a", "modes": ["resident"]}], "default_sizes": [5],
-                       "default_batches": [6]}
+                       "default_batches": [6], "points": {"quick": {"sizes": [1], "batches": [2]},
+                                                          "suite": {"sizes": [3], "batches": [4]},
+                                                          "full": {"sizes": [5], "batches": [6]}}}
         for study in studies.STUDIES:
             with self.subTest(study=study.name):
                 suite = options.for_study(support.run_options(), study.name, description)
                 quick = options.for_study(support.run_options(quick=True), study.name, description)
-                self.assertEqual(suite.sizes, list(study.suite_sizes))
-                self.assertEqual(quick.batches, list(study.quick_batches) if study.batch_axis else None)
+                full = options.for_study(support.run_options(full=True), study.name, description)
+                self.assertEqual((quick.sizes, suite.sizes, full.sizes), ([1], [3], [5]))
+                self.assertEqual(quick.batches, [2] if study.batch_axis else None)
+                self.assertEqual(full.batches, [6] if study.batch_axis else None)
                 self.assertEqual(suite.refine_rounds, 3 if study.refined else 0)
+        with self.assertRaises(options.UsageError) as caught:  # a binary built from older sources
+            options.for_study(support.run_options(), "matmul", {"implementations": [{"id": "a"}]})
+        self.assertIn("study matmul: its binary's --describe gives no suite points", str(caught.exception))
 
     def test_progress_rates_come_from_the_console_counters(self):
-        outcome = runner.Progress._outcome
+        outcome = support.outcome
         copy_line = gbench.ConsoleResult("transfer/copy_engine/gpu/pinned/bidirectional/n:1073741824", median_s=0.05,
                                          counters={"bytes_transferred": 2.0 * (1 << 30)})
         self.assertEqual(outcome(copy_line), "median 50.00 ms  40.00 GiB/s")
@@ -236,7 +230,7 @@ class NewStudyTest(unittest.TestCase):
 
     def test_one_record_is_enough(self):
         precision = studies.BY_NAME["precision"]
-        toy = dataclasses.replace(precision, name="toy", quick_sizes=(8,), suite_sizes=(16, 32), references={},
+        toy = dataclasses.replace(precision, name="toy", references={},
                                   comparisons=(), summary=lambda study, document: ["## Toy", ""],
                                   plots=lambda pyplot, study, plot_dir: [], axes={"precision": "format"})
         document = copy.deepcopy(support.precision_document())
@@ -245,8 +239,8 @@ class NewStudyTest(unittest.TestCase):
         with mock.patch.dict(studies.BY_NAME, {"toy": toy}):
             analyse.derive_findings(document, 0)
             self.assertIn("tensor_core_claim", document["studies"]["toy"]["derived"])
-            self.assertEqual(options.for_study(support.run_options(), "toy",
-                                               {"implementations": [{"id": "cublas"}]}).sizes, [16, 32])
+            self.assertEqual(options.for_study(support.run_options(), "toy", {"implementations": [{"id": "cublas"}],
+                                               "points": {"suite": {"sizes": [16, 32]}}}).sizes, [16, 32])
             # its precision slot, named "format" by the record, holds no number format: no peak
             self.assertEqual(document["findings"]["roofline"]["peaks"], [])
             with tempfile.TemporaryDirectory() as out:

@@ -142,7 +142,7 @@ class EntryTelemetryTest(unittest.TestCase):
         name = "matmul/cublas/gpu/resident/fp32/n:64/iterations:1/repeats:1/manual_time"
         runs = [{"name": name, "run_name": name, "run_type": "iteration", "repetitions": 1, "real_time": 10.0,
                  "time_unit": "us", **repetition(1, 7, sm=1755.0, power=450.0, energy=5.0)}]
-        entry = gbench.entries_from_output(gbench.GbenchOutput({}, runs))[0]
+        entry = support.entries_of(gbench.GbenchOutput({}, runs))[0]
         self.assertEqual(entry["name"], "matmul/cublas/gpu/resident/fp32/n:64")
         self.assertEqual((entry["telemetry_samples"], entry["sm_clock_mhz"], entry["power_w"]), (7, 1755.0, 450.0))
         self.assertIsNone(entry["energy_j_per_op"])  # its measurement's (measurements.join)

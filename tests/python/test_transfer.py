@@ -2,9 +2,9 @@
 pinned over pageable, the never-written pitfall, the link's theoretical rate, registration cost."""
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
-from gpubench_driver.lib import gbench, stats
+from gpubench_driver.lib import stats
 from gpubench_driver.studies import overlap, transfer
 
 GIB = float(1 << 30)
@@ -16,7 +16,7 @@ def spread_samples(seconds, spread):
 
 
 def transfer_entry(engine, memory, direction, n, bytes_per_s, device="gpu", moved=None, spread=None):
-    entry = gbench.blank_entry(f"transfer/{engine}/{device}/{memory}/{direction}/n:{n}")
+    entry = support.blank_entry(f"transfer/{engine}/{device}/{memory}/{direction}/n:{n}")
     moved = n * (2 if direction == "bidirectional" else 1) if moved is None else moved
     samples = spread_samples((moved or n) / bytes_per_s, spread)
     entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples),
@@ -118,7 +118,7 @@ if __name__ == "__main__":
 
 
 def overlap_entry(schedule, memory, workload, chunks, seconds, n=8192, spread=None):
-    entry = gbench.blank_entry(f"overlap/{schedule}/gpu/{memory}/{workload}/n:{n}/batch:{chunks}")
+    entry = support.blank_entry(f"overlap/{schedule}/gpu/{memory}/{workload}/n:{n}/batch:{chunks}")
     samples = spread_samples(seconds, spread)
     entry.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples))
     return entry

@@ -5,13 +5,13 @@ import copy
 import tempfile
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from gpubench_driver import studies
 from gpubench_driver.lib import charts, gbench, stats
 from gpubench_driver.lib.document import to_markdown
 from gpubench_driver.studies import vector_add
-from gpubench_driver.stages import claims, runner
+from gpubench_driver.stages import claims
 
 
 def spread_samples(seconds, spread):
@@ -21,7 +21,7 @@ def spread_samples(seconds, spread):
 
 def entry(impl, mode, n, seconds, spread=0.01, threads=None):
     device = "cpu" if mode == "host" else "gpu"
-    found = gbench.blank_entry(f"vector_add/{impl}/{device}/{mode}/fp32/n:{n}")
+    found = support.blank_entry(f"vector_add/{impl}/{device}/{mode}/fp32/n:{n}")
     samples = spread_samples(seconds, spread)
     found.update(status="ok", repetitions=1, iterations=len(samples), time_s=stats.summarize(samples), flop=n,
                  memory_read_bytes=8 * n, memory_written_bytes=4 * n, threads=threads,
@@ -108,7 +108,7 @@ class DeriveTest(unittest.TestCase):
 class ProgressTest(unittest.TestCase):
     def test_elements_per_second(self):
         line = gbench.ConsoleResult("vector_add/kernel/gpu/resident/fp32/n:1048576", median_s=1e-3, counters={})
-        self.assertEqual(runner.Progress._outcome(line), "median 1.00 ms  1.05 G elements/s")
+        self.assertEqual(support.outcome(line), "median 1.00 ms  1.05 G elements/s")
 
 
 class ClaimTest(unittest.TestCase):
@@ -142,7 +142,7 @@ class SummaryTest(unittest.TestCase):
 
     def test_failures_are_listed(self):
         found = entries()
-        failed = gbench.blank_entry("vector_add/kernel/gpu/resident/fp32/n:1073741824")
+        failed = support.blank_entry("vector_add/kernel/gpu/resident/fp32/n:1073741824")
         failed.update(status="skipped", message="skipped: does not fit: needs about 12.5 GiB")
         document = document_of(found + [failed])
         text = to_markdown(vector_add.sections(document["studies"]["vector_add"], document))

@@ -13,6 +13,7 @@ import json
 import os
 from itertools import combinations
 
+from gpubench_driver import studies
 from gpubench_driver.lib import document as page, figures, html_report, outputs, results, verdicts
 from gpubench_driver.lib.formatting import md, percent
 from gpubench_driver.stages import analyse, prices, session
@@ -21,8 +22,7 @@ from gpubench_driver.commands import compare
 
 SCHEMA = "gpubench-rank"
 MISSING = "—"
-RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour
-EPOCH_PREFIX = "mlp_epoch/"  # times priced per epoch
+RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour; seconds are priced where the figure says so
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def per_dollar(figure, usd_per_hour):
     costs; None for the figures a price does not apply to (sizes, energy)."""
     if figure["unit"] in RATE_UNITS:
         scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
-    elif figure["unit"] == "s" and figure["key"].startswith(EPOCH_PREFIX):
+    elif figure["unit"] == "s" and figure["key"] in studies.PRICED_FIGURES:
         scale, unit, better = usd_per_hour / prices.SECONDS_PER_HOUR, "USD", "lower"
     else:
         return None

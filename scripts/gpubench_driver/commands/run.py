@@ -19,14 +19,11 @@ def register(subparsers):
     parser = subparsers.add_parser("run", help="build, run the studies, write results.json, plots, summary.md",
                                    description="Build the study binaries, run them and write "
                                                "results/runs/<run-id>/{results.json,summary.md,summary.html,plots/}.")
-    quick_sizes = "; ".join(f"{study.name} {','.join(map(str, study.quick_sizes))}" for study in studies.STUDIES)
-    quick_batches = "; ".join(f"{study.name} {','.join(map(str, study.quick_batches))}"
-                              for study in studies.STUDIES if study.batch_axis)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a short run of every study, that each runs and verifies on a new machine (its points "
-                             f"are short of the peaks: gpubench check is the health check): sizes {quick_sizes}; "
-                             f"batches {quick_batches}; "
-                             f"no refinement; no references (explicit flags still win: --reference adds them)")
+                        help="a short run of every study, that each runs and verifies on a new machine (its points "
+                             "are short of the peaks: gpubench check is the health check): each study's quick points "
+                             "(its binary's --describe); no refinement; no references (explicit flags still win: "
+                             "--reference adds them)")
     parser.add_argument("--full", action="store_true",
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "

@@ -31,20 +31,6 @@ GBENCH_RUN_FIELDS = frozenset((
 # the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
 # their sum, or a copy's size where it crosses none).
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
-# The counters the driver's own code reads from entries (the study plug-ins, claims, plots, trials,
-# results' validation), some as entry[name]: every entry has them, None where its binary reported
-# none (another study's counter, a failed entry, an older binary). Not a filter: an entry also carries
-# every other counter its binary reported, and only those. Add a name here when driver code reads it.
-READ_COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads",
-                 "products", "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores",
-                 "engine_held", "array_bytes", "width", "height", "escape_iterations", "warp_divergence",
-                 "differing_pixels", "allowed_differing_pixels", "max_count_difference", "elements",
-                 "temporary_bytes", "temporary_requests", "temporary_device_allocations", "multiprocessors",
-                 "busy_multiprocessors", "resident_warps", "max_resident_warps", "blocks_per_multiprocessor",
-                 "theoretical_occupancy", "registers_per_thread", "shared_bytes_per_block", "kernels",
-                 "host_launches", "host_synchronizations", "kernel_busy_s", "chain_span_s", "timer_step_s",
-                 "link_peak_bytes_per_s", "peer_access", "message_bytes", "ranks", "bus_factor",
-                 "threads_per_block", "grid_blocks", *TRAFFIC_COUNTERS)
 # NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
 # window of readings each, often empty), so they are combined over the repetitions
 # (combine_utilization) instead of taken from the median aggregate as the other counters are.
@@ -53,11 +39,8 @@ UTILIZATION_MEANS = ("gpu_util_mean", "mem_util_mean")  # weighted by each repet
 UTILIZATION_MAXIMA = ("gpu_util_max",)
 UTILIZATION_COUNTERS = (UTILIZATION_SAMPLES, *UTILIZATION_MEANS, *UTILIZATION_MAXIMA)
 SKIP_PREFIX = "skipped: "
-# A study with a batch axis (batched_gemm) appends '/batch:<b>'; the other studies' names end at n.
-NAME_PATTERN = re.compile(
-    r"^(?P<study>[^/]+)/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[^/]+)/(?P<precision>[^/]+)/n:(?P<n>[0-9]+)"
-    r"(?:/batch:(?P<batch>[0-9]+))?$")
-# The axes of an entry, as fields of it ('batch' is None for a study without that axis).
+# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], as fields of an
+# entry ('batch' is None for a study without that axis): its axes by slot, which --describe's axes name.
 AXES = ("impl", "device", "mode", "precision", "n", "batch")
 # The slots a study names in --describe's axis_names (the device slot is always the device).
 NAMED_SLOTS = ("impl", "mode", "precision", "n", "batch")
@@ -89,24 +72,18 @@ def entry_key(run_name):
     return RUN_SETTINGS.sub("", run_name)
 
 
-def parse_entry_name(key):
-    """Split an entry name into its axes (batch: None without that axis); None when it does not
-    follow the naming contract."""
-    match = NAME_PATTERN.match(key)
-    if not match:
-        return None
-    axes = match.groupdict()
-    axes["n"] = int(axes["n"])
-    axes["batch"] = int(axes["batch"]) if axes["batch"] is not None else None
-    return axes
+def axis_fields(axes, slots):
+    """An entry's axis fields: its axes by name (an entry of --describe's entries) and each by its slot
+    (AXES: None where the study has no such axis); slots: {axis name: slot}, from --describe's axes."""
+    by_slot = {slots.get(name): value for name, value in axes.items()}
+    return {**{slot: by_slot.get(slot) for slot in AXES}, "axes": dict(axes)}
 
 
-def named_axes(entry, axis_names):
-    """{axis name: value} of an entry from its study's axis_names ({slot: name}; a slot named None,
-    the batch of a study without one, is left out); None for a name outside the pattern."""
-    if entry.get("n") is None:
-        return None
-    return {axis_names[slot]: entry.get(slot) for slot in NAMED_SLOTS if axis_names.get(slot)}
+def planned_entries(description):
+    """{entry name: its axis fields} of the entries a --describe lists (those its flags select)."""
+    slots = {axis.get("name"): axis.get("slot") for axis in description.get("axes") or [] if isinstance(axis, dict)}
+    return {entry["name"]: axis_fields(entry.get("axes") or {}, slots) for entry in description.get("entries") or []
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str)}
 
 
 def load_text(text):
@@ -207,9 +184,10 @@ def group_runs(benchmarks):
     return groups
 
 
-def entries_from_output(output):
-    """One entry dict per benchmark (run_name) in the output."""
-    return [_entry(run_name, group) for run_name, group in group_runs(output.benchmarks).items()]
+def entries_from_output(output, plan, counters=()):
+    """One entry dict per benchmark (run_name) in the output, its axes those of its name in `plan` ({entry
+    name: axis fields}, planned_entries), each of `counters` (blank_entry) present."""
+    return [_entry(run_name, group, plan, counters) for run_name, group in group_runs(output.benchmarks).items()]
 
 
 def entry_order(entry):
@@ -218,13 +196,21 @@ def entry_order(entry):
             *(entry.get(axis) or "" for axis in ("device", "impl", "mode", "precision")))
 
 
-def blank_entry(key):
-    """An entry with every field present, its axes taken from the name."""
-    axes = parse_entry_name(key) or {}
-    entry = {"name": key, **{axis: axes.get(axis) for axis in AXES}, "axes": None,
+def declared_counters(study):
+    """The counters a study's binary declares (its --describe's rules.counters, kept in its results record)."""
+    counters = ((study or {}).get("rules") or {}).get("counters")
+    return tuple(counters) if isinstance(counters, dict) else ()
+
+
+def blank_entry(key, fields=None, counters=()):
+    """An entry with every field present: its axes from `fields` (axis_fields; None where unknown), and each of
+    `counters` (those its binary declares, declared_counters) None until the binary reports it."""
+    fields = fields if isinstance(fields, dict) else {}
+    entry = {"name": key, **{slot: fields.get(slot) for slot in AXES}, "axes": fields.get("axes"),
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
              "flop_per_s": None, "fraction_of_best_rate": None, "wall_s": None, "label": None}
-    entry.update({name: None for name in (*READ_COUNTERS, *UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
+    entry.update({name: None for name in counters if name not in OWN_FIELDS})
+    entry.update({name: None for name in (*UTILIZATION_COUNTERS, *telemetry.ENTRY_FIELDS)})
     return entry
 
 
@@ -251,8 +237,9 @@ def pass_counters(entry, counters):
     entry.update({name: stats.finite(value) for name, value in counters.items() if name not in OWN_FIELDS})
 
 
-def _entry(run_name, group):
-    entry = blank_entry(entry_key(run_name))
+def _entry(run_name, group, plan, counters=()):
+    key = entry_key(run_name)
+    entry = blank_entry(key, plan.get(key), counters)
     runs = group["iterations"] + list(group["aggregates"].values())
     failure = next((f for f in map(_failure, runs) if f), None)
     entry["repetitions"] = _repetitions(group)
@@ -273,7 +260,7 @@ def _entry(run_name, group):
     # counter (which replaces it), so elsewhere the value would be misleading.
     entry["threads"] = stats.finite(counter_source.get("threads")) if entry["device"] == "cpu" else None
     median = (entry["time_s"] or {}).get("median")
-    if entry["flop"] is not None and median:
+    if entry.get("flop") is not None and median:
         entry["flop_per_s"] = entry["flop"] / median
     if entry["time_s"] is None:
         entry.update(status="error", message="no timing in the benchmark output")

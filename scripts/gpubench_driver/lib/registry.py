@@ -1,17 +1,15 @@
 """What a study plug-in declares (studies/<name>.py): its record, Study, holding everything the driver
-knows of the study that its binary does not say: the sizes and batches a quick run and the default
-suite sweep, whether crossovers are refined, how its findings are derived, its summary sections, plots
-and claims, its reference runs and what they are compared with, its progress line, and how the
-findings across the studies and `compare` treat it. The stages read these records (studies.STUDIES)
+knows of the study that its binary does not say (its points and rules are the binary's --describe):
+whether crossovers are refined, how its findings are derived, its summary sections, plots and claims,
+its reference runs and what they are compared with, its progress line, and how the findings across the
+studies and `compare` treat it. The stages read these records (studies.STUDIES)
 and name no study."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from gpubench_driver.lib import formatting
+from gpubench_driver.lib import formatting, gbench
 
-# The slots of an entry name, <study>/<impl>/<device>/<mode>/<precision>/n:<n>[/batch:<b>], that a
-# study names (--describe's axis_names); the device slot is always the device.
-AXIS_SLOTS = ("impl", "mode", "precision", "n", "batch")
+AXIS_SLOTS = gbench.NAMED_SLOTS  # the slots a study names (--describe's axis_names)
 # The names a slot has where nothing else is said; the slot holding a number format is "precision".
 PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n", "batch": None}
 
@@ -137,8 +135,6 @@ class CheckPoint:
 class Study:
     """One study, as the driver knows it beyond what its binary's --describe says."""
     name: str                      # its binary is gpubench_<name>; its key in results.json
-    quick_sizes: tuple             # run --quick
-    suite_sizes: tuple             # the default suite (run --full: the binary's default_sizes)
     derive: Callable               # (study record, results document, refine rounds) -> its findings ("derived")
     summary: Callable              # (study record, results document) -> its blocks of summary.md (document.py)
     rates: Callable                # (name's axes, console counters, median s) -> rates for the progress line
@@ -146,8 +142,6 @@ class Study:
     # the plug-ins are found in studies/, and this orders them.
     position: int
     batch_axis: bool = False       # entries have a batch axis besides n; only such studies get --batches
-    quick_batches: tuple = None
-    suite_batches: tuple = None
     refined: bool = False          # crossovers in n refined by extra sizes (options.refine_rounds)
     plots: Optional[Callable] = None  # (pyplot, study record, plot dir) -> paths of the PNGs written
     roofline_marker: Optional[str] = None  # its points' marker on the roofline chart (else plots.OTHER_MARKER)
@@ -160,15 +154,16 @@ class Study:
     # {slot: name} where its binary names a slot otherwise than PLAIN_AXES: what files and binaries from
     # before --describe's axis_names mean (the binary's own axis_names win).
     axes: dict = field(default_factory=dict)
-    # The implementations and modes the default suite and --quick run, where not all of them (None: all);
-    # the user's --impls/--modes and run --full take every one.
-    suite_impls: Optional[tuple] = None
-    suite_modes: Optional[tuple] = None
     claims: tuple = ()             # the claims (lib/claims.Claim) its findings answer
     # ((kind, (results document) -> [figure]), ...): its headline figures (lib/figures.figure), listed on the page
     # kind by kind (stages/headline.KINDS) after the measured peaks and the memory bandwidth
     headline: tuple = ()
     memory_roof: Optional[MemoryRoof] = None  # how it measures the device memory bandwidth, where it does
+    # Keys of its headline figures that the host paces as much as the GPU though they are the GPU's (a pageable
+    # copy, staged by the CPU: the health check judges them apart), and of those whose seconds are one piece
+    # of work a price turns into a cost (rank's USD per MLP epoch).
+    host_bound_figures: tuple = ()
+    priced_figures: tuple = ()
     measures_roofs: bool = False   # it measures the roofline's roofs: its entries are not placed under them as work
     experiment: bool = False       # its entries are experiments (starved grids, empty kernels), not workloads
     gpus_together: bool = False    # it measures the GPUs together: run --gpus, one GPU per sub-run, defeats it

@@ -32,6 +32,10 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
 ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
                    "power_limited_fraction", "thermal_limited_fraction", "telemetry_samples")
 CLOCK_LIMITED = "clock_limited"
+# An entry's fields typed one by one; any other is a number or null (a counter of any name, or a driver's figure).
+ENTRY_OTHER_FIELDS = frozenset(("name", "impl", "device", "mode", "precision", "message", "label", "axes", "status",
+                                "phase", "time_s", "latency_s", "cold_l2_s", "protocol", "converged", CLOCK_LIMITED,
+                                "measurement", "trials", "choices_varied"))
 # Extra keys of a study telemetry record's samples (NVML): numbers or null.
 SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
 # Bounds no run comes near, so that a hostile or damaged value is refused at load instead of overflowing
@@ -68,11 +72,7 @@ def new_study(description, sizes, batches=None):
         "default_batches": description.get("default_batches"),  # studies with a batch axis; else None
         "batches": batches,
         "implementations": description.get("implementations", []),
-        # What a study's --describe adds, None where it does not: the convolution's layers (what each n
-        # is), its library (cudnn) and the names of the algorithm numbers its entries report; whether
-        # the batch studies could sample GPU utilization, and why not; the MLP's training-set size; what
-        # each slot of its entry names holds (axis_names; absent in files written before it); the
-        # measurement protocol its entries and its references are timed by (measurement).
+        # What a study's --describe adds (None where it does not): docs/results-schema.md.
         **{key: _described(description, key) for key in DESCRIBED},
         "entries": [],
         "invocations": [],
@@ -293,18 +293,17 @@ def _validate_measured(record, path):
 def _validate_entry(entry, path):
     _validate_measured(entry, path)
     _expect_type(entry.get("name"), str, f"{path}.name")
-    for key in ("impl", "device", "mode", "precision", "message", "label"):
+    for key in ("impl", "device", "mode", "precision", "message", "label", "phase"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    _expect_type(entry.get("axes"), (dict, type(None)), f"{path}.axes")  # absent in older files
+    for key in ("axes", "measurement", "choices_varied"):  # axes: absent in older files
+        _expect_type(entry.get(key), (dict, type(None)), f"{path}.{key}")
     # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.
     _expect_type(entry.get("gpu"), (int, type(None)), f"{path}.gpu")
     for name, value in (entry.get("axes") or {}).items():
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
-    numbers = ("n", "batch", "repetitions", "iterations", "flop_per_s", "fraction_of_best_rate", "fraction_of_peak",
-               "burst_s", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle",
-               *gbench.READ_COUNTERS, *gbench.UTILIZATION_COUNTERS, *ENTRY_TELEMETRY)
-    for key in dict.fromkeys(key for key in numbers if key != CLOCK_LIMITED):
-        _expect_type(entry.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    for key, value in entry.items():
+        if key not in ENTRY_OTHER_FIELDS:
+            _expect_type(value, _OPTIONAL_NUMBER, f"{path}.{key}")
     for key in ("flop_per_s", "flop", "bytes_transferred"):  # rates and counts: a negative one is damage
         _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}", f"expected zero or more, got {entry.get(key)}")
     _expect_type(entry.get(CLOCK_LIMITED), (bool, type(None)), f"{path}.{CLOCK_LIMITED}")
@@ -314,7 +313,6 @@ def _validate_entry(entry, path):
     _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{path}.protocol",
             f"expected one of {', '.join(measurements.PROTOCOLS)}, got {entry.get('protocol')!r}")
     _expect_type(entry.get("converged"), (bool, type(None)), f"{path}.converged")
-    _expect_type(entry.get("measurement"), (dict, type(None)), f"{path}.measurement")
     _validate_trials(entry.get("trials"), f"{path}.trials")
 
 

@@ -15,6 +15,7 @@ the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make
 this changes a setting: it reads what the run recorded."""
 import statistics
 
+from gpubench_driver import studies
 from gpubench_driver.lib import expected, noise_model, noise_verdicts
 from gpubench_driver.lib.figures import datasheet_of, first_gpu, load_datasheets
 
@@ -32,7 +33,7 @@ HOST_CAUSE = ("host-bound: the host's CPU and memory pace this figure (pageable 
 
 
 def host_bound(row):
-    return row.get("device") in ("cpu", "both") or row["key"].endswith("/pageable")
+    return row.get("device") in ("cpu", "both") or row["key"] in studies.HOST_BOUND_FIGURES
 
 
 def margin(row, model):

@@ -13,7 +13,7 @@ import json
 import os
 
 from gpubench_driver import studies
-from gpubench_driver.lib import gbench, measurements, outputs, results, stats, trials
+from gpubench_driver.lib import gbench, measurements, migrate, outputs, results, stats, trials
 
 FILE = "journal.jsonl"
 RECOVERED = "recovered from the run's journal (counters as the console printed them)"
@@ -25,10 +25,12 @@ def path_beside(results_path):
     return os.path.join(directory, FILE)
 
 
-def record(study, trial, phase, result, measurement, wall_s):
-    """The journal line of one finished entry: its console result and its measurements line."""
-    return {"study": study, "trial": trial, "phase": phase, "name": result.name, "failure": result.failure,
-            "median_s": result.median_s, "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
+def record(study, trial, phase, result, measurement, wall_s, axis_fields):
+    """The journal line of one finished entry: its console result, its measurements line and its axis fields
+    (gbench.axis_fields, from the plan)."""
+    return {"layout": migrate.JOURNAL_LAYOUT, "study": study, "trial": trial, "phase": phase, "name": result.name,
+            "axis_fields": axis_fields, "failure": result.failure, "median_s": result.median_s,
+            "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
 
 
 def append(path, line):
@@ -57,9 +59,11 @@ def read(path):
             and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
 
 
-def entry_of(line, axis_names):
-    """The entry a journal line stands for, as the driver would have read it from the process."""
-    entry = gbench.blank_entry(line["name"])
+def entry_of(line, study):
+    """The entry a journal line stands for, as the driver would have read it from the process (study: its
+    study's results record)."""
+    fields = migrate.journal_axis_fields(line, studies.axis_names(line["study"], study))
+    entry = gbench.blank_entry(line["name"], fields, gbench.declared_counters(study))
     failure = line.get("failure")
     counters = line.get("counters") if isinstance(line.get("counters"), dict) else {}
     gbench.pass_counters(entry, counters)
@@ -72,7 +76,6 @@ def entry_of(line, axis_names):
         measurements.apply(entry, measured)
     else:
         entry.update(status="error", message="recovered from the run's journal without its measurement")
-    entry["axes"] = gbench.named_axes(entry, axis_names)
     return entry
 
 
@@ -91,7 +94,7 @@ def fold(document, lines):
             continue
         if previous is None and line["trial"] > 1:
             continue  # its earlier trials are not in the file: nothing to combine with
-        entry = entry_of(line, studies.axis_names(line["study"], study))
+        entry = entry_of(line, study)
         by_name[line["name"]] = trials.combine(previous, entry, line["trial"])
         added += 1
     for name, by_name in by_study.items():

@@ -7,7 +7,8 @@ from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-# The sizes and batches of each study (quick, suite) are its record's in the registry (studies/).
+# The sizes, batches, implementations and modes of each study's quick, suite and full runs are its binary's
+# (--describe's points).
 SUITE_REFINE_ROUNDS = 1
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
@@ -143,33 +144,34 @@ def check_implementations(options, described_ids):
                              f"(available: {', '.join(dict.fromkeys(described_ids))})")
 
 
+def run_points(options, name, description):
+    """The points a run takes from its binary's --describe: --full its full sweep, --quick its quick points, else
+    the suite's; each {sizes, batches (a study with a batch axis), impls and modes where not all of them}."""
+    kind = "full" if options.full else "quick" if options.quick else "suite"
+    point = (description.get("points") or {}).get(kind)
+    if not isinstance(point, dict) or not isinstance(point.get("sizes"), list):
+        raise UsageError(f"study {name}: its binary's --describe gives no {kind} points (built from older sources: "
+                         f"build it again)")
+    return point
+
+
 def study_batches(options, name, description):
-    """The batches a study with a batch axis sweeps (--batches, its quick or its default ones);
-    None for the other studies, which get no --batches."""
-    record = studies.BY_NAME[name]
-    if not record.batch_axis:
+    """The batches a study with a batch axis sweeps (--batches, else its points'); None for the other studies."""
+    if not studies.BY_NAME[name].batch_axis:
         return None
     recorded = (options.study_sizes or {}).get(name, {}).get("batches")
     if options.batches is None and recorded:
         return recorded
-    if options.batches:
-        return options.batches
-    if options.quick:
-        return list(record.quick_batches)
-    return description.get("default_batches") if options.full else list(record.suite_batches)
+    return options.batches or run_points(options, name, description).get("batches")
 
 
 def study_sizes(options, name, description):
-    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'),
-    its quick or its default ones."""
+    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'), else its points'."""
     recorded = (options.study_sizes or {}).get(name, {}).get("sizes")
     if options.sizes is None and recorded:
         return recorded
     if options.sizes is None:
-        record = studies.BY_NAME[name]
-        if options.quick:
-            return list(record.quick_sizes)
-        return description.get("default_sizes") or [] if options.full else list(record.suite_sizes)
+        return run_points(options, name, description)["sizes"]
     layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
     sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
     if not sizes:
@@ -212,11 +214,11 @@ def for_study(options, name, description):
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]
-    record = studies.BY_NAME[name]
+    points = run_points(options, name, description)
     gpu = (description.get("gpu") or {}).get("available") and not options.cpu_only
     runnable = [impl.get("id") for impl in implementations if gpu or impl.get("device") == "cpu"]
-    impls = _chosen(options.impls, None if options.full else record.suite_impls, ids, runnable)
-    chosen_modes = _chosen(options.modes, None if options.full else record.suite_modes, modes, modes)
+    impls = _chosen(options.impls, points.get("impls"), ids, runnable)
+    chosen_modes = _chosen(options.modes, points.get("modes"), modes, modes)
     if impls == [] or chosen_modes == []:
         raise NothingToRun("it has none of the implementations or modes selected")
     sizes, batches = study_sizes(options, name, description), study_batches(options, name, description)

@@ -47,9 +47,10 @@ def binary_environment(launched=False):
                                          if name not in RANK_VARIABLES}
 
 
-def describe(binary):
+def describe(binary, flags=()):
+    """The binary's --describe under these flags (which select its `entries`)."""
     try:
-        result = subprocess.run([binary, "--describe"], capture_output=True, text=True, timeout=120,
+        result = subprocess.run([binary, "--describe", *flags], capture_output=True, text=True, timeout=120,
                                 env=binary_environment(), preexec_fn=stopping.dies_with_driver())
     except OSError as error:
         raise RunnerError(f"cannot run {binary}: {error}") from None
@@ -61,8 +62,9 @@ def describe(binary):
         description = json.loads(result.stdout)
     except ValueError:
         raise RunnerError(f"{binary} --describe did not print JSON") from None
-    if not isinstance(description, dict) or not isinstance(description.get("implementations"), list):
-        raise RunnerError(f"{binary} --describe printed no 'implementations' list")
+    for key in ("implementations", "entries"):  # an older binary lists no entries: build it again
+        if not isinstance(description, dict) or not isinstance(description.get(key), list):
+            raise RunnerError(f"{binary} --describe printed no '{key}' list")
     return description
 
 
@@ -91,16 +93,6 @@ def benchmark_flags(json_path, measurements_path):
             measurements.FLAG + measurements_path]
 
 
-def list_entries(binary, flags):
-    """Entry names the binary would run with these flags."""
-    result = subprocess.run([binary, *flags, "--benchmark_list_tests=true"], capture_output=True, text=True,
-                            timeout=120, env=binary_environment(), preexec_fn=stopping.dies_with_driver())
-    if result.returncode != 0:
-        raise RunnerError(f"{binary} --benchmark_list_tests failed ({result.returncode}): "
-                          f"{result.stderr.strip()[-500:]}")
-    return [gbench.entry_key(line.strip()) for line in result.stdout.splitlines() if line.strip()]
-
-
 # --- progress --------------------------------------------------------------------
 class Progress:
     def __init__(self, total):
@@ -112,23 +104,24 @@ class Progress:
         # entries of unfinished units had finished before the stop and are measured again.
         self.first_unit = None
         self.measured_again = 0
+        self.planned = {}  # {entry name: (its study's record, its axis fields)} of every study's plan
 
     def report(self, result):
         if (self.trial, result.name) in self.done:
             return  # Google Benchmark prints a failure once per repetition
         self.done.add((self.trial, result.name))
         which = f"  (trial {self.trial} of {self.trials})" if self.trials > 1 else ""
-        print(f"[{len(self.done)}/{self.total}] {result.name}  {self._outcome(result)}{which}", flush=True)
+        outcome = self._outcome(result, *self.planned.get(result.name, (None, None)))
+        print(f"[{len(self.done)}/{self.total}] {result.name}  {outcome}{which}", flush=True)
 
     @staticmethod
-    def _outcome(result):
+    def _outcome(result, record=None, fields=None):
+        """Its time, and the rates its study's record gives from its axis fields and console counters."""
         if result.failure is not None:
             return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
-        axes = gbench.parse_entry_name(result.name)
         text = f"median {formatting.seconds(result.median_s)}"
-        record = studies.BY_NAME.get(axes["study"]) if axes else None
-        if record and result.median_s > 0:
-            text += "".join(f"  {rate}" for rate in record.rates(axes, result.counters, result.median_s))
+        if record and fields and result.median_s > 0:
+            text += "".join(f"  {rate}" for rate in record.rates(fields, result.counters, result.median_s))
         return text
 
 
@@ -163,9 +156,10 @@ def telemetry_flags(options, series_path):
     return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
 
 
-def invoke(binary, flags, options, progress, on_finished=None, launcher=(), scratch_dir=None):
+def invoke(binary, flags, options, progress, plan, counters, on_finished=None, launcher=(), scratch_dir=None):
     """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
-    its entries (each with its wall time) and its telemetry series, even when it crashed or was
+    its entries (each with its wall time, its axes those of `plan`, {name: axis fields}, and each counter
+    of `counters`, those its binary declares) and its telemetry series, even when it crashed or was
     interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
     line arrives, before its progress line is printed. Its files go to a scratch folder in scratch_dir
     (the run's, in its output folder; default: the system's)."""
@@ -189,7 +183,7 @@ def invoke(binary, flags, options, progress, on_finished=None, launcher=(), scra
         output = gbench.load_file(json_path)
         samples, note = telemetry.read_series(series_path) if options.telemetry else ([], None)
         measured = measurements.read_file(measurements_path)
-    entries = gbench.entries_from_output(output)
+    entries = gbench.entries_from_output(output, plan, counters)
     measurements.join(entries, measured)
     for entry in entries:
         entry["wall_s"] = wall_s.get(entry["name"])
@@ -263,7 +257,7 @@ class Study:
         self.record = record  # its part of results.json
         self.save = save
         self.progress = progress
-        self.planned = []
+        self.planned = {}  # {entry name: its axis fields}, as its binary's --describe lists them
         # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan; and
         # of a resumed study, Google Benchmark's output and the telemetry series so far.
         record.setdefault("units", [])
@@ -276,12 +270,10 @@ class Study:
             self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks[:record.get("raw_benchmarks")])
         self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
                        else telemetry.StudySeries(time.time()))
-        # What each slot of its entry names holds: its --describe's axis_names, else the registry's.
-        self.axis_names = studies.axis_names(name, record)
 
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
-        self.planned = list_entries(self.binary, study_flags(self.options, self.options.sizes))
+        self._add_to_plan(gbench.planned_entries(describe(self.binary, study_flags(self.options, self.options.sizes))))
         self.progress.total += len(self.planned) * self.options.trials
         self.progress.trials = self.options.trials
 
@@ -299,7 +291,7 @@ class Study:
         if len(orders) < trial:  # a resumed run has those of the trials it began
             orders.append(order)
         for n in order:
-            self._run_size(n, [name for name in self.planned if _size_of(name) == n], "sweep",
+            self._run_size(n, [name for name, fields in self.planned.items() if fields["n"] == n], "sweep",
                            study_flags(self.options, [n]), trial)
 
     def refine(self):
@@ -324,13 +316,19 @@ class Study:
         runs = []
         for n, (impls, modes) in plan.items():
             flags = study_flags(self.options, [n], impls, modes)
-            planned = list_entries(self.binary, flags)
+            planned = gbench.planned_entries(describe(self.binary, flags))  # what it would run with these flags
+            self._add_to_plan(planned)
             self.progress.total += len(planned) * self.options.trials
-            runs.append((n, planned, flags))
+            runs.append((n, list(planned), flags))
         for trial in range(1, self.options.trials + 1):
             for n, planned, flags in runs:
                 self._run_size(n, planned, "refinement", flags, trial, round_number)
         return True
+
+    def _add_to_plan(self, planned):
+        self.planned.update(planned)
+        record = studies.BY_NAME.get(self.name)
+        self.progress.planned.update({name: (record, fields) for name, fields in planned.items()})
 
     def _run_size(self, n, planned, phase, flags, trial, round_number=None):
         if not planned:
@@ -347,16 +345,16 @@ class Study:
         on_finished = None
         if self.journal_path:
             on_finished = lambda result, measurement, wall: journal.append(  # noqa: E731
-                self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall))
+                self.journal_path, journal.record(self.name, trial, phase, result, measurement, wall,
+                                                  self.planned.get(result.name)))
         if self.launcher and os.path.exists(ranks_file(self.artifacts_dir, self.name)):
             os.remove(ranks_file(self.artifacts_dir, self.name))  # the last invocation's: this one's ranks write their own
-        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, on_finished, self.launcher,
-                            self.scratch_dir)
+        invocation = invoke(self.binary, flags + run_files, self.options, self.progress, self.planned,
+                            gbench.declared_counters(self.record), on_finished, self.launcher, self.scratch_dir)
         if self.launcher:
             self.record["ranks"] = read_ranks(self.artifacts_dir, self.name, self.launcher)
         for entry in invocation.entries:
             entry["phase"] = phase
-            entry["axes"] = gbench.named_axes(entry, self.axis_names)
         self._merge(invocation.entries, trial)
         recovered = self._fold_journal()
         self._keep_raw(invocation.raw)
@@ -428,7 +426,8 @@ class Study:
         self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how, "process": process,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
-        self._merge([_unfinished_entry(name, f"{process} {how}", phase, self.axis_names) for name in missing], trial)
+        self._merge([_unfinished_entry(name, self.planned.get(name), gbench.declared_counters(self.record),
+                                       f"{process} {how}", phase) for name in missing], trial)
 
 
 def read_ranks(artifacts_dir, name, launcher):
@@ -443,13 +442,7 @@ def read_ranks(artifacts_dir, name, launcher):
     return {**found, "command": list(launcher)} if isinstance(found, dict) else None
 
 
-def _size_of(name):
-    axes = gbench.parse_entry_name(name)
-    return axes["n"] if axes else None
-
-
-def _unfinished_entry(name, how, phase, axis_names):
-    entry = gbench.blank_entry(name)
+def _unfinished_entry(name, fields, counters, how, phase):
+    entry = gbench.blank_entry(name, fields, counters)
     entry.update(status="error", phase=phase, message=f"not finished: {how}")
-    entry["axes"] = gbench.named_axes(entry, axis_names)
     return entry

@@ -1,5 +1,5 @@
 """The study registry: one plug-in module per study (studies/<name>.py), each defining its record STUDY
-(lib/registry.Study: its points, how its findings are derived, its summary sections, plots, claims and
+(lib/registry.Study: how its findings are derived, its summary sections, plots, claims and
 references). The plug-ins are found here, every module of this package, and ordered by their records'
 `position`: the order the driver runs and reports them. The stages read the registry and name no study;
 a new study is one plug-in module, with nothing to list here.
@@ -33,16 +33,17 @@ def discover(path, package):
     return tuple(sorted(found, key=lambda plugin: plugin.STUDY.position))
 
 
-# The default suite: every study at the points that answer its questions, the whole run within
-# about ten minutes on one H100 (docs/methodology.md). --full sweeps each study's own (longer)
-# default list, which --describe reports as default_sizes/default_batches. A quick run (within two
-# minutes) takes one or two points of each: enough to see every implementation run and verify, not
-# to find a crossover or a saturation. Each plug-in's record says why it has the points it has.
+# The points of the default suite, --quick and --full are each binary's (--describe's points; its
+# definition() says why it has them).
 PLUGINS = discover(__path__, __name__)
 STUDIES = tuple(plugin.STUDY for plugin in PLUGINS)
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)
 BATCH_NAMES = tuple(study.name for study in STUDIES if study.batch_axis)
+# The headline figures the host paces as much as the GPU though they are the GPU's, and those whose seconds a
+# price turns into a cost (the records' host_bound_figures, priced_figures).
+HOST_BOUND_FIGURES = frozenset(key for study in STUDIES for key in study.host_bound_figures)
+PRICED_FIGURES = frozenset(key for study in STUDIES for key in study.priced_figures)
 # Every study's claims, in the order the report lists them.
 CLAIMS = tuple(sorted((claim for study in STUDIES for claim in study.claims), key=lambda claim: claim.position))
 

@@ -13,6 +13,5 @@ BATCHED_GEMM = BatchStudy(
     loop_baseline="cublas_loop", against_loop=("cublas_strided", "cublas_graph"))
 
 # Its crossovers lie along the batch, which its batches sweep in doublings.
-STUDY = batch_report.study_record("batched_gemm", BATCHED_GEMM, quick_sizes=(32,), suite_sizes=(32, 128),
-                                  quick_batches=(1, 256), suite_batches=(1, 64, 4096), roofline_marker="^",
+STUDY = batch_report.study_record("batched_gemm", BATCHED_GEMM, roofline_marker="^",
                                   rates=item_rates("products", with_flop=True), position=30)

@@ -208,9 +208,8 @@ def check_figures(study, document, sheet):
 # torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
 # 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
 # record in the study's `ranks`.
-STUDY = Study(name="collectives", quick_sizes=(24,), suite_sizes=(16, 28), suite_modes=("out_of_place",),
-              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
-              rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
+STUDY = Study(name="collectives", derive=lambda study, document, rounds: derive(study), summary=sections,
+              plots=plots, rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
               references=REFERENCES, comparisons=COMPARISONS, gpus_together=True,
               check=CheckPoint(
                   sizes=(CHECK_LOG2_BYTES,), impls=("all_reduce",), modes=("out_of_place",), figures=check_figures,

@@ -29,8 +29,7 @@ COMPARISONS = tuple(Comparison("conv2d", f"cudnn_{layout}", "resident", precisio
                     for layout in CONV_LAYOUTS for precision, dtype in CONV_DTYPES.items())
 
 # n: the layer (56: conv2_x, 7: conv5_x's 1x1).
-STUDY = batch_report.study_record("conv2d", CONV2D, quick_sizes=(56,), suite_sizes=(7, 56), quick_batches=(1, 32),
-                                  suite_batches=(1, 32), roofline_marker="D",
+STUDY = batch_report.study_record("conv2d", CONV2D, roofline_marker="D",
                                   rates=item_rates("samples", with_flop=False), axes={"n": "layer"},
                                   nominal_flop=NOMINAL_FLOP, references=REFERENCES, comparisons=COMPARISONS,
                                   position=50)

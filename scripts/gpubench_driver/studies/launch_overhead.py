@@ -352,7 +352,6 @@ CHECK = CheckPoint(
 # Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
 # per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
 # of 10 and 1000: --full.
-STUDY = Study(name="launch_overhead", quick_sizes=(100,), suite_sizes=(1, 100),
-              derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
-              rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS, experiment=True,
-              check=CHECK, position=140)
+STUDY = Study(name="launch_overhead", derive=lambda study, document, rounds: derive(study["entries"]),
+              summary=sections, plots=plots, rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS,
+              experiment=True, check=CHECK, position=140)

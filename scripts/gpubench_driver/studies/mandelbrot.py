@@ -381,8 +381,7 @@ CLAIMS = (
 # n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
 # 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
 # minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
-STUDY = Study(name="mandelbrot", quick_sizes=(GUIDE["height"],), suite_sizes=(GUIDE["height"],), batch_axis=True,
-              quick_batches=(GUIDE["max_iterations"],), suite_batches=(GUIDE["max_iterations"],),
+STUDY = Study(name="mandelbrot", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"], study.get("implementations")),
               summary=sections, plots=plots, rates=pixel_rates, axes={"n": "rows", "batch": "max_iterations"},
               claims=CLAIMS, position=90)

@@ -189,7 +189,7 @@ CLAIMS = (
 
 # Only matmul compares the GPU with the CPU at every size: the precision study has no crossover
 # to refine, and the batch studies' lie along the batch, which their batches sweep in doublings.
-STUDY = Study(name="matmul", quick_sizes=(256,), suite_sizes=(64, 256, 1024, 4096), refined=True,
+STUDY = Study(name="matmul", refined=True,
               derive=lambda study, document, rounds: findings.derive(study["entries"], rounds),
               summary=sections, plots=plots, roofline_marker="o", rates=flop_rates, one_gemm_per_call=True,
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,

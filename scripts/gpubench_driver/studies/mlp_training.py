@@ -147,8 +147,8 @@ def epoch_figures(document):
     return found
 
 
-STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, quick_sizes=(1024,), suite_sizes=(1024,),
-                                  quick_batches=(1, 256), suite_batches=(1, 256, 1024, 8192),
-                                  rates=item_rates("samples", with_flop=False), axes={"n": "hidden"},
+STUDY = batch_report.study_record("mlp_training", MLP_TRAINING, rates=item_rates("samples", with_flop=False),
+                                  axes={"n": "hidden"},
                                   references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,
-                                  headline=(("epoch", epoch_figures),), position=40)
+                                  headline=(("epoch", epoch_figures),),
+                                  priced_figures=("mlp_epoch/gpu", "mlp_epoch/cpu"), position=40)

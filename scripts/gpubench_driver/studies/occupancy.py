@@ -354,8 +354,6 @@ CLAIMS = (
 # whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction
 # of the GPU the walk-through's launch reaches against the best of them. The triad, 32 to 1024 threads and 1 to
 # 32 x the multiprocessors (the GPU's own count): --full.
-STUDY = Study(name="occupancy", quick_sizes=(128,), suite_sizes=(128, 256), batch_axis=True, quick_batches=(16, 4224),
-              suite_batches=(16, 132, 4224), suite_impls=("naive_sgemm",),
-              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
-              rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"}, claims=CLAIMS,
-              experiment=True, position=130)
+STUDY = Study(name="occupancy", batch_axis=True, derive=lambda study, document, rounds: derive(study),
+              summary=sections, plots=plots, rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"},
+              claims=CLAIMS, experiment=True, position=130)

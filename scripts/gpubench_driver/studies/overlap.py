@@ -155,7 +155,6 @@ def plots(pyplot, study, plot_dir):
 
 # --- the record -----------------------------------------------------------------------------------
 # Its entries are whole pipelined runs: no rate on the progress line.
-STUDY = Study(name="overlap", quick_sizes=(4096,), suite_sizes=(4096,), batch_axis=True, quick_batches=(1, 4),
-              suite_batches=(1, 8), derive=lambda study, document, rounds: derive(study["entries"]),
+STUDY = Study(name="overlap", batch_axis=True, derive=lambda study, document, rounds: derive(study["entries"]),
               summary=sections, plots=plots, rates=no_rates,
               axes={"impl": "schedule", "mode": "host_memory", "precision": "workload", "batch": "chunks"}, position=70)

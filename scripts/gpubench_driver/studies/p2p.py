@@ -215,8 +215,7 @@ def check_figures(study, document, sheet):
 # host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the N(N-1) ordered pairs (8
 # GPUs: 216 entries, an estimated two minutes a trial at half a second an entry). The SM kernel and the sweep
 # from 16 B to 1 GiB: --full, or --impls/--sizes.
-STUDY = Study(name="p2p", quick_sizes=(64 << 20,), suite_sizes=(16, 64 << 20), suite_impls=("copy_engine",),
-              derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
+STUDY = Study(name="p2p", derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
               gpus_together=True,
               check=CheckPoint(

@@ -326,7 +326,7 @@ CHECK = CheckPoint(
 
 # 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
 # --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
-STUDY = Study(name="precision", quick_sizes=(1024,), suite_sizes=(4096,),
+STUDY = Study(name="precision",
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS,

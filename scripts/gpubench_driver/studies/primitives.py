@@ -436,7 +436,6 @@ def plots(pyplot, study, plot_dir):
 # and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the three sorts, transform) and
 # the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of 2^28 keys lie: --full, or
 # --impls/--sizes (std::sort alone takes seconds a call there).
-STUDY = Study(name="primitives", quick_sizes=(1 << 20,), suite_sizes=(1 << 26,), suite_impls=("reduce",),
-              derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
+STUDY = Study(name="primitives", derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),
               axes={"impl": "primitive", "precision": "library", "n": "elements"}, position=120)

@@ -185,8 +185,7 @@ CHECK = CheckPoint(
 # One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
 # puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
 # call. --full: k = 1, 2, 4, ..., 1024 on both.
-STUDY = Study(name="roofline", quick_sizes=(1 << 25,), suite_sizes=(1 << 25,), batch_axis=True,
-              quick_batches=(1, 1024), suite_batches=(1, 16, 128, 1024), suite_impls=("fma_kernel",),
+STUDY = Study(name="roofline", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},
               measures_roofs=True, check=CHECK, position=110)

@@ -27,8 +27,6 @@ THRUST = "thrust"
 # A working set is past a cache when it is this many times its capacity: a streaming kernel then
 # finds almost none of its arrays there from the call before.
 BEYOND_CACHE = 4
-PEAK_RULE = ("NVML's maximum memory clock x the memory bus width x 2 transfers per clock / 8 bits per byte "
-             "(the binary's --describe, memory_hierarchy.gpu)")
 
 
 def implementations(study):
@@ -47,14 +45,15 @@ def hierarchy(study):
     return (gpu if isinstance(gpu, dict) else {}), (host if isinstance(host, dict) else {})
 
 
-def theoretical_peak(gpu):
-    """The GPU's theoretical memory bandwidth from NVML's figures, or None."""
+def theoretical_peak(gpu, rules):
+    """The GPU's theoretical memory bandwidth from NVML's figures, or None; its rule the binary's (--describe's
+    rules, absent in older files)."""
     rate = positive(gpu.get("peak_bytes_per_s"))
     if rate is None:
         return None
     return {"bytes_per_s": rate, "max_memory_clock_mhz": positive(gpu.get("max_memory_clock_mhz")),
             "bus_width_bits": positive(gpu.get("bus_width_bits")),
-            "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": PEAK_RULE}
+            "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": rules.get("peak_rule")}
 
 
 # --- curves ---------------------------------------------------------------------------------------
@@ -241,7 +240,7 @@ def derive(study):
     rows = curves(study)
     gpu, host = hierarchy(study)
     l2_bytes = positive(gpu.get("l2_bytes"))
-    peak = theoretical_peak(gpu)
+    peak = theoretical_peak(gpu, study.get("rules") or {})
     per_operation, hbm, hbm_note = device_memory(rows, l2_bytes, peak)
     host_rows, dram = host_memory(rows, host)
     return {
@@ -482,19 +481,10 @@ MEMORY_ROOF = MemoryRoof(
     rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
     caption=lambda bandwidth: charts.plain(CAPTION.format(**bandwidth)), summary=memory_summary)
 # --- the record -----------------------------------------------------------------------------------
-# The default suite and --quick: the kernels that answer its questions (docs/methodology.md). An L2 size (2^20
-# elements: 8 to 24 MiB a call, warm in the 50-60 MB L2) and an HBM size (2^25, BabelStream's default: 256 to
-# 768 MiB a call, at least 4x the L2 of an H100 or H200), triad by our one-vector-per-thread kernel and dot by
-# our grid-stride one (each our faster on the H100: run stream-kernels-h100-20261124, committed in 39cf32a),
-# triad by Thrust and by OpenMP, resident and on the host: 16 entries. The other operations and kernels, the
-# transfer-inclusive mode and the sweep from 2^10 to 2^30 elements: --full, or --impls/--modes/--sizes.
-STREAM_SUITE_IMPLS = ("triad_one_per_thread", "dot_grid_stride", "triad_thrust", "triad_openmp")
-
-STUDY = Study(name="stream", quick_sizes=(1 << 25,), suite_sizes=(1 << 20, 1 << 25), suite_impls=STREAM_SUITE_IMPLS,
-              suite_modes=("resident", "host"), derive=lambda study, document, rounds: derive(study),
+STUDY = Study(name="stream", derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
               memory_roof=MEMORY_ROOF, measures_roofs=True, position=100,
-              check=CheckPoint(sizes=(1 << 28,), impls=STREAM_SUITE_IMPLS[:2], modes=("resident",),
+              check=CheckPoint(sizes=(1 << 28,), impls=("triad_one_per_thread", "dot_grid_stride"), modes=("resident",),
                                figures=check_figures.roof_figures(MEMORY_ROOF),
                                plateau="arrays of 1 GiB, 20x an H100's L2: bandwidth no longer grows with the arrays",
                                budget="triad and dot in FP32 and FP64, resident: four entries, the throughput rule"))

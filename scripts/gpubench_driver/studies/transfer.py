@@ -398,13 +398,12 @@ CLAIMS = (
           "the CUDA best-practices advice", pinned_memory, studies=("transfer", "overlap"), position=5),
 )
 
-STUDY = Study(name="transfer", quick_sizes=(1 << 20,), suite_sizes=(4 << 10, 64 << 20),
-              derive=lambda study, document, rounds: derive(study["entries"],
+STUDY = Study(name="transfer", derive=lambda study, document, rounds: derive(study["entries"],
                                                             (document["machine"].get("gpus") or [None])[0]),
               summary=sections, plots=plots, rates=copy_rates,
               axes={"impl": "engine", "mode": "host_memory", "precision": "direction", "n": "bytes"},
               references=REFERENCES, comparisons=COMPARISONS, claims=CLAIMS, headline=(("link", link_figures),),
-              memory_roof=MEMORY_ROOF,
+              memory_roof=MEMORY_ROOF, host_bound_figures=("link/h2d/pageable", "link/d2h/pageable"),
               # gpubench check: the copy engines' pinned copies each way, as the headline reads them.
               check=CheckPoint(
                   sizes=(CHECK_BYTES,), impls=("copy_engine",), modes=("pinned",),

@@ -257,6 +257,5 @@ CLAIMS = (
 # The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
 # almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
 # sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
-STUDY = Study(name="vector_add", quick_sizes=(1 << 20,), suite_sizes=(1 << 10, 64 << 20),
-              derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
-              rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS, position=80)
+STUDY = Study(name="vector_add", derive=lambda study, document, rounds: derive(study["entries"]), summary=sections,
+              plots=plots, rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS, position=80)
