@@ -385,11 +385,14 @@ class EndToEndTest(unittest.TestCase):
     def test_a_binary_that_fails_is_not_judged_and_named(self):
         write_executable(os.path.join(self.build_dir, "bench", "gpubench_precision"), textwrap.dedent(f"""\
             #!{sys.executable}
-            import sys
+            import json, sys
+            sys.path.insert(0, {TESTS_DIR!r})
+            import support
             if "--describe" in sys.argv:
-                print(open({fixture("precision_describe.json")!r}).read())
-            elif "--benchmark_list_tests=true" in sys.argv:
-                print("precision/cublas/gpu/resident/bf16/n:8192/manual_time")
+                with open({fixture("precision_describe.json")!r}) as stream:
+                    description = json.load(stream)
+                print(json.dumps(support.described(description,
+                                                   ["precision/cublas/gpu/resident/bf16/n:8192/manual_time"])))
             else:
                 print("cuBLAS: CUBLAS_STATUS_EXECUTION_FAILED", file=sys.stderr)
                 sys.exit(3)

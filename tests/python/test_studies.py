@@ -181,8 +181,7 @@ class ReadersTest(unittest.TestCase):
 
 
 PLUGIN = """from gpubench_driver.lib.registry import Study, no_rates
-STUDY = Study(name={name!r}, quick_sizes=(1,), suite_sizes=(1,), derive=None, summary=None, rates=no_rates,
-              position={position})
+STUDY = Study(name={name!r}, derive=None, summary=None, rates=no_rates, position={position})
 """
 
 
