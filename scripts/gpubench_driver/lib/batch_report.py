@@ -8,8 +8,8 @@ from gpubench_driver.lib.batch_study import SATURATION_GAIN, derive, rate_key, s
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, rate, ratio, seconds
 from gpubench_driver.lib.registry import Study
-from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
-                                          failures_section, references_not_run, run_notes)
+from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, compared, crossover_cells, crossover_header,
+                                          failures_section, reference_section, target_lines)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -230,31 +230,24 @@ def _comparison_table(rows):
     return table(["n", "batch", *(f"{md(study)} {md(precision)}" for study, precision in columns)], body)
 
 
+def _result_item(key, result):
+    return f"{md(key)}: {md(result.get('library'))} {md(result.get('version'))} on {md(result.get('device'))}"
+
+
 def _references(runs, study, spec, document):
     if not runs:
         return []
-    title = f"{spec.title}: PyTorch reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    items = []
-    for key in runs:
-        run = references.get(key) or {"note": "not run"}
-        items += run_notes(key, run)
-        items += dict.fromkeys(f"{md(key)}: {md(result.get('library'))} {md(result.get('version'))} on "
-                               f"{md(result.get('device'))}" for result in run.get("results") or [])
+
+    def shown(rows):
+        first = rows[0]
+        return [_comparison_table(rows), paragraph(
+            f"Time ratio: study median time / {md(first['reference'])} median time at the same "
+            + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
+            + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure "
+              "are left out. " + STEADY_STATE, *target_lines(rows))]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [bullets(items),
-                               paragraph("No point was measured by both the study and the reference.")])
-    first = rows[0]
-    return section(title, [bullets(items), _comparison_table(rows), paragraph(
-        f"Time ratio: study median time / {md(first['reference'])} median time at the same "
-        + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
-        + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure are "
-          "left out. " + STEADY_STATE,
-        *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
-            row["target"] for row in rows if row["target"])))])
+    return reference_section(f"{spec.title}: PyTorch reference", document, runs, lambda items: compared(
+        items, rows, "No point was measured by both the study and the reference.", shown), _result_item)
 
 
 def sections(spec, references, study, document):

@@ -16,7 +16,7 @@ from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import Comparison, Run, Study, csv
-from gpubench_driver.lib.sections import failures_section, references_not_run, run_notes, time_ratio_cell
+from gpubench_driver.lib.sections import compared, failures_section, reference_section, time_ratio_cell
 from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
@@ -83,7 +83,6 @@ def derive(study):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-REFERENCE_RUN = "torch_allreduce"
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
             "buffers). Bus bandwidth: algorithm bandwidth x nccl-tests' factor (doc/PERFORMANCE.md): all-reduce "
             "2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast 1, n the ranks; comparable "
@@ -112,21 +111,17 @@ def _curves(derived):
 
 
 def _references(study, document):
-    title = "Collectives: torch.distributed all-reduce reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    def shown(rows):
+        body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
+                 time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+        return [table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
+            "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
+            "bandwidths stand in the inverse ratio. Targets are stated, not checked.")]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [notes, paragraph("No all-reduce size was measured by both the study and the reference "
-                                                "(the default suite stops below 8 GiB: run --sizes 33 --impls "
-                                                "all_reduce).")])
-    body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
-             time_ratio_cell(row), md(row["target"] or "")] for row in rows]
-    return section(title, [notes, table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
-        "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
-        "bandwidths stand in the inverse ratio. Targets are stated, not checked.")])
+    return reference_section("Collectives: torch.distributed all-reduce reference", document, REFERENCES,
+                             lambda items: compared(items, rows, "No all-reduce size was measured by both the study "
+                                                    "and the reference (the default suite stops below 8 GiB: run "
+                                                    "--sizes 33 --impls all_reduce).", shown))
 
 
 def _ranks(launch):

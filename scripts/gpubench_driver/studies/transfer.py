@@ -18,7 +18,7 @@ from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry
 from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, GIB, MemoryRoof, Run, Study, copy_rates
-from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
+from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
                                           time_ratio_cell)
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -151,9 +151,6 @@ def derive(entries, gpu=None):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-REFERENCE_RUN = "torch_transfer"
-
-
 def _link(derived, document):
     gpus = document["machine"].get("gpus") or [{}]
     numa = gpus[0].get("numa_node")
@@ -222,20 +219,15 @@ def _ratios(derived):
 
 
 def _references(study, document):
-    title = "Transfer: PyTorch reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    def shown(rows):
+        body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
+                 seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+        return [table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"], body), paragraph(
+            "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
+            "Targets are stated, not checked. " + STEADY_STATE)]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [notes, paragraph("No copy was measured by both the study and the reference.")])
-    body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
-             seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
-    return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
-                                        body), paragraph(
-        "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
-        "Targets are stated, not checked. " + STEADY_STATE)])
+    return reference_section("Transfer: PyTorch reference", document, REFERENCES, lambda items: compared(
+        items, rows, "No copy was measured by both the study and the reference.", shown))
 
 
 def sections(study, document):
