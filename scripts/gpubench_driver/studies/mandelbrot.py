@@ -11,6 +11,7 @@ limit. What an entry knows comes from its counters: width, height,
 escape_iterations (what the formula ran over the image), flop, warp_divergence (GPU entries),
 differing_pixels and max_count_difference (against the CPU's counts), threads (CPU entries)."""
 import os
+import re
 import textwrap
 
 from gpubench_driver.lib import charts, formatting
@@ -246,6 +247,9 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 COUNT_IMAGE = "mandelbrot_counts.pgm"  # written into the run's folder by the study binary (--artifacts-dir)
+# A binary PGM's header: P5, width, height and maxval, white space and comments between them, one white space after.
+_SPACE = rb"(?:\s|#[^\n]*(?=\n|\Z))"
+PGM_HEADER = re.compile(_SPACE + rb"*P5(?=\s)" + (_SPACE + rb"+(\d+)(?=\s|\Z)") * 3 + rb"\s?")
 
 
 def read_pgm(path):
@@ -256,30 +260,17 @@ def read_pgm(path):
             data = stream.read()
     except OSError:
         return None
-    fields, comments, position = [], [], 0
-    while len(fields) < 4 and position < len(data):
-        if data[position:position + 1].isspace():
-            position += 1
-        elif data[position:position + 1] == b"#":
-            end = data.find(b"\n", position)
-            end = len(data) if end < 0 else end
-            comments.append(data[position + 1:end].decode("utf-8", "replace").strip())
-            position = end
-        else:
-            end = position
-            while end < len(data) and not data[end:end + 1].isspace():
-                end += 1
-            fields.append(data[position:end])
-            position = end
-    if len(fields) < 4 or fields[0] != b"P5" or not all(field.isdigit() for field in fields[1:]):
+    header = PGM_HEADER.match(data)
+    if not header:
         return None
-    width, height, maxval = (int(field) for field in fields[1:])
+    width, height, maxval = map(int, header.groups())
     wide = 2 if maxval > 255 else 1
-    body = data[position + 1:]
+    body = data[header.end():]
     if not (0 < maxval < 65536) or len(body) != width * height * wide:
         return None
     samples = list(body) if wide == 1 else [body[i] << 8 | body[i + 1] for i in range(0, len(body), 2)]
-    return width, height, maxval, samples, " ".join(comments)
+    comments = re.findall(rb"#([^\n]*)", header.group())
+    return width, height, maxval, samples, " ".join(c.decode("utf-8", "replace").strip() for c in comments)
 
 
 def _count_image_plot(pyplot, path, image):
