@@ -273,8 +273,7 @@ def plots(name, spec, pyplot, study, plot_dir):
     key = rate_key(spec)
     study_charts = []
     for n in sorted({row["n"] for row in rows}):
-        series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
-                  for row in rows if row["n"] == n}
+        series = charts.row_series([row for row in rows if row["n"] == n], fields, "batch")
         study_charts += charts.line_charts(
             plot_dir, (name, "throughput", f"n{n}"),
             f"{spec.title}: {spec.unit} per second\n{size_text(spec, study.get('layers'), n)}",

@@ -155,8 +155,7 @@ def plots(pyplot, study, plot_dir):
     (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
     (collectives_algorithm_bandwidth.png)."""
     derived = study["derived"]
-    series = {(row["impl"], row["mode"]): [(point["message_bytes"], point) for point in row["points"]]
-              for row in derived.get("curves") or []}
+    series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:
         return []
     if derived.get("one_rank_note"):

@@ -156,7 +156,7 @@ def plots(pyplot, study, plot_dir):
             values = [by_point.get((rung, n)) or 0 for rung in rungs]
             axes.bar([r + index * width for r in range(len(rungs))], values, width, label=f"n = {n}",
                      color=charts.COLOURS[index % len(charts.COLOURS)])
-        axes.axhline(1.0, color="black", linewidth=0.8)
+        charts.parity(axes)
         axes.set_xticks([r + 0.4 - width / 2 for r in range(len(rungs))], [charts.plain(rung) for rung in rungs],
                         rotation=30, ha="right", fontsize="small")
         axes.set(ylabel="rate / cuBLAS's rate at the same n", yscale="log",

@@ -325,8 +325,8 @@ def plots(pyplot, study, plot_dir):
     rows = [row for row in derived.get("rates") or [] if len(row["points"]) > 1]
     study_charts = []
     for limit in sorted({row["max_iterations"] for row in rows}):
-        series = {(row["impl"], row["mode"], row["precision"]): [(point["n"], point) for point in row["points"]]
-                  for row in rows if row["max_iterations"] == limit}
+        series = charts.row_series([row for row in rows if row["max_iterations"] == limit],
+                                   ("impl", "mode", "precision"))
         study_charts += charts.line_charts(
             plot_dir, ("mandelbrot_rate", limit), f"mandelbrot: pixels per second, at most {limit} "
             "iterations", series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series), ylabel="pixels/s",

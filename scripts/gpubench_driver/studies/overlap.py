@@ -129,12 +129,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _serial_mark(serial_s):
-    def mark(axes, keys):
-        axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per workload, host memory and n: each schedule's time over the chunk count, with
     the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
@@ -149,7 +143,8 @@ def plots(pyplot, study, plot_dir):
         study_charts += charts.line_charts(
             plot_dir, ("overlap", workload, memory, f"n{n}"),
             f"overlap: {workload}, {memory} host memory, n = {n}", series, ylabel="seconds per run (s)",
-            xlabel="chunks (pieces the data is copied and computed in)", mark=_serial_mark(mine[0]["serial_s"]))
+            xlabel="chunks (pieces the data is copied and computed in)",
+            mark=charts.lines_mark(charts.across(mine[0]["serial_s"], "serial (one chunk, one stream)")))
     return charts.draw(pyplot, study_charts)
 
 

@@ -221,7 +221,7 @@ def _pareto_plot(pyplot, path, rows):
         axes.annotate(charts.plain(f"{point['precision']}{impl} (n={point['n']})"),
                       (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
                       xytext=(6, 5 if index % 2 else -12), fontsize="small")
-    axes.axhline(1.0, color="black", linewidth=0.8)
+    charts.parity(axes)
     axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64 (no unit)",
              ylabel="speedup over cuBLAS FP32, same size (x)",
              title="precision: speed against accuracy (GPU resident, largest size of each precision)")

@@ -392,16 +392,6 @@ def sections(study, document):
 PRIMITIVE_ELEMENTS = "elements per call (n)"
 
 
-def _reference_mark(reference, target):
-    """mark(axes, keys): the device's memory bandwidth reduce is held against, and the target's share of it."""
-    def mark(axes, keys):
-        axes.axhline(reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
-                     label=charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60)))
-        axes.axhline(target * reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle=":",
-                     label=f"target: {target:.0%} of it")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per primitive: elements per second over n, a line per library and mode, with the
     crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
@@ -410,8 +400,7 @@ def plots(pyplot, study, plot_dir):
     rows = derived.get("curves") or []
     study_charts = []
     for primitive in dict.fromkeys(row["primitive"] for row in rows):
-        series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
-                  for row in rows if row["primitive"] == primitive}
+        series = charts.row_series([row for row in rows if row["primitive"] == primitive], ("library", "mode"))
         crossovers = [found for found in charts.timed(derived.get("crossovers") or [])
                       if found["primitive"] == primitive]
         study_charts += charts.line_charts(
@@ -420,14 +409,18 @@ def plots(pyplot, study, plot_dir):
             value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
             mark=charts.crossover_marks(crossovers, with_precision=False, axis="n"))
     found = derived.get("reduce_bandwidth") or {}
-    reduce = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
-              for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
+    reduce = charts.row_series([row for row in rows if row["primitive"] == "reduce"
+                                and row["mode"] != "transfer_pinned"], ("library", "mode"))
     if reduce and found.get("reference"):
+        reference, target = found["reference"], found["target"]  # the memory bandwidth reduce is held against
         study_charts += charts.line_charts(
-            plot_dir, ("primitives_reduce_bandwidth",),
-            "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
+            plot_dir, ("primitives_reduce_bandwidth",), "primitives reduce: effective bandwidth (bytes read per "
+            "second)", reduce, ylabel="GB/s (10^9 bytes per second)",
             value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
-            xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
+            xlabel=PRIMITIVE_ELEMENTS, mark=charts.lines_mark(
+                charts.across(reference["bytes_per_s"] / 1e9,
+                              charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60))),
+                charts.across(target * reference["bytes_per_s"] / 1e9, f"target: {target:.0%} of it", ":")))
     return charts.draw(pyplot, study_charts)
 
 

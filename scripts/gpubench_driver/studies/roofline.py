@@ -144,8 +144,7 @@ def plots(pyplot, study, plot_dir):
     study_charts = []
     for device, n in dict.fromkeys((row["device"], row["n"]) for row in rows):
         mine = [row for row in rows if (row["device"], row["n"]) == (device, n)]
-        series = {(row["impl"], row["precision"]): [(point["intensity"], point) for point in row["points"]]
-                  for row in mine}
+        series = charts.row_series(mine, ("impl", "precision"), "intensity")
         study_charts += charts.line_charts(
             plot_dir, ("roofline_sweep", device, f"n{n}"),
             f"roofline sweep, {device}: the FMA chain's rate against its intensity\n{n} elements per array",

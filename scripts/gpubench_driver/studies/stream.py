@@ -402,36 +402,27 @@ def sections(study, document):
 WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
 
 
-def _stream_marks(peak, l2_bytes):
-    """mark(axes, keys): the theoretical peak (a GPU line on the chart) and the GPU's L2 size."""
-    def mark(axes, keys):
-        if not any(key[1] != charts.HOST_MODE for key in keys):
-            return
-        if peak:
-            axes.axhline(peak["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
-                         label=f"theoretical peak {peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")
-        if l2_bytes:
-            axes.axvline(l2_bytes, color="black", alpha=0.6, linestyle=":",
-                         label=f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per operation: GB/s over the working set, a line per kernel, mode and precision, with the
     theoretical peak and the L2 size; split by precision, then mode, when over charts.MAX_SERIES (the CPU on
     each), e.g. stream_triad_fp64.png."""
     derived = study["derived"]
     rows = derived.get("curves") or []
+    peak, l2_bytes = derived.get("theoretical"), derived.get("l2_bytes")
+    # The theoretical peak and the GPU's L2 size, on a chart with a GPU line.
+    marks = charts.lines_mark(*([charts.across(peak["bytes_per_s"] / 1e9, f"theoretical peak "
+                                               f"{peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")] if peak else []),
+                              *([charts.across(l2_bytes, f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB", ":", True)]
+                                if l2_bytes else []), when=lambda keys: any(key[1] != charts.HOST_MODE for key in keys))
     study_charts = []
     for operation in dict.fromkeys(row["operation"] for row in rows):
-        series = {(row["kernel"], row["mode"], row["precision"]): [(point["working_set_bytes"], point)
-                                                                 for point in row["points"]]
-                  for row in rows if row["operation"] == operation}
+        series = charts.row_series([row for row in rows if row["operation"] == operation],
+                                   ("kernel", "mode", "precision"), "working_set_bytes")
         study_charts += charts.line_charts(
             plot_dir, ("stream", operation), f"stream {operation}: bandwidth against the working set",
             series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series),
             ylabel="GB/s (STREAM's bytes, 10^9 per second)", value=lambda point: point["bytes_per_s"] / 1e9,
-            xlabel=WORKING_SET, mark=_stream_marks(derived.get("theoretical"), derived.get("l2_bytes")))
+            xlabel=WORKING_SET, mark=marks)
     return charts.draw(pyplot, study_charts)
 
 

@@ -236,13 +236,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _link_mark(link):
-    def mark(axes, keys):
-        axes.axhline(link["bytes_per_s"] / GIB, color="black", alpha=0.6, linestyle="--",
-                     label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
-    return mark
-
-
 def _memory_family(memory):
     """'pageable' for the pageable memories (first touch, THP, zero page), 'page-locked' for the rest
     (pinned, registered, write-combined; device memory's d2d chart has one line, never split)."""
@@ -256,15 +249,16 @@ def plots(pyplot, study, plot_dir):
     derived = study["derived"]
     study_charts = []
     for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
-        series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
-                  for row in derived["curves"] if row["direction"] == direction}
+        series = charts.row_series([row for row in derived["curves"] if row["direction"] == direction],
+                                   ("impl", "mode"))
         link = derived.get("link") if direction in LINK_DIRECTIONS else None
         study_charts += charts.line_charts(
             plot_dir, ("transfer_bandwidth", direction),
             f"transfer {direction}: bandwidth against the size of one copy", series,
             (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
             value=lambda point: point["bytes_per_s"] / GIB, xlabel="bytes per copy (B)",
-            mark=_link_mark(link) if link else None)
+            mark=charts.lines_mark(charts.across(link["bytes_per_s"] / GIB, f"PCIe Gen{link['generation']} "
+                                                 f"x{link['width']}, theoretical per direction")) if link else None)
     return charts.draw(pyplot, study_charts)
 
 

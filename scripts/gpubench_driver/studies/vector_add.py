@@ -192,16 +192,11 @@ def sections(study, document):
 ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
 
 
-def _parity(axes, keys):
-    axes.axhline(1.0, color="black", linewidth=0.8)
-
-
 def plots(pyplot, study, plot_dir):
     """The time of every implementation and mode over n; the best CPU's time over the GPU's per GPU mode
     (the crossovers marked); the copies' time over the best CPU's whole time, per transfer mode."""
     derived = study["derived"]
-    series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
-              for row in derived.get("series") or []}
+    series = charts.row_series(derived.get("series") or [], ("impl", "mode"))
     rows = derived.get("comparison") or []
     speedups = {("best GPU", mode): [(row["n"], row["gpu"][mode]["speedup"]) for row in rows if mode in row["gpu"]]
                 for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
@@ -221,7 +216,7 @@ def plots(pyplot, study, plot_dir):
                                            "vector_add: the copies' time over the best CPU's whole time\n"
                                            "(transfer-inclusive time less the kernel's resident time)", copies,
                                            ylabel="copies / best CPU time (x; above 1: the copies cost more)",
-                                           xlabel=ELEMENTS, mark=_parity)
+                                           xlabel=ELEMENTS, mark=charts.parity)
     return charts.draw(pyplot, study_charts)
 
 
