@@ -12,8 +12,8 @@ Entry axes in this study: impl = collective, mode = placement, n = log2 of the m
 (message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
 as nccl-tests does."""
 from gpubench_driver.lib import charts
-from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.document import paragraph, section, table
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import compared, failures_section, reference_section, time_ratio_cell
@@ -36,10 +36,8 @@ def _point(entry):
 def curves(entries):
     """One row per (collective, placement): its points in size order, its smallest message's latency
     and its largest message's bandwidths."""
-    found = {}
-    for entry in ok_entries(entries):
-        if entry.get("message_bytes") and entry.get("ranks") and entry.get("bus_factor") is not None:
-            found.setdefault((entry["impl"], entry["mode"]), []).append(_point(entry))
+    found = group_by((entry for entry in ok_entries(entries) if entry.get("message_bytes") and entry.get("ranks")
+                      and entry.get("bus_factor") is not None), lambda entry: (entry["impl"], entry["mode"]), _point)
     rows = []
     for (collective, placement), points in sorted(found.items()):
         points.sort(key=lambda point: point["message_bytes"])

@@ -17,7 +17,8 @@ import textwrap
 from gpubench_driver.lib import charts, formatting
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import gpu_entries, gpu_modes, grouped_failures, median_record, median_s, ok_entries
+from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, median_record, median_s,
+                                          ok_entries)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section
@@ -109,18 +110,13 @@ def contracted_ids(implementations):
 
 def configurations(entries, contracted=frozenset()):
     """One row per configuration measured, in size, limit and precision order."""
-    groups = {}
-    for entry in ok_entries(entries):
-        groups.setdefault(_configuration(entry), []).append(entry)
-    return [_configuration_row(members, contracted) for _, members in sorted(groups.items())]
+    return [_configuration_row(members, contracted)
+            for _, members in sorted(group_by(ok_entries(entries), _configuration).items())]
 
 
 def rates(entries):
     """Per implementation, mode, precision and iteration limit: pixels and iterations per second over n (rows)."""
-    found = {}
-    for entry in ok_entries(entries):
-        found.setdefault((entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["batch"]),
-                         []).append(entry)
+    found = group_by(ok_entries(entries), lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["batch"]))
     return [{"impl": impl, "device": device, "mode": mode, "precision": precision, "max_iterations": limit,
              "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": median_interval(e["time_s"]).record(),
                          "pixels_per_s": _per_second(_pixels(e), e),

@@ -10,7 +10,7 @@ completely). Each comparison of two times says whether they differ beyond noise 
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, median_s, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, median_s, ok_entries
 from gpubench_driver.lib.formatting import md, percent, seconds
 from gpubench_driver.lib.registry import Study, no_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -65,9 +65,7 @@ def best_rows(rows):
     """Per workload, memory and n: the fastest pipelined configuration, and in `ties` the others of
     its group it does not beat beyond noise (their intervals overlap, or one has none), fastest
     first: the best is a winner only when `ties` is empty."""
-    groups = {}
-    for row in rows:
-        groups.setdefault((row["workload"], row["memory"], row["n"]), []).append(row)
+    groups = group_by(rows, lambda row: (row["workload"], row["memory"], row["n"]))
     best = []
     for key in sorted(groups):
         fastest, *others = sorted(groups[key], key=lambda row: row["median_s"])

@@ -13,7 +13,7 @@ import textwrap
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, grouped_failures,
+from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, group_by, grouped_failures,
                                           memory_traffic, ok_entries, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
@@ -58,10 +58,7 @@ def _point(entry):
 
 def curves(entries):
     """One row per (primitive, library, device, mode): its points in size order."""
-    found = {}
-    for entry in ok_entries(entries):
-        key = (entry["impl"], entry["precision"], entry["device"], entry["mode"])
-        found.setdefault(key, []).append(_point(entry))
+    found = group_by(ok_entries(entries), lambda e: (e["impl"], e["precision"], e["device"], e["mode"]), _point)
     order = {name: index for index, name in enumerate(PRIMITIVES + GPU_LIBRARIES + CPU_LIBRARIES)}
     rows = [{"primitive": primitive, "library": library, "device": device, "mode": mode,
              "points": sorted(points, key=lambda point: point["n"])}
@@ -235,11 +232,10 @@ def _libraries(study):
     items = [f"{md(library.get('id'))} ({md(library.get('device'))}): {md(library.get('description'))}"
              + ("" if library.get("available") else f" **Not run here: {md(library.get('reason'))}**")
              for library in study.get("libraries") or [] if isinstance(library, dict)]
-    caps = {}
-    for impl in study.get("implementations") or []:
-        if isinstance(impl, dict) and impl.get("max_size"):
-            key = (str(impl.get("library")), str(impl.get("max_size")), str(impl.get("cap_reason")))
-            caps.setdefault(key, []).append(str(impl.get("primitive")))
+    caps = group_by((impl for impl in study.get("implementations") or [] if isinstance(impl, dict)
+                     and impl.get("max_size")), lambda impl: (str(impl.get("library")), str(impl.get("max_size")),
+                                                              str(impl.get("cap_reason"))),
+                    lambda impl: str(impl.get("primitive")))
     items += [f"cap: {md(library)} runs {md(', '.join(primitives))} up to n = {md(size)} ({md(reason)})"
               for (library, size, reason), primitives in caps.items()]
     return items

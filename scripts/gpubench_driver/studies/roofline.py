@@ -9,7 +9,7 @@ memory_written_bytes: x read and y written once per call); rates are the entries
 over the median time."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, memory_traffic, ok_entries
 from gpubench_driver.lib.formatting import md, percent, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
@@ -29,13 +29,9 @@ def _point(entry):
 
 def series(entries):
     """One row per (implementation, device, mode, precision, n): its points in order of k."""
-    found = {}
-    for entry in ok_entries(entries):
-        flop = finite(entry.get("flop"))
-        if not entry.get("batch") or memory_traffic(entry) is None or not flop or flop <= 0:
-            continue
-        key = (entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["n"])
-        found.setdefault(key, []).append(_point(entry))
+    found = group_by((entry for entry in ok_entries(entries) if entry.get("batch") and memory_traffic(entry) is not None
+                      and (finite(entry.get("flop")) or 0) > 0),
+                     lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["n"]), _point)
     rows = []
     for (impl, device, mode, precision, n), points in sorted(found.items()):
         points.sort(key=lambda point: point["fma_per_element"])

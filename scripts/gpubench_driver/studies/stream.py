@@ -14,8 +14,8 @@ import math
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
-from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
-                                          positive)
+from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, grouped_failures, levels, memory_traffic,
+                                          ok_entries, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -114,11 +114,8 @@ def device_memory(rows, l2_bytes, peak):
     HBM point of all, the device's measured memory bandwidth; with fractions of the theoretical peak."""
     resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
     beyond = (lambda point: point["working_set_bytes"] >= BEYOND_CACHE * l2_bytes) if l2_bytes else None
-    groups = {}
-    for row in resident:
-        groups.setdefault((row["operation"], row["kernel"]), []).append(row)
     per_kernel = []
-    for (operation, kernel), mine in groups.items():
+    for (operation, kernel), mine in group_by(resident, lambda row: (row["operation"], row["kernel"])).items():
         hbm = _best(mine, beyond) if beyond else None
         l2 = _best(mine, lambda point: point["working_set_bytes"] <= l2_bytes) if l2_bytes else None
         share = hbm["bytes_per_s"] / peak["bytes_per_s"] if hbm and peak else None
@@ -146,10 +143,7 @@ def host_memory(rows, host):
     cpu = [row for row in rows if row["device"] == "cpu"]
     capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
-    by_operation = {}
-    for row in cpu:
-        by_operation.setdefault(row["operation"], []).append(row)
-    for operation, mine in by_operation.items():
+    for operation, mine in group_by(cpu, lambda row: row["operation"]).items():
         past = _best(mine, _beyond(capacity, mine)) if capacity else None
         dram = past or _best(mine, _beyond(None, mine))
         per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
@@ -175,10 +169,8 @@ def cache_edges(rows, l2_bytes, host):
                   "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
                           "L2 (all threads)": (positive(host.get("l2_bytes")) or 0) * threads,
                           "L3": positive(host.get("l3_bytes"))}}
-    groups = {}
-    for row in rows:
-        if row["mode"] in (RESIDENT, HOST):
-            groups.setdefault((row["device"], row["operation"], row["precision"]), []).append(row)
+    groups = group_by((row for row in rows if row["mode"] in (RESIDENT, HOST)),
+                      lambda row: (row["device"], row["operation"], row["precision"]))
     found = []
     for (device, operation, precision), mine in sorted(groups.items()):
         curve_levels, edges = levels(envelope(mine))

@@ -15,7 +15,7 @@ from gpubench_driver.lib import charts, stats
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
-from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
@@ -37,15 +37,10 @@ def bandwidth(entry):
 
 def _curves(entries):
     """{(engine, memory, direction, device): [points in size order]} of the ok entries that move bytes."""
-    curves = {}
-    for entry in ok_entries(entries):
-        rate = bandwidth(entry)
-        if rate is None:
-            continue
-        key = (entry["impl"], entry["mode"], entry["precision"], entry["device"])
-        curves.setdefault(key, []).append({"n": entry["n"], "median_s": entry["time_s"]["median"],
-                                           "bytes_per_s": rate,
-                                           "interval_s": median_interval(entry["time_s"]).record()})
+    curves = group_by((entry for entry in ok_entries(entries) if bandwidth(entry) is not None),
+                      lambda entry: (entry["impl"], entry["mode"], entry["precision"], entry["device"]),
+                      lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
+                                     "bytes_per_s": bandwidth(entry), "interval_s": median_interval(entry["time_s"]).record()})
     for points in curves.values():
         points.sort(key=lambda point: point["n"])
     return curves

@@ -14,7 +14,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
-                                          grouped_failures, median_record, median_s, ok_entries)
+                                          group_by, grouped_failures, median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
 from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
@@ -35,9 +35,7 @@ def _point(entry):
 
 def series(entries):
     """Per implementation and mode, its points in size order."""
-    found = {}
-    for entry in ok_entries(entries):
-        found.setdefault((entry["impl"], entry["device"], entry["mode"]), []).append(entry)
+    found = group_by(ok_entries(entries), lambda entry: (entry["impl"], entry["device"], entry["mode"]))
     return [{"impl": impl, "device": device, "mode": mode,
              "points": [_point(entry) for entry in sorted(members, key=lambda entry: entry["n"])]}
             for (impl, device, mode), members in sorted(found.items(), key=lambda item: (item[0][1], item[0]))]
