@@ -49,6 +49,14 @@ def crossover_cells(found, axis="n"):
             md(found.get("gpu_impl")), how]
 
 
+def table_section(title, header, rows, cells, *after, empty=None):
+    """A section of a table, a row of cells(row) per row, and the blocks after it; without rows the
+    sentence empty, or no section where there is none."""
+    if not rows:
+        return section(title, [paragraph(empty)]) if empty else []
+    return section(title, [table(header, map(cells, rows)), *after])
+
+
 def best_rates_section(derived, axes=("impl", "mode"), title="Best rates"):
     rows = [[md(row[axis]) for axis in axes] + [rate(row["flop_per_s"]), str(row["n"])]
             for row in derived.get("best_rates", [])]

@@ -21,7 +21,7 @@ from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grou
                                           ok_entries)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
-from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import median_interval
 
 # The guide's published configuration and figures (the issue that asked for this study).
@@ -195,21 +195,18 @@ def _cpu_cell(row, cores):
 
 
 def _configurations(derived):
-    rows = derived.get("configurations") or []
-    title = "Mandelbrot: CPU against GPU"
-    if not rows:
-        return section(title, [paragraph("No configuration was measured.")])
-    body = [[_image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
-             f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a",
-             _cpu_cell(row, ONE_CORE), _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)]
-            for row in rows]
-    return section(title, [table(["image", "iterations per pixel", "warp divergence", "CPU, one core",
-                                  "CPU, all cores", "GPU, kernel alone", "GPU, with the copy back"], body), paragraph(
+    return table_section("Mandelbrot: CPU against GPU", [
+        "image", "iterations per pixel", "warp divergence", "CPU, one core", "CPU, all cores", "GPU, kernel alone",
+        "GPU, with the copy back"], derived.get("configurations") or [], lambda row: [
+            _image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
+            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _cpu_cell(row, ONE_CORE),
+            _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
         "Median times of one image; beside each GPU time the CPU's time over it. Iterations per pixel: what the "
         "formula ran over the image (`escape_iterations`) per pixel. Warp divergence: over the kernel's warps (two "
         "rows of 16 pixels), the sum of the longest lane's iterations over the sum of the mean lane's: 1 when every "
         "lane of a warp runs as long as the others; a warp runs as long as its longest lane. The GPU kernel alone is "
-        "its device time; with the copy back, one call on the host clock until the image is in host memory.")])
+        "its device time; with the copy back, one call on the host clock until the image is in host memory."),
+        empty="No configuration was measured.")
 
 
 def _rounding(derived):

@@ -9,11 +9,11 @@ ideal time / pipelined time (1 when the pipeline hides the shorter of copying an
 completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.lib import charts
-from gpubench_driver.lib.document import paragraph, section, table
+from gpubench_driver.lib.document import paragraph
 from gpubench_driver.lib.findings import group_by, grouped_failures, median_s, ok_entries
 from gpubench_driver.lib.formatting import md, percent, seconds
 from gpubench_driver.lib.registry import Study, no_rates
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import Interval, beyond_spread, median_interval, medians_differ
 
 SERIAL = "serial"
@@ -109,17 +109,13 @@ def _row(row):
 
 
 def _best_pipelines(derived):
-    rows = derived.get("best") or []
-    title = "Overlap: copies hidden behind compute"
-    if not rows:
-        return section(title, [paragraph("No pipeline was measured.")])
-    return section(title, [table(HEADER, map(_row, rows)), paragraph(
+    return table_section("Overlap: copies hidden behind compute", HEADER, derived.get("best") or [], _row, paragraph(
         "Ideal: the larger of the copy-only and the compute-only time at the same chunk count (the pipeline cannot "
         "beat it); fraction of the ideal = ideal / pipelined time. Ties within noise: the other configurations whose "
         "interval of the median time overlaps the best's (or which have none); the best is the winner only where "
         "there are none. \"Within noise\": the saving, or the pipeline's distance from the ideal, is inside the two "
         "runs' intervals; \"no interval\": one of them has none (one sample). Every configuration is in results.json "
-        "and the plots.")])
+        "and the plots."), empty="No pipeline was measured.")
 
 
 def sections(study, document):

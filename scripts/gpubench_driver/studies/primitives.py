@@ -15,9 +15,9 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, group_by, grouped_failures,
                                           memory_traffic, ok_entries, positive)
-from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study, size_rates
-from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
@@ -296,20 +296,16 @@ def _difference_cell(seconds_value, beyond_noise):
 
 
 def _storage(derived):
-    rows = [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT]
-    if not rows:
-        return []
-    body = [[md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
-                                                     for name in ("thrust", "thrust_cached", "cub")),
-             _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
-             _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
-             + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
-             ratio(row["thrust_over_cub"]), _request_cell(row),
-             "n/a" if row["cached_device_allocations"] is None else f"{row['cached_device_allocations']:.0f}"]
-            for row in rows]
-    return section("Primitives: what Thrust's temporary storage and synchronisation cost", [table(
-        ["primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
-         "temporary storage a call asks for", "cudaMalloc a call, cached"], body), paragraph(
+    return table_section("Primitives: what Thrust's temporary storage and synchronisation cost", [
+        "primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
+        "temporary storage a call asks for", "cudaMalloc a call, cached"],
+        [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT], lambda row: [
+            md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
+                                                   for name in ("thrust", "thrust_cached", "cub")),
+            _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
+            _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
+            + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
+            ratio(row["thrust_over_cub"]), _request_cell(row), whole(row["cached_device_allocations"])], paragraph(
         "Resident, median times. thrust: thrust::device, whose calls take their temporary storage from cudaMalloc "
         "and give it back with cudaFree, which waits for the whole device; thrust_cached: the same calls through a "
         "caching allocator; cub: CUB's device API, its storage allocated once, nothing waited for. Allocation: "
@@ -318,7 +314,7 @@ def _storage(derived):
         "no cached entry (transform, which takes no temporary storage) thrust less cub. \"within noise\": the two "
         "times' intervals overlap. The storage a call asks for is what the cache was asked in one call; thrust asks "
         "the same of cudaMalloc every time, and the cache gets it from cudaMalloc only in the first call (its count "
-        "in a later call is the last column).")])
+        "in a later call is the last column)."))
 
 
 def _reduce_cost_item(row, costs):

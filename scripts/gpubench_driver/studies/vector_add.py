@@ -17,7 +17,7 @@ from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers,
                                           group_by, grouped_failures, median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
-from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import median_interval, medians_differ
 
 RESIDENT = "resident"
@@ -173,11 +173,8 @@ def _finding(derived):
 
 
 def _crossovers(derived):
-    rows = derived.get("crossovers") or []
-    if not rows:
-        return []
-    body = [[md(row["mode"])] + crossover_cells(row) for row in rows]
-    return section("Vector add: crossovers", [table(["GPU mode"] + crossover_header(), body)])
+    return table_section("Vector add: crossovers", ["GPU mode"] + crossover_header(), derived.get("crossovers") or [],
+                         lambda row: [md(row["mode"])] + crossover_cells(row))
 
 
 def sections(study, document):
