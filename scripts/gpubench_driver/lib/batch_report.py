@@ -9,7 +9,7 @@ from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, rate, ratio, seconds
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, compared, crossover_cells, crossover_header,
-                                          failures_section, reference_section, target_lines)
+                                          failures_section, reference_section, table_section, target_lines)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -101,20 +101,18 @@ def _saturation_cell(row):
 
 def _throughput(study, spec):
     derived = study["derived"]
-    rows, axes = derived.get("throughput") or [], _axes(derived)
-    title = f"{spec.title}: throughput and saturation"
-    if not rows:
-        return section(title, [paragraph("No entry was measured.")])
-    best = f"best_{rate_key(spec)}"
-    header = [md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"]
-    body = [[str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
-             rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
-    return section(title, [table(header, body), paragraph(
+    axes, best = _axes(derived), f"best_{rate_key(spec)}"
+    return table_section(f"{spec.title}: throughput and saturation", [
+        md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"],
+        derived.get("throughput") or [], lambda row: [
+            str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
+            rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)], paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
         f"{SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
         f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
         f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
-        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
+        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured."),
+        empty="No entry was measured.")
 
 
 def _epoch_times(study, spec):

@@ -18,7 +18,7 @@ from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, groupe
                                           ok_entries, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import MemoryRoof, Study, traffic_rates
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
@@ -313,22 +313,17 @@ def _device_memory(derived):
 
 
 def _host_memory(derived):
-    rows = [row for row in derived.get("host_memory") or [] if row["dram"]]
-    if not rows:
-        return []
+    rows = [row["dram"] for row in derived.get("host_memory") or [] if row["dram"]]  # each names its operation
     caches = derived.get("host_caches") or {}
-    body = [[md(row["operation"]), gb_per_s(row["dram"]["bytes_per_s"]), md(row["dram"]["precision"]),
-             byte_size(row["dram"]["working_set_bytes"])
-             + ("" if row["dram"]["past_caches"] else " (not past the caches)")]
-            for row in rows]
-    return section("Stream: host memory", [
-        table(["operation", "fastest", "precision", "working set"], body),
+    return table_section("Stream: host memory", ["operation", "fastest", "precision", "working set"], rows, lambda row: [
+        md(row["operation"]), gb_per_s(row["bytes_per_s"]), md(row["precision"]),
+        byte_size(row["working_set_bytes"]) + ("" if row["past_caches"] else " (not past the caches)")],
         paragraph(f"OpenMP loops on {md(caches.get('threads'))} threads, each on the pages it first wrote, past "
-                  f"{derived['beyond_cache']} x the largest cache glibc reports (L1d "
+                  f"{derived.get('beyond_cache')} x the largest cache glibc reports (L1d "
                   f"{byte_size(caches.get('l1d_bytes'))}, L2 {byte_size(caches.get('l2_bytes'))} per core, L3 "
                   f"{byte_size(caches.get('l3_bytes'))}): the "
                   "host's DRAM bandwidth. Where no size measured lies that far past them (or their size is "
-                  "unknown), the largest size measured, marked: part of its arrays may still come from a cache.")])
+                  "unknown), the largest size measured, marked: part of its arrays may still come from a cache."))
 
 
 def _levels_text(found):
@@ -344,19 +339,17 @@ def _edges_text(edges):
 
 
 def _cache_edges(derived):
-    rows = derived.get("cache_edges") or []
-    if not rows:
-        return []
-    body = [[md(row["device"]), md(row["operation"]), md(row["precision"]), _levels_text(row["levels"]),
-             _edges_text(row["edges"])] for row in rows]
-    return section("Stream: where each cache level ends", [
-        table(["device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"], body),
+    drop = percent(derived.get("level_drop"), 0)
+    return table_section("Stream: where each cache level ends", [
+        "device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"],
+        derived.get("cache_edges") or [], lambda row: [md(row["device"]), md(row["operation"]), md(row["precision"]),
+                                                       _levels_text(row["levels"]), _edges_text(row["edges"])],
         paragraph(f"The fastest kernel at each working set (GPU: resident; CPU: OpenMP), from the first point within "
-                  f"{percent(derived['level_drop'], 0)} of its fastest on (smaller working sets are bound by "
+                  f"{drop} of its fastest on (smaller working sets are bound by "
                   f"launching the kernel or waking the threads, not by memory): a level ends where the rate falls "
-                  f"below {percent(derived['level_drop'], 0)} of the level's fastest, between the two sizes measured "
+                  f"below {drop} of the level's fastest, between the two sizes measured "
                   "either side. An edge within a factor of 2 of a cache's capacity is named after it (the CPU's L1d "
-                  "and L2 times its threads).")])
+                  "and L2 times its threads)."))
 
 
 def _kernels_and_copies(derived):
