@@ -16,7 +16,7 @@ from gpubench_driver.lib.document import paragraph, section, table
 from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import Comparison, Run, Study, csv
-from gpubench_driver.lib.sections import compared, failures_section, reference_section, time_ratio_cell
+from gpubench_driver.lib.sections import compared, failures_section, reference_section, table_section, time_ratio_cell
 from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
@@ -88,24 +88,18 @@ FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size:
 
 
 def _curves(derived):
-    rows = derived.get("curves") or []
-    title = "Collectives: bandwidth of each collective (NCCL)"
-    if not rows:
-        return section(title, [paragraph("No collective was measured.")])
-    body = [[md(row["impl"]), md(row["mode"]), str(row["ranks"]),
-             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
-             gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)] for row in rows]
-    blocks = [table(["collective", "placement", "ranks", "latency (smallest message)", "largest message",
-                     "algorithm bandwidth", "bus bandwidth"], body), paragraph(FORMULAS)]
-    if derived.get("one_rank_note"):
-        blocks.append(paragraph(f"Bus bandwidth n/a: {md(derived['one_rank_note'])}."))
-    largest = derived.get("largest_all_reduce")
-    if largest:
-        blocks.append(paragraph(
+    largest, note = derived.get("largest_all_reduce"), derived.get("one_rank_note")
+    return table_section("Collectives: bandwidth of each collective (NCCL)", [
+        "collective", "placement", "ranks", "latency (smallest message)", "largest message", "algorithm bandwidth",
+        "bus bandwidth"], derived.get("curves") or [], lambda row: [
+            md(row["impl"]), md(row["mode"]), str(row["ranks"]), f"{seconds(row['smallest_latency_s'])} "
+            f"({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
+            gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)],
+        paragraph(FORMULAS), *([paragraph(f"Bus bandwidth n/a: {md(note)}.")] if note else []), *([paragraph(
             f"All-reduce (out of place) at its largest message, {byte_size(largest['message_bytes'])} on "
             f"{largest['ranks']} ranks: bus bandwidth {gb_per_s(largest['bus_bytes_per_s'], 2)}, algorithm bandwidth "
-            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}."))
-    return section(title, blocks)
+            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}.")] if largest else []),
+        empty="No collective was measured.")
 
 
 def _references(study, document):
