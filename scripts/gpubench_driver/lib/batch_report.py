@@ -8,8 +8,8 @@ from gpubench_driver.lib.batch_study import SATURATION_GAIN, derive, rate_key, s
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.formatting import byte_size, md, rate, ratio, seconds
 from gpubench_driver.lib.registry import Study
-from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, crossover_cells, crossover_header,
-                                          failures_section, references_not_run, run_notes)
+from gpubench_driver.lib.sections import (AXIS_TITLES, STEADY_STATE, compared, crossover_cells, crossover_header,
+                                          failures_section, reference_section, table_section, target_lines)
 
 NO_VALUE = "–"  # a series that did not measure a batch
 
@@ -101,20 +101,18 @@ def _saturation_cell(row):
 
 def _throughput(study, spec):
     derived = study["derived"]
-    rows, axes = derived.get("throughput") or [], _axes(derived)
-    title = f"{spec.title}: throughput and saturation"
-    if not rows:
-        return section(title, [paragraph("No entry was measured.")])
-    best = f"best_{rate_key(spec)}"
-    header = [md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"]
-    body = [[str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
-             rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)] for row in rows]
-    return section(title, [table(header, body), paragraph(
+    axes, best = _axes(derived), f"best_{rate_key(spec)}"
+    return table_section(f"{spec.title}: throughput and saturation", [
+        md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"],
+        derived.get("throughput") or [], lambda row: [
+            str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
+            rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)], paragraph(
         f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
         f"{SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
         f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
         f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
-        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured.")])
+        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured."),
+        empty="No entry was measured.")
 
 
 def _epoch_times(study, spec):
@@ -230,31 +228,24 @@ def _comparison_table(rows):
     return table(["n", "batch", *(f"{md(study)} {md(precision)}" for study, precision in columns)], body)
 
 
+def _result_item(key, result):
+    return f"{md(key)}: {md(result.get('library'))} {md(result.get('version'))} on {md(result.get('device'))}"
+
+
 def _references(runs, study, spec, document):
     if not runs:
         return []
-    title = f"{spec.title}: PyTorch reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    items = []
-    for key in runs:
-        run = references.get(key) or {"note": "not run"}
-        items += run_notes(key, run)
-        items += dict.fromkeys(f"{md(key)}: {md(result.get('library'))} {md(result.get('version'))} on "
-                               f"{md(result.get('device'))}" for result in run.get("results") or [])
+
+    def shown(rows):
+        first = rows[0]
+        return [_comparison_table(rows), paragraph(
+            f"Time ratio: study median time / {md(first['reference'])} median time at the same "
+            + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
+            + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure "
+              "are left out. " + STEADY_STATE, *target_lines(rows))]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [bullets(items),
-                               paragraph("No point was measured by both the study and the reference.")])
-    first = rows[0]
-    return section(title, [bullets(items), _comparison_table(rows), paragraph(
-        f"Time ratio: study median time / {md(first['reference'])} median time at the same "
-        + ("n, batch, dtype and layout" if first["reference_layout"] else "n, batch and dtype")
-        + "; below 1 the study is faster (in parentheses: study vs reference). Points the study did not measure are "
-          "left out. " + STEADY_STATE,
-        *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
-            row["target"] for row in rows if row["target"])))])
+    return reference_section(f"{spec.title}: PyTorch reference", document, runs, lambda items: compared(
+        items, rows, "No point was measured by both the study and the reference.", shown), _result_item)
 
 
 def sections(spec, references, study, document):
@@ -280,8 +271,7 @@ def plots(name, spec, pyplot, study, plot_dir):
     key = rate_key(spec)
     study_charts = []
     for n in sorted({row["n"] for row in rows}):
-        series = {tuple(row[field] for field in fields): [(point["batch"], point) for point in row["points"]]
-                  for row in rows if row["n"] == n}
+        series = charts.row_series([row for row in rows if row["n"] == n], fields, "batch")
         study_charts += charts.line_charts(
             plot_dir, (name, "throughput", f"n{n}"),
             f"{spec.title}: {spec.unit} per second\n{size_text(spec, study.get('layers'), n)}",

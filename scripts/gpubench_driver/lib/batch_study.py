@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, grouped_failures, median_s, ok_entries,
-                                          set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, group_by, grouped_failures, median_s,
+                                          ok_entries, set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -261,9 +261,7 @@ def loop_ratio_table(found, study):
 
 def device_memory_series(rows):
     """Per series of device_memory rows (in their order): its rows at the smallest and largest batch."""
-    series = {}
-    for row in rows:  # in batch order within a series
-        series.setdefault((row["n"], row["impl"], row["mode"], row.get("precision")), []).append(row)
+    series = group_by(rows, lambda row: (row["n"], row["impl"], row["mode"], row.get("precision")))  # batch order
     return [{"n": n, "impl": impl, "mode": mode, "precision": precision, "smallest": found[0], "largest": found[-1]}
             for (n, impl, mode, precision), found in series.items()]
 

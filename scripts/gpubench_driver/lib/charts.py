@@ -105,6 +105,11 @@ def cpu_keys(series):
     return [key for key in series if key[1] == HOST_MODE]
 
 
+def row_series(rows, fields, x="n"):
+    """{(the row's fields): [(point[x], point), ...]} of findings rows that hold their curve's points."""
+    return {tuple(row[field] for field in fields): [(point[x], point) for point in row["points"]] for row in rows}
+
+
 # --- how the series look --------------------------------------------------------------------------
 LEGEND_ROWS = 20  # more lines than this: the legend takes two columns
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
@@ -214,6 +219,26 @@ def crossover_marks(crossovers, with_precision, axis="batch"):
     return mark
 
 
+def across(value, label, linestyle="--", vertical=False):
+    """A black line across a chart at value (a y, or an x where vertical), named in the legend: the rate a
+    chart's lines are read against (a link's, a memory's), for lines_mark."""
+    return lambda axes: (axes.axvline if vertical else axes.axhline)(value, color="black", alpha=0.6,
+                                                                      linestyle=linestyle, label=label)
+
+
+def lines_mark(*lines, when=lambda keys: True):
+    """mark(axes, keys): the lines (across) on each chart whose series' keys `when` accepts."""
+    def mark(axes, keys):
+        for line in lines if when(keys) else ():
+            line(axes)
+    return mark
+
+
+def parity(axes, keys=()):
+    """A mark: the line at 1 of a chart of ratios (as fast as what it is over)."""
+    axes.axhline(1.0, color="black", linewidth=0.8)
+
+
 def timed(crossovers):
     return [found for found in crossovers if found.get("measure", "time") == "time"]
 
@@ -226,6 +251,6 @@ def parity_and_crossovers(crossovers):
     marks = crossover_marks(crossovers, with_precision=False, axis="n")
 
     def mark(axes, keys):
-        axes.axhline(1.0, color="black", linewidth=0.8)  # as fast as the CPU
+        parity(axes)  # as fast as the CPU
         marks(axes, keys)
     return mark

@@ -85,6 +85,14 @@ def best_by_size(entries, axis="n", measure="time"):
     return best
 
 
+def group_by(items, key, value=lambda item: item):
+    """{key(item): [value(item), ...]}, the keys and each group's members in the items' order."""
+    groups = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(value(item))
+    return groups
+
+
 def cpu_entries(entries):
     return [e for e in ok_entries(entries) if e.get("device") == "cpu"]
 
@@ -328,9 +336,8 @@ def failure_text(entry):
 
 def _sizes_and_batches(points):
     """{(n, batch)} -> [{"n", "batches"}] in size order, batches [] where the entries have no batch."""
-    batches = {}
-    for n, batch in sorted(points, key=lambda point: (point[0] or 0, point[1] or 0)):
-        batches.setdefault(n, []).append(batch)
+    batches = group_by(sorted(points, key=lambda point: (point[0] or 0, point[1] or 0)), lambda point: point[0],
+                       lambda point: point[1])
     return [{"n": n, "batches": found if found[0] is not None else []} for n, found in batches.items()]
 
 

@@ -49,6 +49,14 @@ def crossover_cells(found, axis="n"):
             md(found.get("gpu_impl")), how]
 
 
+def table_section(title, header, rows, cells, *after, empty=None):
+    """A section of a table, a row of cells(row) per row, and the blocks after it; without rows the
+    sentence empty, or no section where there is none."""
+    if not rows:
+        return section(title, [paragraph(empty)]) if empty else []
+    return section(title, [table(header, map(cells, rows)), *after])
+
+
 def best_rates_section(derived, axes=("impl", "mode"), title="Best rates"):
     rows = [[md(row[axis]) for axis in axes] + [rate(row["flop_per_s"]), str(row["n"])]
             for row in derived.get("best_rates", [])]
@@ -111,3 +119,34 @@ def references_not_run(document):
 def run_notes(name, run):
     """A reference run's note (skipped, failed) and its per-dtype notes, one list item each."""
     return [f"{md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
+
+
+def reference_section(title, document, runs, blocks, result_item=None, only_timed=False):
+    """A study's section on its reference runs (runs: their keys): why the run timed none, else the blocks
+    that blocks(items) makes (none: no section) of items, each run's notes and result_item(key, result) of
+    its results, once each. A run the document lacks is 'not run' (left out with only_timed)."""
+    references = document.get("references")
+    if references is None:
+        return section(title, [paragraph(references_not_run(document))])
+    timed = ([(key, run) for key, run in references.items() if key in runs] if only_timed
+             else [(key, references.get(key) or {"note": "not run"}) for key in runs])
+    items = []
+    for key, run in timed:
+        items += run_notes(key, run)
+        items += dict.fromkeys(result_item(key, result) for result in run.get("results") or []) if result_item else []
+    found = blocks(items)
+    return section(title, found) if found else []
+
+
+def compared(items, rows, none_measured, shown):
+    """The run notes (items) and shown(rows), the blocks of the comparison rows, where any has a time
+    ratio; else the sentence none_measured."""
+    if not any(row["time_ratio"] is not None for row in rows):
+        return [bullets(items), paragraph(none_measured)]
+    return [bullets(items), *shown(rows)]
+
+
+def target_lines(rows):
+    """One line per distinct target the comparison rows are held to."""
+    return [f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(row["target"] for row in rows
+                                                                                       if row["target"])]

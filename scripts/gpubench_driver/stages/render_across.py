@@ -6,6 +6,7 @@ import os
 from gpubench_driver import studies
 from gpubench_driver.lib.document import Beside, Figures, bullets, figure_of, paragraph, section, table
 from gpubench_driver.lib.formatting import joules, md, percent, rate, ratio, seconds, whole
+from gpubench_driver.lib.sections import table_section
 
 CLOCK_LIMITED_LINES = 25
 ROOFLINE_KEY = "roofline"  # the roofline chart's key among the report's plots by study
@@ -150,19 +151,16 @@ def _energy_gemm(findings):
 
 
 def _energy_calls(findings):
-    rows = findings["energy_per_call"]
-    if not rows:
-        return []
-    body = [[md(row["study"]), md(row["impl"]), md(row["mode"]), md(row["precision"]), md(row["n"]), md(row["batch"]),
-             _joules_within(row), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
-             _watts(row.get("call_power_w"))] for row in rows]
-    return section("Across the studies: energy per call (NVML)", [
-        table(["study", "impl", "mode", "precision", "n", "batch", "energy per call", "per item of the batch",
-               "GFLOP per joule", "power"], body),
+    return table_section("Across the studies: energy per call (NVML)", [
+        "study", "impl", "mode", "precision", "n", "batch", "energy per call", "per item of the batch",
+        "GFLOP per joule", "power"], findings["energy_per_call"], lambda row: [
+            md(row["study"]), md(row["impl"]), md(row["mode"]), md(row["precision"]), md(row["n"]), md(row["batch"]),
+            _joules_within(row), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
+            _watts(row.get("call_power_w"))],
         paragraph("One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
                   "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
                   "largest n and batch; measured as above. Every entry's energy: `energy_j_per_op` in "
-                  "results.json.")])
+                  "results.json."))
 
 
 def _measurement(findings):

@@ -13,11 +13,11 @@ Entry axes in this study: impl = collective, mode = placement, n = log2 of the m
 as nccl-tests does."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
-from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.document import paragraph, section, table
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, Run, Study, csv
-from gpubench_driver.lib.sections import failures_section, references_not_run, run_notes, time_ratio_cell
+from gpubench_driver.lib.sections import compared, failures_section, reference_section, table_section, time_ratio_cell
 from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
@@ -37,10 +37,8 @@ def _point(entry):
 def curves(entries):
     """One row per (collective, placement): its points in size order, its smallest message's latency
     and its largest message's bandwidths."""
-    found = {}
-    for entry in ok_entries(entries):
-        if entry.get("message_bytes") and entry.get("ranks") and entry.get("bus_factor") is not None:
-            found.setdefault((entry["impl"], entry["mode"]), []).append(_point(entry))
+    found = group_by((entry for entry in ok_entries(entries) if entry.get("message_bytes") and entry.get("ranks")
+                      and entry.get("bus_factor") is not None), lambda entry: (entry["impl"], entry["mode"]), _point)
     rows = []
     for (collective, placement), points in sorted(found.items()):
         points.sort(key=lambda point: point["message_bytes"])
@@ -84,7 +82,6 @@ def derive(study):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-REFERENCE_RUN = "torch_allreduce"
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
             "buffers). Bus bandwidth: algorithm bandwidth x nccl-tests' factor (doc/PERFORMANCE.md): all-reduce "
             "2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast 1, n the ranks; comparable "
@@ -92,42 +89,32 @@ FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size:
 
 
 def _curves(derived):
-    rows = derived.get("curves") or []
-    title = "Collectives: bandwidth of each collective (NCCL)"
-    if not rows:
-        return section(title, [paragraph("No collective was measured.")])
-    body = [[md(row["impl"]), md(row["mode"]), str(row["ranks"]),
-             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
-             gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)] for row in rows]
-    blocks = [table(["collective", "placement", "ranks", "latency (smallest message)", "largest message",
-                     "algorithm bandwidth", "bus bandwidth"], body), paragraph(FORMULAS)]
-    if derived.get("one_rank_note"):
-        blocks.append(paragraph(f"Bus bandwidth n/a: {md(derived['one_rank_note'])}."))
-    largest = derived.get("largest_all_reduce")
-    if largest:
-        blocks.append(paragraph(
+    largest, note = derived.get("largest_all_reduce"), derived.get("one_rank_note")
+    return table_section("Collectives: bandwidth of each collective (NCCL)", [
+        "collective", "placement", "ranks", "latency (smallest message)", "largest message", "algorithm bandwidth",
+        "bus bandwidth"], derived.get("curves") or [], lambda row: [
+            md(row["impl"]), md(row["mode"]), str(row["ranks"]), f"{seconds(row['smallest_latency_s'])} "
+            f"({byte_size(row['smallest_bytes'])})", byte_size(row["largest_bytes"]),
+            gb_per_s(row["largest_algorithm_bytes_per_s"], 2), gb_per_s(row["largest_bus_bytes_per_s"], 2)],
+        paragraph(FORMULAS), *([paragraph(f"Bus bandwidth n/a: {md(note)}.")] if note else []), *([paragraph(
             f"All-reduce (out of place) at its largest message, {byte_size(largest['message_bytes'])} on "
             f"{largest['ranks']} ranks: bus bandwidth {gb_per_s(largest['bus_bytes_per_s'], 2)}, algorithm bandwidth "
-            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}."))
-    return section(title, blocks)
+            f"{gb_per_s(largest['algorithm_bytes_per_s'], 2)}.")] if largest else []),
+        empty="No collective was measured.")
 
 
 def _references(study, document):
-    title = "Collectives: torch.distributed all-reduce reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    def shown(rows):
+        body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
+                 time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+        return [table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
+            "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
+            "bandwidths stand in the inverse ratio. Targets are stated, not checked.")]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [notes, paragraph("No all-reduce size was measured by both the study and the reference "
-                                                "(the default suite stops below 8 GiB: run --sizes 33 --impls "
-                                                "all_reduce).")])
-    body = [[byte_size(1 << row["n"]), seconds(row["study_median_s"]), seconds(row["reference_median_s"]),
-             time_ratio_cell(row), md(row["target"] or "")] for row in rows]
-    return section(title, [notes, table(["message", "study", "torch", "time ratio", "target"], body), paragraph(
-        "Time ratio: study median / torch median, both on the device (CUDA events) over the same GPUs; the bus "
-        "bandwidths stand in the inverse ratio. Targets are stated, not checked.")])
+    return reference_section("Collectives: torch.distributed all-reduce reference", document, REFERENCES,
+                             lambda items: compared(items, rows, "No all-reduce size was measured by both the study "
+                                                    "and the reference (the default suite stops below 8 GiB: run "
+                                                    "--sizes 33 --impls all_reduce).", shown))
 
 
 def _ranks(launch):
@@ -161,8 +148,7 @@ def plots(pyplot, study, plot_dir):
     (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
     (collectives_algorithm_bandwidth.png)."""
     derived = study["derived"]
-    series = {(row["impl"], row["mode"]): [(point["message_bytes"], point) for point in row["points"]]
-              for row in derived.get("curves") or []}
+    series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:
         return []
     if derived.get("one_rank_note"):

@@ -13,7 +13,7 @@ from gpubench_driver.lib.document import folded_long_tables, paragraph, section,
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, md, percent, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
-from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 YARDSTICK = "cublas"
@@ -116,15 +116,12 @@ def _launches(ladder):
 
 
 def _targets_section(derived):
-    rows = [[md(ladder["title"]), str(row["n"]), md(row["best"]["rung"]), _fraction(row["best"]),
-             percent(row["target"], 0), VERDICT_TEXTS[row["verdict"]]]
-            for ladder in derived["ladders"] for row in ladder["targets"]]
-    if not rows:
-        return []
-    return section("GEMM ladder: the best own kernel against cuBLAS", [
-        table(["ladder", "n", "best own rung", "of cuBLAS's rate (interval)", "target", "verdict"], rows),
-        paragraph("A rung's rate over cuBLAS's at the same size and precision, in the same run (device time, operands "
-                  "resident): cuBLAS's median time over the rung's; the interval from both medians' intervals.")])
+    return table_section("GEMM ladder: the best own kernel against cuBLAS", [
+        "ladder", "n", "best own rung", "of cuBLAS's rate (interval)", "target", "verdict"], [
+        [md(ladder["title"]), str(row["n"]), md(row["best"]["rung"]), _fraction(row["best"]), percent(row["target"], 0),
+         VERDICT_TEXTS[row["verdict"]]] for ladder in derived["ladders"] for row in ladder["targets"]], list, paragraph(
+        "A rung's rate over cuBLAS's at the same size and precision, in the same run (device time, operands resident): "
+        "cuBLAS's median time over the rung's; the interval from both medians' intervals."))
 
 
 def sections(study, document):
@@ -156,7 +153,7 @@ def plots(pyplot, study, plot_dir):
             values = [by_point.get((rung, n)) or 0 for rung in rungs]
             axes.bar([r + index * width for r in range(len(rungs))], values, width, label=f"n = {n}",
                      color=charts.COLOURS[index % len(charts.COLOURS)])
-        axes.axhline(1.0, color="black", linewidth=0.8)
+        charts.parity(axes)
         axes.set_xticks([r + 0.4 - width / 2 for r in range(len(rungs))], [charts.plain(rung) for rung in rungs],
                         rotation=30, ha="right", fontsize="small")
         axes.set(ylabel="rate / cuBLAS's rate at the same n", yscale="log",

@@ -16,7 +16,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -275,11 +275,9 @@ def plots(pyplot, study, plot_dir):
     (launch_overhead_per_kernel.png), and the share of a small-kernel chain's time the GPU ran its
     kernels (launch_overhead_busy.png)."""
     rows = study["derived"].get("rows") or []
-    per_kernel, busy = {}, {}
-    for row in rows:
-        per_kernel.setdefault((row["impl"], row["mode"]), []).append((row["n"], row))
-        if row["busy_fraction"] is not None:
-            busy.setdefault((row["mode"],), []).append((row["n"], row))
+    per_kernel = group_by(rows, lambda row: (row["impl"], row["mode"]), lambda row: (row["n"], row))
+    busy = group_by((row for row in rows if row["busy_fraction"] is not None), lambda row: (row["mode"],),
+                    lambda row: (row["n"], row))
     study_charts = charts.line_charts(plot_dir, ("launch_overhead_per_kernel",),
                                       "launch_overhead: time per kernel (host clock, launch to synchronisation)",
                                       per_kernel, ylabel="call time / n (s)", value=lambda row: row["per_kernel_s"],

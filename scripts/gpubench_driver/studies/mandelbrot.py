@@ -11,15 +11,17 @@ limit. What an entry knows comes from its counters: width, height,
 escape_iterations (what the formula ran over the image), flop, warp_divergence (GPU entries),
 differing_pixels and max_count_difference (against the CPU's counts), threads (CPU entries)."""
 import os
+import re
 import textwrap
 
 from gpubench_driver.lib import charts, formatting
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import gpu_entries, gpu_modes, grouped_failures, median_record, median_s, ok_entries
+from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, median_record, median_s,
+                                          ok_entries)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
-from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import median_interval
 
 # The guide's published configuration and figures (the issue that asked for this study).
@@ -108,18 +110,13 @@ def contracted_ids(implementations):
 
 def configurations(entries, contracted=frozenset()):
     """One row per configuration measured, in size, limit and precision order."""
-    groups = {}
-    for entry in ok_entries(entries):
-        groups.setdefault(_configuration(entry), []).append(entry)
-    return [_configuration_row(members, contracted) for _, members in sorted(groups.items())]
+    return [_configuration_row(members, contracted)
+            for _, members in sorted(group_by(ok_entries(entries), _configuration).items())]
 
 
 def rates(entries):
     """Per implementation, mode, precision and iteration limit: pixels and iterations per second over n (rows)."""
-    found = {}
-    for entry in ok_entries(entries):
-        found.setdefault((entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["batch"]),
-                         []).append(entry)
+    found = group_by(ok_entries(entries), lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["batch"]))
     return [{"impl": impl, "device": device, "mode": mode, "precision": precision, "max_iterations": limit,
              "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": median_interval(e["time_s"]).record(),
                          "pixels_per_s": _per_second(_pixels(e), e),
@@ -198,21 +195,18 @@ def _cpu_cell(row, cores):
 
 
 def _configurations(derived):
-    rows = derived.get("configurations") or []
-    title = "Mandelbrot: CPU against GPU"
-    if not rows:
-        return section(title, [paragraph("No configuration was measured.")])
-    body = [[_image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
-             f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a",
-             _cpu_cell(row, ONE_CORE), _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)]
-            for row in rows]
-    return section(title, [table(["image", "iterations per pixel", "warp divergence", "CPU, one core",
-                                  "CPU, all cores", "GPU, kernel alone", "GPU, with the copy back"], body), paragraph(
+    return table_section("Mandelbrot: CPU against GPU", [
+        "image", "iterations per pixel", "warp divergence", "CPU, one core", "CPU, all cores", "GPU, kernel alone",
+        "GPU, with the copy back"], derived.get("configurations") or [], lambda row: [
+            _image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
+            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _cpu_cell(row, ONE_CORE),
+            _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
         "Median times of one image; beside each GPU time the CPU's time over it. Iterations per pixel: what the "
         "formula ran over the image (`escape_iterations`) per pixel. Warp divergence: over the kernel's warps (two "
         "rows of 16 pixels), the sum of the longest lane's iterations over the sum of the mean lane's: 1 when every "
         "lane of a warp runs as long as the others; a warp runs as long as its longest lane. The GPU kernel alone is "
-        "its device time; with the copy back, one call on the host clock until the image is in host memory.")])
+        "its device time; with the copy back, one call on the host clock until the image is in host memory."),
+        empty="No configuration was measured.")
 
 
 def _rounding(derived):
@@ -246,6 +240,9 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 COUNT_IMAGE = "mandelbrot_counts.pgm"  # written into the run's folder by the study binary (--artifacts-dir)
+# A binary PGM's header: P5, width, height and maxval, white space and comments between them, one white space after.
+_SPACE = rb"(?:\s|#[^\n]*(?=\n|\Z))"
+PGM_HEADER = re.compile(_SPACE + rb"*P5(?=\s)" + (_SPACE + rb"+(\d+)(?=\s|\Z)") * 3 + rb"\s?")
 
 
 def read_pgm(path):
@@ -256,30 +253,17 @@ def read_pgm(path):
             data = stream.read()
     except OSError:
         return None
-    fields, comments, position = [], [], 0
-    while len(fields) < 4 and position < len(data):
-        if data[position:position + 1].isspace():
-            position += 1
-        elif data[position:position + 1] == b"#":
-            end = data.find(b"\n", position)
-            end = len(data) if end < 0 else end
-            comments.append(data[position + 1:end].decode("utf-8", "replace").strip())
-            position = end
-        else:
-            end = position
-            while end < len(data) and not data[end:end + 1].isspace():
-                end += 1
-            fields.append(data[position:end])
-            position = end
-    if len(fields) < 4 or fields[0] != b"P5" or not all(field.isdigit() for field in fields[1:]):
+    header = PGM_HEADER.match(data)
+    if not header:
         return None
-    width, height, maxval = (int(field) for field in fields[1:])
+    width, height, maxval = map(int, header.groups())
     wide = 2 if maxval > 255 else 1
-    body = data[position + 1:]
+    body = data[header.end():]
     if not (0 < maxval < 65536) or len(body) != width * height * wide:
         return None
     samples = list(body) if wide == 1 else [body[i] << 8 | body[i + 1] for i in range(0, len(body), 2)]
-    return width, height, maxval, samples, " ".join(comments)
+    comments = re.findall(rb"#([^\n]*)", header.group())
+    return width, height, maxval, samples, " ".join(c.decode("utf-8", "replace").strip() for c in comments)
 
 
 def _count_image_plot(pyplot, path, image):
@@ -334,8 +318,8 @@ def plots(pyplot, study, plot_dir):
     rows = [row for row in derived.get("rates") or [] if len(row["points"]) > 1]
     study_charts = []
     for limit in sorted({row["max_iterations"] for row in rows}):
-        series = {(row["impl"], row["mode"], row["precision"]): [(point["n"], point) for point in row["points"]]
-                  for row in rows if row["max_iterations"] == limit}
+        series = charts.row_series([row for row in rows if row["max_iterations"] == limit],
+                                   ("impl", "mode", "precision"))
         study_charts += charts.line_charts(
             plot_dir, ("mandelbrot_rate", limit), f"mandelbrot: pixels per second, at most {limit} "
             "iterations", series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series), ylabel="pixels/s",

@@ -11,7 +11,7 @@ from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, energy_figure, figu
 from gpubench_driver.lib.formatting import md, rate, ratio, seconds
 from gpubench_driver.lib.registry import Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, caps, crossover_cells, crossover_header,
-                                          failed_entries_section, references_not_run, run_notes, unsettled_mark)
+                                          failed_entries_section, reference_section, unsettled_mark)
 
 CROSSOVER_TITLE = "Crossover (GPU faster than the best CPU)"
 
@@ -40,7 +40,7 @@ def _headline_speedups(derived):
                    [table(["n", "best CPU", "GPU mode", "best GPU", "speedup"], rows)])
 
 
-def _reference_item(result):
+def _reference_item(name, result):
     time_s = result.get("time_s") or {}
     blas = result.get("blas") if isinstance(result.get("blas"), dict) else {}
     library = f"{md(result.get('library'))} {md(result.get('version'))}"
@@ -59,20 +59,12 @@ def _comparison_item(row):
 
 
 def _references(derived, document):
-    references = document.get("references")
-    if references is None:
-        return section("Reference libraries", [paragraph(references_not_run(document))])
-    items = []
-    for name, run in references.items():
-        if name in REFERENCES:
-            items += run_notes(name, run) + [_reference_item(result) for result in run.get("results") or []]
     rows = derived.get("reference_comparison", [])
-    items += [_comparison_item(row) for row in rows]
-    if not items:
-        return []
-    return section("Reference libraries", [bullets(items)] + ([paragraph(
-        "Time ratios: the GPU pairs' sustained device time per call, the CPU pair's host time per call. "
-        + STEADY_STATE)] if rows else []))
+    steady = [paragraph("Time ratios: the GPU pairs' sustained device time per call, the CPU pair's host time per "
+                        "call. " + STEADY_STATE)] if rows else []
+    return reference_section("Reference libraries", document, REFERENCES, lambda items: (
+        [bullets(items + [_comparison_item(row) for row in rows])] + steady if items or rows else []),
+        _reference_item, only_timed=True)
 
 
 def sections(study, document):

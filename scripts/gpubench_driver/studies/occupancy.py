@@ -17,7 +17,7 @@ import math
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
 from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section
@@ -56,11 +56,7 @@ def _point(entry, best):
 
 
 def _by_kernel(entries):
-    found = {}
-    for entry in ok_entries(entries):
-        if entry.get("batch"):
-            found.setdefault(entry["impl"], []).append(entry)
-    return found
+    return group_by((entry for entry in ok_entries(entries) if entry.get("batch")), lambda entry: entry["impl"])
 
 
 def _described_occupancy(implementations):
@@ -305,10 +301,9 @@ def plots(pyplot, study, plot_dir):
         path = charts.plot_path(plot_dir, "occupancy", kernel["impl"])
         _occupancy_heat_map(pyplot, path, kernel, derived["walkthrough_launch"])
         paths.append(path)
-        series = {}
-        for point in kernel["points"]:
-            if point.get("resident_warps"):
-                series.setdefault((f"{point['threads_per_block']} threads",), []).append((point["resident_warps"], point))
+        series = group_by((point for point in kernel["points"] if point.get("resident_warps")),
+                          lambda point: (f"{point['threads_per_block']} threads",),
+                          lambda point: (point["resident_warps"], point))
         study_charts += charts.line_charts(
             plot_dir, ("occupancy", kernel["impl"], "warps"),
             f"occupancy {kernel['impl']}: rate against the resident warps", {

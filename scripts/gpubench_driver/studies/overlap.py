@@ -9,11 +9,11 @@ ideal time / pipelined time (1 when the pipeline hides the shorter of copying an
 completely). Each comparison of two times says whether they differ beyond noise (stats.beyond_spread):
 a pipeline that saves time, one faster than the ideal, the best pipeline against the others."""
 from gpubench_driver.lib import charts
-from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, median_s, ok_entries
+from gpubench_driver.lib.document import paragraph
+from gpubench_driver.lib.findings import group_by, grouped_failures, median_s, ok_entries
 from gpubench_driver.lib.formatting import md, percent, seconds
 from gpubench_driver.lib.registry import Study, no_rates
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import Interval, beyond_spread, median_interval, medians_differ
 
 SERIAL = "serial"
@@ -65,9 +65,7 @@ def best_rows(rows):
     """Per workload, memory and n: the fastest pipelined configuration, and in `ties` the others of
     its group it does not beat beyond noise (their intervals overlap, or one has none), fastest
     first: the best is a winner only when `ties` is empty."""
-    groups = {}
-    for row in rows:
-        groups.setdefault((row["workload"], row["memory"], row["n"]), []).append(row)
+    groups = group_by(rows, lambda row: (row["workload"], row["memory"], row["n"]))
     best = []
     for key in sorted(groups):
         fastest, *others = sorted(groups[key], key=lambda row: row["median_s"])
@@ -111,17 +109,13 @@ def _row(row):
 
 
 def _best_pipelines(derived):
-    rows = derived.get("best") or []
-    title = "Overlap: copies hidden behind compute"
-    if not rows:
-        return section(title, [paragraph("No pipeline was measured.")])
-    return section(title, [table(HEADER, map(_row, rows)), paragraph(
+    return table_section("Overlap: copies hidden behind compute", HEADER, derived.get("best") or [], _row, paragraph(
         "Ideal: the larger of the copy-only and the compute-only time at the same chunk count (the pipeline cannot "
         "beat it); fraction of the ideal = ideal / pipelined time. Ties within noise: the other configurations whose "
         "interval of the median time overlaps the best's (or which have none); the best is the winner only where "
         "there are none. \"Within noise\": the saving, or the pipeline's distance from the ideal, is inside the two "
         "runs' intervals; \"no interval\": one of them has none (one sample). Every configuration is in results.json "
-        "and the plots.")])
+        "and the plots."), empty="No pipeline was measured.")
 
 
 def sections(study, document):
@@ -129,12 +123,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _serial_mark(serial_s):
-    def mark(axes, keys):
-        axes.axhline(serial_s, color="black", alpha=0.6, linestyle="--", label="serial (one chunk, one stream)")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per workload, host memory and n: each schedule's time over the chunk count, with
     the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
@@ -149,7 +137,8 @@ def plots(pyplot, study, plot_dir):
         study_charts += charts.line_charts(
             plot_dir, ("overlap", workload, memory, f"n{n}"),
             f"overlap: {workload}, {memory} host memory, n = {n}", series, ylabel="seconds per run (s)",
-            xlabel="chunks (pieces the data is copied and computed in)", mark=_serial_mark(mine[0]["serial_s"]))
+            xlabel="chunks (pieces the data is copied and computed in)",
+            mark=charts.lines_mark(charts.across(mine[0]["serial_s"], "serial (one chunk, one stream)")))
     return charts.draw(pyplot, study_charts)
 
 

@@ -12,8 +12,8 @@ from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_fail
                                           set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
-from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, failures_section, references_not_run,
-                                          run_notes, unsettled_mark)
+from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, failures_section, reference_section,
+                                          target_lines, unsettled_mark)
 
 FP32 = "fp32"
 # The library of each device. Every entry is compared with its FP32 at the same mode and size
@@ -168,31 +168,21 @@ def _comparison_row(row):
             f"{md(row['reference'])} {md(row['reference_dtype'])} {seconds(row['reference_median_s'])}", ratio_cell]
 
 
+def _result_item(name, result):
+    return (f"{md(name)}: {md(result.get('library'))} {md(result.get('version'))} on {md(result.get('device'))}, "
+            f"{md(result.get('dtype'))} through {md(result.get('op'))}"
+            + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
+               if result.get("out_dtype") else ""))
+
+
 def _references(derived, document):
-    title = "Precision: reference libraries"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    items = []
-    for name, run in references.items():
-        if name in REFERENCES:
-            items += run_notes(name, run)
-            items += dict.fromkeys(  # one item per dtype, not per size
-                f"{md(name)}: {md(result.get('library'))} {md(result.get('version'))} on "
-                f"{md(result.get('device'))}, {md(result.get('dtype'))} through {md(result.get('op'))}"
-                + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
-                   if result.get("out_dtype") else "")
-                for result in run.get("results") or [])
-    blocks = [bullets(items)] if items else []
     rows = derived.get("reference_comparison", [])
-    if rows:
-        blocks += [table(["precision", "n", "study", "reference", "time ratio"], map(_comparison_row, rows)),
-                   paragraph("Time ratio: study median / reference median at the same n and precision, both the "
-                             "sustained device time per call (CUDA events around calls queued behind a hold, so "
-                             "launch latency is out); below 1 the study is faster. " + STEADY_STATE,
-                             *(f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(
-                                 row["target"] for row in rows if row["target"])))]
-    return section(title, blocks) if blocks else []
+    shown = [table(["precision", "n", "study", "reference", "time ratio"], map(_comparison_row, rows)), paragraph(
+        "Time ratio: study median / reference median at the same n and precision, both the sustained device time "
+        "per call (CUDA events around calls queued behind a hold, so launch latency is out); below 1 the study is "
+        "faster. " + STEADY_STATE, *target_lines(rows))] if rows else []
+    return reference_section("Precision: reference libraries", document, REFERENCES,
+                             lambda items: ([bullets(items)] if items else []) + shown, _result_item, only_timed=True)
 
 
 def sections(study, document):
@@ -232,7 +222,7 @@ def _pareto_plot(pyplot, path, rows):
         axes.annotate(charts.plain(f"{point['precision']}{impl} (n={point['n']})"),
                       (point["rel_fro_error"], point["speedup_over_fp32"]), textcoords="offset points",
                       xytext=(6, 5 if index % 2 else -12), fontsize="small")
-    axes.axhline(1.0, color="black", linewidth=0.8)
+    charts.parity(axes)
     axes.set(xscale="log", yscale="log", xlabel="relative Frobenius error against FP64 (no unit)",
              ylabel="speedup over cuBLAS FP32, same size (x)",
              title="precision: speed against accuracy (GPU resident, largest size of each precision)")

@@ -13,11 +13,11 @@ import textwrap
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, grouped_failures,
+from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, group_by, grouped_failures,
                                           memory_traffic, ok_entries, positive)
-from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study, size_rates
-from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
@@ -58,10 +58,7 @@ def _point(entry):
 
 def curves(entries):
     """One row per (primitive, library, device, mode): its points in size order."""
-    found = {}
-    for entry in ok_entries(entries):
-        key = (entry["impl"], entry["precision"], entry["device"], entry["mode"])
-        found.setdefault(key, []).append(_point(entry))
+    found = group_by(ok_entries(entries), lambda e: (e["impl"], e["precision"], e["device"], e["mode"]), _point)
     order = {name: index for index, name in enumerate(PRIMITIVES + GPU_LIBRARIES + CPU_LIBRARIES)}
     rows = [{"primitive": primitive, "library": library, "device": device, "mode": mode,
              "points": sorted(points, key=lambda point: point["n"])}
@@ -235,11 +232,10 @@ def _libraries(study):
     items = [f"{md(library.get('id'))} ({md(library.get('device'))}): {md(library.get('description'))}"
              + ("" if library.get("available") else f" **Not run here: {md(library.get('reason'))}**")
              for library in study.get("libraries") or [] if isinstance(library, dict)]
-    caps = {}
-    for impl in study.get("implementations") or []:
-        if isinstance(impl, dict) and impl.get("max_size"):
-            key = (str(impl.get("library")), str(impl.get("max_size")), str(impl.get("cap_reason")))
-            caps.setdefault(key, []).append(str(impl.get("primitive")))
+    caps = group_by((impl for impl in study.get("implementations") or [] if isinstance(impl, dict)
+                     and impl.get("max_size")), lambda impl: (str(impl.get("library")), str(impl.get("max_size")),
+                                                              str(impl.get("cap_reason"))),
+                    lambda impl: str(impl.get("primitive")))
     items += [f"cap: {md(library)} runs {md(', '.join(primitives))} up to n = {md(size)} ({md(reason)})"
               for (library, size, reason), primitives in caps.items()]
     return items
@@ -300,20 +296,16 @@ def _difference_cell(seconds_value, beyond_noise):
 
 
 def _storage(derived):
-    rows = [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT]
-    if not rows:
-        return []
-    body = [[md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
-                                                     for name in ("thrust", "thrust_cached", "cub")),
-             _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
-             _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
-             + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
-             ratio(row["thrust_over_cub"]), _request_cell(row),
-             "n/a" if row["cached_device_allocations"] is None else f"{row['cached_device_allocations']:.0f}"]
-            for row in rows]
-    return section("Primitives: what Thrust's temporary storage and synchronisation cost", [table(
-        ["primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
-         "temporary storage a call asks for", "cudaMalloc a call, cached"], body), paragraph(
+    return table_section("Primitives: what Thrust's temporary storage and synchronisation cost", [
+        "primitive", "n", "thrust", md("thrust_cached"), "cub", "allocation", "synchronisation", "thrust / cub",
+        "temporary storage a call asks for", "cudaMalloc a call, cached"],
+        [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT], lambda row: [
+            md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
+                                                   for name in ("thrust", "thrust_cached", "cub")),
+            _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
+            _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
+            + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
+            ratio(row["thrust_over_cub"]), _request_cell(row), whole(row["cached_device_allocations"])], paragraph(
         "Resident, median times. thrust: thrust::device, whose calls take their temporary storage from cudaMalloc "
         "and give it back with cudaFree, which waits for the whole device; thrust_cached: the same calls through a "
         "caching allocator; cub: CUB's device API, its storage allocated once, nothing waited for. Allocation: "
@@ -322,7 +314,7 @@ def _storage(derived):
         "no cached entry (transform, which takes no temporary storage) thrust less cub. \"within noise\": the two "
         "times' intervals overlap. The storage a call asks for is what the cache was asked in one call; thrust asks "
         "the same of cudaMalloc every time, and the cache gets it from cudaMalloc only in the first call (its count "
-        "in a later call is the last column).")])
+        "in a later call is the last column)."))
 
 
 def _reduce_cost_item(row, costs):
@@ -392,16 +384,6 @@ def sections(study, document):
 PRIMITIVE_ELEMENTS = "elements per call (n)"
 
 
-def _reference_mark(reference, target):
-    """mark(axes, keys): the device's memory bandwidth reduce is held against, and the target's share of it."""
-    def mark(axes, keys):
-        axes.axhline(reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
-                     label=charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60)))
-        axes.axhline(target * reference["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle=":",
-                     label=f"target: {target:.0%} of it")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per primitive: elements per second over n, a line per library and mode, with the
     crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
@@ -410,8 +392,7 @@ def plots(pyplot, study, plot_dir):
     rows = derived.get("curves") or []
     study_charts = []
     for primitive in dict.fromkeys(row["primitive"] for row in rows):
-        series = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
-                  for row in rows if row["primitive"] == primitive}
+        series = charts.row_series([row for row in rows if row["primitive"] == primitive], ("library", "mode"))
         crossovers = [found for found in charts.timed(derived.get("crossovers") or [])
                       if found["primitive"] == primitive]
         study_charts += charts.line_charts(
@@ -420,14 +401,18 @@ def plots(pyplot, study, plot_dir):
             value=lambda point: point["elements_per_s"], xlabel=PRIMITIVE_ELEMENTS,
             mark=charts.crossover_marks(crossovers, with_precision=False, axis="n"))
     found = derived.get("reduce_bandwidth") or {}
-    reduce = {(row["library"], row["mode"]): [(point["n"], point) for point in row["points"]]
-              for row in rows if row["primitive"] == "reduce" and row["mode"] != "transfer_pinned"}
+    reduce = charts.row_series([row for row in rows if row["primitive"] == "reduce"
+                                and row["mode"] != "transfer_pinned"], ("library", "mode"))
     if reduce and found.get("reference"):
+        reference, target = found["reference"], found["target"]  # the memory bandwidth reduce is held against
         study_charts += charts.line_charts(
-            plot_dir, ("primitives_reduce_bandwidth",),
-            "primitives reduce: effective bandwidth (bytes read per second)", reduce, ylabel="GB/s (10^9 bytes per second)",
+            plot_dir, ("primitives_reduce_bandwidth",), "primitives reduce: effective bandwidth (bytes read per "
+            "second)", reduce, ylabel="GB/s (10^9 bytes per second)",
             value=lambda point: point["bytes_per_s"] / 1e9 if point["bytes_per_s"] else None,
-            xlabel=PRIMITIVE_ELEMENTS, mark=_reference_mark(found["reference"], found["target"]))
+            xlabel=PRIMITIVE_ELEMENTS, mark=charts.lines_mark(
+                charts.across(reference["bytes_per_s"] / 1e9,
+                              charts.plain(textwrap.fill(f"memory bandwidth: {reference['what']}", 60))),
+                charts.across(target * reference["bytes_per_s"] / 1e9, f"target: {target:.0%} of it", ":")))
     return charts.draw(pyplot, study_charts)
 
 

@@ -10,7 +10,7 @@ over the median time."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, memory_traffic, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, memory_traffic, ok_entries
 from gpubench_driver.lib.formatting import md, percent, rate, whole
 from gpubench_driver.lib.figures import PRECISION_NAMES
 from gpubench_driver.lib.registry import CheckPoint, Study, flop_rates
@@ -31,13 +31,9 @@ def _point(entry):
 
 def series(entries):
     """One row per (implementation, device, mode, precision, n): its points in order of k."""
-    found = {}
-    for entry in ok_entries(entries):
-        flop = finite(entry.get("flop"))
-        if not entry.get("batch") or memory_traffic(entry) is None or not flop or flop <= 0:
-            continue
-        key = (entry["impl"], entry["device"], entry["mode"], entry["precision"], entry["n"])
-        found.setdefault(key, []).append(_point(entry))
+    found = group_by((entry for entry in ok_entries(entries) if entry.get("batch") and memory_traffic(entry) is not None
+                      and (finite(entry.get("flop")) or 0) > 0),
+                     lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["n"]), _point)
     rows = []
     for (impl, device, mode, precision, n), points in sorted(found.items()):
         points.sort(key=lambda point: point["fma_per_element"])
@@ -146,8 +142,7 @@ def plots(pyplot, study, plot_dir):
     study_charts = []
     for device, n in dict.fromkeys((row["device"], row["n"]) for row in rows):
         mine = [row for row in rows if (row["device"], row["n"]) == (device, n)]
-        series = {(row["impl"], row["precision"]): [(point["intensity"], point) for point in row["points"]]
-                  for row in mine}
+        series = charts.row_series(mine, ("impl", "precision"), "intensity")
         study_charts += charts.line_charts(
             plot_dir, ("roofline_sweep", device, f"n{n}"),
             f"roofline sweep, {device}: the FMA chain's rate against its intensity\n{n} elements per array",

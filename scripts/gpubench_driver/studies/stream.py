@@ -14,11 +14,11 @@ import math
 from gpubench_driver.lib import charts, check_figures
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
-from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, grouped_failures, levels, memory_traffic, ok_entries,
-                                          positive)
+from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, grouped_failures, levels, memory_traffic,
+                                          ok_entries, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, MemoryRoof, Study, traffic_rates
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
@@ -113,11 +113,8 @@ def device_memory(rows, l2_bytes, peak):
     HBM point of all, the device's measured memory bandwidth; with fractions of the theoretical peak."""
     resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
     beyond = (lambda point: point["working_set_bytes"] >= BEYOND_CACHE * l2_bytes) if l2_bytes else None
-    groups = {}
-    for row in resident:
-        groups.setdefault((row["operation"], row["kernel"]), []).append(row)
     per_kernel = []
-    for (operation, kernel), mine in groups.items():
+    for (operation, kernel), mine in group_by(resident, lambda row: (row["operation"], row["kernel"])).items():
         hbm = _best(mine, beyond) if beyond else None
         l2 = _best(mine, lambda point: point["working_set_bytes"] <= l2_bytes) if l2_bytes else None
         share = hbm["bytes_per_s"] / peak["bytes_per_s"] if hbm and peak else None
@@ -145,10 +142,7 @@ def host_memory(rows, host):
     cpu = [row for row in rows if row["device"] == "cpu"]
     capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
-    by_operation = {}
-    for row in cpu:
-        by_operation.setdefault(row["operation"], []).append(row)
-    for operation, mine in by_operation.items():
+    for operation, mine in group_by(cpu, lambda row: row["operation"]).items():
         past = _best(mine, _beyond(capacity, mine)) if capacity else None
         dram = past or _best(mine, _beyond(None, mine))
         per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
@@ -174,10 +168,8 @@ def cache_edges(rows, l2_bytes, host):
                   "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
                           "L2 (all threads)": (positive(host.get("l2_bytes")) or 0) * threads,
                           "L3": positive(host.get("l3_bytes"))}}
-    groups = {}
-    for row in rows:
-        if row["mode"] in (RESIDENT, HOST):
-            groups.setdefault((row["device"], row["operation"], row["precision"]), []).append(row)
+    groups = group_by((row for row in rows if row["mode"] in (RESIDENT, HOST)),
+                      lambda row: (row["device"], row["operation"], row["precision"]))
     found = []
     for (device, operation, precision), mine in sorted(groups.items()):
         curve_levels, edges = levels(envelope(mine))
@@ -320,22 +312,17 @@ def _device_memory(derived):
 
 
 def _host_memory(derived):
-    rows = [row for row in derived.get("host_memory") or [] if row["dram"]]
-    if not rows:
-        return []
+    rows = [row["dram"] for row in derived.get("host_memory") or [] if row["dram"]]  # each names its operation
     caches = derived.get("host_caches") or {}
-    body = [[md(row["operation"]), gb_per_s(row["dram"]["bytes_per_s"]), md(row["dram"]["precision"]),
-             byte_size(row["dram"]["working_set_bytes"])
-             + ("" if row["dram"]["past_caches"] else " (not past the caches)")]
-            for row in rows]
-    return section("Stream: host memory", [
-        table(["operation", "fastest", "precision", "working set"], body),
+    return table_section("Stream: host memory", ["operation", "fastest", "precision", "working set"], rows, lambda row: [
+        md(row["operation"]), gb_per_s(row["bytes_per_s"]), md(row["precision"]),
+        byte_size(row["working_set_bytes"]) + ("" if row["past_caches"] else " (not past the caches)")],
         paragraph(f"OpenMP loops on {md(caches.get('threads'))} threads, each on the pages it first wrote, past "
-                  f"{derived['beyond_cache']} x the largest cache glibc reports (L1d "
+                  f"{derived.get('beyond_cache')} x the largest cache glibc reports (L1d "
                   f"{byte_size(caches.get('l1d_bytes'))}, L2 {byte_size(caches.get('l2_bytes'))} per core, L3 "
                   f"{byte_size(caches.get('l3_bytes'))}): the "
                   "host's DRAM bandwidth. Where no size measured lies that far past them (or their size is "
-                  "unknown), the largest size measured, marked: part of its arrays may still come from a cache.")])
+                  "unknown), the largest size measured, marked: part of its arrays may still come from a cache."))
 
 
 def _levels_text(found):
@@ -351,19 +338,17 @@ def _edges_text(edges):
 
 
 def _cache_edges(derived):
-    rows = derived.get("cache_edges") or []
-    if not rows:
-        return []
-    body = [[md(row["device"]), md(row["operation"]), md(row["precision"]), _levels_text(row["levels"]),
-             _edges_text(row["edges"])] for row in rows]
-    return section("Stream: where each cache level ends", [
-        table(["device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"], body),
+    drop = percent(derived.get("level_drop"), 0)
+    return table_section("Stream: where each cache level ends", [
+        "device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"],
+        derived.get("cache_edges") or [], lambda row: [md(row["device"]), md(row["operation"]), md(row["precision"]),
+                                                       _levels_text(row["levels"]), _edges_text(row["edges"])],
         paragraph(f"The fastest kernel at each working set (GPU: resident; CPU: OpenMP), from the first point within "
-                  f"{percent(derived['level_drop'], 0)} of its fastest on (smaller working sets are bound by "
+                  f"{drop} of its fastest on (smaller working sets are bound by "
                   f"launching the kernel or waking the threads, not by memory): a level ends where the rate falls "
-                  f"below {percent(derived['level_drop'], 0)} of the level's fastest, between the two sizes measured "
+                  f"below {drop} of the level's fastest, between the two sizes measured "
                   "either side. An edge within a factor of 2 of a cache's capacity is named after it (the CPU's L1d "
-                  "and L2 times its threads).")])
+                  "and L2 times its threads)."))
 
 
 def _kernels_and_copies(derived):
@@ -401,36 +386,27 @@ def sections(study, document):
 WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
 
 
-def _stream_marks(peak, l2_bytes):
-    """mark(axes, keys): the theoretical peak (a GPU line on the chart) and the GPU's L2 size."""
-    def mark(axes, keys):
-        if not any(key[1] != charts.HOST_MODE for key in keys):
-            return
-        if peak:
-            axes.axhline(peak["bytes_per_s"] / 1e9, color="black", alpha=0.6, linestyle="--",
-                         label=f"theoretical peak {peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")
-        if l2_bytes:
-            axes.axvline(l2_bytes, color="black", alpha=0.6, linestyle=":",
-                         label=f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB")
-    return mark
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per operation: GB/s over the working set, a line per kernel, mode and precision, with the
     theoretical peak and the L2 size; split by precision, then mode, when over charts.MAX_SERIES (the CPU on
     each), e.g. stream_triad_fp64.png."""
     derived = study["derived"]
     rows = derived.get("curves") or []
+    peak, l2_bytes = derived.get("theoretical"), derived.get("l2_bytes")
+    # The theoretical peak and the GPU's L2 size, on a chart with a GPU line.
+    marks = charts.lines_mark(*([charts.across(peak["bytes_per_s"] / 1e9, f"theoretical peak "
+                                               f"{peak['bytes_per_s'] / 1e9:.0f} GB/s (NVML)")] if peak else []),
+                              *([charts.across(l2_bytes, f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB", ":", True)]
+                                if l2_bytes else []), when=lambda keys: any(key[1] != charts.HOST_MODE for key in keys))
     study_charts = []
     for operation in dict.fromkeys(row["operation"] for row in rows):
-        series = {(row["kernel"], row["mode"], row["precision"]): [(point["working_set_bytes"], point)
-                                                                 for point in row["points"]]
-                  for row in rows if row["operation"] == operation}
+        series = charts.row_series([row for row in rows if row["operation"] == operation],
+                                   ("kernel", "mode", "precision"), "working_set_bytes")
         study_charts += charts.line_charts(
             plot_dir, ("stream", operation), f"stream {operation}: bandwidth against the working set",
             series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series),
             ylabel="GB/s (STREAM's bytes, 10^9 per second)", value=lambda point: point["bytes_per_s"] / 1e9,
-            xlabel=WORKING_SET, mark=_stream_marks(derived.get("theoretical"), derived.get("l2_bytes")))
+            xlabel=WORKING_SET, mark=marks)
     return charts.draw(pyplot, study_charts)
 
 

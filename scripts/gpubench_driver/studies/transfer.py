@@ -16,10 +16,10 @@ from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
-from gpubench_driver.lib.findings import grouped_failures, ok_entries, positive
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GIB, MemoryRoof, Run, Study, copy_rates
-from gpubench_driver.lib.sections import (STEADY_STATE, failures_section, noise_note, references_not_run, run_notes,
+from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
                                           time_ratio_cell)
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -38,15 +38,10 @@ def bandwidth(entry):
 
 def _curves(entries):
     """{(engine, memory, direction, device): [points in size order]} of the ok entries that move bytes."""
-    curves = {}
-    for entry in ok_entries(entries):
-        rate = bandwidth(entry)
-        if rate is None:
-            continue
-        key = (entry["impl"], entry["mode"], entry["precision"], entry["device"])
-        curves.setdefault(key, []).append({"n": entry["n"], "median_s": entry["time_s"]["median"],
-                                           "bytes_per_s": rate,
-                                           "interval_s": median_interval(entry["time_s"]).record()})
+    curves = group_by((entry for entry in ok_entries(entries) if bandwidth(entry) is not None),
+                      lambda entry: (entry["impl"], entry["mode"], entry["precision"], entry["device"]),
+                      lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
+                                     "bytes_per_s": bandwidth(entry), "interval_s": median_interval(entry["time_s"]).record()})
     for points in curves.values():
         points.sort(key=lambda point: point["n"])
     return curves
@@ -152,9 +147,6 @@ def derive(entries, gpu=None):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-REFERENCE_RUN = "torch_transfer"
-
-
 def _link(derived, document):
     gpus = document["machine"].get("gpus") or [{}]
     numa = gpus[0].get("numa_node")
@@ -223,20 +215,15 @@ def _ratios(derived):
 
 
 def _references(study, document):
-    title = "Transfer: PyTorch reference"
-    references = document.get("references")
-    if references is None:
-        return section(title, [paragraph(references_not_run(document))])
-    notes = bullets(run_notes(REFERENCE_RUN, references.get(REFERENCE_RUN) or {"note": "not run"}))
+    def shown(rows):
+        body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
+                 seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
+        return [table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"], body), paragraph(
+            "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
+            "Targets are stated, not checked. " + STEADY_STATE)]
     rows = study["derived"].get("reference_comparison") or []
-    if not any(row["time_ratio"] is not None for row in rows):
-        return section(title, [notes, paragraph("No copy was measured by both the study and the reference.")])
-    body = [[f"{md(row['study'])} {md(row['precision'])}", byte_size(row["n"]), seconds(row["study_median_s"]),
-             seconds(row["reference_median_s"]), time_ratio_cell(row), md(row["target"] or "")] for row in rows]
-    return section(title, [notes, table(["host memory / direction", "bytes", "study", "torch", "time ratio", "target"],
-                                        body), paragraph(
-        "Time ratio: study median / torch median (host clock to completion, both); below 1 the study is faster. "
-        "Targets are stated, not checked. " + STEADY_STATE)])
+    return reference_section("Transfer: PyTorch reference", document, REFERENCES, lambda items: compared(
+        items, rows, "No copy was measured by both the study and the reference.", shown))
 
 
 def sections(study, document):
@@ -245,13 +232,6 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _link_mark(link):
-    def mark(axes, keys):
-        axes.axhline(link["bytes_per_s"] / GIB, color="black", alpha=0.6, linestyle="--",
-                     label=f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction")
-    return mark
-
-
 def _memory_family(memory):
     """'pageable' for the pageable memories (first touch, THP, zero page), 'page-locked' for the rest
     (pinned, registered, write-combined; device memory's d2d chart has one line, never split)."""
@@ -265,15 +245,16 @@ def plots(pyplot, study, plot_dir):
     derived = study["derived"]
     study_charts = []
     for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
-        series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
-                  for row in derived["curves"] if row["direction"] == direction}
+        series = charts.row_series([row for row in derived["curves"] if row["direction"] == direction],
+                                   ("impl", "mode"))
         link = derived.get("link") if direction in LINK_DIRECTIONS else None
         study_charts += charts.line_charts(
             plot_dir, ("transfer_bandwidth", direction),
             f"transfer {direction}: bandwidth against the size of one copy", series,
             (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
             value=lambda point: point["bytes_per_s"] / GIB, xlabel="bytes per copy (B)",
-            mark=_link_mark(link) if link else None)
+            mark=charts.lines_mark(charts.across(link["bytes_per_s"] / GIB, f"PCIe Gen{link['generation']} "
+                                                 f"x{link['width']}, theoretical per direction")) if link else None)
     return charts.draw(pyplot, study_charts)
 
 

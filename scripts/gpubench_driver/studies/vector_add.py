@@ -14,10 +14,10 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
-                                          grouped_failures, median_record, median_s, ok_entries)
+                                          group_by, grouped_failures, median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
-from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note
+from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
 from gpubench_driver.lib.stats import median_interval, medians_differ
 
 RESIDENT = "resident"
@@ -35,9 +35,7 @@ def _point(entry):
 
 def series(entries):
     """Per implementation and mode, its points in size order."""
-    found = {}
-    for entry in ok_entries(entries):
-        found.setdefault((entry["impl"], entry["device"], entry["mode"]), []).append(entry)
+    found = group_by(ok_entries(entries), lambda entry: (entry["impl"], entry["device"], entry["mode"]))
     return [{"impl": impl, "device": device, "mode": mode,
              "points": [_point(entry) for entry in sorted(members, key=lambda entry: entry["n"])]}
             for (impl, device, mode), members in sorted(found.items(), key=lambda item: (item[0][1], item[0]))]
@@ -175,11 +173,8 @@ def _finding(derived):
 
 
 def _crossovers(derived):
-    rows = derived.get("crossovers") or []
-    if not rows:
-        return []
-    body = [[md(row["mode"])] + crossover_cells(row) for row in rows]
-    return section("Vector add: crossovers", [table(["GPU mode"] + crossover_header(), body)])
+    return table_section("Vector add: crossovers", ["GPU mode"] + crossover_header(), derived.get("crossovers") or [],
+                         lambda row: [md(row["mode"])] + crossover_cells(row))
 
 
 def sections(study, document):
@@ -192,16 +187,11 @@ def sections(study, document):
 ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
 
 
-def _parity(axes, keys):
-    axes.axhline(1.0, color="black", linewidth=0.8)
-
-
 def plots(pyplot, study, plot_dir):
     """The time of every implementation and mode over n; the best CPU's time over the GPU's per GPU mode
     (the crossovers marked); the copies' time over the best CPU's whole time, per transfer mode."""
     derived = study["derived"]
-    series = {(row["impl"], row["mode"]): [(point["n"], point) for point in row["points"]]
-              for row in derived.get("series") or []}
+    series = charts.row_series(derived.get("series") or [], ("impl", "mode"))
     rows = derived.get("comparison") or []
     speedups = {("best GPU", mode): [(row["n"], row["gpu"][mode]["speedup"]) for row in rows if mode in row["gpu"]]
                 for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
@@ -221,7 +211,7 @@ def plots(pyplot, study, plot_dir):
                                            "vector_add: the copies' time over the best CPU's whole time\n"
                                            "(transfer-inclusive time less the kernel's resident time)", copies,
                                            ylabel="copies / best CPU time (x; above 1: the copies cost more)",
-                                           xlabel=ELEMENTS, mark=_parity)
+                                           xlabel=ELEMENTS, mark=charts.parity)
     return charts.draw(pyplot, study_charts)
 
 
