@@ -119,8 +119,8 @@ def health_section(document):
         line += (f" Fewer than {health.MIN_RUNS} other runs at their point, so no range (the headline's fraction of "
                  f"the datasheet stands in where there is one): {md(', '.join(sheet_only))}.")
     return section("Health", [paragraph(line), bullets(_check_line(check) for check in found.get("checks", [])),
-                              paragraph("`gpubench run --quick` is the two-minute health check of a new machine; the "
-                                        "ranges come from committed runs (`gpubench expected`), never the run "
+                              paragraph("A run's figures judged at its own points; `gpubench check` judges each at its "
+                                        "plateau (docs/health-check.md). The ranges come from committed runs (`gpubench expected`), never the run "
                                         "judged, widened by the noise model's margin for each figure's kind "
                                         "(scripts/noise_model.json); the limits from scripts/gpu_datasheets.json.")])
 
