@@ -451,10 +451,7 @@ def register(subparsers):
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "
                                                    "the first is the baseline")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
-    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
-                        help="FILE's price: an instance type of the price table, or USD per hour (repeatable)")
-    parser.add_argument("--prices", default=prices.DEFAULT_PRICES,
-                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    prices.add_price_arguments(parser)
     parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
 
     parser.set_defaults(execute=execute)

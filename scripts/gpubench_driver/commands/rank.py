@@ -267,11 +267,7 @@ def register(subparsers):
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; one "
                                                    "per row")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
-    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
-                        help="FILE's price: an instance type of the price table (priced at one GPU's share), or USD "
-                             "per hour (repeatable)")
-    parser.add_argument("--prices", default=prices.DEFAULT_PRICES, metavar="TABLE",
-                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+    prices.add_price_arguments(parser, " (priced at one GPU's share)")
     parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
 
     parser.set_defaults(execute=execute)

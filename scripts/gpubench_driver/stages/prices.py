@@ -31,6 +31,16 @@ def _positive_price(value, where, error):
 GPUS_PER_RUN = 1
 
 
+def add_price_arguments(parser, priced_as=""):
+    """--price and --prices, as compare and rank take them; priced_as: how an instance type's price is
+    shared out, where it is."""
+    parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
+                        help=f"FILE's price: an instance type of the price table{priced_as}, or USD per hour "
+                             "(repeatable)")
+    parser.add_argument("--prices", default=DEFAULT_PRICES, metavar="TABLE",
+                        help="price table (default: scripts/prices.json, dated examples: check current prices)")
+
+
 def instance_gpu_price(record):
     """USD per GPU-hour of a price table instance: quoted so, or its instance-hour price over its GPUs."""
     if "usd_per_gpu_hour" in record:
