@@ -76,7 +76,8 @@ def write(found, path):
 
 # --- the console ------------------------------------------------------------------------------------
 def _line(label, *cells):
-    return f"{label[:LABEL_WIDTH]:<{LABEL_WIDTH}} " + " ".join(cells)
+    shown = label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…"  # cut where a screen needs it, visibly
+    return f"{shown:<{LABEL_WIDTH}} " + " ".join(cells)
 
 
 def _gpu_title(part):
