@@ -25,7 +25,7 @@ from test_run_studies import FakeMachine
 
 from gpubench_driver.lib import measurements, outputs, results, trials
 from gpubench_driver.stages import like, options as opts, resume
-from gpubench_driver.commands import cli
+from gpubench_driver.commands import cli, run as run_command
 
 BUILD_DIR = os.environ.get("GPUBENCH_BUILD_DIR", "")
 MATMUL = os.path.join(BUILD_DIR, "bench", "gpubench_matmul")
@@ -376,7 +376,7 @@ class RefusedTest(unittest.TestCase):
     def options_of(self, document, *flags):
         args = cli.parse(["run", "--resume", self.fake.out, *flags])
         chosen, swept = like.configuration(document, resume.RECORDED)
-        return resume.resumed_options(document, chosen, swept, args, cli.resolve_run_options(args), self.fake.out)
+        return resume.resumed_options(document, chosen, swept, args, run_command.resolve_run_options(args), self.fake.out)
 
     def test_the_recorded_options_are_taken_and_the_builds_given(self):
         document = read_document(self.fake.out)
