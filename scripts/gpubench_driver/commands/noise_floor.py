@@ -1,4 +1,4 @@
-"""The 'noise-floor' command: compare's one-trial noise floor measured on an A/A pair of runs
+"""The 'noise-floor' command: rank's one-trial noise floor measured on an A/A pair of runs
 (lib/aa_noise_floor.py), written with the runs it was measured on."""
 from gpubench_driver.commands import digest
 from gpubench_driver.lib import aa_noise_floor, outputs, results
