@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 import unittest
+import unittest.mock
 
 from support import ENTRY, fixture
 from test_run_studies import FakeMachine
@@ -194,6 +195,35 @@ class DeferredStopTest(unittest.TestCase):
             time.sleep(0.01)  # the handlers run between bytecodes
         self.assertEqual(block.received, "SIGINT")  # the first
         self.assertIs(signal.getsignal(signal.SIGINT), before)
+
+
+class ForkTest(unittest.TestCase):
+    """A stop signal that comes while the driver forks a child is acted on once the child exists (one that
+    lands in the interpreter's fork hooks is otherwise printed as ignored and lost)."""
+
+    def test_a_stop_during_the_fork_is_delivered_after_it_to_both(self):
+        forked = []
+
+        class Child:
+            def __init__(self, command, **kwargs):
+                os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while Popen runs the fork hooks
+                time.sleep(0.05)  # a handler that could run would run here, between bytecodes
+                forked.append(command)
+                self.signals = []
+
+            def send_signal(self, signum):
+                self.signals.append(signum)
+
+        with unittest.mock.patch.object(stopping.subprocess, "Popen", Child):
+            with self.assertRaises(KeyboardInterrupt):
+                stopping.popen(["true"])
+        self.assertEqual(forked, [["true"]])  # the stop waited for the fork to finish
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
+    def test_run_returns_what_the_child_wrote_and_kills_it_on_a_timeout(self):
+        self.assertEqual(stopping.run(["echo", "x"], capture_output=True, text=True).stdout, "x\n")
+        with self.assertRaises(subprocess.TimeoutExpired):
+            stopping.run(["sleep", "30"], timeout=0.2)
 
 
 class UnknownFlagTest(unittest.TestCase):

@@ -113,7 +113,7 @@ class RunReferencesTest(unittest.TestCase):
     def test_a_run_calls_its_script_with_its_arguments(self):
         printed = json.dumps({"results": [{"n": 56}], "notes": ["x"]})
         with mock.patch.object(reference, "find_interpreter", return_value="/usr/bin/python3"), \
-                mock.patch.object(reference.subprocess, "run", return_value=mock.Mock(returncode=0, stdout=printed)) \
+                mock.patch.object(reference.stopping, "run", return_value=mock.Mock(returncode=0, stdout=printed)) \
                 as called, mock.patch("builtins.print"):
             run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"], PROTOCOL)
         command = called.call_args[0][0]

@@ -173,9 +173,8 @@ def check_gpus(chosen, options, out_dir, ranges):
         log = open(os.path.join(out_dir, f"gpu{gpu.index}.log"), "w", encoding="utf-8")
         print(f"GPU {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): checking, log {log.name}", flush=True)
         environment_of = {**gpus.sub_run_environment(gpu), TOGETHER_VARIABLE: str(len(chosen))}
-        running.append((gpu, folder, log, subprocess.Popen(command, env=environment_of, stdout=log,
-                                                           stderr=subprocess.STDOUT,
-                                                           preexec_fn=stopping.dies_with_driver())))
+        running.append((gpu, folder, log, stopping.popen(command, env=environment_of, stdout=log,
+                                                         stderr=subprocess.STDOUT)))
     parts = []
     for gpu, folder, log, process in running:
         process.wait()

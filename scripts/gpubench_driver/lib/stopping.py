@@ -4,6 +4,7 @@ that write to finish, so that results.json, the summary and the plots agree."""
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import threading
 
@@ -47,6 +48,42 @@ def dies_with_driver():
             os._exit(128 + int(PARENT_DEATH_SIGNAL))  # as if it had come (before exec: nothing to clean up)
 
     return in_child
+
+
+def popen(command, **kwargs):
+    """subprocess.Popen of a child that dies with the driver (dies_with_driver). A stop signal that comes
+    while it forks is noted and acted on once the child exists: with a preexec_fn the interpreter runs its
+    fork hooks (logging's lock release), and a KeyboardInterrupt raised in one is printed as "Exception
+    ignored" and lost, so the run would go on. The child is then sent the same signal. Only the main thread
+    runs signal handlers, so only there is anything to hold."""
+    if threading.current_thread() is not threading.main_thread():
+        return subprocess.Popen(command, preexec_fn=dies_with_driver(), **kwargs)
+    noted = []
+    previous = {getattr(signal, name): signal.signal(getattr(signal, name), lambda signum, _: noted.append(signum))
+                for name in STOP_SIGNALS}
+    try:
+        process = subprocess.Popen(command, preexec_fn=dies_with_driver(), **kwargs)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    if noted:
+        process.send_signal(noted[0])
+        signal.raise_signal(noted[0])  # the driver's own handler, as if it had come now
+    return process
+
+
+def run(command, timeout=None, capture_output=False, **kwargs):
+    """subprocess.run through popen(): the child killed on a timeout (TimeoutExpired) or a stop."""
+    if capture_output:
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with popen(command, **kwargs) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 class StoppedAfterFinalWrite(KeyboardInterrupt):

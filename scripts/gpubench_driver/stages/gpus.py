@@ -147,8 +147,8 @@ def _run_on(gpus, out_dir, options, argv):
         command = [sys.executable, "-m", "gpubench_driver", *sub_run_argv(argv, gpu, out_dir, options.run_id)]
         print(f"gpu {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): {' '.join(command[3:])} > {log.name}", flush=True)
         # A sub-run gets SIGTERM when this driver dies, even by kill -9: it stops its study and writes what finished.
-        processes.append((gpu, subprocess.Popen(command, env=sub_run_environment(gpu), stdout=log,
-                                                stderr=subprocess.STDOUT, preexec_fn=stopping.dies_with_driver()), log))
+        processes.append((gpu, stopping.popen(command, env=sub_run_environment(gpu), stdout=log,
+                                              stderr=subprocess.STDOUT), log))
     statuses = []
     for gpu, process, log in processes:
         statuses.append(process.wait())

@@ -35,8 +35,7 @@ def candidate_interpreters():
 def find_interpreter(library):
     for python in candidate_interpreters():
         try:
-            probe = subprocess.run([python, "-c", PROBES[library]], capture_output=True, timeout=PROBE_TIMEOUT_S,
-                                   preexec_fn=stopping.dies_with_driver())
+            probe = stopping.run([python, "-c", PROBES[library]], capture_output=True, timeout=PROBE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if probe.returncode == 0:
@@ -54,8 +53,7 @@ def run_library(run, protocol):
     print(f"reference: {run.script} {' '.join(run.args)} ({python})", flush=True)
     command = [python, os.path.join(outputs.SCRIPTS_DIR, run.script), "--protocol", json.dumps(protocol), *run.args]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                                preexec_fn=stopping.dies_with_driver())  # no GPU work runs on unwatched
+        result = stopping.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)  # no GPU work runs on unwatched
     except subprocess.TimeoutExpired:
         return {"python": python, "note": f"failed: {run.script} took over {RUN_TIMEOUT_S} s"}
     if result.returncode != 0:

@@ -50,8 +50,8 @@ def binary_environment(launched=False):
 def describe(binary, flags=()):
     """The binary's --describe under these flags (which select its `entries`)."""
     try:
-        result = subprocess.run([binary, "--describe", *flags], capture_output=True, text=True, timeout=120,
-                                env=binary_environment(), preexec_fn=stopping.dies_with_driver())
+        result = stopping.run([binary, "--describe", *flags], capture_output=True, text=True, timeout=120,
+                              env=binary_environment())
     except OSError as error:
         raise RunnerError(f"cannot run {binary}: {error}") from None
     except subprocess.TimeoutExpired:
@@ -169,12 +169,11 @@ def invoke(binary, flags, options, progress, plan, counters, on_finished=None, l
         measurements_path = os.path.join(scratch, "measurements.jsonl")
         stderr_path = os.path.join(scratch, "stderr.txt")
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
-            child = subprocess.Popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
-                                      *benchmark_flags(json_path, measurements_path)],
-                                     stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
-                                     env=binary_environment(bool(launcher)),
-                                     # killed outright, the driver takes the process (or its launcher) with it
-                                     preexec_fn=stopping.dies_with_driver())
+            # killed outright, the driver takes the process (or its launcher) with it
+            child = stopping.popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
+                                    *benchmark_flags(json_path, measurements_path)],
+                                   stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+                                   env=binary_environment(bool(launcher)))
             tail = measurements.Tail(measurements_path)
             finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
             interrupted, wall_s = _stream(child, progress, finished)
