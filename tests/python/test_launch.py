@@ -45,15 +45,20 @@ def free_port():
 
 def launch_by_environment(command, launcher, ranks, rendezvous=True):
     """`command` as `ranks` plain processes with `launcher`'s rank variables (and rank 0's address);
-    [(returncode, stdout, stderr)] by rank."""
+    [(returncode, stdout, stderr)] by rank. A free port can be taken by another process (tests run in
+    parallel) before rank 0 listens on it: then the launch is tried again on another."""
     rank_name, size_name, local_name = LAUNCHER_VARIABLES[launcher]
-    meet = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if rendezvous else {}
-    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env={**clean_environment(), **meet, rank_name: str(rank), size_name: str(ranks),
-                                       local_name: str(rank)})
-                 for rank in reversed(range(ranks))]  # the others first: they wait for rank 0
-    outputs = [process.communicate(timeout=120) for process in reversed(processes)]
-    return [(process.returncode, *output) for process, output in zip(reversed(processes), outputs)]
+    for _ in range(3):
+        meet = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if rendezvous else {}
+        processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      env={**clean_environment(), **meet, rank_name: str(rank),
+                                           size_name: str(ranks), local_name: str(rank)})
+                     for rank in reversed(range(ranks))]  # the others first: they wait for rank 0
+        outputs = [process.communicate(timeout=120) for process in reversed(processes)]
+        results = [(process.returncode, *output) for process, output in zip(reversed(processes), outputs)]
+        if not any("Address already in use" in stderr for _, _, stderr in results):
+            break
+    return results
 
 
 def mpirun(command, ranks):
