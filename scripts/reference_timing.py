@@ -178,8 +178,10 @@ def warm_up(first_call_s, batches, parameters, clock=time.perf_counter):
 
 
 def calls_for(target_s, per_call_s, max_calls):
-    """Calls in a sample or batch of target_s, within [1, max_calls] (the binaries' calls_for)."""
-    return min(max(math.ceil(target_s / per_call_s), 1), max_calls) if per_call_s > 0 else 1
+    """Calls in a sample or batch of target_s, within [1, max_calls] (the binaries' calls_for). The quotient is
+    rounded to 9 digits first: a time per call summed from many calls is off in its last bits, and 50.0000001
+    must not become 51."""
+    return min(max(math.ceil(round(target_s / per_call_s, 9)), 1), max_calls) if per_call_s > 0 else 1
 
 
 def calls_per_sample(per_call_s, parameters):
