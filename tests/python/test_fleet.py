@@ -1,0 +1,150 @@
+"""gpubench fleet: simulated nodes built from one real node's check.json (fixtures/fleet_check_h200x4.json, trimmed
+from results/h200x4-node/check.json.gz) and from one real run (fixtures/runs), each node a copy with its figures
+moved by a few tenths of a percent, one node's GPU made 10% slower than its node's others on its GEMMs and one
+of its links slower."""
+import contextlib
+import copy
+import io
+import json
+import math
+import os
+import statistics
+import tempfile
+import unittest
+
+import support
+
+from gpubench_driver.commands import cli
+from gpubench_driver.lib import results
+
+CHECK = support.fixture("fleet_check_h200x4.json")
+RUN = support.fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
+NODES = [f"node{number:02d}" for number in range(1, 6)]
+SLOW_NODE, SLOW_GPU, SLOW_LINK = "node03", 2, "p2p/gpu0-gpu1"
+
+
+def jitter(number):
+    """A node's own small offset (within 0.3%), so that no two nodes measure alike."""
+    return 1 + 0.003 * math.sin(number + 1)
+
+
+def check_node(folder, number, slow=False, verdict=None):
+    with open(CHECK, encoding="utf-8") as stream:
+        document = json.load(stream)
+    values = {}
+    for row in (row for part in document["gpus"] for row in part["figures"]):
+        values.setdefault((row["key"], row["where"]), []).append(row["value"])
+    for part in document["gpus"] + [document["node"]]:
+        for row in part["figures"]:
+            if row["value"] is None:
+                continue
+            factor = jitter(number)
+            if slow and part.get("index") == SLOW_GPU and row["study"] == "precision":  # 10% below its fellows
+                factor *= 0.9 * statistics.median(values[row["key"], row["where"]]) / row["value"]
+            if slow and part is document["node"] and row["key"] == SLOW_LINK:
+                factor *= 0.75
+            row["value"] *= factor
+            if row.get("fraction_of_reference") is not None:
+                row["fraction_of_reference"] *= factor
+    if verdict:
+        document["verdict"] = verdict
+    os.makedirs(folder)
+    with open(os.path.join(folder, "check.json"), "w", encoding="utf-8") as stream:
+        json.dump(document, stream)
+    return folder
+
+
+def fleet(*folders, out):
+    """(exit status, fleet.json, stderr) of gpubench fleet."""
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+        status = cli.main(["fleet", *folders, "--out", out])
+    with open(os.path.join(out, "fleet.json"), encoding="utf-8") as stream:
+        return status, json.load(stream), errors.getvalue()
+
+
+class CheckFleetTest(unittest.TestCase):
+    def setUp(self):
+        self.temp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.temp.cleanup)
+        self.out = os.path.join(self.temp.name, "out")
+
+    def nodes(self, slow=None, **verdicts):
+        return [check_node(os.path.join(self.temp.name, name), number, name == slow, verdicts.get(name))
+                for number, name in enumerate(NODES)]
+
+    def test_the_slow_gpu_and_link_and_only_they_are_named(self):
+        status, found, _ = fleet(*self.nodes(slow=SLOW_NODE), out=self.out)
+        self.assertEqual((status, found["verdict"], found["drain"]), (1, "drain", [SLOW_NODE]))
+        below = [(row["node"], row["gpu"], row["figure"]) for group in found["groups"] for row in group["below"]
+                 if group["bound"] != "host"]
+        gemms = [group["figure"] for group in found["groups"] if group["key"].startswith("rate/")
+                 and "GEMM" in group["figure"]]
+        self.assertEqual(sorted(below, key=str), sorted([(SLOW_NODE, SLOW_GPU, name) for name in gemms]
+                                               + [(SLOW_NODE, None, "Peer copy gpu0 to gpu1")], key=str))
+        node = next(node for node in found["nodes"] if node["name"] == SLOW_NODE)
+        self.assertTrue(all(text.startswith(("GPU 2:", "link:")) for text in node["below"]), node["below"])
+        with open(os.path.join(self.out, "fleet.md"), encoding="utf-8") as stream:
+            page = stream.read()
+        self.assertIn(f"drain {SLOW_NODE}.", page)
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "fleet.html")))
+
+    def test_a_healthy_fleet_names_none(self):
+        status, found, _ = fleet(*self.nodes(), out=self.out)
+        self.assertEqual((status, found["verdict"], found["drain"]), (0, "healthy", []))
+        self.assertTrue(all(group["detectable"] > group["beyond_noise"] > 0 for group in found["groups"]))
+
+    def test_a_damaged_node_is_reported_and_skipped(self):
+        folders = self.nodes(slow=SLOW_NODE)
+        with open(os.path.join(folders[0], "check.json"), "r+", encoding="utf-8") as stream:
+            stream.truncate(1000)
+        hostile = os.path.join(self.temp.name, "node09")
+        os.makedirs(hostile)
+        with open(os.path.join(hostile, "check.json"), "w", encoding="utf-8") as stream:
+            json.dump({"schema": "gpubench-check", "schema_version": 1, "run": {"id": "x"}, "gpus": "none"}, stream)
+        status, found, errors = fleet(*folders, hostile, out=self.out)
+        self.assertEqual((status, found["drain"]), (1, [SLOW_NODE]))
+        self.assertEqual(len(found["skipped"]), 2)
+        self.assertIn(os.path.join(folders[0], "check.json"), errors)
+        self.assertIn("gpus: expected a list", errors)
+        status, found, _ = fleet(*folders[3:], hostile, out=self.out)  # the rest healthy but one unread
+        self.assertEqual((status, found["verdict"]), (2, "not judged"))
+
+    def test_a_failed_check_drains_its_node(self):
+        status, found, _ = fleet(*self.nodes(node04="below"), out=self.out)
+        self.assertEqual((status, found["drain"]), (1, ["node04"]))
+
+    def test_too_few_gpus_of_a_model_are_not_judged(self):
+        status, found, _ = fleet(self.nodes()[0], out=self.out)
+        judged = {group["key"]: group["kind"] is not None for group in found["groups"]}
+        self.assertFalse(judged["allreduce/bus"])  # one node's all-reduce: nothing to set it against
+        self.assertTrue(judged["rate/fp32"] and judged["p2p/gpu0-gpu1"])  # its 4 GPUs, its 12 links
+        self.assertEqual(status, 0)
+
+
+class RunFleetTest(unittest.TestCase):
+    """Runs of one GPU (a committed H200 run), each node's a copy with its host renamed, one GPU 10% slower on
+    every GEMM (study precision)."""
+    def test_the_slow_node_is_named(self):
+        with tempfile.TemporaryDirectory() as temp:
+            base = results.load(RUN)
+            folders = []
+            for number, name in enumerate(NODES):
+                document = copy.deepcopy(base)
+                document["machine"]["host"] = name
+                for study, record in document["studies"].items():
+                    for entry in (entry for entry in record["entries"] if entry["status"] == "ok"):
+                        slower = 1 / 0.9 if name == SLOW_NODE and study == "precision" else 1
+                        entry["time_s"] = {key: value * jitter(number) * slower if isinstance(value, float) else value
+                                           for key, value in entry["time_s"].items()}
+                folders.append(os.path.join(temp, name))
+                os.makedirs(folders[-1])
+                results.write(document, os.path.join(folders[-1], "results.json"), checked=False)
+            status, found, _ = fleet(*folders, out=os.path.join(temp, "out"))
+        self.assertEqual((status, found["drain"]), (1, [SLOW_NODE]))
+        self.assertTrue(all(row["figure"].startswith("precision/") for group in found["groups"]
+                            for row in group["below"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
