@@ -62,7 +62,7 @@ def blocks(nodes, skipped, groups, verdict):
         for node in nodes])])
     if skipped:
         found += page.section("Skipped (could not be read)", [page.bullets(md(why) for why in skipped)])
-    header = ["figure", "point", "GPUs", "fleet median", "beyond noise from", "detectable (80%)", "below"]
+    header = ["figure", "point", "measured", "fleet median", "beyond noise from", "detectable (80%)", "below"]
     for model in dict.fromkeys(group["model"] for group in groups):
         for bound, title in BOUND_TITLES.items():
             rows = [_group_row(group) for group in groups if group["model"] == model and group["bound"] == bound]
@@ -96,9 +96,13 @@ def execute(args, argv):
         return fleet.EXIT_STATUS[fleet.NOT_JUDGED]
     out_dir, _ = outputs.check_out_dir(args.out or session.default_out_dir(f"fleet-{session.default_run_id()}"))
     nodes, skipped = [], []
-    for folder in args.nodes:
+    once = {}
+    for folder in args.nodes:  # a folder named twice is one node
+        once.setdefault(os.path.realpath(folder), folder)
+    folders = list(once.values())
+    for folder, name in zip(folders, fleet.node_names(folders)):
         try:
-            nodes.append(fleet.read_node(folder))
+            nodes.append(fleet.read_node(folder, name))
         except fleet.NodeError as error:
             print(f"gpubench fleet: skipped: {error}", file=sys.stderr)
             skipped.append(str(error))

@@ -29,13 +29,13 @@ def _figure_rows(node, gpu, model, figures):
     """The measurements of a check part's figures: those with a value and a better direction."""
     rows = []
     for row in figures:
-        if row.get("value") is None or row.get("better") not in ("higher", "lower") or not row["value"] > 0:
+        if row.get("value") is None or row.get("better") not in ("higher", "lower") or not 0 < row["value"] < math.inf:
             continue
         study = row.get("study") if isinstance(row.get("study"), str) else None
         protocol = (row.get("timed_as") if isinstance(row.get("timed_as"), str) else "").split(":")[0] or None
         link = gpu is None and check_measure.is_peers(study)
         fraction = row.get("fraction_of_reference")
-        use_fraction = link and isinstance(fraction, (int, float)) and fraction > 0
+        use_fraction = link and isinstance(fraction, (int, float)) and 0 < fraction < math.inf
         bound = LINK if link else HOST_PACED if noise_model.host_paced({"device": "gpu", "protocol": protocol}) \
             else GPU_BOUND
         rows.append({"node": node, "gpu": gpu, "model": model, "study": study, "key": row["key"],
@@ -100,9 +100,8 @@ def read_run(name, path):
             "gpus": sorted({row["gpu"] for row in rows}), "rows": rows}
 
 
-def read_node(folder):
+def read_node(folder, name):
     """A node folder's record: its check.json if it holds one, else its results file; NodeError saying why not."""
-    name = os.path.basename(os.path.normpath(folder))
     if check_results.file_in(folder):
         reader, path = read_check, check_results.file_in(folder)
     elif os.path.isdir(folder) and results.file_in(folder):
@@ -116,6 +115,12 @@ def read_node(folder):
         raise NodeError(str(error)) from None
     except (KeyError, TypeError, AttributeError, ValueError) as error:  # a field the loaders do not check
         raise NodeError(f"{path}: not the shape gpubench writes ({type(error).__name__}: {error})") from None
+
+
+def node_names(folders):
+    """Each folder's node name: its own name (srun's or mpirun's host), else, where two share one, the path given."""
+    names = [os.path.basename(os.path.normpath(folder)) for folder in folders]
+    return [name if names.count(name) == 1 else folder for name, folder in zip(names, folders)]
 
 
 # --- judging ----------------------------------------------------------------------------------------
