@@ -1,9 +1,7 @@
 """gpubench fleet: simulated nodes built from one real node's check.json (fixtures/fleet_check_h200x4.json, trimmed
-from results/h200x4-node/check.json.gz) and from one real run (fixtures/runs), each node a copy with its figures
-moved by a few tenths of a percent, one node's GPU made 10% slower than its node's others on its GEMMs and one
-of its links slower."""
+from results/h200x4-node/check.json.gz), each node a copy with its figures moved by a few tenths of a percent, one
+node's GPU made 10% slower than its node's others on its GEMMs and one of its links slower; and nodes' runs."""
 import contextlib
-import copy
 import io
 import json
 import math
@@ -13,12 +11,13 @@ import tempfile
 import unittest
 
 import support
+import test_gpus
 
 from gpubench_driver.commands import cli
 from gpubench_driver.lib import results
+from gpubench_driver.stages import analyse, gpus
 
 CHECK = support.fixture("fleet_check_h200x4.json")
-RUN = support.fixture("runs/aa-h200-20261124/h200-aa-a-20261124/results.json.gz")
 NODES = [f"node{number:02d}" for number in range(1, 6)]
 SLOW_NODE, SLOW_GPU, SLOW_LINK = "node03", 2, "p2p/gpu0-gpu1"
 
@@ -123,27 +122,49 @@ class CheckFleetTest(unittest.TestCase):
 
 
 class RunFleetTest(unittest.TestCase):
-    """Runs of one GPU (a committed H200 run), each node's a copy with its host renamed, one GPU 10% slower on
-    every GEMM (study precision)."""
-    def test_the_slow_node_is_named(self):
+    """Runs' folders (test_gpus's runs of a GEMM, 100 ms a call), each node's with its host renamed."""
+    def write(self, temp, documents):
+        folders = []
+        for name, document in zip(NODES, documents):
+            document["machine"]["host"] = name
+            analyse.derive_findings(document, 0)  # as a run writes them
+            folders.append(os.path.join(temp, name))
+            os.makedirs(folders[-1])
+            results.write(document, os.path.join(folders[-1], "results.json"))
+        return folders
+
+    def test_runs_of_one_gpu_name_the_slow_node(self):
         with tempfile.TemporaryDirectory() as temp:
-            base = results.load(RUN)
-            folders = []
-            for number, name in enumerate(NODES):
-                document = copy.deepcopy(base)
-                document["machine"]["host"] = name
-                for study, record in document["studies"].items():
-                    for entry in (entry for entry in record["entries"] if entry["status"] == "ok"):
-                        slower = 1 / 0.9 if name == SLOW_NODE and study == "precision" else 1
-                        entry["time_s"] = {key: value * jitter(number) * slower if isinstance(value, float) else value
-                                           for key, value in entry["time_s"].items()}
-                folders.append(os.path.join(temp, name))
-                os.makedirs(folders[-1])
-                results.write(document, os.path.join(folders[-1], "results.json"), checked=False)
+            folders = self.write(temp, [test_gpus.run_document(test_gpus.GPUS[0], (0.1 * jitter(number) * (
+                1.1 if name == SLOW_NODE else 1), 0.002)) for number, name in enumerate(NODES)])
             status, found, _ = fleet(*folders, out=os.path.join(temp, "out"))
         self.assertEqual((status, found["drain"]), (1, [SLOW_NODE]))
-        self.assertTrue(all(row["figure"].startswith("precision/") for group in found["groups"]
-                            for row in group["below"]))
+        self.assertEqual([(row["node"], row["gpu"], row["figure"]) for group in found["groups"]
+                          for row in group["below"]], [(SLOW_NODE, 0, test_gpus.HEADLINE)])
+
+    def test_gathered_runs_name_the_slow_gpu(self):
+        """run --gpus all folders (test_gpus's node of three GPUs, gathered), one node's GPU 2 10% slower."""
+        with tempfile.TemporaryDirectory() as temp:
+            folders = self.write(temp, [gpus.gather(test_gpus.parts(slow=1.1 if number == 1 else 1.0), "node", ["run"])
+                                        for number in range(4)])
+            status, found, _ = fleet(*folders, out=os.path.join(temp, "out"))
+        self.assertEqual((status, found["drain"]), (1, [NODES[1]]))
+        self.assertEqual([(row["node"], row["gpu"], row["figure"]) for group in found["groups"]
+                          for row in group["below"]], [(NODES[1], 2, test_gpus.HEADLINE)])
+        self.assertEqual({group["model"] for group in found["groups"]}, {test_gpus.GPUS[0].name})
+
+
+class BadInputTest(unittest.TestCase):
+    def test_an_unreadable_noise_model_cannot_judge(self):
+        with tempfile.TemporaryDirectory() as temp:
+            broken = os.path.join(temp, "noise.json")
+            with open(broken, "w", encoding="utf-8") as stream:
+                stream.write("{")
+            errors = io.StringIO()
+            with contextlib.redirect_stderr(errors):
+                status = cli.main(["fleet", temp, "--noise-model", broken, "--out", os.path.join(temp, "out")])
+        self.assertEqual(status, 2)
+        self.assertIn(f"could not judge: cannot read the noise model {broken}", errors.getvalue())
 
 
 if __name__ == "__main__":

@@ -114,7 +114,6 @@ def execute(args, argv):
     outputs.write_text(os.path.join(out_dir, "fleet.json"),
                        json.dumps(record(nodes, skipped, groups, verdict), indent=1, allow_nan=False) + "\n")
     html_report.write(found, [], out_dir, name="fleet.html")
-    drain = [node["name"] for node in nodes if node["verdict"] == fleet.DRAIN]
-    print(f"gpubench fleet: {verdict} (exit status {fleet.EXIT_STATUS[verdict]})"
-          + (f"; drain: {', '.join(drain)}" if drain else "") + f"\nfleet: {path}")
+    drain = [f"drain {node['name']}: {'; '.join(node['below'])}" for node in nodes if node["verdict"] == fleet.DRAIN]
+    print("\n".join([*drain, f"gpubench fleet: {verdict} (exit status {fleet.EXIT_STATUS[verdict]}); {path}"]))
     return fleet.EXIT_STATUS[verdict]
