@@ -15,7 +15,7 @@ import test_gpus
 
 from gpubench_driver.commands import cli
 from gpubench_driver.lib import results
-from gpubench_driver.stages import analyse, gpus
+from gpubench_driver.stages import analyse, check_measure, gpus
 
 CHECK = support.fixture("fleet_check_h200x4.json")
 NODES = [f"node{number:02d}" for number in range(1, 6)]
@@ -112,6 +112,22 @@ class CheckFleetTest(unittest.TestCase):
     def test_a_failed_check_drains_its_node(self):
         status, found, _ = fleet(*self.nodes(node04="below"), out=self.out)
         self.assertEqual((status, found["drain"]), (1, ["node04"]))
+
+    def test_a_figure_not_measured_leaves_its_node_not_judged(self):
+        folders = self.nodes()
+        path = os.path.join(folders[1], "check.json")
+        with open(path, encoding="utf-8") as stream:
+            document = json.load(stream)
+        figures = document["gpus"][1]["figures"]
+        figures[:] = [row for row in figures if row["study"] != "stream"] + [
+            check_measure.not_measured("stream", "its binary exited with status 1")]
+        figures[0]["entry"] = ["a list where a name belongs"]  # a field the loader does not check: ignored
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(document, stream)
+        status, found, _ = fleet(*folders, out=self.out)
+        node = next(node for node in found["nodes"] if node["name"] == NODES[1])
+        self.assertEqual((status, node["verdict"]), (2, "not judged"))
+        self.assertEqual(node["errors"], ["GPU 1: stream: not measured (its binary exited with status 1)"])
 
     def test_too_few_gpus_of_a_model_are_not_judged(self):
         status, found, _ = fleet(self.nodes()[0], out=self.out)

@@ -41,9 +41,15 @@ def _figure_rows(node, gpu, model, figures):
         rows.append({"node": node, "gpu": gpu, "model": model, "study": study, "key": row["key"],
                      "label": row["label"], "where": row["where"], "unit": "of link rate" if use_fraction
                      else row["unit"], "value": fraction if use_fraction else row["value"], "better": row["better"],
-                     "protocol": protocol, "median_s": None, "history": (study, row.get("entry")), "bound": bound,
+                     "protocol": protocol, "median_s": None, "bound": bound,
+                     "history": (study, row["entry"] if isinstance(row.get("entry"), str) else None),
                      "check_below": row.get("status") == health.BELOW})
     return rows
+
+
+def _unmeasured(part):
+    """A check part's figures it could not measure (a study that failed or was left out), with why."""
+    return [f"{row['label']} ({row.get('why')})" for row in part["figures"] if row.get("value") is None]
 
 
 def _part_failures(part):
@@ -56,17 +62,18 @@ def read_check(name, path):
     """A node from its check.json: each GPU's figures (its model: the check's key, which says how many GPUs were
     checked at once), the node part's figures (the node's model) with its peer links, and what the check failed."""
     document = check_results.load(path)
-    rows, failed = [], []
+    rows, failed, errors = [], [], [str(error) for error in document.get("errors") or []]
     for part in document["gpus"]:
         model = part.get("model") if isinstance(part.get("model"), str) else part["name"]
         rows += _figure_rows(name, part.get("index"), model, part["figures"])
         failed += [f"GPU {part.get('index')}: {what}" for what in _part_failures(part)]
+        errors += [f"GPU {part.get('index')}: {what}" for what in _unmeasured(part)]
     node = document.get("node")
     if node:
         rows += _figure_rows(name, None, node.get("model") if isinstance(node.get("model"), str) else node["name"],
                              node["figures"])
         failed += [f"between GPUs: {what}" for what in _part_failures(node)]
-    errors = [str(error) for error in document.get("errors") or []]
+        errors += [f"between GPUs: {what}" for what in _unmeasured(node)]
     return {"name": name, "path": path, "source": "check", "check_verdict": document.get("verdict"),
             "failed": (failed or ["the check's verdict: below"]) if document.get("verdict") == "below" else [],
             "errors": errors,
