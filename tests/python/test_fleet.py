@@ -27,7 +27,9 @@ def jitter(number):
     return 1 + 0.003 * math.sin(number + 1)
 
 
-def check_node(folder, number, slow=False, verdict=None):
+def check_node(folder, number, slow=None, verdict=None):
+    """A node's check.json: the fixture's, each figure moved by the node's jitter; slow: the share of its fellows'
+    median that GPU SLOW_GPU's GEMMs reach (SLOW_LINK then at 0.75 of its own)."""
     with open(CHECK, encoding="utf-8") as stream:
         document = json.load(stream)
     values = {}
@@ -38,8 +40,8 @@ def check_node(folder, number, slow=False, verdict=None):
             if row["value"] is None:
                 continue
             factor = jitter(number)
-            if slow and part.get("index") == SLOW_GPU and row["study"] == "precision":  # 10% below its fellows
-                factor *= 0.9 * statistics.median(values[row["key"], row["where"]]) / row["value"]
+            if slow and part.get("index") == SLOW_GPU and row["study"] == "precision":
+                factor *= slow * statistics.median(values[row["key"], row["where"]]) / row["value"]
             if slow and part is document["node"] and row["key"] == SLOW_LINK:
                 factor *= 0.75
             row["value"] *= factor
@@ -51,6 +53,20 @@ def check_node(folder, number, slow=False, verdict=None):
     with open(os.path.join(folder, "check.json"), "w", encoding="utf-8") as stream:
         json.dump(document, stream)
     return folder
+
+
+def write_gemm_times(folder):
+    """Each GPU's results.json beside its check.json, as the check writes it, holding its GEMM entries (an n = 8192
+    GEMM's time at its figure's rate): what gives a figure its noise model kind."""
+    with open(os.path.join(folder, "check.json"), encoding="utf-8") as stream:
+        parts = json.load(stream)["gpus"]
+    for part in parts:
+        document = test_gpus.run_document(test_gpus.GPUS[0], (0.1, 0.002))
+        document["studies"]["matmul"]["entries"] = [test_gpus.entry(row["entry"], 2 * 8192 ** 3 / row["value"])
+                                                    for row in part["figures"] if row["study"] == "precision"]
+        analyse.derive_findings(document, 0)
+        os.makedirs(os.path.join(folder, os.path.dirname(part["results"])))
+        results.write(document, os.path.join(folder, part["results"]))
 
 
 def fleet(*folders, out):
@@ -68,8 +84,9 @@ class CheckFleetTest(unittest.TestCase):
         self.addCleanup(self.temp.cleanup)
         self.out = os.path.join(self.temp.name, "out")
 
-    def nodes(self, slow=None, **verdicts):
-        return [check_node(os.path.join(self.temp.name, name), number, name == slow, verdicts.get(name))
+    def nodes(self, slow=None, share=0.9, **verdicts):
+        return [check_node(os.path.join(self.temp.name, name), number, share if name == slow else None,
+                           verdicts.get(name))
                 for number, name in enumerate(NODES)]
 
     def test_the_slow_gpu_and_link_and_only_they_are_named(self):
@@ -87,6 +104,22 @@ class CheckFleetTest(unittest.TestCase):
             page = stream.read()
         self.assertIn(f"drain {SLOW_NODE}.", page)
         self.assertTrue(os.path.isfile(os.path.join(self.out, "fleet.html")))
+
+    def test_results_files_beside_the_checks_narrow_the_threshold(self):
+        """A GPU 5% slow on its GEMMs: within the wider kind's noise from check.json alone, beyond it where each
+        GPU's results.json gives the GEMMs' times (device-timed, 100 us or more)."""
+        folders = self.nodes(slow=SLOW_NODE, share=0.95)
+        status, found, _ = fleet(*folders, out=self.out)
+        self.assertEqual((status, found["drain"]), (1, [SLOW_NODE]))  # the link alone
+        self.assertTrue(all(row["gpu"] is None for group in found["groups"] for row in group["below"]
+                            if group["bound"] != "host"))
+        for folder in folders:
+            write_gemm_times(folder)
+        status, found, _ = fleet(*folders, out=self.out)
+        gemms = [group for group in found["groups"] if group["key"].startswith("rate/") and "GEMM" in group["figure"]]
+        self.assertEqual({group["kind"] for group in gemms}, {"throughput-long"})
+        self.assertEqual({(row["node"], row["gpu"]) for group in gemms for row in group["below"]},
+                         {(SLOW_NODE, SLOW_GPU)})
 
     def test_a_healthy_fleet_names_none(self):
         status, found, _ = fleet(*self.nodes(), out=self.out)

@@ -25,13 +25,27 @@ class NodeError(Exception):
 
 
 # --- reading a node ------------------------------------------------------------------------------
-def _figure_rows(node, gpu, model, figures):
+def _entry_times(folder, part):
+    """{entry name: median time} of a check part's results file beside check.json, which gives each figure its
+    noise model kind (check.json keeps rates, not times); {} where the node's folder does not hold it."""
+    relative = part.get("results")
+    if not isinstance(relative, str) or os.path.isabs(relative) or os.path.normpath(relative).startswith(".."):
+        return {}
+    path = os.path.join(folder, relative)
+    if not os.path.isfile(path):
+        return {}
+    return {entry["name"]: entry["time_s"]["median"] for study in results.load(path)["studies"].values()
+            for entry in study["entries"] if entry["status"] == "ok"}
+
+
+def _figure_rows(node, gpu, model, figures, times):
     """The measurements of a check part's figures: those with a value and a better direction."""
     rows = []
     for row in figures:
         if row.get("value") is None or row.get("better") not in ("higher", "lower") or not 0 < row["value"] < math.inf:
             continue
         study = row.get("study") if isinstance(row.get("study"), str) else None
+        entry = row.get("entry") if isinstance(row.get("entry"), str) else None
         protocol = (row.get("timed_as") if isinstance(row.get("timed_as"), str) else "").split(":")[0] or None
         link = gpu is None and check_measure.is_peers(study)
         fraction = row.get("fraction_of_reference")
@@ -41,8 +55,9 @@ def _figure_rows(node, gpu, model, figures):
         rows.append({"node": node, "gpu": gpu, "model": model, "study": study, "key": row["key"],
                      "label": row["label"], "where": row["where"], "unit": "of link rate" if use_fraction
                      else row["unit"], "value": fraction if use_fraction else row["value"], "better": row["better"],
-                     "protocol": protocol, "median_s": None, "bound": bound,
-                     "history": (study, row["entry"] if isinstance(row.get("entry"), str) else None),
+                     "protocol": protocol, "median_s": times.get(entry) if protocol else None,
+                     "bound": bound,
+                     "history": (study, entry),
                      "check_below": row.get("status") == health.BELOW})
     return rows
 
@@ -61,17 +76,17 @@ def _part_failures(part):
 def read_check(name, path):
     """A node from its check.json: each GPU's figures (its model: the check's key, which says how many GPUs were
     checked at once), the node part's figures (the node's model) with its peer links, and what the check failed."""
-    document = check_results.load(path)
+    document, folder = check_results.load(path), os.path.dirname(path)
     rows, failed, errors = [], [], [str(error) for error in document.get("errors") or []]
     for part in document["gpus"]:
         model = part.get("model") if isinstance(part.get("model"), str) else part["name"]
-        rows += _figure_rows(name, part.get("index"), model, part["figures"])
+        rows += _figure_rows(name, part.get("index"), model, part["figures"], _entry_times(folder, part))
         failed += [f"GPU {part.get('index')}: {what}" for what in _part_failures(part)]
         errors += [f"GPU {part.get('index')}: {what}" for what in _unmeasured(part)]
     node = document.get("node")
     if node:
         rows += _figure_rows(name, None, node.get("model") if isinstance(node.get("model"), str) else node["name"],
-                             node["figures"])
+                             node["figures"], _entry_times(folder, node))
         failed += [f"between GPUs: {what}" for what in _part_failures(node)]
         errors += [f"between GPUs: {what}" for what in _unmeasured(node)]
     return {"name": name, "path": path, "source": "check", "check_verdict": document.get("verdict"),
@@ -137,12 +152,16 @@ def group_key(row):
     return (row["model"], row["study"] if row["bound"] == LINK else row["key"], row["where"], row["unit"])
 
 
-def noise_of(model, row, count):
+def noise_of(model, members):
     """(kind, beyond noise from, minimum detectable effect): how far one run's figure may fall short of the median
-    of `count` runs' and still be noise, and the shortfall found with noise_verdicts.POWER; the kind by its protocol
-    and time, or the wider of its protocol's two kinds where only a rate is known (check.json keeps no time)."""
-    if row["median_s"] is not None or row["protocol"] is None:
-        candidates = [noise_verdicts.kind_in(model, row["protocol"], row["median_s"] or 1.0)[0]]
+    of the group's runs and still be noise, and the shortfall found with noise_verdicts.POWER; the kind by the
+    protocol and median time, or the wider of the protocol's two kinds where a member has only a rate (a check.json
+    without its results files)."""
+    row, count = members[0], len(members)
+    times = [member["median_s"] for member in members]
+    known = None not in times
+    if known or row["protocol"] is None:
+        candidates = [noise_verdicts.kind_in(model, row["protocol"], statistics.median(times) if known else 1.0)[0]]
     else:
         candidates = [kind for kind in (f"{row['protocol']}-long", f"{row['protocol']}-short") if kind in model.kinds]
         candidates = candidates or [noise_verdicts.kind_in(model, None, 1.0)[0]]
@@ -166,7 +185,7 @@ def judge(nodes, model):
     for (gpu_model, _, where, unit), members in groups.items():
         middle = statistics.median(row["value"] for row in members)
         judged = len(members) >= FEWEST
-        kind, threshold, detectable = noise_of(model, members[0], len(members)) if judged else (None, None, None)
+        kind, threshold, detectable = noise_of(model, members) if judged else (None, None, None)
         for row in members:
             row["ratio"], row["judged"] = row["value"] / middle, judged
             short = 1 / row["ratio"] - 1 if row["better"] == "higher" else row["ratio"] - 1
