@@ -12,7 +12,7 @@ from gpubench_driver.stages import fleet, session
 from gpubench_driver.stages.check_render import value_text
 
 SCHEMA, VERSION = "gpubench-fleet", 1
-ERRORS = (outputs.WriteError,)
+ERRORS = ()  # fleet reports its own failures as exit status 2: cli's exit 1 would read as a node to drain
 BOUND_TITLES = {fleet.GPU_BOUND: "GPU-bound figures", fleet.LINK: "Peer links (fraction of each link's rate)",
                 fleet.HOST_PACED: "Host-paced figures (the host's: reported, no node drained for them)"}
 
@@ -110,10 +110,14 @@ def execute(args, argv):
     fleet.node_verdicts(nodes)
     verdict = fleet.fleet_verdict(nodes, skipped, groups)
     found = blocks(nodes, skipped, groups, verdict)
-    path = outputs.write_text(os.path.join(out_dir, "fleet.md"), page.to_markdown(found))
-    outputs.write_text(os.path.join(out_dir, "fleet.json"),
-                       json.dumps(record(nodes, skipped, groups, verdict), indent=1, allow_nan=False) + "\n")
-    html_report.write(found, [], out_dir, name="fleet.html")
+    try:
+        path = outputs.write_text(os.path.join(out_dir, "fleet.md"), page.to_markdown(found))
+        outputs.write_text(os.path.join(out_dir, "fleet.json"),
+                           json.dumps(record(nodes, skipped, groups, verdict), indent=1, allow_nan=False) + "\n")
+        html_report.write(found, [], out_dir, name="fleet.html")
+    except outputs.WriteError as error:
+        print(f"gpubench fleet: error: {error}", file=sys.stderr)
+        return fleet.EXIT_STATUS[fleet.NOT_JUDGED]
     drain = [f"drain {node['name']}: {'; '.join(node['below'])}" for node in nodes if node["verdict"] == fleet.DRAIN]
     print("\n".join([*drain, f"gpubench fleet: {verdict} (exit status {fleet.EXIT_STATUS[verdict]}); {path}"]))
     return fleet.EXIT_STATUS[verdict]
