@@ -195,6 +195,20 @@ class SummaryTest(unittest.TestCase):
         self.assertNotIn("| fp8\\_e4m3 | 8192 |", text)  # neither the study nor torch measured it
         self.assertNotIn("## Reference libraries", text)  # the matmul part's
 
+    def test_a_comparison_size_the_run_left_out_is_named(self):
+        references = {"torch_precision": {"python": "python3", "notes": [], "results": [
+            {"library": "torch", "n": 4096, "dtype": "float16", "op": "torch.matmul", "time_s": {"median": 1.0e-3}}]}}
+        document = support.precision_document(references)
+        study = document["studies"]["precision"]
+        study["entries"] = [entry for entry in study["entries"] if entry["n"] == 4096]
+        analyse.derive_findings(document, 0)
+        text = self.render(document)
+        self.assertIn("| fp16 | 4096 |", text)
+        self.assertIn("Not compared at n = 8192: this run measured no format there "
+                      "(`gpubench run --studies precision --sizes 4096,8192`", text)
+        both = self.render(support.precision_document(references))  # 4096 and 8192 measured
+        self.assertNotIn("Not compared at", both)
+
     def test_only_the_largest_size_when_4096_was_not_measured(self):
         document = support.precision_document()
         study = document["studies"]["precision"]
