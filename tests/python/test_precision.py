@@ -182,11 +182,12 @@ class SummaryTest(unittest.TestCase):
             "results": [{"library": "torch", "version": "2.11.0", "device": "a GPU", "n": 8192, "dtype": "float16",
                          "op": "torch.matmul", "time_s": {"median": 4.0e-3}, "measurement": {"settled": False}},
                         {"library": "torch", "version": "2.11.0", "device": "a GPU", "n": 8192, "dtype": "bfloat16",
-                         "op": "torch.matmul", "time_s": {"median": 4.3e-3},
+                         "op": "torch.matmul", "blas_library": "cublas", "time_s": {"median": 4.3e-3},
                          "measurement": {"settled": True}}]}}
         text = self.render(support.precision_document(references))
         self.assertIn("- torch\\_precision: float8\\_e4m3fn at n=8192: not run: no FP8 here", text)
-        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, float16 through torch.matmul", text)
+        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, float16 through torch.matmul\n", text)
+        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, bfloat16 through torch.matmul (cublas)\n", text)
         self.assertIn("| fp16 | 8192 | cublas/resident 4.20 ms | torch float16 4.00 ms | "
                       "1.050 (reference not settled) |", text)
         self.assertIn("| bf16 | 8192 | cublas/resident 4.30 ms | torch bfloat16 4.30 ms | 1.000 |", text)

@@ -171,6 +171,7 @@ def _comparison_row(row):
 def _result_item(name, result):
     return (f"{md(name)}: {md(result.get('library'))} {md(result.get('version'))} on {md(result.get('device'))}, "
             f"{md(result.get('dtype'))} through {md(result.get('op'))}"
+            + (f" ({md(result['blas_library'])})" if result.get("blas_library") else "")
             + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
                if result.get("out_dtype") else ""))
 
