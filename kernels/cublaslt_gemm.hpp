@@ -1,6 +1,8 @@
-// Row-major C = A*B through cuBLASLt, set up as PyTorch sets up its cuBLASLt GEMMs (ATen's
-// CUDABlas.cpp): column-major C^T = B^T A^T, the workspace PyTorch gives cuBLASLt on this GPU, the
-// operands' alignment told to the heuristic, and the heuristic's first algorithm. The plan of a
+// Row-major C = A*B through cuBLASLt, set up as PyTorch's cuBLASLt path sets it up (ATen's
+// CUDABlas.cpp, bgemm_internal_cublaslt: torch.matmul with TORCH_BLAS_PREFER_CUBLASLT=1, and
+// _scaled_mm): column-major C^T = B^T A^T, the workspace PyTorch gives cuBLASLt on this GPU, the
+// operands' alignment told to the heuristic, and the heuristic's first algorithm. (torch.matmul's
+// default path, cublasSgemm/cublasGemmEx, lets cuBLAS choose with the same workspace.) The plan of a
 // problem (descriptors and algorithm) is made once and kept; its algorithm can be handed to a later
 // process, so that every trial of a run times the same kernel (harness/held_choices.hpp).
 #pragma once
