@@ -144,7 +144,7 @@ struct CublasLtGemm::Resources {
   std::string choice, description;
   mutable const float* scales = nullptr;  // FP8: the factors the descriptor points at now
 
-  ~Resources() {
+  ~Resources() {  // a destructor cannot report a failure: the statuses are dropped
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (a) cublasLtMatrixLayoutDestroy(a);
@@ -207,11 +207,12 @@ void take_heuristic(CublasLtGemm::Resources& r, MatmulShape s, CublasLtAlignment
   if (status == CUBLAS_STATUS_SUCCESS)
     status = cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(), r.operation, r.a, r.b, r.c, r.c, preference, 1,
                                             &result, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
+  const cublasStatus_t destroyed = cublasLtMatmulPreferenceDestroy(preference);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0))
     throw GpuEntrySkipped(std::string("cuBLASLt has no algorithm for ") + precision_info(r.precision).name + " at " +
                           std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
   CUBLAS_CHECK(status);
+  CUBLAS_CHECK(destroyed);
   r.algorithm = result.algo;
   r.workspace_needed = result.workspaceSize;
 }
