@@ -54,7 +54,8 @@ LadderRow row(const char* id, const char* precision, GemmRung (*rung)(), const c
 std::vector<LadderRow> implementations() {
   constexpr const char* kSlowCap = "a call at 8192 takes seconds at this rung's rate and shows nothing new";
   return {
-      row("cublas", "fp32", cublas_rung<Precision::fp32>, "cuBLAS SGEMM (cublasGemmEx, FP32 compute, no TF32)"),
+      row("cublas", "fp32", cublas_rung<Precision::fp32>,
+          "cuBLAS SGEMM (through cuBLASLt, FP32 compute, no TF32)"),
       row("sgemm_01_naive_16x128", "fp32", sgemm_01_naive_16x128,
           "the walk-through's launch: 16 blocks of 128 threads, a grid-stride loop over C, operands from global memory",
           1024, "16 blocks of 128 threads take tenths of a second at 1024; a call at 4096 takes many seconds"),
@@ -71,7 +72,7 @@ std::vector<LadderRow> implementations() {
       row("sgemm_10_autotuned", "fp32", sgemm_10_autotuned,
           "the warp-tiled kernel with the tile shape timed fastest on this GPU at this size"),
       row("cublas", "fp16", cublas_rung<Precision::fp16>,
-          "cuBLAS FP16 GEMM (cublasGemmEx, FP16 in and out, FP32 accumulation)"),
+          "cuBLAS FP16 GEMM (through cuBLASLt, FP16 in and out, FP32 accumulation)"),
       row("hgemm_01_wmma", "fp16", hgemm_01_wmma, "WMMA fragments, cp.async double buffering"),
       row("hgemm_02_mma_sync", "fp16", hgemm_02_mma_sync, "mma.sync with ldmatrix, a multi-stage cp.async pipeline"),
       row("hgemm_03_wgmma", "fp16", hgemm_03_wgmma,

@@ -11,6 +11,7 @@
 #include "core/reference.hpp"
 #include "core/verify.hpp"
 #include "harness/cpu_entry.hpp"
+#include "harness/cublaslt_choice.hpp"
 #include "harness/study.hpp"
 #include "matmul_blocked.hpp"
 #include "matmul_naive.hpp"
@@ -28,6 +29,7 @@ namespace {
 
 struct MatmulImplementation : Implementation {
   MatmulFp32Fn run;
+  bool cublaslt = false;  // the cuBLASLt path, whose plan is held across the run's processes and reported
 };
 
 std::vector<MatmulImplementation> implementations() {
@@ -45,7 +47,7 @@ std::vector<MatmulImplementation> implementations() {
         one_thread},
        matmul_naive_loop},
 #if GPUBENCH_HAVE_CUDA
-      {{"cublas", Device::gpu, gpu, fp32}, matmul_cublas},
+      {{"cublas", Device::gpu, gpu, fp32}, matmul_cublaslt, true},
       {{"tiled_kernel", Device::gpu, gpu, fp32}, matmul_tiled_kernel},
       {{"naive_kernel", Device::gpu, gpu, fp32}, matmul_naive_kernel},
 #endif
@@ -91,9 +93,16 @@ std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   };
 #if GPUBENCH_HAVE_CUDA
   // Resident: operands copied once, untimed. Transfer modes: A and B copied in and C out in every
-  // call, from pinned (cudaMallocHost) memory or from the problem's own written vectors.
-  if (impl.on_gpu())
-    return reported(std::make_unique<GpuFp32Entry>(inputs, problem.shape.c_elements(), entry.mode, call));
+  // call, from pinned (cudaMallocHost) memory or from the problem's own written vectors. The
+  // cuBLASLt plan is made first, for the alignment of the entry's cudaMalloc buffers.
+  if (impl.on_gpu()) {
+    const CublasLtGemm* plan =
+        impl.cublaslt ? &held_cublaslt_plan(Precision::fp32, problem.shape, CublasLtAlignment::of_allocations())
+                      : nullptr;
+    auto prepared = reported(std::make_unique<GpuFp32Entry>(inputs, problem.shape.c_elements(), entry.mode, call));
+    if (plan) report_cublaslt_choice(*prepared, *plan);
+    return prepared;
+  }
 #endif
   return reported(std::make_unique<ThreadPlacedCpuEntry>(inputs, problem.shape.c_elements(), call));
 }
@@ -116,6 +125,7 @@ StudyDefinition definition() {
                     {"memory_written_bytes", "bytes", "C once: 4 n^2"},
                     kRelFroErrorCounter,
                     kMaxRelErrorCounter};
+  for (CounterRule& rule : cublaslt_choice_counters()) study.counters.push_back(std::move(rule));  // cublas entries
   study.prepare = prepare;
   study.describe = [] { return Json{{"precision", "fp32"}}; };
   return study;

@@ -21,6 +21,7 @@
 #include "core/random.hpp"
 #include "core/reference.hpp"
 #include "core/verify.hpp"
+#include "harness/cublaslt_choice.hpp"
 #include "harness/study.hpp"
 #include "matmul_openblas_precisions.hpp"
 
@@ -33,8 +34,18 @@
 namespace gpubench {
 namespace {
 
+#if GPUBENCH_HAVE_CUDA
+// The library's plan for the entry's problem on its device buffers, made before the first call
+// (harness/cublaslt_choice.hpp).
+using PlanFn = const CublasLtGemm& (*)(Precision precision, MatmulShape shape, CublasLtAlignment alignment,
+                                       const float* dequant);
+#endif
+
 struct PrecisionImplementation : Implementation {
   PrecisionGemmFn run;
+#if GPUBENCH_HAVE_CUDA
+  PlanFn plan = nullptr;  // null: no library choice to hold and report
+#endif
 };
 
 std::vector<std::string> names_of(const std::vector<Precision>& precisions) {
@@ -56,7 +67,7 @@ std::vector<PrecisionImplementation> implementations() {
       {{"cublas", Device::gpu, gpu,
         names_of({Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16_acc16, Precision::bf16,
                   Precision::fp8_e4m3, Precision::int8})},
-       gemm_cublas_precision},
+       gemm_cublas_precision, held_cublaslt_plan},
       {{"wmma_kernel", Device::gpu, gpu, names_of({Precision::fp16})}, gemm_wmma_precision},
 #endif
   };
@@ -257,10 +268,15 @@ class GpuPrecisionGemm : public PreparedEntry {
       : impl_(impl), precision_(precision), shape_(problem.shape), copies_(copies_timed(mode)),
         encoded_(encoded_fitting_device(problem, precision)), device_(encoded_.uniform),
         c_(gemm_operand_bytes(precision, shape_).output) {
+    const CublasLtGemm* plan =
+        impl_.plan ? &impl_.plan(precision_, shape_, CublasLtAlignment::of(device_.a.get(), device_.b.get(), c_.get()),
+                                 device_.dequant.get())
+                   : nullptr;
     Verdict verdict;
     verdict.normal = run_and_check(encoded_.normal, problem.normal);
     verdict.uniform = run_and_check(encoded_.uniform, problem.uniform);
     report(*this, precision_, shape_, verdict);
+    if (plan) report_cublaslt_choice(*this, *plan);
     if (copies_) {
       pin_uniform_operands();
       add_link_traffic(static_cast<double>(device_.a.bytes() + device_.b.bytes()), static_cast<double>(c_.bytes()));
@@ -360,6 +376,7 @@ StudyDefinition definition() {
       {"rel_fro_error_normal", "ratio", "rel_fro_error on standard-normal inputs (checked, not timed)"},
       {"max_rel_error_normal", "ratio", "max_rel_error on the standard-normal inputs"},
       {"tolerance", "ratio", "the rel_fro_error the entry is held to: " + tolerance_rule()}};
+  for (CounterRule& rule : cublaslt_choice_counters()) study.counters.push_back(std::move(rule));  // cublas entries
   study.prepare = prepare;
   study.describe = describe_study;
   return study;

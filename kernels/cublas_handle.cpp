@@ -3,17 +3,30 @@
 #include "core/cuda_check.hpp"
 
 namespace gpubench {
-namespace {
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
-}  // namespace
+
+void* gemm_workspace() {
+  static void* workspace = [] {
+    void* w = nullptr;
+    CUDA_CHECK(cudaMalloc(&w, kGemmWorkspaceBytes));
+    return w;
+  }();
+  return workspace;
+}
 
 cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
-    void* workspace = nullptr;
     CUBLAS_CHECK(cublasCreate(&h));
-    CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
-    CUBLAS_CHECK(cublasSetWorkspace(h, workspace, kWorkspaceBytes));
+    CUBLAS_CHECK(cublasSetWorkspace(h, gemm_workspace(), kGemmWorkspaceBytes));
+    return h;
+  }();
+  return handle;
+}
+
+cublasLtHandle_t cublaslt_handle() {
+  static cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&h));
     return h;
   }();
   return handle;

@@ -46,12 +46,22 @@ def time_numpy(n, protocol):
             "flop_per_s": 2.0 * n ** 3 / measured["time_s"]["median"]}
 
 
+def blas_library(torch):
+    """The library torch.matmul dispatches to ("cublas", its default, or "cublaslt" with
+    TORCH_BLAS_PREFER_CUBLASLT=1), or None where this torch does not say."""
+    preferred = getattr(torch.backends.cuda, "preferred_blas_library", None)
+    if preferred is None:
+        return None
+    backend = preferred()
+    return str(getattr(backend, "name", backend)).lower()
+
+
 def matmul_operation(torch, a, b, dtype):
     """torch.matmul on tensors of the dtype (tf32: FP32 tensors with TF32 allowed)."""
     tensor_dtype = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
                     "bfloat16": torch.bfloat16}[dtype]
     a, b = a.to(tensor_dtype), b.to(tensor_dtype)
-    return (lambda: torch.matmul(a, b)), {"op": "torch.matmul"}
+    return (lambda: torch.matmul(a, b)), {"op": "torch.matmul", "blas_library": blas_library(torch)}
 
 
 def scaled_mm_operation(torch, a, b, dtype):

@@ -72,7 +72,8 @@ TEST_P(GpuMatmulTest, LargeSquareSize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GpuMatmulTest,
-                         ::testing::Values(GpuImplementation{"cublas", matmul_cublas},
+                         ::testing::Values(GpuImplementation{"cublaslt", matmul_cublaslt},
+                                           GpuImplementation{"cublas", matmul_cublas},
                                            GpuImplementation{"tiled_kernel", matmul_tiled_kernel},
                                            GpuImplementation{"naive_kernel", matmul_naive_kernel}),
                          [](const auto& info) { return std::string(info.param.name); });

@@ -95,8 +95,8 @@ def write_measurements(args, runs):
 # driver's readers take from some study's entries, so that an entry made here has each (None until set).
 COUNTERS = ("flop", "bytes_transferred", "rel_fro_error", "rel_fro_error_normal", "tolerance", "threads", "products",
             "samples", "device_bytes", "workspace_bytes", "algorithm", "engine", "tensor_cores", "engine_held",
-            "array_bytes", "width", "height", "escape_iterations", "warp_divergence", "differing_pixels",
-            "allowed_differing_pixels", "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
+            "algorithm_held", "array_bytes", "width", "height", "escape_iterations", "warp_divergence",
+            "differing_pixels", "allowed_differing_pixels", "max_count_difference", "elements", "temporary_bytes", "temporary_requests",
             "temporary_device_allocations", "multiprocessors", "busy_multiprocessors", "resident_warps",
             "max_resident_warps", "blocks_per_multiprocessor", "theoretical_occupancy", "registers_per_thread",
             "shared_bytes_per_block", "kernels", "host_launches", "host_synchronizations", "kernel_busy_s",

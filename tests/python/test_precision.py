@@ -182,11 +182,12 @@ class SummaryTest(unittest.TestCase):
             "results": [{"library": "torch", "version": "2.11.0", "device": "a GPU", "n": 8192, "dtype": "float16",
                          "op": "torch.matmul", "time_s": {"median": 4.0e-3}, "measurement": {"settled": False}},
                         {"library": "torch", "version": "2.11.0", "device": "a GPU", "n": 8192, "dtype": "bfloat16",
-                         "op": "torch.matmul", "time_s": {"median": 4.3e-3},
+                         "op": "torch.matmul", "blas_library": "cublas", "time_s": {"median": 4.3e-3},
                          "measurement": {"settled": True}}]}}
         text = self.render(support.precision_document(references))
         self.assertIn("- torch\\_precision: float8\\_e4m3fn at n=8192: not run: no FP8 here", text)
-        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, float16 through torch.matmul", text)
+        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, float16 through torch.matmul\n", text)
+        self.assertIn("- torch\\_precision: torch 2.11.0 on a GPU, bfloat16 through torch.matmul (cublas)\n", text)
         self.assertIn("| fp16 | 8192 | cublas/resident 4.20 ms | torch float16 4.00 ms | "
                       "1.050 (reference not settled) |", text)
         self.assertIn("| bf16 | 8192 | cublas/resident 4.30 ms | torch bfloat16 4.30 ms | 1.000 |", text)
@@ -194,6 +195,20 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("Target (stated, not checked): the same cuBLAS GEMM as PyTorch's", text)
         self.assertNotIn("| fp8\\_e4m3 | 8192 |", text)  # neither the study nor torch measured it
         self.assertNotIn("## Reference libraries", text)  # the matmul part's
+
+    def test_a_comparison_size_the_run_left_out_is_named(self):
+        references = {"torch_precision": {"python": "python3", "notes": [], "results": [
+            {"library": "torch", "n": 4096, "dtype": "float16", "op": "torch.matmul", "time_s": {"median": 1.0e-3}}]}}
+        document = support.precision_document(references)
+        study = document["studies"]["precision"]
+        study["entries"] = [entry for entry in study["entries"] if entry["n"] == 4096]
+        analyse.derive_findings(document, 0)
+        text = self.render(document)
+        self.assertIn("| fp16 | 4096 |", text)
+        self.assertIn("Not compared at n = 8192: this run measured no format there "
+                      "(`gpubench run --studies precision --sizes 4096,8192`", text)
+        both = self.render(support.precision_document(references))  # 4096 and 8192 measured
+        self.assertNotIn("Not compared at", both)
 
     def test_only_the_largest_size_when_4096_was_not_measured(self):
         document = support.precision_document()

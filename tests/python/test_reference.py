@@ -163,6 +163,16 @@ class ReferenceScriptTest(unittest.TestCase):
         self.assertTrue(output["notes"][0].startswith("float8_e4m3fn at n=4096: not run: torch._scaled_mm is only"))
         self.assertNotIn("more detail", output["notes"][0])
 
+    def test_the_result_names_the_library_torch_matmul_dispatches_to(self):
+        backend = mock.Mock()
+        backend.name = "Cublas"
+        torch = mock.Mock(float32="f32", float16="f16")
+        torch.backends.cuda.preferred_blas_library.return_value = backend
+        _, details = reference_matmul.matmul_operation(torch, mock.Mock(), mock.Mock(), "float16")
+        self.assertEqual(details, {"op": "torch.matmul", "blas_library": "cublas"})
+        del torch.backends.cuda.preferred_blas_library  # an older torch
+        self.assertIsNone(reference_matmul.blas_library(torch))
+
     def test_default_dtype_is_float32(self):
         status, output = self.run_main(["torch", "64"], lambda n, dtype, protocol: {"n": n, "dtype": dtype})
         self.assertEqual(output, {"results": [{"n": 64, "dtype": "float32"}], "notes": []})

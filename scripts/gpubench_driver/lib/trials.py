@@ -21,7 +21,8 @@ CHOICES = ("algorithm", "engine", "workspace_bytes")
 # What a trial record keeps of its entry: the measured figures, not the entry's identity.
 TRIAL_FIELDS = ("status", "message", "label", "time_s", "protocol", "latency_s", "cold_l2_s", "burst_s", "converged",
                 "energy_j_per_op", "energy_j_per_op_uncertainty", "energy_j_per_op_above_idle", "clock_limited",
-                "sm_clock_mhz", "power_w", "temperature_c_max", "measurement", "wall_s", "engine_held", *CHOICES)
+                "sm_clock_mhz", "power_w", "temperature_c_max", "measurement", "wall_s", "engine_held",
+                "algorithm_held", *CHOICES)
 
 
 def size_order(sizes, trial, seed):

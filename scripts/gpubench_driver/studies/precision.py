@@ -171,8 +171,20 @@ def _comparison_row(row):
 def _result_item(name, result):
     return (f"{md(name)}: {md(result.get('library'))} {md(result.get('version'))} on {md(result.get('device'))}, "
             f"{md(result.get('dtype'))} through {md(result.get('op'))}"
+            + (f" ({md(result['blas_library'])})" if result.get("blas_library") else "")
             + (f" (output {md(result['out_dtype'])}, scales {md(result.get('scaling'))})"
                if result.get("out_dtype") else ""))
+
+
+def _sizes_not_compared(rows):
+    """A line naming the comparison's sizes this run has no row at (it measured no format there), and how
+    to compare at every one in a run."""
+    missing = [n for n in TORCH_SIZES if n not in {row["n"] for row in rows}]
+    if not rows or not missing:
+        return []
+    return [paragraph(f"Not compared at n = {', '.join(map(str, missing))}: this run measured no format there "
+                      f"(`gpubench run --studies precision --sizes {csv(TORCH_SIZES)}` compares every format at "
+                      f"each, in one run).")]
 
 
 def _references(derived, document):
@@ -180,7 +192,7 @@ def _references(derived, document):
     shown = [table(["precision", "n", "study", "reference", "time ratio"], map(_comparison_row, rows)), paragraph(
         "Time ratio: study median / reference median at the same n and precision, both the sustained device time "
         "per call (CUDA events around calls queued behind a hold, so launch latency is out); below 1 the study is "
-        "faster. " + STEADY_STATE, *target_lines(rows))] if rows else []
+        "faster. " + STEADY_STATE, *target_lines(rows)), *_sizes_not_compared(rows)] if rows else []
     return reference_section("Precision: reference libraries", document, REFERENCES,
                              lambda items: ([bullets(items)] if items else []) + shown, _result_item, only_timed=True)
 
