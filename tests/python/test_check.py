@@ -350,7 +350,9 @@ class EndToEndTest(unittest.TestCase):
         return path
 
     def test_first_check_then_ranges_then_a_slower_gemm(self):
-        done, found, out = self.check("first")
+        # No ranges yet: a file that does not exist holds none (the repository's file has this GPU's).
+        nothing = ("--ranges", os.path.join(self.directory.name, "none.json"))
+        done, found, out = self.check("first", *nothing)
         self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
         rows = found["gpus"][0]["figures"]
         gemms = [row for row in rows if row["study"] == "precision"]
@@ -365,7 +367,7 @@ class EndToEndTest(unittest.TestCase):
                          {"power_limit", "link", "ecc", "processes"})
 
         # A range is made of at least three runs (health.MIN_RUNS): two more checks of the same GPU.
-        outs = [out] + [self.check(name)[2] for name in ("second", "third")]
+        outs = [out] + [self.check(name, *nothing)[2] for name in ("second", "third")]
         ranges_path = os.path.join(self.directory.name, "ranges.json")
         expected_command.update([os.path.join(each, check_results.FILE) for each in outs], ranges_path)
         done, found, _ = self.check("again", "--ranges", ranges_path)

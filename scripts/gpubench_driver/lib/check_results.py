@@ -2,8 +2,10 @@
 reading one back, as `gpubench expected` does to record a healthy GPU's figures at the check's points. A file
 from elsewhere is checked field by field before use: a foreign schema, a newer version or a wrong type is a
 CheckFileError naming the field, never a traceback."""
+import gzip
 import json
 import os
+import zlib
 
 SCHEMA = "gpubench-check"
 VERSION = 1
@@ -14,10 +16,25 @@ class CheckFileError(Exception):
     """A check.json that cannot be used: the message says why."""
 
 
+def _open(path):
+    """A check file as text: gzip-compressed where its name ends in .gz (as committed under results/)."""
+    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
+
+
 def file_in(path):
-    """The check.json a path names (the file, or a folder holding one), or None."""
+    """The check file a path names, or None: a folder's check.json, a file named check.json, or a file
+    (e.g. check-<id>.json.gz) whose schema, written first, is the check's."""
     candidate = os.path.join(path, FILE) if os.path.isdir(path) else path
-    return candidate if os.path.basename(candidate) == FILE and os.path.isfile(candidate) else None
+    if not os.path.isfile(candidate):
+        return None
+    if os.path.basename(candidate) == FILE:
+        return candidate
+    try:
+        with _open(candidate) as stream:
+            head = stream.read(200)
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error):
+        return None
+    return candidate if f'"schema": "{SCHEMA}"' in head else None
 
 
 def _expect(condition, where, what):
@@ -45,9 +62,9 @@ def _figure(row, where):
 def load(path):
     """The check document at path, its fields checked as far as its readers use them."""
     try:
-        with open(path, encoding="utf-8") as stream:
+        with _open(path) as stream:
             document = json.load(stream)
-    except (OSError, ValueError, RecursionError) as error:
+    except (OSError, ValueError, RecursionError, EOFError, zlib.error) as error:
         raise CheckFileError(f"cannot read {path}: {error}") from None
     _expect(isinstance(document, dict) and document.get("schema") == SCHEMA, path, f"not a {SCHEMA} file")
     version = document.get("schema_version")
