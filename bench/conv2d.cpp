@@ -395,11 +395,15 @@ StudyDefinition definition() {
   study.axes.n_unit = "pixels";  // the layer's input height and width
   study.axes.batch_unit = "samples";
   // The driver's default suite and --quick: the first and last ResNet-50 stages (56: conv2_x, 7: conv5_x's
-  // 1x1) at one image and at 32; --full sweeps every layer and batch.
+  // 1x1) at one image and at 32, on the CPU and resident on the GPU (what PyTorch's convolution is compared
+  // with); a layer's copies are the transfer study's bytes over its rates, and the GPU with copies against
+  // the CPU is matmul's and mlp_training's question: transfer_pinned is --full's. --full sweeps every
+  // layer and batch.
   study.quick.sizes = {56};
   study.quick.batches = {1, 32};
   study.suite.sizes = {7, 56};
   study.suite.batches = {1, 32};
+  study.suite.modes = mode_names({Mode::host, Mode::resident});
   study.counters = {
       {"flop", "FLOP", "2 x batch x K x P x Q x C x R x S, the direct algorithm's count (filter taps on the padding "
                        "included)"},

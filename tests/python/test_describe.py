@@ -112,6 +112,22 @@ class DescribeTest(unittest.TestCase):
                     self.assertLessEqual(set(point.get("impls") or []), set(values["impl"]), kind)
                     self.assertLessEqual(set(point.get("modes") or []), set(values["mode"]), kind)
 
+    def test_the_suite_keeps_every_comparison_with_a_reference(self):
+        """A point cut from the default suite must not cut a study's comparison with numpy or PyTorch: each
+        comparison has a point among the suite's, in an implementation and mode the suite runs. Collectives'
+        is the 8 GiB all-reduce, which only --sizes 33 reaches."""
+        for study, described in self.described:
+            suite = described["points"]["suite"]
+            for comparison in study.comparisons:
+                if study.name == "collectives":
+                    continue
+                with self.subTest(study=study.name, impl=comparison.impl, mode=comparison.mode,
+                                  reference=comparison.run):
+                    self.assertIn(comparison.impl, suite.get("impls") or [comparison.impl])
+                    self.assertIn(comparison.mode, suite.get("modes") or [comparison.mode])
+                    self.assertTrue(any(n in suite["sizes"] and (batch is None or batch in suite["batches"])
+                                        for n, batch in comparison.points), comparison.points)
+
     def test_rules_give_each_counter_a_unit(self):
         for study, described in self.described:
             with self.subTest(study=study.name):

@@ -344,11 +344,10 @@ CLAIMS = (
           position=9),
 )
 
-# n is threads per block, the batch blocks in the grid. The naive SGEMM only, at the walk-through's 16 blocks
-# (of 128 threads), one block per multiprocessor of an H100 or H200 (132) and 32 per multiprocessor (4224: a
-# whole grid of 256-thread blocks for its 1024 x 1024 output), at 128 and 256 threads: 6 entries, the fraction
-# of the GPU the walk-through's launch reaches against the best of them. The triad, 32 to 1024 threads and 1 to
-# 32 x the multiprocessors (the GPU's own count): --full.
+# n is threads per block, the batch blocks in the grid. The default suite (bench/occupancy.cpp's points): the
+# naive SGEMM at 128 threads, the walk-through's 16 blocks, one block per multiprocessor of an H100 or H200 (132)
+# and 32 per multiprocessor (4224), the fraction of the GPU the walk-through's launch reaches against the best of
+# them. 256 threads and the triad, 32 to 1024 threads and 1 to 32 x the multiprocessors: --full.
 STUDY = Study(name="occupancy", batch_axis=True, derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"},
               claims=CLAIMS, experiment=True, position=130)
