@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from gpubench_driver.stages import check_verdicts, health
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Square bfloat16 GEMMs back to back: the tensor cores and memory of the loaded GPU are shared with the
 # check's entries for as long as it runs.
@@ -59,8 +61,8 @@ def named(check):
     """{GPU index: [the labels of its figures and checks below]} of the GPUs a check.json judged below."""
     found = {}
     for part in check.get("gpus", []):
-        if part.get("verdict") == "below":
-            found[part.get("index")] = ([f["label"] for f in part.get("figures", []) if f.get("status") == "below"]
+        if part.get("verdict") == check_verdicts.BELOW:
+            found[part.get("index")] = ([f["label"] for f in part.get("figures", []) if f.get("status") == health.BELOW]
                                         + [f"{c.get('check')} check" for c in part.get("checks", []) if not c.get("ok")])
     return found
 
