@@ -45,13 +45,8 @@ def parse_cpuinfo(text):
     flags = set(processors[0].get("flags", "").split())
     sockets = {p.get("physical id") for p in processors}
     cores = {(p.get("physical id"), p.get("core id")) for p in processors}
-    return {
-        "model": processors[0].get("model name"),
-        "sockets": len(sockets),
-        "cores": len(cores),
-        "threads": len(processors),
-        "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags},
-    }
+    return {"model": processors[0].get("model name"), "sockets": len(sockets), "cores": len(cores),
+            "threads": len(processors), "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags}}
 
 
 def _key_values(block):
@@ -88,15 +83,10 @@ def capture_machine():
     if cpu["threads"] is None:
         cpu["threads"] = os.cpu_count()
     uname = platform.uname()
-    return {
-        "hostname": uname.node,
-        "cpu": cpu,
-        "memory_total_bytes": memory_total_bytes(_read("/proc/meminfo")),
-        "os": os_name(_read("/etc/os-release")),
-        "kernel": f"{uname.system} {uname.release} {uname.machine}",
-        "transparent_hugepages": transparent_hugepages(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
-        "gpus": capture_gpus(),
-    }
+    return {"hostname": uname.node, "cpu": cpu, "memory_total_bytes": memory_total_bytes(_read("/proc/meminfo")),
+            "os": os_name(_read("/etc/os-release")), "kernel": f"{uname.system} {uname.release} {uname.machine}",
+            "transparent_hugepages": transparent_hugepages(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+            "gpus": capture_gpus()}
 
 
 # --- nvidia-smi ------------------------------------------------------------------
@@ -198,12 +188,9 @@ def openblas_info(gpubench_env):
         return {"version": None, "core": None, "threads": None, "config": None}
     config = section.get("config") or ""
     version = re.search(r"OpenBLAS (\d+\.\d+[.\w]*)", config)
-    return {
-        "version": section.get("version") or (version.group(1) if version else None),
-        "core": section.get("core") or section.get("corename"),
-        "threads": section.get("threads") or section.get("num_threads"),
-        "config": section.get("config"),
-    }
+    return {"version": section.get("version") or (version.group(1) if version else None),
+            "core": section.get("core") or section.get("corename"),
+            "threads": section.get("threads") or section.get("num_threads"), "config": section.get("config")}
 
 
 def affinity_warning(gpubench_env):

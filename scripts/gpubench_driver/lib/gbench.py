@@ -206,11 +206,9 @@ def user_counters(run):
     return {name: value for name, value in run.items() if isinstance(name, str) and name not in GBENCH_RUN_FIELDS}
 
 
-# Entry fields a counter of the same name does not replace (it is dropped): blank_entry's own and those
-# combined over the repetitions. Fields the driver adds later are written over a counter of the same name.
-OWN_FIELDS = frozenset(("name", *AXES, "axes", "status", "message", "repetitions", "iterations", "time_s",
-                        "flop_per_s", "fraction_of_best_rate", "wall_s", "label", *UTILIZATION_COUNTERS,
-                        *telemetry.ENTRY_FIELDS))
+# Entry fields a counter of the same name does not replace (it is dropped): blank_entry's own, some combined over
+# the repetitions. Fields the driver adds later are written over a counter of the same name.
+OWN_FIELDS = frozenset(blank_entry(None))
 
 
 def pass_counters(entry, counters):

@@ -38,10 +38,8 @@ ENTRY_OTHER_FIELDS = frozenset(("name", "impl", "device", "mode", "precision", "
                                 "measurement", "trials", "choices_varied"))
 # Extra keys of a study telemetry record's samples (NVML): numbers or null.
 SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
-# Bounds no run comes near, so that a hostile or damaged value is refused at load instead of overflowing
-# in the report (a ratio of 1e308 is inf): times of one call from a picosecond to a day; any number up to
-# 1e30 in size (an exascale machine does 1e18 FLOP/s); text up to LONGEST_TEXT characters, longer text
-# is cut when loaded (the longest a run writes, a claim's answer, is about a thousand).
+# Bounds no run comes near, so that a hostile value is refused at load, not overflowing in the report: one
+# call's time from a picosecond to a day, numbers up to 1e30, text up to LONGEST_TEXT (longer is cut at load).
 SHORTEST_TIME_S = 1e-12
 LONGEST_TIME_S = 86400.0
 LARGEST_NUMBER = 1e30
@@ -198,10 +196,9 @@ def _validate_reference_run(run, path):
 
 def _validate_study(study, path):
     _expect_type(study, dict, path)
-    for key, types in (("implementations", list), ("entries", list), ("invocations", list), ("derived", dict)):
-        _expect_type(study.get(key), types, f"{path}.{key}")
-    for key, types in DESCRIBED.items():  # absent in files written before the batch studies
-        _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
+    _expect_fields(study, {"implementations": list, "entries": list, "invocations": list, "derived": dict}, path)
+    # absent in files written before the batch studies
+    _expect_fields(study, {key: (types, type(None)) for key, types in DESCRIBED.items()}, path)
     _expect_fields(study.get("axis_names"), _optional(*gbench.NAMED_SLOTS, types=_OPTIONAL_STR), f"{path}.axis_names")
     _expect_each(study.get("axes"), {"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": _OPTIONAL_LIST},
                  f"{path}.axes")  # --describe's axes (absent in older files)
@@ -363,9 +360,8 @@ def _validate_findings(findings):
     _expect_type(findings, _OPTIONAL_DICT, "findings")
     if findings is None:
         return
-    for key, types in (("roofline", dict), ("fraction_of_peak", list), ("energy", list), ("clock_limited", list),
-                       ("telemetry", dict)):
-        _expect_type(findings.get(key), types, f"findings.{key}")
+    _expect_fields(findings, {"roofline": dict, "fraction_of_peak": list, "energy": list, "clock_limited": list,
+                              "telemetry": dict}, "findings")
     roofline, telemetry_found = findings["roofline"], findings["telemetry"]
     _expect_fields(roofline, {"bandwidth": _OPTIONAL_DICT, "memory_roof_note": _OPTIONAL_STR,
                               "traffic_models": dict, "peaks": list, "points": list, "not_placed": list},
