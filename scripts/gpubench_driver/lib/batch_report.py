@@ -1,6 +1,5 @@
-"""The report of a study with a batch axis (batched GEMM, MLP training, convolution): its sections of
-summary.md from its `derived` (batch_study.py), its plots and its registry record; what sets one study
-apart is its BatchStudy record."""
+"""The report of a study with a batch axis: its sections of summary.md from its `derived` (batch_study.py), its
+plots and its registry record, all from its BatchStudy."""
 import functools
 
 from gpubench_driver.lib import charts, gbench
@@ -28,8 +27,7 @@ def _axis_cells(row, axes):
 
 
 def _batch_table(rows, axes, cell, size_name):
-    """Series down (size, then the axes), batches across: cell(point) where a series measured the
-    batch, '–' where it did not."""
+    """Series down (size, then the axes), batches across: cell(point), or NO_VALUE."""
     batches = sorted({point["batch"] for row in rows for point in row["points"]})
     body = []
     for row in rows:
@@ -186,8 +184,7 @@ def _choices(point):
 
 
 def _library_line(library, gpu):
-    """The GPU library the study's binary was built with: its version where the run had a GPU to use it on,
-    else why it was not used (built without it, or no GPU: a version found on the host was not used)."""
+    """The GPU library the study's binary was built with, or why it was not used."""
     if library.get("available") and gpu.get("available"):
         return f"cuDNN {md(library.get('version'))}."
     if library.get("available"):
@@ -219,8 +216,7 @@ def _comparison_cell(row):
 
 
 def _comparison_table(rows):
-    """Points (n, batch) down, compared entries (study, precision) across; a point where the study
-    has no entry at all is left out."""
+    """Points (n, batch) the study measured down, compared entries (study, precision) across."""
     columns = list(dict.fromkeys((row["study"], row["precision"]) for row in rows))
     cells = {(row["n"], row["batch"], row["study"], row["precision"]): _comparison_cell(row) for row in rows}
     points = dict.fromkeys((row["n"], row["batch"]) for row in rows if row["study_median_s"] is not None)
@@ -249,8 +245,7 @@ def _references(runs, study, spec, document):
 
 
 def sections(spec, references, study, document):
-    """The sections of a batch study, whose BatchStudy is spec and `references` its reference runs' keys. No
-    caps section: these studies cap nothing, memory limits the batch (a skip says so)."""
+    """The sections of a batch study (no caps section: memory limits the batch, a skip says so)."""
     return (_crossovers(study, spec) + _loop_ratios(study["derived"], spec) + _throughput(study, spec)
             + _epoch_times(study, spec) + _memory(study, spec) + _utilization(study, spec)
             + _chosen_algorithms(study, spec, document.get("gpu") or {})
@@ -260,9 +255,8 @@ def sections(spec, references, study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(name, spec, pyplot, study, plot_dir):
-    """One chart per size n of batch study `name` (spec: its BatchStudy): items/s of every
-    implementation, mode (and precision) over the batch, CPU and GPU together, with the crossovers
-    marked; split by precision, then mode, when over charts.MAX_SERIES (e.g. conv2d_throughput_n56_fp16.png)."""
+    """One chart per size n: items/s of every series over the batch, crossovers marked; split by precision, then
+    mode, past charts.MAX_SERIES (e.g. conv2d_throughput_n56_fp16.png)."""
     derived = study["derived"]
     rows = derived.get("throughput", [])
     with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept
@@ -284,8 +278,7 @@ def plots(name, spec, pyplot, study, plot_dir):
 
 # --- the record -----------------------------------------------------------------------------------
 def study_record(name, spec, **fields):
-    """The registry record of batch study `name` (spec: its BatchStudy), its findings, sections and plots
-    those of every batch study."""
+    """The registry record of batch study `name` (spec: its BatchStudy)."""
     references = tuple(fields.get("references") or ())
     return Study(name=name, batch_axis=True, batch=spec,
                  derive=lambda record, document, rounds: derive(spec, record),

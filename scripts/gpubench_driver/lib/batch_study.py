@@ -1,14 +1,12 @@
-"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution), at each
-size n: the batch from which the GPU beats the CPU, how throughput grows with the batch and where it
-stops growing, the device memory per item of the batch, and GPU utilization against the batch; and
-what only some studies have (BatchStudy): a batched call against a loop of calls, the time per
-training epoch, the algorithm the library chose."""
+"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution), at each size n:
+crossover batch, throughput and its saturation, device memory and GPU utilization against the batch; and what
+only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.lib.findings import (BATCH, crossovers as crossovers_along, group_by, grouped_failures, median_s,
-                                          ok_entries, set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (BATCH, best_per, crossovers as crossovers_along, group_by, grouped_failures,
+                                          median_s, ok_entries, set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
 from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
 
@@ -52,9 +50,18 @@ def _series_key(entry):
     return entry["n"], entry["impl"], entry["mode"], entry["precision"]
 
 
+def _in_batch_order(entries):
+    """The GPU entries with a batch, by series and then batch."""
+    return sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
+
+
+def _point(entry):
+    return {"n": entry["n"], "batch": entry["batch"], "impl": entry["impl"], "mode": entry["mode"],
+            "precision": entry["precision"]}
+
+
 def size_text(study, layers, n):
-    """How titles name size n: 'n = 64', or with the study's layers 'layer n = 56 (ResNet-50 conv2_x 3x3:
-    64 -> 64 channels, 3x3 kernel, 56x56)'."""
+    """'n = 64', or with the study's layers 'layer n = 56 (ResNet-50 conv2_x 3x3: 64 -> 64 channels, ...)'."""
     layer = next((layer for layer in layers or [] if isinstance(layer, dict) and layer.get("n") == n), None)
     text = f"{study.size_name} = {n}"
     if layer is None:
@@ -66,9 +73,7 @@ def size_text(study, layers, n):
 
 # --- crossover over the batch ---------------------------------------------------------
 def crossovers(entries):
-    """Per size, GPU precision and GPU mode: the batch from which the best GPU implementation in
-    that precision and mode beats the best CPU implementation at every larger measured batch
-    (derive.crossover along the batch)."""
+    """Per size, GPU precision and GPU mode: the crossover along the batch (findings.crossovers)."""
     measured = _measured(entries)
     rows = []
     for n in sorted({e["n"] for e in measured}):
@@ -86,10 +91,8 @@ def _plural(count, noun):
 
 
 def _step(low, high, key):
-    """(no gain, note) of one measured step of the batch: the gain in items/s per doubling (a step of
-    2^k is k doublings: the gain per doubling is the step's ratio to the power 1/k). No gain when
-    the two rates are within noise (their intervals overlap) or when even the largest gain the
-    intervals allow is below SATURATION_GAIN; without an interval, when the medians' gain is."""
+    """(no gain, note) of one measured step of the batch: its gain in items/s per doubling (the step's ratio to
+    the power 1/k for 2^k) is within noise, or below SATURATION_GAIN even at the most the intervals allow."""
     doublings = math.log2(high["batch"] / low["batch"])
 
     def per_doubling(ratio):
@@ -110,9 +113,8 @@ def _step(low, high, key):
 
 
 def saturation(points, study):
-    """(batch, note): the smallest measured batch b whose step to the next measured batch shows no
-    gain of SATURATION_GAIN per doubling (_step), and the note saying what that step measured; (None,
-    why) when there is none: fewer than two batches, or every step gained (and what the last did)."""
+    """(batch, note): the smallest measured batch whose step to the next shows no gain (_step), and what that step
+    measured; (None, why) when there is none."""
     key = rate_key(study)
     steps = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] > low["batch"] and low[key]]
     if not steps:
@@ -140,8 +142,7 @@ def _series_rows(series):
 
 
 def throughput(entries, study):
-    """One row per size, implementation, mode and precision: items/s and FLOP/s at each measured
-    batch, the best of them, and the saturation batch."""
+    """Per series: items/s and FLOP/s at each measured batch, the best of them, and the saturation batch."""
     key = rate_key(study)
     rows = _series_rows(_series(_measured(entries), lambda entry: {
         "batch": entry["batch"], "median_s": median_s(entry), key: items_per_s(entry, study),
@@ -155,8 +156,7 @@ def throughput(entries, study):
 
 
 def epoch_times(rows, study, samples):
-    """Seconds per epoch of `samples` at each batch of each throughput row: the epoch over the
-    samples per second (a last partial batch counted at the same rate)."""
+    """Seconds per epoch of `samples` at each batch of each throughput row (a partial batch at the same rate)."""
     key = rate_key(study)
     return {"samples": samples,
             "rows": [{**{axis: row[axis] for axis in ("n", "impl", "device", "mode", "precision")},
@@ -166,24 +166,18 @@ def epoch_times(rows, study, samples):
 
 # --- device memory --------------------------------------------------------------------
 def device_memory(entries, study):
-    """Per GPU entry: the device memory it took (measured by the binary) per item of its batch,
-    next to the operands' own size where the study knows it."""
-    rows = []
-    for e in sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"])):
-        if e.get("device_bytes") is None:
-            continue
-        row = {"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"], "precision": e["precision"],
-               "device_bytes": e["device_bytes"], f"bytes_per_{study.item}": e["device_bytes"] / e["batch"]}
-        if study.operand_bytes:
-            row[f"operand_bytes_per_{study.item}"] = study.operand_bytes(e["n"])
-        rows.append(row)
+    """Per GPU entry: the device memory it took per item of its batch, and the operands' size where known."""
+    rows = [{**_point(e), "device_bytes": e["device_bytes"], f"bytes_per_{study.item}": e["device_bytes"] / e["batch"]}
+            for e in _in_batch_order(entries) if e.get("device_bytes") is not None]
+    for row in rows if study.operand_bytes else ():
+        row[f"operand_bytes_per_{study.item}"] = study.operand_bytes(row["n"])
     return rows
 
 
 # --- GPU utilization --------------------------------------------------------------------
 def utilization(entries, described):
-    """NVML utilization against the batch: whether the binary could sample it (and why not), and
-    per GPU series each batch's combined counters (gbench.combine_utilization)."""
+    """NVML utilization against the batch: whether the binary could sample it (and why not), and per GPU series
+    each batch's combined counters."""
     described = described if isinstance(described, dict) else {
         "available": None, "reason": "the study binary does not say whether it samples GPU utilization"}
     sampled = [e for e in _measured(entries, "gpu") if e.get(UTILIZATION_SAMPLES) is not None]
@@ -194,9 +188,8 @@ def utilization(entries, described):
 
 # --- one batched call against a loop of calls -----------------------------------------
 def loop_ratios(entries, study):
-    """Throughput of each of study.against_loop over study.loop_baseline's (= the loop's time over
-    its time) at every size, mode, precision and batch both measured; and the largest ratio of each
-    implementation and mode, with where it was reached."""
+    """Throughput of each of study.against_loop over study.loop_baseline's at every point both measured, and the
+    largest ratio of each implementation and mode."""
     baseline = study.loop_baseline
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,
@@ -204,19 +197,14 @@ def loop_ratios(entries, study):
             for (impl, mode, precision, n, batch), entry in index.items()
             if impl in study.against_loop and (baseline, mode, precision, n, batch) in index]
     rows.sort(key=lambda row: (row["n"], row["mode"], row["batch"], row["impl"]))
-    largest = {}
-    for row in rows:
-        key = (row["impl"], row["mode"])
-        if key not in largest or row["ratio"] > largest[key]["ratio"]:
-            largest[key] = row
+    largest = best_per(rows, lambda row: (row["impl"], row["mode"]), lambda row, other: row["ratio"] > other["ratio"])
     order = sorted(largest, key=lambda key: (study.against_loop.index(key[0]), key[1]))
     return {"baseline": baseline, "rows": rows, "largest": [largest[key] for key in order]}
 
 
 # --- the algorithm the library chose ------------------------------------------------------
 def _algorithm_name(entry, names):
-    """The name --describe gives the number (legacy cuDNN algorithms), else the engine's number and
-    whether it runs on tensor cores (cuDNN's graph API, whose engine numbers have no names)."""
+    """The name --describe gives the number, else the engine's number and whether it runs on tensor cores."""
     named = names.get(str(int(entry["algorithm"])))
     if named:
         return named
@@ -225,27 +213,22 @@ def _algorithm_name(entry, names):
 
 
 def chosen_algorithms(entries, names):
-    """Per GPU entry that reports one: the algorithm or engine (its number and name) and the
-    workspace it took."""
+    """Per GPU entry that reports one: the algorithm or engine and the workspace it took."""
     names = names if isinstance(names, dict) else {}
-    return [{"n": e["n"], "batch": e["batch"], "impl": e["impl"], "mode": e["mode"], "precision": e["precision"],
-             "algorithm": e["algorithm"], "algorithm_name": _algorithm_name(e, names),
-             "workspace_bytes": e.get("workspace_bytes")}
-            for e in sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
+    return [{**_point(e), "algorithm": e["algorithm"], "algorithm_name": _algorithm_name(e, names),
+             "workspace_bytes": e.get("workspace_bytes")} for e in _in_batch_order(entries)
             if e.get("algorithm") is not None]
 
 
 # --- what the summary's tables group ---------------------------------------------------------
 def series_axes(entries):
-    """What tells a series apart in the summary's tables: implementation and mode, and the precision
-    where the study measured more than one."""
+    """What tells a series apart in the tables: implementation, mode, and precision where there are several."""
     precisions = {entry["precision"] for entry in entries}
     return ["impl", "mode", "precision"] if len(precisions) > 1 else ["impl", "mode"]
 
 
 def loop_ratio_table(found, study):
-    """Per n and mode (in the rows' order): for each of study.against_loop that was measured, its row with
-    the largest ratio and its row at the largest batch (None where it has none at that n and mode)."""
+    """Per n and mode: for each of study.against_loop measured, its rows with the largest ratio and batch."""
     rows = found["rows"]
     impls = [impl for impl in study.against_loop if any(row["impl"] == impl for row in rows)]
     table = []
@@ -267,8 +250,7 @@ def device_memory_series(rows):
 
 
 def algorithm_cells(rows):
-    """chosen_algorithms grouped per size, implementation and precision, then batch: both modes of a
-    configuration in one cell, each distinct choice (algorithm name and workspace) once, resident first."""
+    """chosen_algorithms per size, implementation and precision, then batch: each distinct choice once."""
     cells = {}
     for row in rows:
         name = row["algorithm_name"] or f"algorithm {row['algorithm']:.0f}"
@@ -282,8 +264,7 @@ def algorithm_cells(rows):
 
 
 def derive(study, record):
-    """The findings of one batch study (its BatchStudy) from its record in results.json (entries and
-    what its --describe said)."""
+    """The findings of one batch study (its BatchStudy) from its record in results.json."""
     entries = record["entries"]
     set_fraction_of_best_rate(entries)
     rows = throughput(entries, study)

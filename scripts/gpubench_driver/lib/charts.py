@@ -1,14 +1,12 @@
-"""Chart helpers of the studies' plots (matplotlib, Agg backend; None without matplotlib), named after
-their study. Every line chart is a Chart: at most MAX_SERIES data series (a study with more splits its
-charts by mode, precision or memory, keeping the CPU lines on each), each series styled alike in all the
-charts of its study."""
+"""Chart helpers of the studies' plots (matplotlib, Agg backend). Every line chart is a Chart of at most
+MAX_SERIES series (more are split, the CPU lines kept on each), a series styled alike in all its study's charts."""
 import math
 import textwrap
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from gpubench_driver.lib import outputs
-from gpubench_driver.lib.findings import ok_entries
+from gpubench_driver.lib.findings import group_by, ok_entries
 
 PLOT_DIR = "plots"  # in the output folder
 MISSING_MATPLOTLIB = ("plots skipped: this Python has no matplotlib "
@@ -38,18 +36,14 @@ HOST_MODE = "host"  # the CPU entries' mode: their lines are the baseline every 
 def series(entries, key):
     """{key: [(n, entry), ...]} sorted by n; key(entry) is the entry's series, a tuple (implementation,
     mode[, precision]), or None to leave it out."""
-    series = {}
-    for entry in ok_entries(entries):
-        name = key(entry)
-        if name is not None:
-            series.setdefault(name, []).append((entry["n"], entry))
-    return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(series.items())}
+    found = group_by([entry for entry in ok_entries(entries) if key(entry) is not None], key,
+                     lambda entry: (entry["n"], entry))
+    return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(found.items())}
 
 
 def chart_shares(keys, levels, baseline=()):
-    """[(names of the chart's share, its keys)]: all the keys on one chart when they fit in MAX_SERIES;
-    else a chart per value of levels[0](key), each also holding the baseline keys (the CPU, which the
-    GPU lines are read against), a chart still too full split by the next level, past the last in parts."""
+    """[(names of the chart's share, its keys)]: one chart where the keys fit in MAX_SERIES, else a chart per
+    levels[0](key), each with the baseline keys (the CPU), split by the next level, past the last in parts."""
     if len(keys) <= MAX_SERIES:
         return [((), list(keys))]
     shared = [key for key in keys if key in baseline] if len(baseline) < MAX_SERIES else []
@@ -58,10 +52,7 @@ def chart_shares(keys, levels, baseline=()):
         room = MAX_SERIES - len(shared)
         return [((f"part {start // room + 1}",), shared + rest[start:start + room])
                 for start in range(0, len(rest), room)]
-    groups = {}
-    for key in rest:
-        groups.setdefault(levels[0](key), []).append(key)
-    return [((group,) + names, chart) for group, members in groups.items()
+    return [((group,) + names, chart) for group, members in group_by(rest, levels[0]).items()
             for names, chart in chart_shares(shared + members, levels[1:], shared)]
 
 
@@ -71,8 +62,8 @@ def label(key):
 
 @dataclass(frozen=True)
 class Chart:
-    """One log-log line chart: value(point) over x for each series ({key: [(x, point), ...]}); mark(axes,
-    keys) adds the lines that belong to the chart's series (crossovers, the link's rate) before it is saved."""
+    """One log-log line chart: value(point) over x for each series ({key: [(x, point), ...]}); mark(axes, keys)
+    adds the lines of the chart's series (crossovers, a link's rate)."""
     path: str
     title: str
     ylabel: str
@@ -94,8 +85,7 @@ def _scoped(title, names):
 
 
 def line_charts(plot_dir, stem, title, series, levels=(), baseline=(), **chart):
-    """The Charts of `series`, at most MAX_SERIES each (chart_shares), at plot_dir/<stem parts>.png or
-    plot_dir/<stem parts>_<share>.png (stem: a tuple of name parts)."""
+    """The Charts of `series` (chart_shares), at plot_dir/<stem parts>[_<share>].png."""
     return [Chart(path=plot_path(plot_dir, *stem, *names), title=_scoped(title, names),
                   series={key: series[key] for key in keys}, **chart)
             for names, keys in chart_shares(list(series), levels, baseline)]
@@ -124,9 +114,8 @@ def _least_taken(count, taken):
 
 
 def study_styles(charts_labels):
-    """{label: matplotlib style} for a study whose charts hold the given lists of labels: a label looks
-    the same in every chart (a reader follows cuBLAS from one to the next), and no two labels of a chart
-    share a colour or a marker (greedy colouring, the labels with the most chart-mates first: the CPU lines)."""
+    """{label: matplotlib style}: a label looks the same in each of the study's charts, and no two labels of a
+    chart share a colour or a marker (greedy colouring, the labels with the most chart-mates first)."""
     mates = {}
     for labels in charts_labels:
         for label in labels:
@@ -179,8 +168,7 @@ def line_plot(pyplot, chart, styles):
 
 
 def draw(pyplot, study_charts):
-    """Draws a study's Charts, styled alike across them; returns their paths. A chart with no point to
-    place (a study that measured nothing, a figure no entry has) is neither drawn nor linked."""
+    """Draws a study's Charts that have a point to place, styled alike; returns their paths."""
     study_charts = [chart for chart in study_charts if any(shown(chart, points) for points in chart.series.values())]
     styles = study_styles([[label(key) for key in chart.series] for chart in study_charts])
     for chart in study_charts:
@@ -193,8 +181,7 @@ CROSSOVER_STYLES = ("--", ":", "-.")  # one per distinct crossover on a chart
 
 
 def crossover_lines(crossovers, with_precision, axis="batch"):
-    """{value of the axis: [which GPU mode (and precision) beats the CPU from it]}: one line per distinct
-    value, so crossovers at the same batch or n (often the smallest) are marked once, not piled up."""
+    """{value of the axis: [which GPU mode (and precision) beats the CPU from it]}: each value marked once."""
     lines = {}
     for found in crossovers:
         at = found.get(f"estimate_{axis}") or found.get("upper")  # the estimate, else the bracket's upper end
@@ -205,8 +192,8 @@ def crossover_lines(crossovers, with_precision, axis="batch"):
 
 
 def crossover_marks(crossovers, with_precision, axis="batch"):
-    """mark(axes, keys): a vertical line at each value of the axis from which a GPU mode (and precision)
-    of the chart's series (keys (implementation, mode[, precision])) beats the CPU."""
+    """mark(axes, keys): a vertical line at each value from which a GPU mode (and precision) of the chart beats
+    the CPU."""
     def on_chart(found, keys):
         return any(key[1] == found["mode"] and (not with_precision or key[2] == found["precision"])
                    for key in keys)
@@ -220,8 +207,7 @@ def crossover_marks(crossovers, with_precision, axis="batch"):
 
 
 def across(value, label, linestyle="--", vertical=False):
-    """A black line across a chart at value (a y, or an x where vertical), named in the legend: the rate a
-    chart's lines are read against (a link's, a memory's), for lines_mark."""
+    """A black line across a chart at value (a y, or an x where vertical), named in the legend, for lines_mark."""
     return lambda axes: (axes.axvline if vertical else axes.axhline)(value, color="black", alpha=0.6,
                                                                       linestyle=linestyle, label=label)
 

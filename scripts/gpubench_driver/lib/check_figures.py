@@ -1,7 +1,6 @@
-"""The figures `gpubench check` reads from one study's entries at its check points (lib/registry.CheckPoint):
-the entries at those points, and a figure of one entry (a FLOP rate, a bandwidth, a time) in the form every
-headline figure has (lib/figures.figure), its `where` the entry's point, so that expected ranges recorded from
-check runs and from suite runs at the same point (`gpubench expected`) judge it alike."""
+"""The figures `gpubench check` reads from one study's entries at its check points (lib/registry.CheckPoint), in
+the form of every headline figure (lib/figures.figure), its `where` the entry's point, so that expected ranges
+from check runs and from suite runs at the same point judge it alike."""
 from gpubench_driver.lib import stats
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, figure, inverse, where_text
 from gpubench_driver.lib.findings import ok_entries
@@ -29,27 +28,32 @@ def timed_as(entry):
     return LATENCY if entry.get("protocol") == "latency" else THROUGHPUT
 
 
+def _entry_figure(study_name, entry, key, label, value, interval, unit, better, reference=None, where=None,
+                  scales="rate"):
+    """A figure of the entry at its point (figures.figure), named by it (of_entry)."""
+    return of_entry(figure(key, label, value, interval, unit, better, timed_as(entry),
+                           where or where_text(point_of(study_name, entry)), reference,
+                           between_runs=between_runs(entry, value, scales)), entry)
+
+
 def rate_figure(study_name, entry, key, label, reference):
     """The entry's FLOP/s (OP/s for INT8) with its interval; reference: {"value", "what"} or None."""
     flop = entry["flop_per_s"] * entry["time_s"]["median"]
     unit = "OP/s" if entry.get("precision") == "int8" else "FLOP/s"
-    return of_entry(figure(key, label, entry["flop_per_s"], inverse(flop, stats.median_interval(entry["time_s"])),
-                           unit, "higher", timed_as(entry), where_text(point_of(study_name, entry)), reference,
-                           between_runs=between_runs(entry, entry["flop_per_s"])), entry)
+    return _entry_figure(study_name, entry, key, label, entry["flop_per_s"],
+                         inverse(flop, stats.median_interval(entry["time_s"])), unit, "higher", reference)
 
 
 def bandwidth_figure(study_name, entry, key, label, bytes_per_call, reference, where=None):
     """bytes_per_call over the entry's median time, in B/s, with its interval."""
     value = bytes_per_call / entry["time_s"]["median"]
-    return of_entry(figure(key, label, value, inverse(bytes_per_call, stats.median_interval(entry["time_s"])), "B/s",
-                           "higher", timed_as(entry), where or where_text(point_of(study_name, entry)), reference,
-                           between_runs=between_runs(entry, value)), entry)
+    interval = inverse(bytes_per_call, stats.median_interval(entry["time_s"]))
+    return _entry_figure(study_name, entry, key, label, value, interval, "B/s", "higher", reference, where)
 
 
 def roof_figures(roof):
-    """The check figures of a study that measures the memory roof (lib/registry.MemoryRoof): the roof as a run
-    reads it (its bandwidth and figure), from the check's entries, against the datasheet's bandwidth where the
-    roof's own figure names no better reference."""
+    """The check figures of a study that measures the memory roof (lib/registry.MemoryRoof): the roof as a run reads
+    it, against the datasheet's bandwidth where the roof's own figure names no better reference."""
     def figures(study, document, sheet):
         found, _ = roof.bandwidth(study)
         entry = next((entry for entry in ok_entries(study.get("entries") or []) if found and all(
@@ -64,10 +68,8 @@ def roof_figures(roof):
 
 
 def time_figure(study_name, entry, key, label, per=1):
-    """The entry's median time per call over `per` (the items one call does), in s (lower is better), with
-    its interval."""
+    """The entry's median time per call over `per` (the items one call does), in s, with its interval."""
     interval = stats.median_interval(entry["time_s"]).per(per)
     value = entry["time_s"]["median"] / per
-    return of_entry(figure(key, label, value, (interval.low, interval.high) if interval.known else (None, None), "s",
-                           "lower", timed_as(entry), where_text(point_of(study_name, entry)),
-                           between_runs=between_runs(entry, value, "time")), entry)
+    return _entry_figure(study_name, entry, key, label, value,
+                         (interval.low, interval.high) if interval.known else (None, None), "s", "lower", scales="time")

@@ -1,10 +1,6 @@
-"""The claims that bring people to gpubench, each answered on this machine from the run's findings.
-
-A claim as people make it, where it comes from, and the function that answers it, returning {verdict,
-answer, numbers} from the studies' derived findings, or None where the run did not measure what it
-needs. A study's plug-in lists the claims its findings answer (Study.claims); the claims read across
-the studies are the analyse stage's (stages/claims.py). The verdicts: confirmed, refuted, or
-"depends on ..." naming what it depends on."""
+"""The claims that bring people to gpubench, each answered on this machine from the run's findings (a study
+plug-in lists those its findings answer, Study.claims; stages/claims.py those read across the studies). The
+verdicts: confirmed, refuted, or "depends on ..." naming what it depends on."""
 from dataclasses import dataclass
 from typing import Callable
 

@@ -1,9 +1,6 @@
-"""The report as a list of blocks, written out as Markdown (summary.md) or HTML (summary.html).
-
-Every piece of text in a block is inline Markdown: text from files already escaped with
-formatting.md, our own markup limited to code spans, **bold**, *emphasis* and backslash escapes.
-The block structure (headings, paragraphs, lists, tables, figures) is the model's: the HTML page
-is built from these blocks (html_report.to_html), not by parsing the Markdown back."""
+"""The report as a list of blocks, written out as Markdown (summary.md) or HTML (summary.html, built from the
+blocks, not by parsing the Markdown back). A block's text is inline Markdown: text from files escaped with
+formatting.md, our own markup only code spans, **bold**, *emphasis* and backslash escapes."""
 from dataclasses import dataclass
 
 

@@ -6,9 +6,8 @@ import re
 import shutil
 import subprocess
 
-# OpenBLAS kernels that use AVX2 or AVX-512. Any other core on a CPU that has those
-# instructions (e.g. Debian's OpenBLAS 0.3.21 choosing 'Prescott' on a Sapphire Rapids
-# Xeon it does not recognise) runs SSE-era kernels and understates the CPU badly.
+# OpenBLAS kernels that use AVX2 or AVX-512: any other on a CPU that has them (an OpenBLAS that does not
+# know the CPU) runs SSE-era kernels and understates the CPU badly.
 VECTOR_OPENBLAS_CORES = ("haswell", "zen", "skylakex", "cooperlake", "sapphirerapids", "excavator")
 
 NVIDIA_SMI_FIELDS = (
@@ -46,13 +45,8 @@ def parse_cpuinfo(text):
     flags = set(processors[0].get("flags", "").split())
     sockets = {p.get("physical id") for p in processors}
     cores = {(p.get("physical id"), p.get("core id")) for p in processors}
-    return {
-        "model": processors[0].get("model name"),
-        "sockets": len(sockets),
-        "cores": len(cores),
-        "threads": len(processors),
-        "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags},
-    }
+    return {"model": processors[0].get("model name"), "sockets": len(sockets), "cores": len(cores),
+            "threads": len(processors), "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags}}
 
 
 def _key_values(block):
@@ -89,15 +83,10 @@ def capture_machine():
     if cpu["threads"] is None:
         cpu["threads"] = os.cpu_count()
     uname = platform.uname()
-    return {
-        "hostname": uname.node,
-        "cpu": cpu,
-        "memory_total_bytes": memory_total_bytes(_read("/proc/meminfo")),
-        "os": os_name(_read("/etc/os-release")),
-        "kernel": f"{uname.system} {uname.release} {uname.machine}",
-        "transparent_hugepages": transparent_hugepages(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
-        "gpus": capture_gpus(),
-    }
+    return {"hostname": uname.node, "cpu": cpu, "memory_total_bytes": memory_total_bytes(_read("/proc/meminfo")),
+            "os": os_name(_read("/etc/os-release")), "kernel": f"{uname.system} {uname.release} {uname.machine}",
+            "transparent_hugepages": transparent_hugepages(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+            "gpus": capture_gpus()}
 
 
 # --- nvidia-smi ------------------------------------------------------------------
@@ -108,40 +97,36 @@ def visible_gpu_selection(environ=os.environ):
     return ["-i", visible] if visible and "," not in visible else []
 
 
-def capture_gpus():
+def _nvidia_smi(query):
+    """nvidia-smi's CSV answer to a query of this run's GPUs; "" without nvidia-smi or when it fails."""
     if shutil.which("nvidia-smi") is None:
-        return []
-    output = _run(["nvidia-smi", *visible_gpu_selection(), "--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS),
-                   "--format=csv,noheader,nounits"])
-    gpus = parse_nvidia_smi(output or "")
+        return ""
+    return _run(["nvidia-smi", *visible_gpu_selection(), query, "--format=csv,noheader,nounits"]) or ""
+
+
+def capture_gpus():
+    gpus = parse_nvidia_smi(_nvidia_smi("--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS)))
     for gpu in gpus:
         gpu["numa_node"] = numa_node(gpu.get("pci.bus_id"))
     return gpus
 
 
 def capture_gpu_processes():
-    """Compute processes nvidia-smi lists on the GPUs ({pid, name, used_memory_mib}); none without
-    nvidia-smi. Called when no study binary of this run is running: whatever it lists is another's."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    return parse_gpu_processes(_run(["nvidia-smi", *visible_gpu_selection(),
-                                     "--query-compute-apps=pid,process_name,used_memory",
-                                     "--format=csv,noheader,nounits"]) or "")
+    """Compute processes nvidia-smi lists on the GPUs ({pid, name, used_memory_mib}); none without nvidia-smi."""
+    return parse_gpu_processes(_nvidia_smi("--query-compute-apps=pid,process_name,used_memory"))
 
 
 def parse_gpu_processes(text):
-    found = []
-    for line in text.splitlines():
-        values = [value.strip() for value in line.split(",")]
-        if len(values) != 3 or not values[0].isdigit():
-            continue
-        found.append({"pid": int(values[0]), "name": values[1], "used_memory_mib": smi_value("used_memory", values[2])})
-    return found
+    return [{"pid": int(values[0]), "name": values[1], "used_memory_mib": smi_value("used_memory", values[2])}
+            for values in _csv_rows(text) if len(values) == 3 and values[0].isdigit()]
+
+
+def _csv_rows(text):
+    return [[value.strip() for value in line.split(",")] for line in text.splitlines()]
 
 
 def gpu_processes_warning(processes, when):
-    """A warning naming the other processes on the GPU, or None: their work competes with the studies'
-    for the GPU's time, memory and power, and moves the numbers between runs."""
+    """A warning naming the other processes on the GPU, or None."""
     if not processes:
         return None
     named = ", ".join(f"{p['pid']} {p['name']}" + (f" ({p['used_memory_mib']} MiB)" if p["used_memory_mib"] is not None
@@ -152,13 +137,8 @@ def gpu_processes_warning(processes, when):
 
 
 def parse_nvidia_smi(text):
-    gpus = []
-    for line in text.splitlines():
-        values = [value.strip() for value in line.split(",")]
-        if len(values) != len(NVIDIA_SMI_FIELDS):
-            continue
-        gpus.append({name: smi_value(name, value) for name, value in zip(NVIDIA_SMI_FIELDS, values)})
-    return gpus
+    return [{name: smi_value(name, value) for name, value in zip(NVIDIA_SMI_FIELDS, values)}
+            for values in _csv_rows(text) if len(values) == len(NVIDIA_SMI_FIELDS)]
 
 
 def smi_value(name, value):
@@ -188,8 +168,7 @@ def numa_node(bus_id):
 
 # --- software --------------------------------------------------------------------
 def capture_gpubench_env(binary, study_environment):
-    """The JSON object gpubench_env prints, run with the environment the study binaries get
-    (their OpenMP binding, OpenBLAS threads), or (None, reason)."""
+    """(the JSON object gpubench_env prints with the study binaries' environment, None), or (None, reason)."""
     if not os.access(binary, os.X_OK):
         return None, f"{binary} not found"
     output = _run([binary], env={**os.environ, **study_environment})
@@ -209,17 +188,13 @@ def openblas_info(gpubench_env):
         return {"version": None, "core": None, "threads": None, "config": None}
     config = section.get("config") or ""
     version = re.search(r"OpenBLAS (\d+\.\d+[.\w]*)", config)
-    return {
-        "version": section.get("version") or (version.group(1) if version else None),
-        "core": section.get("core") or section.get("corename"),
-        "threads": section.get("threads") or section.get("num_threads"),
-        "config": section.get("config"),
-    }
+    return {"version": section.get("version") or (version.group(1) if version else None),
+            "core": section.get("core") or section.get("corename"),
+            "threads": section.get("threads") or section.get("num_threads"), "config": section.get("config")}
 
 
 def affinity_warning(gpubench_env):
-    """A warning when OMP_PROC_BIND asks for pinned OpenMP threads and gpubench_env found them
-    unpinned (binding off, no places, or a thread free on every CPU of the process); else None."""
+    """A warning when OMP_PROC_BIND asks for pinned OpenMP threads and gpubench_env found them unpinned."""
     affinity = (gpubench_env or {}).get("affinity")
     if not isinstance(affinity, dict):
         return None
@@ -249,8 +224,7 @@ def openblas_core_warning(core, cpu_flags):
 
 
 def capture_git(source_dir):
-    """Revision of the checkout. GPUBENCH_GIT_REVISION, when set, wins: a tree copied onto a
-    benchmark machine may carry no .git, or a stale one."""
+    """Revision of the checkout; GPUBENCH_GIT_REVISION wins (a copied tree may carry no .git, or a stale one)."""
     given = os.environ.get("GPUBENCH_GIT_REVISION", "").strip()
     if given:
         return {"revision": given, "dirty": None, "source": "GPUBENCH_GIT_REVISION"}

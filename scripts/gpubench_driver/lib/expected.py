@@ -1,9 +1,6 @@
-"""Expected ranges of the headline figures per GPU model (scripts/expected_ranges.json), which the health
-check (stages/health.py) sets a run against. The file is written by `gpubench expected RUN...`
-(commands/expected.py), never by hand: for each GPU model, every headline figure's value in each of
-its committed runs, kept per entry it was read from (its `where`: a quick run's peak is measured at a
-smaller size than the default suite's), so that a run is judged only against runs that measured the
-same point."""
+"""Expected ranges of the headline figures per GPU model (scripts/expected_ranges.json, written by `gpubench
+expected RUN...`), which the health check sets a run against: each figure's values in the committed runs, kept
+per point it was read from (its `where`), so a run is judged only against runs that measured the same point."""
 import json
 import os
 
@@ -41,9 +38,8 @@ def _number(value):
 
 
 def reference_fraction(models, row):
-    """The least fraction of its reference (the same reference: row["reference"]["what"]) that the recorded runs
-    of any GPU model reached at a figure's point, {"min", "runs", "models"}; None where none was recorded (only
-    check runs record fractions: gpubench check's figures at their plateau points)."""
+    """{"min", "runs", "models"}: the least fraction of the same reference that the recorded (check) runs of any
+    GPU model reached at a figure's point; None where none was recorded."""
     what = (row.get("reference") or {}).get("what")
     found = [(name, fraction) for name, model in (models or {}).items()
              for fraction in (figure_range(model, row) or {}).get("fractions") or []

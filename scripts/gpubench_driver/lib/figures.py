@@ -45,9 +45,8 @@ def datasheet_of(document, datasheets):
 # --- one figure -----------------------------------------------------------------------------------
 def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
            reference=None, device="gpu", between_runs=None):
-    """One headline figure; interval: (low, high) of the value, None where the run has no spread to
-    read; reference: {"value", "what"} it is set against (its fraction is value / reference);
-    between_runs: what tells it from another run's (between_runs())."""
+    """One headline figure; interval: (low, high) of the value (None: no spread); reference: {"value", "what"} it
+    is set against; between_runs: what tells it from another run's (between_runs())."""
     low, high = interval
     return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
             "timed_as": timed_as, "where": where, "device": device, "reference": reference,
@@ -56,11 +55,9 @@ def figure(key, label, value, interval=(None, None), unit="", better=None, timed
 
 
 def between_runs(entry, value, scales="rate"):
-    """What rank's noise judgement reads of a figure computed from one entry's median time (verdicts.Measured,
-    compare's judgement of that entry): the figure at each of the entry's trials (a rate scales as 1/time,
-    scales="time" as the time, None: not from the time alone, no trial values), the protocol that timed the
-    entry and its median time (its noise between runs: the noise model's kind) and the smallest change worth
-    a verdict."""
+    """What rank's noise judgement reads of a figure computed from one entry's median time: the figure at each of
+    its trials (a "rate" scales as 1/time, a "time" as the time, None: no trial values), the protocol and median
+    time that pick its noise model, and the smallest change worth a verdict."""
     time_s = entry["time_s"]
     median = time_s["median"]
     trials = []
@@ -101,8 +98,7 @@ def where_text(row):
 
 
 def energy_figure(document, study, impl, precision):
-    """The energy of one GEMM of a study's series (impl, resident, precision) at the largest size measured
-    with energy, as a headline figure (a list: empty where the run has none)."""
+    """[the headline figure of one GEMM's energy of a study's (impl, resident, precision) at its largest n] or []."""
     rows = [row for row in (document["findings"].get("energy_per_gemm", {}).get("rows") or [])
             if (row["study"], row["impl"], row["mode"], row["precision"]) == (study, impl, "resident", precision)]
     if not rows:

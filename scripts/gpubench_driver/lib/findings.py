@@ -1,5 +1,4 @@
-"""Findings computed from the measured entries: crossovers, speedups, best rates, and the failed
-entries grouped for the summary."""
+"""Findings computed from the measured entries: crossovers, speedups, best rates, failures, bandwidth levels."""
 import math
 from dataclasses import dataclass
 
@@ -19,15 +18,13 @@ def positive(value):
 
 
 def memory_traffic(entry):
-    """Bytes of device (or host) memory one call reads and writes, as the binary counted them
-    (memory_read_bytes + memory_written_bytes); None without them or where they sum to nothing."""
+    """Bytes of memory one call reads and writes, as the binary counted them; None without them or if none."""
     read, written = (finite(entry.get(counter)) for counter in TRAFFIC_COUNTERS[:2])
     return None if read is None or written is None else positive(read + written)
 
 
 def ok_entries(entries):
-    """The measured entries the findings can use: a name with every axis (a name outside the
-    pattern is kept in results.json but has none) and a median time."""
+    """The ok entries with every axis and a median time."""
     return [e for e in entries if e.get("status") == "ok" and e.get("n") and (e.get("time_s") or {}).get("median")
             and all(e.get(axis) for axis in ("impl", "device", "mode", "precision"))]
 
@@ -73,16 +70,19 @@ def measure_label(entries, measure):
     return "each entry's headline time"
 
 
-def best_by_size(entries, axis="n", measure="time"):
-    """{value of the axis (n, or batch): fastest entry at that value} over the given entries
-    that have the measure."""
+def best_per(items, key, better):
+    """{key(item): the item better(item, other) prefers to every other of its key, the first of a tie}."""
     best = {}
-    for entry in entries:
-        if _median(entry, measure) is None:
-            continue
-        if entry[axis] not in best or _median(entry, measure) < _median(best[entry[axis]], measure):
-            best[entry[axis]] = entry
+    for item in items:
+        if key(item) not in best or better(item, best[key(item)]):
+            best[key(item)] = item
     return best
+
+
+def best_by_size(entries, axis="n", measure="time"):
+    """{value of the axis (n, or batch): fastest entry at that value} over the entries that have the measure."""
+    return best_per([entry for entry in entries if _median(entry, measure) is not None], lambda entry: entry[axis],
+                    lambda entry, other: _median(entry, measure) < _median(other, measure))
 
 
 def group_by(items, key, value=lambda item: item):
@@ -280,15 +280,12 @@ def speedups(entries):
 def best_rates(entries, axes=("impl", "mode")):
     """Highest FLOP/s of each combination of the axes (implementation+mode by default) and the
     size where it was reached."""
-    best = {}
-    for entry in ok_entries(entries):
-        if entry.get("flop_per_s") is None:
-            continue
-        key = tuple(entry[axis] for axis in axes)
-        if key not in best or entry["flop_per_s"] > best[key]["flop_per_s"]:
-            best[key] = {**{axis: entry[axis] for axis in axes}, "device": entry["device"],
-                         "flop_per_s": entry["flop_per_s"], "n": entry["n"]}
-    return sorted(best.values(), key=lambda row: (row["device"] or "", -row["flop_per_s"]))
+    best = best_per([entry for entry in ok_entries(entries) if entry.get("flop_per_s") is not None],
+                    lambda entry: tuple(entry[axis] for axis in axes),
+                    lambda entry, other: entry["flop_per_s"] > other["flop_per_s"])
+    rows = [{**{axis: entry[axis] for axis in axes}, "device": entry["device"], "flop_per_s": entry["flop_per_s"],
+             "n": entry["n"]} for entry in best.values()]
+    return sorted(rows, key=lambda row: (row["device"] or "", -row["flop_per_s"]))
 
 
 def set_fraction_of_best_rate(entries):
@@ -342,8 +339,7 @@ def _sizes_and_batches(points):
 
 
 def grouped_failures(entries):
-    """The entries that are not ok, one row per implementation, precision and reason (not one per
-    size, batch and mode): the modes and the sizes (with their batches) it happened at."""
+    """The entries that are not ok, one row per implementation, precision and reason, with its modes and sizes."""
     groups = {}
     for entry in entries:
         if entry["status"] != "ok":
@@ -376,12 +372,10 @@ LEVEL_DROP = 0.75
 
 
 def levels(points):
-    """The levels of a bandwidth curve: the first begins at the first point within LEVEL_DROP of the
-    fastest rate (the points before it are launch- or fork-bound, calls too short to stream, not a
-    level of the hierarchy); a level ends where the rate falls below LEVEL_DROP of the level's own
-    fastest rate. [{"from_bytes", "to_bytes", "bytes_per_s" (the level's fastest), "points"}] and the
-    edges between them [{"last_bytes" (the level's largest working set), "next_bytes" (the next
-    level's smallest), "near_bytes" (their geometric mean)}]."""
+    """The levels of a bandwidth curve [{"from_bytes", "to_bytes", "bytes_per_s" (its fastest), "points"}] and the
+    edges between them [{"last_bytes", "next_bytes", "near_bytes" (their geometric mean)}]. The first level
+    begins at the first point within LEVEL_DROP of the fastest rate (those before are launch-bound); a level
+    ends where the rate falls below LEVEL_DROP of its own fastest."""
     ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
     if not ordered:
         return [], []
@@ -402,9 +396,6 @@ def levels(points):
 
 def envelope(rows):
     """The fastest point at each n over the rows' points (one device's kernels of one operation and precision)."""
-    best = {}
-    for row in rows:
-        for point in row["points"]:
-            if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
-                best[point["n"]] = point
+    best = best_per((point for row in rows for point in row["points"]), lambda point: point["n"],
+                    lambda point, other: point["bytes_per_s"] > other["bytes_per_s"])
     return [best[n] for n in sorted(best)]

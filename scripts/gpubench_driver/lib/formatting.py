@@ -12,15 +12,18 @@ def _no_number(value):
     return value is None or isinstance(value, float) and not math.isfinite(value)
 
 
+def _in_units(value, units):
+    """The value in the first of units ((name, scale), largest first) it reaches, else in the last."""
+    unit, scale = next(((unit, scale) for unit, scale in units if value >= scale), units[-1])
+    return f"{value / scale:.2f} {unit}"
+
+
 def seconds(value):
     if _no_number(value):
         return "n/a"
     if value < 0:  # a difference of times (time saved can be negative)
         return "-" + seconds(-value)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value / 1e-9:.2f} ns"
+    return _in_units(value, (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)))
 
 
 def rate(per_s, unit="FLOP/s", separator=""):
@@ -45,12 +48,7 @@ def byte_size(value):
 
 def joules(value):
     """0.0123 -> '12.30 mJ'."""
-    if value is None:
-        return "n/a"
-    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value / 1e-9:.2f} nJ"
+    return "n/a" if value is None else _in_units(value, (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6), ("nJ", 1e-9)))
 
 
 def ratio(value):

@@ -7,18 +7,14 @@ from dataclasses import dataclass, field
 from gpubench_driver.lib import outputs, stats, telemetry
 
 SECONDS_PER_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-# The largest n or batch a study binary takes: its --sizes/--batches parser reads an int
-# (kLargestSize in bench/harness/study_options.hpp). A binary's --describe states its own range
-# (size_range, batch_range); this is the range of one that states none, and of a results file's entries.
+# The largest n or batch a study binary takes (kLargestSize in bench/harness/study_options.hpp), where its
+# --describe states no size_range or batch_range, and of a results file's entries.
 LARGEST_SIZE = 2 ** 31 - 1
 # Google Benchmark appends these to a name depending on the timing mode.
 TIME_SUFFIXES = ("/manual_time", "/real_time", "/process_time")
-# Google Benchmark's own keys of a run object in its JSON output (1.7 and 1.8, json_reporter.cc's
-# PrintRunData): its schema, a fixed list. Every other key of a run object is a user counter the
-# binary set (state.counters), and an entry carries every one of them (user_counters, pass_counters):
-# the binary is the source of truth for what it reports, the driver keeps no list of them. 'threads'
-# is both: Google Benchmark writes its own (the benchmark's thread count), and a CPU entry's counter
-# of the same name replaces it in the object (the later key wins); _entry reads it for CPU entries only.
+# Google Benchmark's own keys of a run object (1.7 and 1.8, json_reporter.cc's PrintRunData); every other key
+# is a counter the binary set, which an entry carries whatever its name. 'threads' is both: a CPU entry's
+# counter replaces Google Benchmark's own (the later key wins); _entry reads it for CPU entries only.
 GBENCH_RUN_FIELDS = frozenset((
     "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
     "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred", "error_message",
@@ -26,14 +22,10 @@ GBENCH_RUN_FIELDS = frozenset((
     "cpu_coefficient", "real_coefficient", "big_o", "rms",  # complexity aggregates (BigO, RMS)
     "allocs_per_iter", "max_bytes_used", "total_allocated_bytes", "net_heap_growth",  # a MemoryManager's
     "label"))
-# What the counters mean: docs/results-schema.md (entries) and docs/interface.md. Traffic of one call:
-# memory_read_bytes and memory_written_bytes in the memory the implementation computes in (absent where
-# the binary has no model of it), h2d_bytes and d2h_bytes across the host-device link (bytes_transferred:
-# their sum, or a copy's size where it crosses none).
+# Traffic of one call (docs/results-schema.md): in the memory the implementation computes in, and across the link.
 TRAFFIC_COUNTERS = ("memory_read_bytes", "memory_written_bytes", "h2d_bytes", "d2h_bytes")
-# NVML utilization of the batch studies' GPU entries. The binary reports them per repetition (one
-# window of readings each, often empty), so they are combined over the repetitions
-# (combine_utilization) instead of taken from the median aggregate as the other counters are.
+# NVML utilization of the batch studies' GPU entries, reported per repetition (a window of readings, often
+# empty): combined over the repetitions (combine_utilization), not taken from the median aggregate.
 UTILIZATION_SAMPLES = "gpu_util_samples"
 UTILIZATION_MEANS = ("gpu_util_mean", "mem_util_mean")  # weighted by each repetition's readings
 UTILIZATION_MAXIMA = ("gpu_util_max",)
@@ -87,8 +79,7 @@ def planned_entries(description):
 
 
 def load_text(text):
-    """Parse Google Benchmark JSON, recovering every complete benchmark object when the
-    file was cut short (the binary flushes after each benchmark, so a crash truncates it)."""
+    """Google Benchmark JSON; every complete benchmark object of a file a crash cut short."""
     try:
         document = json.loads(text)
     except ValueError:
@@ -112,19 +103,22 @@ def load_file(path):
     return load_text(text)
 
 
+_SEPARATORS = re.compile(r"[ \t\r\n,]*")
+
+
 def _recover_truncated(text):
     decoder = json.JSONDecoder()
     context = _decode_value_after(text, '"context"', decoder)
+    context = context if isinstance(context, dict) else {}
     start = re.search(r'"benchmarks"\s*:\s*\[', text)
     if start is None:
         if text.lstrip().startswith("{"):
-            return GbenchOutput(context if isinstance(context, dict) else {}, [], truncated=True,
-                                notes=["the output file ends before any benchmark"])
+            return GbenchOutput(context, [], truncated=True, notes=["the output file ends before any benchmark"])
         raise GbenchError("not Google Benchmark JSON output")
     benchmarks = []
     position = start.end()
     while True:
-        position = _skip_separators(text, position)
+        position = _SEPARATORS.match(text, position).end()
         if position >= len(text) or text[position] == "]":
             break
         try:
@@ -133,14 +127,8 @@ def _recover_truncated(text):
             break  # the incomplete last object
         if isinstance(item, dict):
             benchmarks.append(item)
-    return GbenchOutput(context if isinstance(context, dict) else {}, benchmarks, truncated=True,
+    return GbenchOutput(context, benchmarks, truncated=True,
                         notes=[f"truncated output: recovered {len(benchmarks)} complete benchmark objects"])
-
-
-def _skip_separators(text, position):
-    while position < len(text) and text[position] in " \t\r\n,":
-        position += 1
-    return position
 
 
 def _decode_value_after(text, key, decoder):
@@ -203,8 +191,7 @@ def declared_counters(study):
 
 
 def blank_entry(key, fields=None, counters=()):
-    """An entry with every field present: its axes from `fields` (axis_fields; None where unknown), and each of
-    `counters` (those its binary declares, declared_counters) None until the binary reports it."""
+    """An entry with every field present: its axes from `fields` (axis_fields), each of `counters` None."""
     fields = fields if isinstance(fields, dict) else {}
     entry = {"name": key, **{slot: fields.get(slot) for slot in AXES}, "axes": fields.get("axes"),
              "status": "ok", "message": None, "repetitions": None, "iterations": None, "time_s": None,
@@ -215,25 +202,17 @@ def blank_entry(key, fields=None, counters=()):
 
 
 def user_counters(run):
-    """{name: value} of the counters a Google Benchmark run object carries: its keys outside
-    Google Benchmark's own (GBENCH_RUN_FIELDS), whatever their names."""
+    """{name: value} of a run object's keys outside Google Benchmark's own (GBENCH_RUN_FIELDS)."""
     return {name: value for name, value in run.items() if isinstance(name, str) and name not in GBENCH_RUN_FIELDS}
 
 
-# Entry fields a counter of the same name does not replace: the driver's own (the name, its axes,
-# status, times, rates: blank_entry's fields other than counters) and those it combines from the
-# repetitions itself (utilization, telemetry), which the caller sets after pass_counters. A binary's
-# counter under such a name is dropped from the entry; fields the driver adds later (measurements.apply,
-# trials, gpu, fraction_of_peak) are written over a counter of the same name.
-OWN_FIELDS = frozenset(("name", *AXES, "axes", "status", "message", "repetitions", "iterations", "time_s",
-                        "flop_per_s", "fraction_of_best_rate", "wall_s", "label", *UTILIZATION_COUNTERS,
-                        *telemetry.ENTRY_FIELDS))
+# Entry fields a counter of the same name does not replace (it is dropped): blank_entry's own, some combined over
+# the repetitions. Fields the driver adds later are written over a counter of the same name.
+OWN_FIELDS = frozenset(blank_entry(None))
 
 
 def pass_counters(entry, counters):
-    """Every counter in `counters` ({name: value}, a run object's user_counters or a console line's)
-    into the entry, through stats.finite (a non-finite or non-number value is None), except those under
-    the driver's own field names (OWN_FIELDS)."""
+    """The counters ({name: value}) into the entry, each through stats.finite, except those under OWN_FIELDS."""
     entry.update({name: stats.finite(value) for name, value in counters.items() if name not in OWN_FIELDS})
 
 
@@ -251,13 +230,11 @@ def _entry(run_name, group, plan, counters=()):
     entry["iterations"] = stats.finite((group["iterations"] or [{}])[0].get("iterations"))
     entry["time_s"] = stats.summarize(samples) if samples else _time_from_aggregates(group["aggregates"])
     pass_counters(entry, user_counters(counter_source))
-    # What the entry says of itself in words (e.g. the gemm_ladder's tiling), as Google Benchmark's label.
     label = ((group["iterations"] or [counter_source])[0]).get("label")
     entry["label"] = label if isinstance(label, str) and label else None
     entry.update(combine_utilization(group["iterations"]))
     entry.update(telemetry.combine(group["iterations"]))  # clocks, power, energy per op over the timed loops
-    # Google Benchmark writes its own "threads": 1 under the same key; only the CPU entries set the
-    # counter (which replaces it), so elsewhere the value would be misleading.
+    # Google Benchmark's own "threads" (GBENCH_RUN_FIELDS) is no CPU thread count.
     entry["threads"] = stats.finite(counter_source.get("threads")) if entry["device"] == "cpu" else None
     median = (entry["time_s"] or {}).get("median")
     if entry.get("flop") is not None and median:
@@ -268,8 +245,7 @@ def _entry(run_name, group, plan, counters=()):
 
 
 def combine_utilization(runs):
-    """The utilization counters over every repetition: the readings in all, the reading-weighted
-    means, the largest maximum; None where no reading fell inside any repetition's timed loop."""
+    """The utilization counters over every repetition (stats.combine_repetitions)."""
     return stats.combine_repetitions(runs, UTILIZATION_SAMPLES, weighted=UTILIZATION_MEANS,
                                      maxima=UTILIZATION_MAXIMA)
 
@@ -320,8 +296,7 @@ def console_counters(text):
 
 
 def parse_console_line(line):
-    """A finished entry from one console line (each entry is one run): its time or its failure
-    line; None for anything else."""
+    """A finished entry's time or failure from one console line; None for anything else."""
     line = line.strip()
     failure = _CONSOLE_FAILURE.match(line)
     if failure:

@@ -1,12 +1,6 @@
-"""summary.html: the report's blocks (document.py), the same that summary.md is written from, as
-one self-contained HTML page, the plots embedded as base64 PNGs.
-
-The block structure (headings, paragraphs, lists, tables, figures) comes from the model; only the
-inline Markdown inside a block is converted here: code spans, **bold** and *emphasis*, and
-backslash escapes. No raw HTML passes through: every piece of text, escaped characters included,
-is HTML-escaped, so a string from a results file (a GPU name like '<script>...') shows as text.
-The page's Content-Security-Policy allows no script at all, as a second line of defence.
-"""
+"""summary.html: the report's blocks (document.py) as one self-contained page, the plots embedded. Only the
+inline Markdown inside a block is converted (code spans, **bold**, *emphasis*, backslash escapes); all text is
+HTML-escaped, so no raw HTML from a results file passes, and the page's Content-Security-Policy allows no script."""
 import base64
 import html
 import os
@@ -19,35 +13,9 @@ HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
 
-STYLE = """
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24;
-       background: #fff; margin: 0; }
-main { max-width: 1500px; margin: 0 auto; padding: 1.5em 2em 3em; }
-h1 { font-size: 1.7em; border-bottom: 2px solid #d0d7de; padding-bottom: .3em; }
-h2 { font-size: 1.3em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.8em; }
-h3, h4, h5, h6 { font-size: 1.1em; }
-code { font: .9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f3f4f6;
-       padding: .1em .3em; border-radius: 4px; }
-table { border-collapse: collapse; margin: .8em 0; display: block; overflow-x: auto; }
-th, td { border: 1px solid #d0d7de; padding: .3em .7em; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; }
-tr:nth-child(even) td { background: #fafbfc; }
-figure { margin: .6em 0 1.4em; }
-figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
-figcaption { font-size: .9em; color: #57606a; }
-.missing { color: #9a3412; }
-ul.figures { list-style: none; padding: 0; }
-.beside { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
-.beside > .main { flex: 1 1 560px; min-width: 0; }
-.beside > .side { flex: 1 1 460px; min-width: 0; }
-details { margin: .6em 0; }
-details > summary { cursor: pointer; color: #0b5394; }
-section.first-screen { background: #eef5fc; border: 1px solid #b6d4f0; border-radius: 8px; padding: 0 1.2em .6em;
-                       margin-top: 1em; }
-section.first-screen h2 { margin-top: .8em; }
-section.first-screen table { background: #fff; }
-.verdict-ok { color: #116329; } .verdict-bad { color: #9a3412; }
-"""
+# The page's stylesheet, inlined into it.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "summary.css"), encoding="utf-8") as _stream:
+    STYLE = _stream.read()
 
 # No script, no outside request: only the inline stylesheet and data: images.
 CONTENT_SECURITY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -83,8 +51,7 @@ def _run_length(text, index, char):
 
 
 def inline(text):
-    """Inline Markdown to HTML: backslash escapes become the literal (escaped) character, code
-    spans keep their text as is, **bold** and *emphasis* become tags; everything else is text."""
+    """Inline Markdown to HTML; everything but escapes, code spans, **bold** and *emphasis* is text."""
     out = []
     index = 0
     while index < len(text):
@@ -163,8 +130,7 @@ def _block(block, images):
 
 
 def to_html(blocks, images=None):
-    """The blocks (document.py) as an HTML fragment; only their inline Markdown is converted. images
-    maps a figure's path to a data: URI, or None for a file that could not be read."""
+    """The blocks as an HTML fragment; images: {a figure's path: its data: URI, or None (unreadable)}."""
     return "\n".join(_block(block, images) for block in blocks if not document.is_empty(block))
 
 

@@ -1,8 +1,6 @@
-"""The binaries' measurements file (--measurements-out): one JSON object per finished entry with its
-protocol, warm-up, samples, stop reason and energy (bench/harness/timed_loop.hpp), joined to the
-entries read from Google Benchmark's output. The entry's time is its headline samples' median:
-device time held behind a blocking kernel (protocol "throughput"), one call on the host clock until
-its work is done ("latency"), or batches of calls on the host clock ("cpu")."""
+"""The binaries' measurements file (--measurements-out, bench/harness/timed_loop.hpp): one JSON object per
+finished entry (protocol, warm-up, samples, stop reason, energy), joined to the entries read from Google
+Benchmark's output; the entry's time is its headline samples' median (protocols: docs/methodology.md)."""
 import json
 
 from gpubench_driver.lib import stats
@@ -87,9 +85,7 @@ def _phase_summary(phase):
 
 
 def apply(entry, measurement):
-    """Entry fields from its measurement: time_s from the headline's samples, the latency and cold-L2
-    figures beside it, the burst, the energy per call; the measurement itself is kept under
-    'measurement' (its headline samples are time_s.samples)."""
+    """Entry fields from its measurement, kept under 'measurement' (its headline samples are time_s.samples)."""
     entry["time_s"] = _phase_summary(measurement["headline"])
     entry["protocol"] = measurement["protocol"]
     entry["latency_s"] = _phase_summary(measurement.get("latency"))
@@ -98,9 +94,8 @@ def apply(entry, measurement):
     entry["burst_s"] = stats.finite(warmup.get("burst_call_s"))
     entry["converged"] = bool(measurement["headline"].get("converged"))
     energy = measurement.get("energy") if isinstance(measurement.get("energy"), dict) else {}
-    entry["energy_j_per_op"] = stats.finite(energy.get("j_per_call"))
-    entry["energy_j_per_op_uncertainty"] = stats.finite(energy.get("j_per_call_uncertainty"))
-    entry["energy_j_per_op_above_idle"] = stats.finite(energy.get("j_per_call_above_idle"))
+    for suffix in ("", "_uncertainty", "_above_idle"):
+        entry[f"energy_j_per_op{suffix}"] = stats.finite(energy.get(f"j_per_call{suffix}"))
     entry["clock_limited"] = _clock_limited(entry, stats.finite(measurement.get("busy_clock_mhz")))
     kept = dict(measurement)
     kept["headline"] = {key: value for key, value in measurement["headline"].items() if key != "samples_s"}

@@ -1,7 +1,5 @@
 """What older drivers wrote, brought to what the driver reads now: the only code that reads a value out of an
-entry's name. Every results.json (schema 1) stores each entry's slots as fields (batch: absent before the batch
-studies, read as None), so none needs it; a journal line of layout 1 (a driver killed before it folded its
-journal, before the lines carried their axis fields) has only the name, read by the contract its binaries kept."""
+entry's name, for a journal line of layout 1 (before the lines carried their axis fields), which has only it."""
 import re
 
 from gpubench_driver.lib import gbench

@@ -1,15 +1,6 @@
-"""Where and how the driver writes.
-
-- Every file is written whole or not at all (`replacing`, `write_text`): to a temporary file in its
-  own folder, renamed over the old one; a full disk is said in one line (WriteError).
-- Every file name built from a results file's values goes through `path_in`, which cleans the values
-  (`safe_name`) and checks that the path stays in its folder: a name such as '../../x' cannot lead
-  out of it.
-- Every command's output folder is checked before anything is written (`check_out_dir`): a folder or
-  nothing yet, writable, and not in the source tree outside results/.
-- A run's folder is locked from before its first file to its end (`lock_run_folder`, an flock on a
-  file in it): a second run into it is refused, and a reader tells a live run from one whose driver
-  was killed (`run_in_progress`). The lock goes with the process, however it ends."""
+"""Where and how the driver writes: every file whole or not at all (`replacing`), every name from a results
+file's values kept in its folder (`path_in`), every output folder checked before the first write
+(`check_out_dir`), and a run's folder locked (an flock, gone with the process) from its first file to its end."""
 import contextlib
 import errno
 import fcntl
@@ -49,9 +40,8 @@ def _umask():
 
 @contextlib.contextmanager
 def replacing(path, binary=False):
-    """A stream for path's new content: a temporary file beside it, renamed over path when the block
-    ends, removed when it fails, so that path is its old self or whole, never cut off. An OSError
-    (a full disk) becomes a WriteError naming path."""
+    """A stream for path's new content: a temporary file beside it, renamed over path when the block ends,
+    removed when it fails; an OSError (a full disk) becomes a WriteError naming path."""
     directory, name = os.path.split(os.path.abspath(path))
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
@@ -78,8 +68,7 @@ def write_text(path, text):
 
 # --- file names from the data --------------------------------------------------------------------
 def safe_name(value):
-    """A part of a file name from a results file's value: its letters and digits, each other run of
-    characters one '_' (no '/', no '..')."""
+    """A part of a file name from a results file's value: its letters and digits, each other run one '_'."""
     return re.sub(r"[^0-9A-Za-z]+", "_", str(value)).strip("_")
 
 
@@ -114,9 +103,8 @@ def inside_source_tree(path):
 
 
 def check_out_dir(path, what="--out"):
-    """(the output folder's absolute path, whether this call made it): the one check of every command's
-    output folder, before anything is written; an OutputFolderError (exit status 2) where it cannot hold the
-    outputs. `what` names the folder in the message (the flag that gave it)."""
+    """(the output folder's absolute path, whether this call made it), checked before anything is written; an
+    OutputFolderError where it cannot hold the outputs (`what`: the flag that named it)."""
     out_dir = os.path.abspath(path)
     if inside_source_tree(out_dir):
         raise OutputFolderError(f"{what}: {out_dir} is inside the source tree: runs and reports go under results/ "
@@ -148,10 +136,8 @@ class RunFolder:
         self.made = made  # this run made the folder: it may remove it again, empty
 
     def release(self, remove_if_empty=False):
-        """Give up the lock, removing the lock file and the emptied scratch folder (a run killed outright
-        leaves them, its lock free: run_in_progress tells); with remove_if_empty, a folder this run made
-        that is left empty (a run that measured nothing) goes too. All while the lock still keeps other
-        runs out (lock_run_folder refuses a lock taken on a removed file)."""
+        """Give up the lock, first removing the lock file, the emptied scratch folder and (remove_if_empty) a
+        folder this run made that is left empty, while the lock still keeps other runs out."""
         if self.handle is None:
             return
         for remove, name in ((os.unlink, RUN_LOCK), (os.rmdir, SCRATCH)):

@@ -1,9 +1,5 @@
-"""What a study plug-in declares (studies/<name>.py): its record, Study, holding everything the driver
-knows of the study that its binary does not say (its points and rules are the binary's --describe):
-whether crossovers are refined, how its findings are derived, its summary sections, plots and claims,
-its reference runs and what they are compared with, its progress line, and how the findings across the
-studies and `compare` treat it. The stages read these records (studies.STUDIES)
-and name no study."""
+"""What a study plug-in declares (studies/<name>.py): its Study record, everything the driver knows of the study
+that its binary's --describe does not say. The stages read these records (studies.STUDIES) and name no study."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -17,10 +13,9 @@ PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n"
 # --- reference runs -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Run:
-    """One reference run: a script in scripts/ and its arguments, under an interpreter that has
-    `library` (a key of reference.PROBES); a `gpu` run only when the study's GPU part ran. sizes_at and
-    batches_at: which argument lists the sizes and batches it times, so that it times only those
-    the study ran."""
+    """One reference run: a script in scripts/ and its arguments, under an interpreter that has `library` (a key
+    of reference.PROBES); a `gpu` run only when the study's GPU part ran. sizes_at, batches_at: the arguments
+    that list the sizes and batches it times (those the study ran)."""
     library: str
     script: str
     args: tuple
@@ -31,9 +26,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Which study entries (impl, mode, precision at each (n, batch) point; batch None in a study
-    without a batch axis) are compared with which reference results (those of `run` with the
-    fields in `result`); `reference` names it in the report, `target` what the study is held to."""
+    """Which study entries (impl, mode, precision at each (n, batch) point) are compared with which reference
+    results (those of `run` with the fields in `result`); `reference` names it, `target`: what the study is held to."""
     study: str
     impl: str
     mode: str
@@ -77,8 +71,7 @@ GIB = float(1 << 30)
 
 
 def copy_rates(axes, counters, median_s):
-    """The bandwidth of one copy for the progress line: the bytes_transferred counter its console line
-    reports (bidirectional copies count both directions; registering moves nothing)."""
+    """The bandwidth of one copy: its bytes_transferred counter (both directions of a bidirectional copy)."""
     moved = counters.get("bytes_transferred")
     return [f"{moved / median_s / GIB:.2f} GiB/s"] if moved and moved > 0 else []
 
@@ -101,8 +94,7 @@ def size_rates(unit):
 # --- the record --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MemoryRoof:
-    """How a study measures the device memory bandwidth, the roofline's memory roof: the run's roof is that of
-    the first study of the run, by rank, that measured one."""
+    """How a study measures the roofline's memory roof (the run's: the first study by rank that measured one)."""
     rank: int
     bandwidth: Callable  # (its study's results record) -> (bandwidth record, None), or (None, why none or None)
     absent: str          # the study as the run lacks it, in "the run has neither <absent> nor <absent>"
@@ -113,10 +105,8 @@ class MemoryRoof:
 
 @dataclass(frozen=True)
 class CheckPoint:
-    """What `gpubench check` measures of a study: one invocation of its binary (one trial) at points where
-    each of its figures has reached its plateau, and how the figures are read from the entries. The check
-    judges its figures as measured there (commands/check.py) and never calls a figure measured elsewhere a
-    peak."""
+    """What `gpubench check` measures of a study: one invocation of its binary at points where each of its figures
+    has reached its plateau, and how the figures are read from the entries."""
     sizes: tuple
     # (study record, results document, datasheet record or None) -> [figure (lib/figures.figure) with "entry":
     # the name of the entry it was read from (lib/check_figures.of_entry)]
@@ -138,8 +128,7 @@ class Study:
     derive: Callable               # (study record, results document, refine rounds) -> its findings ("derived")
     summary: Callable              # (study record, results document) -> its blocks of summary.md (document.py)
     rates: Callable                # (name's axes, console counters, median s) -> rates for the progress line
-    # Where the suite runs it and the report lists it, among the studies' positions (ascending; each its own):
-    # the plug-ins are found in studies/, and this orders them.
+    # Where the suite runs it and the report lists it (ascending; each study its own).
     position: int
     batch_axis: bool = False       # entries have a batch axis besides n; only such studies get --batches
     refined: bool = False          # crossovers in n refined by extra sizes (options.refine_rounds)

@@ -5,7 +5,6 @@ import os
 import zlib
 
 from gpubench_driver.lib import gbench, measurements, outputs, resumable, telemetry
-# The schema's checks, under the names this module's validation has always called them by.
 from gpubench_driver.lib.schema import (ResultsError, expect as _expect, expect_fields as _expect_fields,
                                         expect_type as _expect_type, has_type as _has_type, shown as _shown,
                                         without_non_finite)
@@ -19,6 +18,7 @@ TIME_FIELDS = ("median", "min", "max", "q1", "q3", "mean", "stddev", "cv")
 _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
 _OPTIONAL_STR = (str, type(None))
+_OPTIONAL_DICT, _OPTIONAL_LIST, _OPTIONAL_BOOL = (dict, type(None)), (list, type(None)), (bool, type(None))
 # A study's fields from its --describe beyond the implementations, and their types (or null).
 DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": str, "utilization": dict,
              "epoch_samples": int, "memory_kinds": list, "transparent_hugepage": str, "timed_region": str,
@@ -38,10 +38,8 @@ ENTRY_OTHER_FIELDS = frozenset(("name", "impl", "device", "mode", "precision", "
                                 "measurement", "trials", "choices_varied"))
 # Extra keys of a study telemetry record's samples (NVML): numbers or null.
 SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
-# Bounds no run comes near, so that a hostile or damaged value is refused at load instead of overflowing
-# in the report (a ratio of 1e308 is inf): times of one call from a picosecond to a day; any number up to
-# 1e30 in size (an exascale machine does 1e18 FLOP/s); text up to LONGEST_TEXT characters, longer text
-# is cut when loaded (the longest a run writes, a claim's answer, is about a thousand).
+# Bounds no run comes near, so that a hostile value is refused at load, not overflowing in the report: one
+# call's time from a picosecond to a day, numbers up to 1e30, text up to LONGEST_TEXT (longer is cut at load).
 SHORTEST_TIME_S = 1e-12
 LONGEST_TIME_S = 86400.0
 LARGEST_NUMBER = 1e30
@@ -49,35 +47,17 @@ LONGEST_TEXT = 4000
 
 
 def new_document(run):
-    return {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "run": run,
-        "machine": {},
-        "software": {},
-        "gpu": {"available": False, "reason": "not determined yet"},
-        "warnings": [],
-        "studies": {},
-        "references": None,
-        "findings": None,  # across the studies, derived by analyse.derive_findings (across.py)
-    }
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "run": run, "machine": {}, "software": {},
+            "gpu": {"available": False, "reason": "not determined yet"}, "warnings": [], "studies": {},
+            "references": None, "findings": None}  # findings: across the studies (stages/across.py)
 
 
 def new_study(description, sizes, batches=None):
-    return {
-        "precision": description.get("precision"),
-        "precisions": description.get("precisions"),  # the precision study's: formats and tolerance rules
-        "default_sizes": description.get("default_sizes"),
-        "sizes": sizes,
-        "default_batches": description.get("default_batches"),  # studies with a batch axis; else None
-        "batches": batches,
-        "implementations": description.get("implementations", []),
-        # What a study's --describe adds (None where it does not): docs/results-schema.md.
-        **{key: _described(description, key) for key in DESCRIBED},
-        "entries": [],
-        "invocations": [],
-        "derived": {},
-    }
+    return {**{key: description.get(key) for key in ("precision", "precisions", "default_sizes")}, "sizes": sizes,
+            "default_batches": description.get("default_batches"), "batches": batches,
+            "implementations": description.get("implementations", []),
+            **{key: _described(description, key) for key in DESCRIBED},  # None where --describe lacks it
+            "entries": [], "invocations": [], "derived": {}}
 
 
 def _described(description, key):
@@ -98,6 +78,30 @@ def _expect_time(value, path, shortest=SHORTEST_TIME_S):
             f"{_shown(value)} is out of range: expected seconds from {shortest:g} to {LONGEST_TIME_S:g} (a day)")
 
 
+def _expect_items(values, types, path):  # of a list, or of null
+    for index, value in enumerate(values or []):
+        _expect_type(value, types, f"{path}[{index}]")
+
+
+def _expect_each(records, fields, path):  # of a list, or of null: objects or null
+    for index, record in enumerate(records or []):
+        _expect_fields(record, fields, f"{path}[{index}]")
+
+
+def _expect_object(record, fields, path):  # not null
+    _expect_fields(record, fields, path)
+    _expect(record is not None, path, "expected an object, got null")
+
+
+def _expect_one_of(value, allowed, path, absent_allowed=False):
+    _expect(value in allowed or absent_allowed and value is None, path,
+            f"expected one of {', '.join(allowed)}, got {value!r}")
+
+
+def _optional(*keys, types=_OPTIONAL_NUMBER):
+    return {key: types for key in keys}
+
+
 def validate(document):
     """Raise ResultsError naming the first field that breaks the schema."""
     _expect(isinstance(document, dict), "results", "expected a JSON object")
@@ -106,7 +110,7 @@ def validate(document):
     _expect(document.get("schema_version") == SCHEMA_VERSION, "schema_version",
             f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r}")
     for key, types in (("run", dict), ("machine", dict), ("software", dict), ("gpu", dict),
-                       ("warnings", list), ("studies", dict), ("references", (dict, type(None)))):
+                       ("warnings", list), ("studies", dict), ("references", _OPTIONAL_DICT)):
         _expect(key in document, key, "missing")
         _expect_type(document[key], types, key)
     _validate_run(document["run"])
@@ -115,8 +119,7 @@ def validate(document):
     _expect_type(document["gpu"].get("available"), bool, "gpu.available")
     for name, run in (document["references"] or {}).items():
         _validate_reference_run(run, f"references.{name}")
-    for index, warning in enumerate(document["warnings"]):
-        _expect_type(warning, str, f"warnings[{index}]")
+    _expect_items(document["warnings"], str, "warnings")
     for name, study in document["studies"].items():
         _validate_study(study, f"studies.{name}")
     _validate_findings(document.get("findings"))
@@ -126,76 +129,65 @@ def _validate_run(run):
     for key in ("id", "started"):
         _expect_type(run.get(key), str, f"run.{key}")
     _expect_type(run.get("finished"), _OPTIONAL_STR, "run.finished")
-    _expect(run.get("status") in RUN_STATUSES, "run.status",
-            f"expected one of {', '.join(RUN_STATUSES)}, got {run.get('status')!r}")
+    _expect_one_of(run.get("status"), RUN_STATUSES, "run.status")
     _expect_type(run.get("command_line"), list, "run.command_line")
     _expect_type(run.get("options"), dict, "run.options")
-    _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": (bool, type(None))}, "run.git")
+    _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": _OPTIONAL_BOOL}, "run.git")
     _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
-                                     "differences": (list, type(None))}, "run.like")
+                                     "differences": _OPTIONAL_LIST}, "run.like")
     resumable.validate(run.get("resumed"))  # run --resume's records
 
 
 # The fields of the machine, the software and the references that the report reads: typed here,
 # so a hostile or damaged file is refused with the field's name, never half-rendered.
-_MACHINE = {"cpu": (dict, type(None)), "gpus": (list, type(None)), "memory_total_bytes": _OPTIONAL_NUMBER,
-            "os": _OPTIONAL_STR, "kernel": _OPTIONAL_STR, "transparent_hugepages": _OPTIONAL_STR,
-            "gpu_processes": (list, type(None))}
-_CPU = {"model": _OPTIONAL_STR, "sockets": _OPTIONAL_NUMBER, "cores": _OPTIONAL_NUMBER, "threads": _OPTIONAL_NUMBER}
+_MACHINE = {"cpu": _OPTIONAL_DICT, "gpus": _OPTIONAL_LIST, "memory_total_bytes": _OPTIONAL_NUMBER,
+            **_optional("os", "kernel", "transparent_hugepages", types=_OPTIONAL_STR), "gpu_processes": _OPTIONAL_LIST}
+_CPU = {"model": _OPTIONAL_STR, **_optional("sockets", "cores", "threads")}
 _GPU_TEXT = ("name", "uuid", "pci.bus_id", "driver_version", "ecc.mode.current")
 _GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm", "power.limit",
                 "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max", "pcie.link.width.current",
                 "temperature.gpu", "numa_node", "ecc.errors.uncorrected.volatile.total")
-_REFERENCE_RESULT = {"library": _OPTIONAL_STR, "version": _OPTIONAL_STR, "device": _OPTIONAL_STR,
-                     "dtype": _OPTIONAL_STR, "layout": _OPTIONAL_STR, "memory": _OPTIONAL_STR,
-                     "direction": _OPTIONAL_STR, "n": _OPTIONAL_NUMBER, "batch": _OPTIONAL_NUMBER,
-                     "time_s": (dict, type(None)), "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None)),
-                     "measurement": (dict, type(None))}
+_REFERENCE_RESULT = {**_optional("library", "version", "device", "dtype", "layout", "memory", "direction",
+                                   types=_OPTIONAL_STR), **_optional("n", "batch"), "time_s": _OPTIONAL_DICT,
+                     "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None)), "measurement": _OPTIONAL_DICT}
 # How a reference result was measured (scripts/reference_timing.record; absent in files written before it).
-_REFERENCE_MEASUREMENT = {"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER, "settled": (bool, type(None)),
-                          "warmup_s": _OPTIONAL_NUMBER, "warmup_window_per_call_s": (list, type(None)),
-                          "calls_per_batch": _OPTIONAL_NUMBER, "calls_per_sample": _OPTIONAL_NUMBER,
-                          "stop_reason": _OPTIONAL_STR, "converged": (bool, type(None)), "noise": _OPTIONAL_NUMBER,
-                          "measured_s": _OPTIONAL_NUMBER}
+_REFERENCE_MEASUREMENT = {"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER, "settled": _OPTIONAL_BOOL,
+                          "warmup_s": _OPTIONAL_NUMBER, "warmup_window_per_call_s": _OPTIONAL_LIST,
+                          **_optional("calls_per_batch", "calls_per_sample"), "stop_reason": _OPTIONAL_STR,
+                          "converged": _OPTIONAL_BOOL, **_optional("noise", "measured_s")}
 
 
 def _validate_machine(machine):
     _expect_fields(machine, _MACHINE, "machine")
     _expect_fields(machine.get("cpu"), _CPU, "machine.cpu")
     for index, gpu in enumerate(machine.get("gpus") or []):
-        path = f"machine.gpus[{index}]"
-        _expect_fields(gpu, {**{key: _OPTIONAL_STR for key in _GPU_TEXT},
-                             **{key: _OPTIONAL_NUMBER for key in _GPU_NUMBERS}}, path)
-        _expect(gpu is not None, path, "expected an object, got null")
+        _expect_object(gpu, {**_optional(*_GPU_TEXT, types=_OPTIONAL_STR), **_optional(*_GPU_NUMBERS)},
+                       f"machine.gpus[{index}]")
 
 
 def _validate_software(software):
-    _expect_fields(software, {"openblas": (dict, type(None)), "gpubench_env": (dict, type(None))}, "software")
-    _expect_fields(software.get("openblas"), {"version": _OPTIONAL_STR, "core": _OPTIONAL_STR,
+    _expect_fields(software, {"openblas": _OPTIONAL_DICT, "gpubench_env": _OPTIONAL_DICT}, "software")
+    _expect_fields(software.get("openblas"), {**_optional("version", "core", types=_OPTIONAL_STR),
                                               "threads": _OPTIONAL_NUMBER}, "software.openblas")
     env = software.get("gpubench_env") or {}
-    _expect_fields(env.get("cuda"), {"devices": (list, type(None))}, "software.gpubench_env.cuda")
+    _expect_fields(env.get("cuda"), {"devices": _OPTIONAL_LIST}, "software.gpubench_env.cuda")
     # Absent in runs from before the binaries recorded their affinity.
-    _expect_fields(env, {"affinity": (dict, type(None))}, "software.gpubench_env")
-    _expect_fields(env.get("affinity"), {"process_cpus": _OPTIONAL_NUMBER, "initial_thread_cpus": _OPTIONAL_NUMBER,
-                                         "omp_proc_bind": _OPTIONAL_STR, "omp_places": _OPTIONAL_STR,
-                                         "openmp_proc_bind": _OPTIONAL_STR, "openmp_places": _OPTIONAL_NUMBER,
-                                         "openmp_thread_cpus": (list, type(None))}, "software.gpubench_env.affinity")
-    for index, device in enumerate((env.get("cuda") or {}).get("devices") or []):
-        _expect_type(device, dict, f"software.gpubench_env.cuda.devices[{index}]")
+    _expect_fields(env, {"affinity": _OPTIONAL_DICT}, "software.gpubench_env")
+    _expect_fields(env.get("affinity"), {
+        **_optional("process_cpus", "initial_thread_cpus"),
+        **_optional("omp_proc_bind", "omp_places", "openmp_proc_bind", types=_OPTIONAL_STR),
+        "openmp_places": _OPTIONAL_NUMBER, "openmp_thread_cpus": _OPTIONAL_LIST}, "software.gpubench_env.affinity")
+    _expect_items((env.get("cuda") or {}).get("devices"), dict, "software.gpubench_env.cuda.devices")
 
 
 def _validate_reference_run(run, path):
-    _expect_fields(run, {"note": _OPTIONAL_STR, "python": _OPTIONAL_STR, "results": (list, type(None)),
-                         "notes": (list, type(None))}, path)
-    _expect(run is not None, path, "expected an object, got null")
-    for index, note in enumerate(run.get("notes") or []):
-        _expect_type(note, str, f"{path}.notes[{index}]")
+    _expect_object(run, {**_optional("note", "python", types=_OPTIONAL_STR),
+                         **_optional("results", "notes", types=_OPTIONAL_LIST)}, path)
+    _expect_items(run.get("notes"), str, f"{path}.notes")
     for index, result in enumerate(run.get("results") or []):
         where = f"{path}.results[{index}]"
-        _expect_fields(result, _REFERENCE_RESULT, where)
-        _expect(result is not None, where, "expected an object, got null")
-        _expect_fields(result.get("time_s"), {key: _OPTIONAL_NUMBER for key in TIME_FIELDS}, f"{where}.time_s")
+        _expect_object(result, _REFERENCE_RESULT, where)
+        _expect_fields(result.get("time_s"), _optional(*TIME_FIELDS), f"{where}.time_s")
         for key in ("n", "batch"):
             _expect_size(result.get(key), f"{where}.{key}")
         _expect_times_in_range(result.get("time_s"), f"{where}.time_s")
@@ -204,34 +196,24 @@ def _validate_reference_run(run, path):
 
 def _validate_study(study, path):
     _expect_type(study, dict, path)
-    for key, types in (("implementations", list), ("entries", list), ("invocations", list), ("derived", dict)):
-        _expect_type(study.get(key), types, f"{path}.{key}")
-    for key, types in DESCRIBED.items():  # absent in files written before the batch studies
-        _expect_type(study.get(key), (types, type(None)), f"{path}.{key}")
-    _expect_fields(study.get("axis_names"), {slot: _OPTIONAL_STR for slot in gbench.NAMED_SLOTS},
-                   f"{path}.axis_names")
-    for index, axis in enumerate(study.get("axes") or []):  # --describe's axes (absent in older files)
-        _expect_fields(axis, {"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": (list, type(None))},
-                       f"{path}.axes[{index}]")
-    _expect_fields(study.get("rules"), {"counters": (dict, type(None))}, f"{path}.rules")
+    _expect_fields(study, {"implementations": list, "entries": list, "invocations": list, "derived": dict}, path)
+    # absent in files written before the batch studies
+    _expect_fields(study, {key: (types, type(None)) for key, types in DESCRIBED.items()}, path)
+    _expect_fields(study.get("axis_names"), _optional(*gbench.NAMED_SLOTS, types=_OPTIONAL_STR), f"{path}.axis_names")
+    _expect_each(study.get("axes"), {"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": _OPTIONAL_LIST},
+                 f"{path}.axes")  # --describe's axes (absent in older files)
+    _expect_fields(study.get("rules"), {"counters": _OPTIONAL_DICT}, f"{path}.rules")
     for index, impl in enumerate(study["implementations"]):
         where = f"{path}.implementations[{index}]"
-        _expect_fields(impl, {"id": str, "device": _OPTIONAL_STR, "modes": (list, type(None)),
-                              "precisions": (list, type(None)), "max_size": _OPTIONAL_NUMBER,
-                              "cap_reason": _OPTIONAL_STR}, where)
+        _expect_fields(impl, _IMPLEMENTATION, where)
         for key in ("modes", "precisions"):
-            for item, value in enumerate(impl.get(key) or []):
-                _expect_type(value, str, f"{where}.{key}[{item}]")
-    _expect_type(study.get("precisions"), (list, type(None)), f"{path}.precisions")
-    for index, precision in enumerate(study.get("precisions") or []):
-        _expect_fields(precision, {"id": str, "inputs": _OPTIONAL_STR, "accumulate": _OPTIONAL_STR,
-                                   "output": _OPTIONAL_STR, "input_bytes": _OPTIONAL_NUMBER,
-                                   "output_bytes": _OPTIONAL_NUMBER}, f"{path}.precisions[{index}]")
-    for index, layer in enumerate(study.get("layers") or []):  # the roofline reads their shapes
-        _expect_fields(layer, {"role": _OPTIONAL_STR, **{key: _OPTIONAL_NUMBER for key in _LAYER_NUMBERS}},
-                       f"{path}.layers[{index}]")
+            _expect_items(impl.get(key), str, f"{where}.{key}")
+    _expect_type(study.get("precisions"), _OPTIONAL_LIST, f"{path}.precisions")
+    _expect_each(study.get("precisions"), _PRECISION, f"{path}.precisions")
+    # the roofline reads the layers' shapes
+    _expect_each(study.get("layers"), {"role": _OPTIONAL_STR, **_optional(*_LAYER_NUMBERS)}, f"{path}.layers")
     for key in ("sizes", "batches"):
-        _expect_type(study.get(key), (list, type(None)), f"{path}.{key}")
+        _expect_type(study.get(key), _OPTIONAL_LIST, f"{path}.{key}")
         for index, value in enumerate(study.get(key) or []):
             _expect_type(value, (int, float), f"{path}.{key}[{index}]")
             _expect_size(value, f"{path}.{key}[{index}]")
@@ -249,40 +231,41 @@ def _validate_study(study, path):
         _validate_telemetry(study["telemetry"], f"{path}.telemetry")
 
 
+_IMPLEMENTATION = {"id": str, "device": _OPTIONAL_STR, **_optional("modes", "precisions", types=_OPTIONAL_LIST),
+                   "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR}
+_PRECISION = {"id": str, **_optional("inputs", "accumulate", "output", types=_OPTIONAL_STR),
+              **_optional("input_bytes", "output_bytes")}
 _LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width", "out_height",
                   "out_width", "flop_per_sample")
-_SPREAD = {"min": _OPTIONAL_NUMBER, "median": _OPTIONAL_NUMBER, "max": _OPTIONAL_NUMBER}  # NaN is written null
-_TELEMETRY_SUMMARY = {"samples": _OPTIONAL_NUMBER, "max_power_w": _OPTIONAL_NUMBER,
-                      "max_temperature_c": _OPTIONAL_NUMBER, "throttled_fraction": _OPTIONAL_NUMBER,
-                      "throttle_reasons": (list, type(None))}
+_SPREAD = _optional("min", "median", "max")  # NaN is written null
+_TELEMETRY_SUMMARY = {**_optional("samples", "max_power_w", "max_temperature_c", "throttled_fraction"),
+                      "throttle_reasons": _OPTIONAL_LIST}
 _SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
 
 
 def _validate_telemetry(record, path):
     _expect_type(record, dict, path)
-    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": (dict, type(None)),
+    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": _OPTIONAL_DICT,
                             "source": _OPTIONAL_STR}, path)
     summary = record.get("summary")
-    _expect_fields(summary, {**_TELEMETRY_SUMMARY, **{key: (dict, type(None)) for key in _SPREADS}},
+    _expect_fields(summary, {**_TELEMETRY_SUMMARY, **{key: _OPTIONAL_DICT for key in _SPREADS}},
                    f"{path}.summary")
     for key in _SPREADS:
         _expect_fields((summary or {}).get(key), _SPREAD, f"{path}.summary.{key}")
-    for index, reason in enumerate((summary or {}).get("throttle_reasons") or []):
-        _expect_type(reason, str, f"{path}.summary.throttle_reasons[{index}]")
+    _expect_items((summary or {}).get("throttle_reasons"), str, f"{path}.summary.throttle_reasons")
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")
         for key in dict.fromkeys(("t_s", *telemetry.FIELDS.values(), *SAMPLE_EXTRAS)):
             _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
-        _expect_type(sample.get("throttle_reasons"), (list, type(None)), f"{path}.samples[{index}].throttle_reasons")
+        _expect_type(sample.get("throttle_reasons"), _OPTIONAL_LIST, f"{path}.samples[{index}].throttle_reasons")
 
 
 def _validate_measured(record, path):
     """What an entry and each of its trials share: a status, and for an ok one a median time; the
     time summaries (headline, latency, cold L2) well formed."""
     _expect_type(record, dict, path)
-    _expect(record.get("status") in ENTRY_STATUSES, f"{path}.status",
-            f"expected one of {', '.join(ENTRY_STATUSES)}, got {record.get('status')!r}")
+    _expect_one_of(record.get("status"), ENTRY_STATUSES, f"{path}.status")
     if record["status"] == "ok":
         _expect_type(record.get("time_s"), dict, f"{path}.time_s")
         _expect_type(record["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
@@ -296,7 +279,7 @@ def _validate_entry(entry, path):
     for key in ("impl", "device", "mode", "precision", "message", "label", "phase"):
         _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
     for key in ("axes", "measurement", "choices_varied"):  # axes: absent in older files
-        _expect_type(entry.get(key), (dict, type(None)), f"{path}.{key}")
+        _expect_type(entry.get(key), _OPTIONAL_DICT, f"{path}.{key}")
     # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.
     _expect_type(entry.get("gpu"), (int, type(None)), f"{path}.gpu")
     for name, value in (entry.get("axes") or {}).items():
@@ -305,20 +288,20 @@ def _validate_entry(entry, path):
         if key not in ENTRY_OTHER_FIELDS:
             _expect_type(value, _OPTIONAL_NUMBER, f"{path}.{key}")
     for key in ("flop_per_s", "flop", "bytes_transferred"):  # rates and counts: a negative one is damage
-        _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}", f"expected zero or more, got {entry.get(key)}")
-    _expect_type(entry.get(CLOCK_LIMITED), (bool, type(None)), f"{path}.{CLOCK_LIMITED}")
+        _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}",
+                f"expected zero or more, got {entry.get(key)}")
+    _expect_type(entry.get(CLOCK_LIMITED), _OPTIONAL_BOOL, f"{path}.{CLOCK_LIMITED}")
     for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
         _expect_size(entry.get(key), f"{path}.{key}")
     # The steady-state loop's fields (absent in files written before it).
-    _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{path}.protocol",
-            f"expected one of {', '.join(measurements.PROTOCOLS)}, got {entry.get('protocol')!r}")
-    _expect_type(entry.get("converged"), (bool, type(None)), f"{path}.converged")
+    _expect_one_of(entry.get("protocol"), measurements.PROTOCOLS, f"{path}.protocol", absent_allowed=True)
+    _expect_type(entry.get("converged"), _OPTIONAL_BOOL, f"{path}.converged")
     _validate_trials(entry.get("trials"), f"{path}.trials")
 
 
 def _validate_trials(records, path):
     """Each trial's own figures (trials.py), absent for an entry measured once."""
-    _expect_type(records, (list, type(None)), path)
+    _expect_type(records, _OPTIONAL_LIST, path)
     for index, record in enumerate(records or []):
         _validate_measured(record, f"{path}[{index}]")
         _expect_type(record.get("trial"), _NUMBER, f"{path}[{index}].trial")
@@ -326,12 +309,13 @@ def _validate_trials(records, path):
 
 def _validate_times(times, path):
     """A summary of positive seconds (stats.summarize), or None."""
-    _expect_type(times, (dict, type(None)), path)
+    _expect_type(times, _OPTIONAL_DICT, path)
     if not isinstance(times, dict):
         return
     for key in TIME_FIELDS:
         _expect_type(times.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
-    _expect(times.get("over") in (None, "trials"), f"{path}.over", f"expected 'trials' or nothing, got {times.get('over')!r}")
+    _expect(times.get("over") in (None, "trials"), f"{path}.over",
+            f"expected 'trials' or nothing, got {times.get('over')!r}")
     _expect_type(times.get("samples"), list, f"{path}.samples")
     for index, sample in enumerate(times["samples"]):
         _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")
@@ -373,14 +357,13 @@ _BANDWIDTH = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NU
 
 
 def _validate_findings(findings):
-    _expect_type(findings, (dict, type(None)), "findings")
+    _expect_type(findings, _OPTIONAL_DICT, "findings")
     if findings is None:
         return
-    for key, types in (("roofline", dict), ("fraction_of_peak", list), ("energy", list), ("clock_limited", list),
-                       ("telemetry", dict)):
-        _expect_type(findings.get(key), types, f"findings.{key}")
+    _expect_fields(findings, {"roofline": dict, "fraction_of_peak": list, "energy": list, "clock_limited": list,
+                              "telemetry": dict}, "findings")
     roofline, telemetry_found = findings["roofline"], findings["telemetry"]
-    _expect_fields(roofline, {"bandwidth": (dict, type(None)), "memory_roof_note": _OPTIONAL_STR,
+    _expect_fields(roofline, {"bandwidth": _OPTIONAL_DICT, "memory_roof_note": _OPTIONAL_STR,
                               "traffic_models": dict, "peaks": list, "points": list, "not_placed": list},
                    "findings.roofline")
     if roofline["bandwidth"] is not None:
@@ -392,8 +375,7 @@ def _validate_findings(findings):
         parent, _, key = where.rpartition(".")
         rows = (findings[parent] if parent else findings)[key]
         for index, row in enumerate(rows):
-            _expect_fields(row, fields, f"findings.{where}[{index}]")
-            _expect(row is not None, f"findings.{where}[{index}]", "expected an object, got null")
+            _expect_object(row, fields, f"findings.{where}[{index}]")
 
 
 # --- writing and reading --------------------------------------------------------
@@ -411,9 +393,7 @@ def write(document, path, checked=True):
 
 
 def _child_path(path, key):
-    if not isinstance(key, str):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
+    return f"{path}[{key}]" if not isinstance(key, str) else f"{path}.{key}" if path else key
 
 
 def _tidy(document):
@@ -474,10 +454,7 @@ def file_in(directory):
 
 def _read_text(path):
     """The file's text; a name ending in .gz is gunzipped first."""
-    if path.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as stream:
-            return stream.read()
-    with open(path, encoding="utf-8") as stream:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as stream:
         return stream.read()
 
 

@@ -1,15 +1,5 @@
-"""What a run records so that `run --resume` can finish it, and how a resume is recorded.
-
-A run is a sequence of units: per study, each (trial, size) of its sweep, each (round, trial, size)
-of its refinement, and its end (its reference timings). A unit is finished when its benchmark
-process ended and its entries were saved to results.json; each study lists its finished units in
-`units`, in the save that holds their entries, so the list and the entries never disagree (and
-`raw_benchmarks`, how many of gbench/<study>.json's benchmarks they account for). Each
-refinement round's plan is kept in `refinement_plans` as it was made: a resume replays the rounds
-as planned, instead of planning again from entries that now hold the rounds' own sizes.
-
-`run.resumed` holds one record per resume: when, from which unit, what it kept and measured again,
-the command line, the revision and where this machine differed from the run's recorded one."""
+"""What a run records so that `run --resume` can finish it (each study's finished `units`, saved with their
+entries, and its `refinement_plans` as made, which a resume replays), and `run.resumed`, one record per resume."""
 from gpubench_driver.lib.formatting import md
 from gpubench_driver.lib.schema import ResultsError, expect, expect_fields, expect_type, has_type
 
@@ -48,8 +38,7 @@ def _positive_int(value):
 
 
 def check_study(record, path):
-    """A study record's `units` and `refinement_plans`, as a resume reads them; ResultsError otherwise.
-    A study without `units` that holds entries was written before runs recorded their units."""
+    """A study record's `units` and `refinement_plans`, as a resume reads them; ResultsError otherwise."""
     if "units" not in record:
         expect(not record.get("entries"), f"{path}.units", "missing: the run was written before runs recorded "
                                                            "their finished units, so what finished is unknown")

@@ -22,8 +22,7 @@ def time_ratio_cell(row):
 
 
 def noise_note(beyond_noise):
-    """What a comparison's stats.beyond_spread verdict adds to its figure: nothing when the two differ
-    beyond noise, else that they do not or that one has no interval to tell."""
+    """What a comparison's stats.beyond_spread verdict adds to its figure."""
     return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
 
 
@@ -36,8 +35,7 @@ def crossover_header(axis="n"):
 
 
 def crossover_cells(found, axis="n"):
-    """What the GPU side timed, estimate, bracket, GPU implementation and method of a crossover along
-    the axis ('n' or 'batch')."""
+    """The cells of a crossover along the axis ('n' or 'batch'), as CROSSOVER_HEADER names them."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
     estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
     listed = found.get(f"estimate_{axis}_trials")
@@ -50,8 +48,7 @@ def crossover_cells(found, axis="n"):
 
 
 def table_section(title, header, rows, cells, *after, empty=None):
-    """A section of a table, a row of cells(row) per row, and the blocks after it; without rows the
-    sentence empty, or no section where there is none."""
+    """A section of a table of cells(row) per row and the blocks after it; without rows, the sentence empty or none."""
     if not rows:
         return section(title, [paragraph(empty)]) if empty else []
     return section(title, [table(header, map(cells, rows)), *after])
@@ -90,8 +87,7 @@ def _where(sizes):
 
 
 def failures_section(study, title):
-    """The derived failures, one item per implementation, precision and reason, and the processes
-    that ended badly."""
+    """The derived failures and the processes that ended badly."""
     items = [f"{md(row['impl'])} {md(row['precision'])} ({md(', '.join(row['modes']))}; {_where(row['sizes'])}): "
              f"{md(row['reason'])}" for row in study["derived"].get("failures", [])]
     items += invocation_items(study)
@@ -99,8 +95,7 @@ def failures_section(study, title):
 
 
 def references_not_run(document):
-    """Why the run timed no references, from the options it recorded (cli: --reference is the default
-    except with --quick; --cpu-only and --no-reference turn it off)."""
+    """Why the run timed no references, from the options it recorded."""
     run = document.get("run") or {}
     options = run.get("options") or {}
     if options.get("cpu_only"):
@@ -122,9 +117,8 @@ def run_notes(name, run):
 
 
 def reference_section(title, document, runs, blocks, result_item=None, only_timed=False):
-    """A study's section on its reference runs (runs: their keys): why the run timed none, else the blocks
-    that blocks(items) makes (none: no section) of items, each run's notes and result_item(key, result) of
-    its results, once each. A run the document lacks is 'not run' (left out with only_timed)."""
+    """A study's section on its reference runs (runs: their keys): why the run timed none, else blocks(items) (none:
+    no section) of each run's notes and result_item(key, result) of its results, a run it lacks 'not run'."""
     references = document.get("references")
     if references is None:
         return section(title, [paragraph(references_not_run(document))])
@@ -139,8 +133,7 @@ def reference_section(title, document, runs, blocks, result_item=None, only_time
 
 
 def compared(items, rows, none_measured, shown):
-    """The run notes (items) and shown(rows), the blocks of the comparison rows, where any has a time
-    ratio; else the sentence none_measured."""
+    """The run notes (items) and shown(rows) where any row has a time ratio, else the sentence none_measured."""
     if not any(row["time_ratio"] is not None for row in rows):
         return [bullets(items), paragraph(none_measured)]
     return [bullets(items), *shown(rows)]

@@ -14,11 +14,8 @@ def finite(value):
 
 
 def combine_repetitions(runs, count_key, medians=(), weighted=(), maxima=()):
-    """Counters read over each repetition's timed loop (Google Benchmark's per-repetition objects),
-    combined: `count_key` (the readings in a loop) summed; `medians` the median of the repetitions'
-    values, `weighted` their mean weighted by each repetition's readings, `maxima` the largest, each
-    over the repetitions with readings and a finite value. All None when no repetition reported a
-    count (no sampler, a CPU entry, only aggregates in the output)."""
+    """Counters read over each repetition's timed loop, combined: `count_key` (its readings) summed, `medians`,
+    readings-`weighted` means and `maxima` over the repetitions with readings; all None where none has a count."""
     combined = dict.fromkeys((count_key, *medians, *weighted, *maxima))
     counted = [(run, finite(run.get(count_key))) for run in runs]
     counted = [(run, count) for run, count in counted if count is not None]
@@ -49,17 +46,8 @@ def summarize(samples):
     # Sample standard deviation (n-1), as Google Benchmark's own stddev aggregate.
     stddev = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
     q1, q3 = _quartiles(ordered)
-    return {
-        "median": statistics.median(ordered),
-        "min": ordered[0],
-        "max": ordered[-1],
-        "q1": q1,
-        "q3": q3,
-        "mean": mean,
-        "stddev": stddev,
-        "cv": stddev / mean if mean > 0 else None,
-        "samples": list(samples),
-    }
+    return {"median": statistics.median(ordered), "min": ordered[0], "max": ordered[-1], "q1": q1, "q3": q3,
+            "mean": mean, "stddev": stddev, "cv": stddev / mean if mean > 0 else None, "samples": list(samples)}
 
 
 def nearest_rank_percentile(values, fraction):
@@ -79,21 +67,14 @@ def _quartiles(ordered):
 def from_aggregates(values):
     """The part of the summary Google Benchmark's aggregates give when the samples are absent."""
     mean, stddev = values.get("mean"), values.get("stddev")
-    return {
-        "median": values["median"],
-        "min": None, "max": None, "q1": None, "q3": None,
-        "mean": mean,
-        "stddev": stddev,
-        "cv": stddev / mean if mean and stddev is not None else None,
-        "samples": [],
-    }
+    return {"median": values["median"], "min": None, "max": None, "q1": None, "q3": None, "mean": mean,
+            "stddev": stddev, "cv": stddev / mean if mean and stddev is not None else None, "samples": []}
 
 
 # --- the uncertainty of the median --------------------------------------------------------
 @dataclass(frozen=True)
 class Interval:
-    """Where an entry's median time lies: low..high seconds and how they were found; both None
-    (no interval) when its time has no spread to read (one sample, or aggregates only)."""
+    """Where an entry's median time lies: low..high seconds (None: no interval) and how they were found."""
     low: Optional[float]
     high: Optional[float]
     basis: str
@@ -116,15 +97,13 @@ class Interval:
 
 
 def _half_binomial_pmf(count, k):
-    """P(Binomial(count, 1/2) = k), in logarithms: comb(count, k) / 2^count overflows a float from a
-    thousand samples on (the steady-state loop takes that many of short calls)."""
+    """P(Binomial(count, 1/2) = k), in logarithms: comb(count, k) / 2^count overflows from a thousand samples."""
     return math.exp(math.lgamma(count + 1) - math.lgamma(k + 1) - math.lgamma(count - k + 1) - count * math.log(2))
 
 
 def _order_statistic_rank(count, confidence):
-    """(k, coverage): the interval x(k)..x(count + 1 - k) of the sorted samples (1-based) covers the
-    true median with probability coverage = 1 - 2 P(Binomial(count, 1/2) < k); k is the largest with
-    coverage >= confidence, or 1 (min..max) when even that falls short (fewer than 6 samples)."""
+    """(k, coverage): x(k)..x(count + 1 - k) of the sorted samples covers the median with probability
+    1 - 2 P(Binomial(count, 1/2) < k); k the largest reaching confidence, else 1 (min..max)."""
     below = 0.0  # P(Binomial(count, 1/2) < k)
     rank, coverage = 1, 1 - 2 * 0.5 ** count
     for k in range(1, (count + 1) // 2 + 1):
@@ -136,13 +115,8 @@ def _order_statistic_rank(count, confidence):
 
 
 def median_interval(time_s, confidence=CONFIDENCE):
-    """The uncertainty interval of an entry's median time from its `time_s` (stats.summarize).
-    Distribution-free: with samples, the order-statistic (binomial) confidence interval of the
-    median at `confidence`, from 6 samples on; with 2 to 5 samples min..max, whose coverage is less
-    (50% to 94%: the basis says how much). Without samples (Google Benchmark's aggregates, an old
-    file) q1..q3, else min..max, where time_s has them: a spread, not a confidence interval. One
-    sample, or none of these: no interval. A time summarised over independent trials (`over`:
-    "trials", trials.py) has the trials' medians as its samples: the interval is between trials."""
+    """The uncertainty interval of an entry's median time from its `time_s` (docs/results-schema.md): the
+    order-statistic interval of its samples (min..max below 6), else q1..q3 or min..max; none for one sample."""
     samples = sorted(value for value in (time_s.get("samples") or []) if finite(value) is not None)
     unit = "trials' medians" if time_s.get("over") == "trials" else "samples"
     if len(samples) > 1:
@@ -159,8 +133,7 @@ def median_interval(time_s, confidence=CONFIDENCE):
 
 
 def time_ratio_interval(reference_time_s, time_s):
-    """[low, high] of reference time / time (a rate's fraction of the reference's, for the same work)
-    from the two medians' intervals; None where either has none."""
+    """[low, high] of reference time / time from the two medians' intervals; None where either has none."""
     reference, this = median_interval(reference_time_s), median_interval(time_s)
     if not (reference.known and this.known):
         return None
@@ -168,9 +141,8 @@ def time_ratio_interval(reference_time_s, time_s):
 
 
 def interval_side(value, interval, threshold):
-    """Where a measured value stands against a threshold: "below" or "above" where its interval ([low,
-    high], or None: the value alone) lies wholly on one side (at the threshold counts as above), else
-    "within noise" (the median's side is then no finding)."""
+    """"below" or "above" the threshold where the value's interval ([low, high], or None: the value) lies wholly
+    on that side (at it counts as above), else "within noise"."""
     low, high = interval or (value, value)
     if high < threshold:
         return "below"
@@ -178,9 +150,7 @@ def interval_side(value, interval, threshold):
 
 
 def time_per_item(point, rate_key):
-    """The interval of a derived point's median time per item (bytes, products, ...): rates of points
-    that count different items compare through it. The point has `median_s`, its rate under
-    rate_key and `interval_s` (Interval.record)."""
+    """The interval of a derived point's (`median_s`, rate_key, `interval_s`) median time per item."""
     return Interval.of_record(point["interval_s"]).per(point[rate_key] * point["median_s"])
 
 
@@ -190,8 +160,7 @@ def medians_differ(first_time_s, second_time_s):
 
 
 def beyond_spread(first, second):
-    """Whether two entries' median times differ beyond their spread: their intervals (median_interval,
-    or its .per) do not overlap. None (false, and nothing shown) when either has no interval."""
+    """Whether two median times differ beyond their spread (their intervals do not overlap); None without one."""
     if not (first.known and second.known):
         return None
     return first.high < second.low or second.high < first.low

@@ -18,8 +18,7 @@ PARENT_DEATH_SIGNAL = signal.SIGTERM
 
 
 def _prctl():
-    """libc's prctl, looked up before any fork (a child between fork and exec should do little); None
-    off Linux."""
+    """libc's prctl, looked up before any fork (a child between fork and exec should do little); None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -32,9 +31,8 @@ _PRCTL = _prctl()
 
 
 def dies_with_driver():
-    """A preexec_fn for subprocess that has the child sent PARENT_DEATH_SIGNAL when the driver dies, however
-    it dies; None where Linux's parent-death signal is not to be had (then a killed driver's child runs on
-    to its end, as before)."""
+    """A preexec_fn for subprocess that has the child sent PARENT_DEATH_SIGNAL when the driver dies, however it
+    dies; None where Linux's parent-death signal is not to be had."""
     prctl = _PRCTL
     if prctl is None:
         return None
@@ -87,9 +85,8 @@ def run(command, timeout=None, capture_output=False, **kwargs):
 
 
 class StoppedAfterFinalWrite(KeyboardInterrupt):
-    """A stop signal came during the run's final write, which finished first: the run's outputs are
-    whole and agree; the driver stops with the exit status of the run's recorded status (0 for a run that
-    completed: every entry was measured and written)."""
+    """A stop signal came during the run's final write, which finished first: the driver stops with the exit
+    status of the run's recorded status."""
 
     def __init__(self, signal_name, exit_status):
         super().__init__(signal_name)
@@ -98,9 +95,8 @@ class StoppedAfterFinalWrite(KeyboardInterrupt):
 
 
 class DeferredStop:
-    """A block that SIGINT, SIGTERM and SIGHUP do not cut short: the first is noted (`received`, its name)
-    and said in one line, and the handlers are restored at the block's end. Outside the main thread, which
-    alone can set handlers, it defers nothing."""
+    """A block that STOP_SIGNALS do not cut short: the first is noted (`received`) and said in one line, the
+    handlers restored at its end; outside the main thread, which alone sets handlers, it defers nothing."""
 
     def __init__(self, what):
         self.what = what  # what the block writes, for the line that says the stop waits for it

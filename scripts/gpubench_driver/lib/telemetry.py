@@ -1,7 +1,5 @@
-"""GPU telemetry of a study: the NVML series each study process samples every 100 ms (clocks,
-power, energy counter, temperature, utilization, memory used, clock-event reasons; see
-bench/harness/gpu_telemetry.hpp), joined over the study's processes and summarised, and the
-per-entry telemetry counters combined over an entry's repetitions."""
+"""GPU telemetry of a study: the NVML series each study process samples (bench/harness/gpu_telemetry.hpp),
+joined over the study's processes and summarised, and an entry's telemetry counters combined."""
 import json
 import statistics
 import time
@@ -106,33 +104,25 @@ def summarize(samples):
     # The GPU idles between entries (and through CPU entries): its clock under load is the busy samples'.
     busy = [sample["sm_clock_mhz"] for sample in samples if sample.get("sm_clock_mhz") is not None
             and sample.get("throttle_reasons") is not None and IDLE not in sample["throttle_reasons"]]
-    return {
-        "samples": len(samples),
-        "sm_clock_mhz": _spread(values("sm_clock_mhz")),
-        "busy_sm_clock_mhz": _spread(busy),
-        "mem_clock_mhz": _spread(values("mem_clock_mhz")),
-        "max_power_w": max(values("power_w"), default=None),
-        "max_temperature_c": max(values("temperature_c"), default=None),
-        # Idle is no throttle: the GPU sits idle between entries while the CPU prepares the next.
-        "throttled_fraction": len(throttled) / len(with_reasons) if with_reasons else None,
-        "throttle_reasons": sorted({reason for reasons in throttled for reason in reasons} - {IDLE}),
-    }
+    # Idle is no throttle: the GPU sits idle between entries while the CPU prepares the next.
+    return {"samples": len(samples), "sm_clock_mhz": _spread(values("sm_clock_mhz")),
+            "busy_sm_clock_mhz": _spread(busy), "mem_clock_mhz": _spread(values("mem_clock_mhz")),
+            "max_power_w": max(values("power_w"), default=None),
+            "max_temperature_c": max(values("temperature_c"), default=None),
+            "throttled_fraction": len(throttled) / len(with_reasons) if with_reasons else None,
+            "throttle_reasons": sorted({reason for reasons in throttled for reason in reasons} - {IDLE})}
 
 
 # --- per entry --------------------------------------------------------------------------
-# The counters a GPU entry's binary reports over the sustained part of its timed loop, and the
-# entry fields made of them (energy_j_per_op and clock_limited come from the measurement:
-# measurements.py).
+# The entry fields made of the telemetry counters a GPU entry's binary reports (energy_j_per_op and
+# clock_limited come from measurements.py).
 SAMPLES = "telemetry_samples"
 ENTRY_FIELDS = ("telemetry_samples", "sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op",
                 "temperature_c_max", "power_limited_fraction", "thermal_limited_fraction", "clock_limited")
 
 
 def combine(runs):
-    """An entry's telemetry from its run's counters (Google Benchmark's run objects; one per entry
-    now, several in files from before the steady-state loop): samples summed, clocks the median,
-    power and the limited fractions sample-weighted means, temperature the maximum. All None
-    without telemetry."""
+    """An entry's telemetry from its run objects' counters (stats.combine_repetitions)."""
     combined = stats.combine_repetitions(runs, SAMPLES, medians=("sm_clock_mhz", "mem_clock_mhz"),
                                          weighted=("power_w", "power_limited_fraction", "thermal_limited_fraction"),
                                          maxima=("temperature_c_max",))

@@ -1,11 +1,6 @@
-"""Independent trials of one entry: each trial is a separate process of the study binary, and an
-entry measured in several is the combination of their results.
-
-The combined entry's `time_s` summarises the trials' medians (`time_s.over` = "trials"): its median
-is the estimate and its spread the between-trial spread, which is what a second run would see
-(samples inside one process agree to 1-2% while the next process lands elsewhere, docs/methodology.md).
-Each trial's own entry, samples included, is kept under `trials`. A trial that failed makes the entry
-an error: a wrong or missing answer in any trial is never averaged away."""
+"""Independent trials of one entry, each a separate process of the study binary (docs/methodology.md): the
+combined entry's `time_s` summarises the trials' medians (`over`: "trials"), each trial's own figures are kept
+under `trials`, and a trial that failed makes the entry an error (a wrong answer is never averaged away)."""
 import random
 import statistics
 
@@ -26,9 +21,8 @@ TRIAL_FIELDS = ("status", "message", "label", "time_s", "protocol", "latency_s",
 
 
 def size_order(sizes, trial, seed):
-    """The order of a study's sizes in a trial: the first as given, later ones shuffled (reproducibly
-    from the run's seed), so that no size always follows the same one and heat or order effects do
-    not line up with an entry across trials."""
+    """The sizes in a trial's order: the first trial's as given, later ones shuffled (from the run's seed) so that
+    heat or order effects do not line up with an entry across trials."""
     if trial == 1:
         return list(sizes)
     shuffled = list(sizes)
@@ -37,23 +31,17 @@ def size_order(sizes, trial, seed):
 
 
 def trial_record(entry, trial):
-    record = {key: entry.get(key) for key in TRIAL_FIELDS}
-    record["trial"] = trial
-    return record
+    return {**{key: entry.get(key) for key in TRIAL_FIELDS}, "trial": trial}
 
 
 def combine(previous, new, trial):
-    """The entry after trial `trial` (1-based) measured `new`; `previous` is the entry so far (None
-    for the first trial). One trial leaves the entry as measured."""
+    """The entry after trial `trial` (1-based) measured `new`; `previous`: the entry so far (None for the first)."""
     if previous is None:
         return new
     if previous["status"] == new["status"] == "skipped":
         return previous  # skipped for what it is (a size cap, no such kernel), not by chance
-    records = previous.get("trials") or [trial_record(previous, 1)]
-    records = records + [trial_record(new, trial)]
-    combined = dict(previous)
-    combined["trials"] = records
-    combined["wall_s"] = sum(record.get("wall_s") or 0 for record in records)
+    records = (previous.get("trials") or [trial_record(previous, 1)]) + [trial_record(new, trial)]
+    combined = {**previous, "trials": records, "wall_s": sum(record.get("wall_s") or 0 for record in records)}
     failed = [record for record in records if record["status"] != "ok"]
     if failed:
         first = failed[0]
@@ -114,9 +102,8 @@ def most(entries):
 
 
 def view(entries, trial):
-    """The entries as trial `trial` alone measured them: each entry measured in trials takes that
-    trial's figures (an entry whose trial failed, or that has fewer, is left out); an entry measured
-    once is kept as it is. Derivations run on each view give the spread of a derived figure."""
+    """The entries as trial `trial` alone measured them (an entry whose trial failed or is missing left out, one
+    measured once kept): derivations run on each view give a derived figure's spread."""
     found = []
     for entry in entries:
         records = entry.get("trials")
