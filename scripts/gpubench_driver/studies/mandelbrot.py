@@ -1,15 +1,7 @@
-"""The mandelbrot study's plug-in (its findings, sections, plots and claim). Its findings: per configuration
-(image, iteration limit, precision), the GPU against compiled C++ on one core and on all cores, with the
-counts left on the device (the kernel alone) and copied back; the rates in pixels and iterations per second;
-how warp-uniform the work is; the pixels a contracted (FMA) kernel counts differently; and the guide's claim
-(4.07 s on one CPU core in interpreted Python against 0.0046 s of GPU kernel, 885x) beside the ratios
-measured at its configuration.
-
-Entry axes: impl, mode (host; resident, transfer_pageable), precision (fp32, fp64), n the image's
-rows (every image is the guide's region at another resolution, 1.5 n pixels wide), batch its iteration
-limit. What an entry knows comes from its counters: width, height,
-escape_iterations (what the formula ran over the image), flop, warp_divergence (GPU entries),
-differing_pixels and max_count_difference (against the CPU's counts), threads (CPU entries)."""
+"""The mandelbrot study's plug-in (its findings, sections, plots and claim): per configuration (image,
+iteration limit, precision) the GPU against compiled C++ on one core and on all, the rates, the warp
+divergence, the pixels a contracted (FMA) kernel counts otherwise, and the guide's 885x beside the ratios
+measured at its configuration (docs/studies.md, mandelbrot)."""
 import os
 import re
 import textwrap
@@ -47,18 +39,10 @@ def _per_second(count, entry):
     return count / median_s(entry) if count else None
 
 
-def _configuration(entry):
-    return entry["n"], entry["batch"], entry["precision"]
-
-
 def is_guide(row):
     """Whether a configuration row is the guide's: its image, iteration limit and precision."""
     return (row["width"], row["height"], row["max_iterations"], row["precision"]) == (
         GUIDE["width"], GUIDE["height"], GUIDE["max_iterations"], GUIDE["precision"])
-
-
-def _cores(entry):
-    return ONE_CORE if entry.get("threads") == 1 else ALL_CORES
 
 
 def _fastest(entries):
@@ -82,7 +66,8 @@ def _contraction(members, contracted):
 def _configuration_row(members, contracted):
     """One configuration's findings from its ok entries."""
     first = members[0]
-    cpu = {cores: _fastest([e for e in members if e["device"] == "cpu" and _cores(e) == cores])
+    cpu = {cores: _fastest([e for e in members if e["device"] == "cpu"
+                            and (ONE_CORE if e.get("threads") == 1 else ALL_CORES) == cores])
            for cores in (ONE_CORE, ALL_CORES)}
     gpu = {}
     for mode in gpu_modes(members):
@@ -110,8 +95,8 @@ def contracted_ids(implementations):
 
 def configurations(entries, contracted=frozenset()):
     """One row per configuration measured, in size, limit and precision order."""
-    return [_configuration_row(members, contracted)
-            for _, members in sorted(group_by(ok_entries(entries), _configuration).items())]
+    found = group_by(ok_entries(entries), lambda e: (e["n"], e["batch"], e["precision"]))
+    return [_configuration_row(members, contracted) for _, members in sorted(found.items())]
 
 
 def rates(entries):
