@@ -408,3 +408,9 @@ def envelope(rows):
             if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
                 best[point["n"]] = point
     return [best[n] for n in sorted(best)]
+
+
+# --- record building (the study plug-ins) ---------------------------------------------------------
+def picked(record, *keys):
+    """{key: record[key]} of the keys, in their order: the fields a findings row copies from another."""
+    return {key: record[key] for key in keys}

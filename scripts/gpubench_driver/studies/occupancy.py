@@ -1,23 +1,13 @@
-"""The occupancy study's plug-in (its findings, sections, plots and claim). Its findings: each kernel's rate
-against its launch configuration (threads per block x blocks), as a fraction of its best configuration
-measured, beside the multiprocessors the grid keeps busy and the warps it keeps resident; each block size's
-theoretical occupancy (the occupancy API) and what limits it, beside the rate it reached; and the
-walk-through's launch (16 blocks of 128 threads of the naive SGEMM, said to use less than a tenth of a big
-GPU) placed on the curve.
-
-Entry axes: impl = kernel, mode resident, precision fp32, n = threads per block, batch = blocks. Every
-entry of a kernel does the same work (a grid-stride loop over the whole problem), so its rate against
-another configuration's is the inverse ratio of their device times. The counters say where the grid
-lands (busy_multiprocessors, resident_warps, max_resident_warps, multiprocessors) and the kernel's
-occupancy at its block size (blocks_per_multiprocessor, theoretical_occupancy, registers_per_thread,
-shared_bytes_per_block); --describe's implementations list each kernel's occupancy at every block size
-with the resources that limit it."""
+"""The occupancy study's plug-in (its findings, sections, plots and claim): each kernel's rate against its
+launch configuration (threads per block x blocks) as a fraction of its best, beside where the grid lands and
+each block size's theoretical occupancy, and the walk-through's 16 x 128 launch placed on that curve
+(docs/studies.md, occupancy)."""
 import math
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section
@@ -72,11 +62,8 @@ def _described_occupancy(implementations):
             if threads is None:
                 continue
             limited = row.get("limited_by")
-            table[int(threads)] = {
-                "blocks_per_multiprocessor": finite(row.get("blocks_per_multiprocessor")),
-                "occupancy": finite(row.get("occupancy")),
-                "registers_per_thread": finite(row.get("registers_per_thread")),
-                "shared_bytes_per_block": finite(row.get("shared_bytes_per_block")),
+            table[int(threads)] = {**{name: finite(row.get(name)) for name in (
+                "blocks_per_multiprocessor", "occupancy", "registers_per_thread", "shared_bytes_per_block")},
                 "limited_by": [name for name in limited if name in LIMITS] if isinstance(limited, list) else []}
         if table:
             found[impl["id"]] = table
@@ -104,14 +91,11 @@ def block_sizes(points, described):
         curve = sorted((point for point in points if point["threads_per_block"] == threads),
                        key=lambda point: point["blocks"])
         top = max(curve, key=lambda point: point["fraction_of_best"])
-        told = described.get(threads, {})
         rows.append({"threads_per_block": threads, "best_fraction": top["fraction_of_best"],
                      "best_blocks": top["blocks"], "plateau_blocks": plateau_blocks(curve),
-                     "theoretical_occupancy": top["theoretical_occupancy"],
-                     "blocks_per_multiprocessor": top["blocks_per_multiprocessor"],
-                     "registers_per_thread": top["registers_per_thread"],
-                     "shared_bytes_per_block": top["shared_bytes_per_block"],
-                     "limited_by": told.get("limited_by") or []})
+                     **picked(top, "theoretical_occupancy", "blocks_per_multiprocessor", "registers_per_thread",
+                              "shared_bytes_per_block"),
+                     "limited_by": described.get(threads, {}).get("limited_by") or []})
     return rows
 
 
@@ -144,14 +128,10 @@ def walkthrough(rows):
         if point is None:
             continue
         claimed = WALKTHROUGH["claimed_fraction"]
-        found.append({"impl": row["impl"], "fraction_of_best": point["fraction_of_best"],
-                      "fraction_interval": point["fraction_interval"], "best": row["best"],
-                      "busy_fraction": point["busy_fraction"], "warp_fraction": point["warp_fraction"],
-                      "busy_multiprocessors": point["busy_multiprocessors"],
-                      "multiprocessors": point["multiprocessors"], "resident_warps": point["resident_warps"],
-                      "max_resident_warps": point["max_resident_warps"], "claimed_fraction": claimed,
-                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"],
-                                                     claimed)})
+        found.append({"impl": row["impl"], **picked(point, "fraction_of_best", "fraction_interval"), "best": row["best"],
+                      **picked(point, "busy_fraction", "warp_fraction", "busy_multiprocessors", "multiprocessors",
+                               "resident_warps", "max_resident_warps"), "claimed_fraction": claimed,
+                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"], claimed)})
     return found
 
 
