@@ -1,16 +1,7 @@
-"""The collectives study's plug-in (its findings, sections and plots). Its findings: for every collective
-and placement, its algorithm bandwidth (message bytes over the median time) and bus bandwidth (the algorithm
-bandwidth times nccl-tests' factor, the bus_factor counter: all-reduce 2(n-1)/n, all-gather, reduce-scatter
-and all-to-all (n-1)/n, broadcast 1; nccl-tests' doc/PERFORMANCE.md) against the message size; the latency
-of the smallest message; and the all-reduce's bus bandwidth at the largest message measured (the issue's 8
-GiB point where the run reached it).
-
-With one rank nothing crosses a link and every factor but broadcast's is 0: the bus bandwidth is
-then None (not 0) and the report gives the algorithm bandwidth alone, saying why.
-
-Entry axes in this study: impl = collective, mode = placement, n = log2 of the message size in bytes
-(message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
-as nccl-tests does."""
+"""The collectives study's plug-in (its findings, sections and plots): per collective and placement, the
+algorithm and bus bandwidth (nccl-tests' factors) against the message size, the smallest message's latency
+and the all-reduce at the largest message. With one rank the bus bandwidth is None, not 0: nothing crosses a
+link (docs/studies.md, collectives). n is log2 of the message bytes."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import paragraph, section, table
