@@ -150,8 +150,5 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-# Every rung of both ladders and cuBLAS at 4096, where the targets are judged (8192, the other target
-# size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive kernels) at most a few
-# tenths of a second a call there. --quick: 1024.
 STUDY = Study(name="gemm_ladder", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=flop_rates, axes={"impl": "rung"}, experiment=True, position=150)

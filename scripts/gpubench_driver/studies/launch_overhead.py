@@ -23,9 +23,8 @@ def _scaled(interval, factor):
 
 
 def row(entry):
-    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its
-    kernels, the busy and idle shares of the wall time, the gaps between kernels and the time outside
-    the chain's span (the first launch's latency and the synchronisation's return)."""
+    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
+    the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
     median = entry["time_s"]["median"]
     interval = median_interval(entry["time_s"]).record()
     kernels = finite(entry.get("kernels")) or entry["n"]
@@ -63,8 +62,8 @@ def _at(items, impl, mode, n):
 
 
 def marginal(entries, impl, mode):
-    """The cost of one more kernel: the slope of the time between the two longest chains measured
-    ((t2 - t1) / (n2 - n1)), with the interval its ends' intervals give; None below two lengths."""
+    """The cost of one more kernel: the slope between the two longest chains measured, with the interval its
+    ends' intervals give; None below two lengths."""
     members = sorted((entry for entry in ok_entries(entries) if (entry["impl"], entry["mode"]) == (impl, mode)),
                      key=lambda entry: entry["n"])
     if len(members) < 2:
@@ -80,9 +79,8 @@ def marginal(entries, impl, mode):
 
 
 def launch_costs(entries, found):
-    """The empty kernel's figures: launch + synchronisation (sync_each, per kernel, at the shortest
-    chain measured), back-to-back launches (stream) and graph replay per kernel at each length, and the
-    marginal cost of one more kernel each way."""
+    """The empty kernel's figures: launch and wait at the shortest chain, stream and graph per kernel at each
+    length, and the cost of one more kernel each way."""
     empty = [item for item in found if item["impl"] == EMPTY]
     synced = sorted((item for item in empty if item["mode"] == SYNC_EACH), key=lambda item: item["n"])
     return {"latency": synced[0] if synced else None,
@@ -91,8 +89,7 @@ def launch_costs(entries, found):
 
 
 def _speedup(entries, faster, slower, n):
-    """The add_kernel chain's time launched `slower` over `faster` at n, and whether they differ beyond
-    noise; None without both."""
+    """The add_kernel chain's time `slower` over `faster` at n, and whether they differ beyond noise."""
     fast, slow = _at(ok_entries(entries), ADDS, faster, n), _at(ok_entries(entries), ADDS, slower, n)
     if not fast or not slow:
         return None
@@ -102,8 +99,7 @@ def _speedup(entries, faster, slower, n):
 
 
 def chains(entries, found):
-    """Per length of the add_kernel chain: each way of launching it, and what the graph buys over the
-    stream and over synchronising each kernel, and what fusing buys over the graph."""
+    """Per length of the add_kernel chain: each way of launching it and what each buys over another."""
     lengths = sorted({item["n"] for item in found if item["impl"] == ADDS})
     return [{"n": n, "modes": {mode: item for mode in MODES if (item := _at(found, ADDS, mode, n))},
              "graph_over_stream": _speedup(entries, GRAPH, STREAM, n),
@@ -112,8 +108,8 @@ def chains(entries, found):
 
 
 def idle_finding(chain_rows):
-    """At the longest chain with a host-synchronised, a stream and a graph entry: the idle share of each
-    (and its interval), and the graph's gain over the stream. None without such a chain."""
+    """The idle share of each way of launching, and the graph's gain over the stream, at the longest chain
+    measured all three ways; None without one."""
     full = [item for item in chain_rows if all(mode in item["modes"] and item["modes"][mode]["idle_fraction"]
                                                  is not None for mode in LAUNCHES)]
     if not full:
@@ -231,9 +227,8 @@ CHAIN_KERNELS = "kernels in the chain (n)"
 
 
 def plots(pyplot, study, plot_dir):
-    """The time per kernel against the chain's length, a line per kernel and launch mode
-    (launch_overhead_per_kernel.png), and the share of a small-kernel chain's time the GPU ran its
-    kernels (launch_overhead_busy.png)."""
+    """The time per kernel (launch_overhead_per_kernel.png) and the GPU's busy share (launch_overhead_busy.png)
+    against the chain's length."""
     rows = study["derived"].get("rows") or []
     per_kernel = group_by(rows, lambda row: (row["impl"], row["mode"]), lambda row: (row["n"], row))
     busy = group_by((row for row in rows if row["busy_fraction"] is not None), lambda row: (row["mode"],),
@@ -307,9 +302,6 @@ CHECK = CheckPoint(
     budget="two entries (launched and waited for, back to back), one trial, the latency protocol's stopping rule")
 
 
-# Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
-# per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
-# of 10 and 1000: --full.
 STUDY = Study(name="launch_overhead", derive=lambda study, document, rounds: derive(study["entries"]),
               summary=sections, plots=plots, rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS,
               experiment=True, check=CHECK, position=140)
