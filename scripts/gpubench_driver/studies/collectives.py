@@ -5,7 +5,7 @@ link (docs/studies.md, collectives). n is log2 of the message bytes."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import compared, failures_section, reference_section, table_section, time_ratio_cell
@@ -45,11 +45,8 @@ def curves(entries):
 def largest_all_reduce(rows):
     """The out-of-place all-reduce at its largest message (what the issue's target is about), or None."""
     row = next((row for row in rows if (row["impl"], row["mode"]) == ("all_reduce", "out_of_place")), None)
-    if row is None:
-        return None
-    return {"message_bytes": row["largest_bytes"], "n": row["points"][-1]["n"], "ranks": row["ranks"],
-            "algorithm_bytes_per_s": row["largest_algorithm_bytes_per_s"],
-            "bus_bytes_per_s": row["largest_bus_bytes_per_s"]}
+    return picked(row["points"][-1], "message_bytes", "n", "ranks", "algorithm_bytes_per_s",
+                  "bus_bytes_per_s") if row else None
 
 
 def progress_rates(axes, counters, median_s):
@@ -135,9 +132,8 @@ def _per_1e9(value):
 
 
 def plots(pyplot, study, plot_dir):
-    """Bus bandwidth against the message size, a line per collective and placement
-    (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
-    (collectives_algorithm_bandwidth.png)."""
+    """Bus bandwidth against the message size (collectives_bus_bandwidth.png); with one rank, whose bus
+    factors are 0, the algorithm bandwidth (collectives_algorithm_bandwidth.png)."""
     derived = study["derived"]
     series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:
@@ -179,12 +175,8 @@ def check_figures(study, document, sheet):
             if entry.get("message_bytes") and entry.get("bus_factor") and (entry.get("ranks") or 0) > 1]
 
 
-# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
-# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
-# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
-# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
-# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
-# record in the study's `ranks`.
+# Only where NCCL was found at build time. One process per GPU across nodes: run --launcher (the ranks' record
+# is the study's `ranks`).
 STUDY = Study(name="collectives", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
               references=REFERENCES, comparisons=COMPARISONS, gpus_together=True,
