@@ -111,10 +111,8 @@ def rates(entries):
 
 
 def guide_claim(rows):
-    """The guide's figures beside the ratios measured at its configuration: the GPU (kernel alone, and
-    with the counts copied back) against compiled C++ on one core and on all cores; and the guide's
-    CPU time over this machine's one compiled core (how much of the 885x the interpreter was, on
-    another CPU of the guide's day). None when the configuration was not measured."""
+    """The guide's figures beside the ratios measured at its configuration, and its CPU time over this
+    machine's one compiled core (how much of the 885x was the interpreter); None where it was not measured."""
     row = next((row for row in rows if is_guide(row)), None)
     if row is None:
         return None
@@ -141,15 +139,19 @@ def _image(row):
             f"{md(row['precision'])}")
 
 
+def _timed(side):
+    """A median record's time and implementation (n/a without one)."""
+    return "n/a" if not side else f"{seconds(side['median_s'])} ({md(side['impl'])})"
+
+
 def _claim(derived):
     claim = derived.get("guide_claim")
     if not claim:
         return []
     row = claim["configuration"]
-    body = [[MODES.get(mode, md(mode)), seconds(row["gpu"][mode]["median_s"]) + f" ({md(row['gpu'][mode]['impl'])})"]
-            + [ratio(ratios.get(cores)) for cores in CORES] for mode, ratios in claim["ratios"].items()]
-    cpu = [f"compiled C++ on {CORES[cores]}: {seconds(side['median_s'])} ({md(side['impl'])})"
-           for cores, side in row["cpu"].items()]
+    body = [[MODES.get(mode, md(mode)), _timed(row["gpu"][mode])] + [ratio(ratios.get(cores)) for cores in CORES]
+            for mode, ratios in claim["ratios"].items()]
+    cpu = [f"compiled C++ on {CORES[cores]}: {_timed(side)}" for cores, side in row["cpu"].items()]
     interpreter = claim.get("interpreter_factor")
     gpu = (table(["GPU", "time", "over one core", "over all cores"], body) if body else
            paragraph("No GPU entry was measured at this configuration."))
@@ -174,18 +176,13 @@ def _gpu_cell(row, mode):
     return f"{seconds(found['median_s'])}" + (f" ({ratios})" if ratios else "")
 
 
-def _cpu_cell(row, cores):
-    side = row["cpu"].get(cores)
-    return "n/a" if not side else f"{seconds(side['median_s'])} ({md(side['impl'])})"
-
-
 def _configurations(derived):
     return table_section("Mandelbrot: CPU against GPU", [
         "image", "iterations per pixel", "warp divergence", "CPU, one core", "CPU, all cores", "GPU, kernel alone",
         "GPU, with the copy back"], derived.get("configurations") or [], lambda row: [
             _image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
-            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _cpu_cell(row, ONE_CORE),
-            _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
+            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _timed(row["cpu"].get(ONE_CORE)),
+            _timed(row["cpu"].get(ALL_CORES)), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
         "Median times of one image; beside each GPU time the CPU's time over it. Iterations per pixel: what the "
         "formula ran over the image (`escape_iterations`) per pixel. Warp divergence: over the kernel's warps (two "
         "rows of 16 pixels), the sum of the longest lane's iterations over the sum of the mean lane's: 1 when every "
@@ -287,9 +284,8 @@ def _configuration_bars(pyplot, path, row, guide):
 
 
 def plots(pyplot, study, plot_dir):
-    """The count image the run kept (its folder's mandelbrot_counts.pgm), the times at the guide's
-    configuration beside the guide's own figures, and pixels per second over the image's pixels per
-    iteration limit where more than one image was measured (split by precision, then mode)."""
+    """The count image the run kept, the times at the guide's configuration beside the guide's, and pixels
+    per second over the image's rows per iteration limit where more than one image was measured."""
     paths = []
     image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
     if image:
@@ -347,9 +343,6 @@ CLAIMS = (
           "its GPU side the kernel alone)", mandelbrot_guide, studies=("mandelbrot",), position=7),
 )
 
-# n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
-# 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
-# minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
 STUDY = Study(name="mandelbrot", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"], study.get("implementations")),
               summary=sections, plots=plots, rates=pixel_rates, axes={"n": "rows", "batch": "max_iterations"},
