@@ -103,8 +103,9 @@ def _targets_section(derived):
     return table_section("GEMM ladder: the best own kernel against cuBLAS", [
         "ladder", "n", "best own rung", "of cuBLAS's rate (interval)", "target", "verdict"], [
         [md(ladder["title"]), str(row["n"]), md(row["best"]["rung"]),
-         percent_interval(row["best"]["fraction_of_cublas"], row["best"]["fraction_interval"]), percent(row["target"], 0),
-         VERDICT_TEXTS[row["verdict"]]] for ladder in derived["ladders"] for row in ladder["targets"]], list, paragraph(
+         percent_interval(row["best"]["fraction_of_cublas"], row["best"]["fraction_interval"]),
+         percent(row["target"], 0), VERDICT_TEXTS[row["verdict"]]]
+        for ladder in derived["ladders"] for row in ladder["targets"]], list, paragraph(
         "A rung's rate over cuBLAS's at the same size and precision, in the same run (device time, operands resident): "
         "cuBLAS's median time over the rung's; the interval from both medians' intervals."))
 

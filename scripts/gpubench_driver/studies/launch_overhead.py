@@ -17,20 +17,16 @@ MODES = (SYNC_EACH, STREAM, GRAPH, FUSED)
 LAUNCHES = (SYNC_EACH, STREAM, GRAPH)  # the ways of launching a chain kernel by kernel
 
 
-def _scaled(interval, factor):
-    """[low, high] of an interval record times a positive factor; None where it has none."""
-    return None if interval["low"] is None else [interval["low"] * factor, interval["high"] * factor]
-
-
 def row(entry):
     """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
     the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
     median = entry["time_s"]["median"]
     interval = median_interval(entry["time_s"]).record()
-    kernels = finite(entry.get("kernels")) or entry["n"]
+    kernels, per = finite(entry.get("kernels")) or entry["n"], 1 / entry["n"]
     found = {"impl": entry["impl"], "mode": entry["mode"], "n": entry["n"], "median_s": median,
              "interval_s": interval, "kernels": kernels, "per_kernel_s": median / entry["n"],
-             "per_kernel_interval_s": _scaled(interval, 1 / entry["n"]),
+             "per_kernel_interval_s": None if interval["low"] is None else [interval["low"] * per,
+                                                                            interval["high"] * per],
              **{name: finite(entry.get(name))
                 for name in ("host_launches", "host_synchronizations", "gpu_util_mean", "timer_step_s")},
              **dict.fromkeys(("busy_s", "busy_fraction", "busy_fraction_interval", "idle_fraction",
@@ -154,10 +150,12 @@ def _launch(derived):
     latency = launch.get("latency")
     items = [f"An empty kernel launched and waited for (cudaStreamSynchronize), per kernel over a chain of "
              f"{latency['n']}: **{_per_kernel(latency)}**."] if latency else []
-    rows = [[md(MODE_NAMES.get(item["mode"], item["mode"])), str(item["n"]), seconds(item["median_s"]), _per_kernel(item)]
-            for item in launch.get("per_kernel") or []]
-    rows += [[f"{md(MODE_NAMES.get(slope['mode'], slope['mode']))}: one more kernel", f"{slope['from_n']} to {slope['to_n']}",
-              "", _seconds_interval(slope["per_kernel_s"], slope["interval_s"])] for slope in launch.get("marginal") or []]
+    rows = [[md(MODE_NAMES.get(item["mode"], item["mode"])), str(item["n"]), seconds(item["median_s"]),
+             _per_kernel(item)] for item in launch.get("per_kernel") or []]
+    rows += [[f"{md(MODE_NAMES.get(slope['mode'], slope['mode']))}: one more kernel",
+              f"{slope['from_n']} to {slope['to_n']}", "",
+              _seconds_interval(slope["per_kernel_s"], slope["interval_s"])]
+             for slope in launch.get("marginal") or []]
     if not items and not rows:
         return section(title, [paragraph("No empty-kernel entry was measured.")])
     blocks = [bullets(items)] if items else []
@@ -263,7 +261,8 @@ def idle_gaps(document):
                "depends: the gaps are a small share, yet a graph still shortens the chain")
     shares = "; ".join(f"{percent_interval(idle[mode]['fraction'], idle[mode]['interval'])} {what}"
                        for mode, what in (("sync_each", "with a synchronisation after each kernel"),
-                                          ("stream", "launched back to back from a stream"), ("graph", "as a CUDA graph")))
+                                          ("stream", "launched back to back from a stream"),
+                                          ("graph", "as a CUDA graph")))
     graph = (f"; the graph ran the chain {ratio(gain['ratio'])} as fast as the stream"
              + ("" if gain["beyond_noise"] is not False else " (within the noise)")
              + f", {seconds(gain['saved_per_kernel_s'])} saved per kernel" if gain else "")

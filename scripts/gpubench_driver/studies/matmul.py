@@ -4,7 +4,7 @@ headline figures (the crossovers, the energy of one GEMM) are here."""
 import math
 
 from gpubench_driver.lib import charts, findings
-from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, energy_figure, figure
 from gpubench_driver.lib.formatting import md, rate, ratio, seconds
@@ -147,9 +147,8 @@ MODE_NAMES = {"resident": "data resident", "transfer_pinned": "with pinned copie
 
 def crossover_figures(document):
     """From which matrix size the best GPU path beats the best CPU one, per GPU mode (matmul, FP32)."""
-    derived = (document["studies"].get("matmul") or {}).get("derived") or {}
     found = []
-    for row in derived.get("crossovers") or []:
+    for row in derived_of(document, "matmul").get("crossovers") or []:
         if row.get("measure", "time") != "time" or row.get("upper") is None:
             continue
         trials = [value for value in row.get("estimate_n_trials") or [] if value is not None]

@@ -22,23 +22,19 @@ OCCUPANCY_COUNTERS = ("multiprocessors", "busy_multiprocessors", "resident_warps
                       "shared_bytes_per_block")
 
 
-def _rate(entry, counter):
-    amount = finite(entry.get(counter))
-    return amount / entry["time_s"]["median"] if amount else None
-
-
 def _share(part, whole):
     return part / whole if part is not None and whole else None
 
 
 def _point(entry, best):
     """An entry as a point of its kernel's curves: rates, fraction of the kernel's best, where the grid lands."""
+    median, flop = entry["time_s"]["median"], finite(entry.get("flop"))
     traffic = (finite(entry.get("memory_read_bytes")) or 0) + (finite(entry.get("memory_written_bytes")) or 0)
     counters = {name: finite(entry.get(name)) for name in OCCUPANCY_COUNTERS}
-    return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": entry["time_s"]["median"],
-            "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": _rate(entry, "flop"),
-            "memory_bytes_per_s": traffic / entry["time_s"]["median"] if traffic else None,
-            "fraction_of_best": best["time_s"]["median"] / entry["time_s"]["median"],
+    return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": median,
+            "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": flop / median if flop else None,
+            "memory_bytes_per_s": traffic / median if traffic else None,
+            "fraction_of_best": best["time_s"]["median"] / median,
             "fraction_interval": time_ratio_interval(best["time_s"], entry["time_s"]), **counters,
             "busy_fraction": _share(counters["busy_multiprocessors"], counters["multiprocessors"]),
             "warp_fraction": _share(counters["resident_warps"], counters["max_resident_warps"])}
@@ -120,7 +116,8 @@ def walkthrough(rows):
         if point is None:
             continue
         claimed = WALKTHROUGH["claimed_fraction"]
-        found.append({"impl": row["impl"], **picked(point, "fraction_of_best", "fraction_interval"), "best": row["best"],
+        found.append({"impl": row["impl"], **picked(point, "fraction_of_best", "fraction_interval"),
+                      "best": row["best"],
                       **picked(point, "busy_fraction", "warp_fraction", "busy_multiprocessors", "multiprocessors",
                                "resident_warps", "max_resident_warps"), "claimed_fraction": claimed,
                       "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"], claimed)})
@@ -196,15 +193,13 @@ def _grid(kernel):
     return table(["threads \\ blocks"] + [str(b) for b in blocks], body)
 
 
-def _limits(row):
-    return ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a"
-
-
 def _block_sizes(kernel):
     body = [[str(row["threads_per_block"]), whole(row["registers_per_thread"]),
              byte_size(row["shared_bytes_per_block"]), whole(row["blocks_per_multiprocessor"]),
-             percent(row["theoretical_occupancy"], 0), _limits(row), percent(row["best_fraction"], 0),
-             str(row["best_blocks"]), str(row["plateau_blocks"] or "none")] for row in kernel["block_sizes"]]
+             percent(row["theoretical_occupancy"], 0),
+             ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a",
+             percent(row["best_fraction"], 0), str(row["best_blocks"]), str(row["plateau_blocks"] or "none")]
+            for row in kernel["block_sizes"]]
     return table(["threads per block", "registers per thread", "shared memory per block",
                   "blocks per multiprocessor", "theoretical occupancy", "limited by", "best rate (of the kernel's)",
                   "at blocks", "plateau from blocks"], body)
