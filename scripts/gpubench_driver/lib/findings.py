@@ -414,3 +414,8 @@ def envelope(rows):
 def picked(record, *keys):
     """{key: record[key]} of the keys, in their order: the fields a findings row copies from another."""
     return {key: record[key] for key in keys}
+
+
+def interval_record(entry):
+    """The interval of an entry's median time as results.json keeps it (`interval_s`)."""
+    return median_interval(entry["time_s"]).record()

@@ -5,11 +5,10 @@ link (docs/studies.md, collectives). n is log2 of the message bytes."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, picked
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import compared, failures_section, reference_section, table_section, time_ratio_cell
-from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
             "collective but broadcast, so only the algorithm bandwidth is reported")
@@ -20,7 +19,7 @@ def _point(entry):
     algorithm = entry["message_bytes"] / median
     ranks = int(entry["ranks"])
     return {"n": entry["n"], "message_bytes": entry["message_bytes"], "median_s": median,
-            "interval_s": median_interval(entry["time_s"]).record(), "ranks": ranks,
+            "interval_s": interval_record(entry), "ranks": ranks,
             "algorithm_bytes_per_s": algorithm,
             "bus_bytes_per_s": algorithm * entry["bus_factor"] if ranks > 1 else None}
 

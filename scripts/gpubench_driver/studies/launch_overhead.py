@@ -5,7 +5,7 @@ from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries
 from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -21,7 +21,7 @@ def row(entry):
     """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
     the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
     median = entry["time_s"]["median"]
-    interval = median_interval(entry["time_s"]).record()
+    interval = interval_record(entry)
     kernels, per = finite(entry.get("kernels")) or entry["n"], 1 / entry["n"]
     found = {"impl": entry["impl"], "mode": entry["mode"], "n": entry["n"], "median_s": median,
              "interval_s": interval, "kernels": kernels, "per_kernel_s": median / entry["n"],

@@ -9,12 +9,11 @@ import textwrap
 from gpubench_driver.lib import charts, formatting
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, median_record, median_s,
-                                          ok_entries)
+from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, interval_record,
+                                          median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section, table_section
-from gpubench_driver.lib.stats import median_interval
 
 # The guide's published configuration and figures (the issue that asked for this study).
 GUIDE = {"width": 1536, "height": 1024, "max_iterations": 20, "precision": "fp64",
@@ -103,7 +102,7 @@ def rates(entries):
     """Per implementation, mode, precision and iteration limit: pixels and iterations per second over n (rows)."""
     found = group_by(ok_entries(entries), lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["batch"]))
     return [{"impl": impl, "device": device, "mode": mode, "precision": precision, "max_iterations": limit,
-             "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": median_interval(e["time_s"]).record(),
+             "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": interval_record(e),
                          "pixels_per_s": _per_second(_pixels(e), e),
                          "iterations_per_s": _per_second(e.get("escape_iterations"), e)}
                         for e in sorted(members, key=lambda e: e["n"])]}

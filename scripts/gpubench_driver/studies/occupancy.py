@@ -7,11 +7,11 @@ import math
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, picked
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
-from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
+from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
 WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}
@@ -32,7 +32,7 @@ def _point(entry, best):
     traffic = (finite(entry.get("memory_read_bytes")) or 0) + (finite(entry.get("memory_written_bytes")) or 0)
     counters = {name: finite(entry.get(name)) for name in OCCUPANCY_COUNTERS}
     return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": median,
-            "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": flop / median if flop else None,
+            "interval_s": interval_record(entry), "flop_per_s": flop / median if flop else None,
             "memory_bytes_per_s": traffic / median if traffic else None,
             "fraction_of_best": best["time_s"]["median"] / median,
             "fraction_interval": time_ratio_interval(best["time_s"], entry["time_s"]), **counters,
