@@ -399,3 +399,14 @@ def envelope(rows):
     best = best_per((point for row in rows for point in row["points"]), lambda point: point["n"],
                     lambda point, other: point["bytes_per_s"] > other["bytes_per_s"])
     return [best[n] for n in sorted(best)]
+
+
+# --- record building (the study plug-ins) ---------------------------------------------------------
+def picked(record, *keys):
+    """{key: record[key]} of the keys, in their order: the fields a findings row copies from another."""
+    return {key: record[key] for key in keys}
+
+
+def interval_record(entry):
+    """The interval of an entry's median time as results.json keeps it (`interval_s`)."""
+    return median_interval(entry["time_s"]).record()

@@ -1,11 +1,6 @@
-"""The study registry: one plug-in module per study (studies/<name>.py), each defining its record STUDY
-(lib/registry.Study: how its findings are derived, its summary sections, plots, claims and
-references). The plug-ins are found here, every module of this package, and ordered by their records'
-`position`: the order the driver runs and reports them. The stages read the registry and name no study;
-a new study is one plug-in module, with nothing to list here.
-
-Import rule: this package imports its plug-ins; a plug-in imports only lib/ (never another plug-in, a
-stage or a command); the stages and commands import this package."""
+"""The study registry: every module of this package is a study's plug-in, defining its record STUDY
+(lib/registry.Study), ordered by the records' `position`. A new study is one plug-in module, listed nowhere.
+Import rule: a plug-in imports only lib/ (never another plug-in, a stage or a command)."""
 import importlib
 import pkgutil
 
@@ -33,18 +28,13 @@ def discover(path, package):
     return tuple(sorted(found, key=lambda plugin: plugin.STUDY.position))
 
 
-# The points of the default suite, --quick and --full are each binary's (--describe's points; its
-# definition() says why it has them).
 PLUGINS = discover(__path__, __name__)
 STUDIES = tuple(plugin.STUDY for plugin in PLUGINS)
 BY_NAME = {study.name: study for study in STUDIES}
 NAMES = tuple(BY_NAME)
 BATCH_NAMES = tuple(study.name for study in STUDIES if study.batch_axis)
-# The headline figures the host paces as much as the GPU though they are the GPU's, and those whose seconds a
-# price turns into a cost (the records' host_bound_figures, priced_figures).
 HOST_BOUND_FIGURES = frozenset(key for study in STUDIES for key in study.host_bound_figures)
 PRICED_FIGURES = frozenset(key for study in STUDIES for key in study.priced_figures)
-# Every study's claims, in the order the report lists them.
 CLAIMS = tuple(sorted((claim for study in STUDIES for claim in study.claims), key=lambda claim: claim.position))
 
 

@@ -1,24 +1,14 @@
-"""The collectives study's plug-in (its findings, sections and plots). Its findings: for every collective
-and placement, its algorithm bandwidth (message bytes over the median time) and bus bandwidth (the algorithm
-bandwidth times nccl-tests' factor, the bus_factor counter: all-reduce 2(n-1)/n, all-gather, reduce-scatter
-and all-to-all (n-1)/n, broadcast 1; nccl-tests' doc/PERFORMANCE.md) against the message size; the latency
-of the smallest message; and the all-reduce's bus bandwidth at the largest message measured (the issue's 8
-GiB point where the run reached it).
-
-With one rank nothing crosses a link and every factor but broadcast's is 0: the bus bandwidth is
-then None (not 0) and the report gives the algorithm bandwidth alone, saying why.
-
-Entry axes in this study: impl = collective, mode = placement, n = log2 of the message size in bytes
-(message_bytes holds the size itself). Rates are bytes per second; the report prints GB/s (10^9 B/s),
-as nccl-tests does."""
+"""The collectives study's plug-in (its findings, sections and plots): per collective and placement, the
+algorithm and bus bandwidth (nccl-tests' factors) against the message size, the smallest message's latency
+and the all-reduce at the largest message. With one rank the bus bandwidth is None, not 0: nothing crosses a
+link (docs/studies.md, collectives). n is log2 of the message bytes."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, Run, Study, csv
 from gpubench_driver.lib.sections import compared, failures_section, reference_section, table_section, time_ratio_cell
-from gpubench_driver.lib.stats import median_interval
 
 ONE_RANK = ("one rank: nothing crosses a link and nccl-tests' bus factor is 0 (n - 1 = 0) for every "
             "collective but broadcast, so only the algorithm bandwidth is reported")
@@ -29,7 +19,7 @@ def _point(entry):
     algorithm = entry["message_bytes"] / median
     ranks = int(entry["ranks"])
     return {"n": entry["n"], "message_bytes": entry["message_bytes"], "median_s": median,
-            "interval_s": median_interval(entry["time_s"]).record(), "ranks": ranks,
+            "interval_s": interval_record(entry), "ranks": ranks,
             "algorithm_bytes_per_s": algorithm,
             "bus_bytes_per_s": algorithm * entry["bus_factor"] if ranks > 1 else None}
 
@@ -54,11 +44,8 @@ def curves(entries):
 def largest_all_reduce(rows):
     """The out-of-place all-reduce at its largest message (what the issue's target is about), or None."""
     row = next((row for row in rows if (row["impl"], row["mode"]) == ("all_reduce", "out_of_place")), None)
-    if row is None:
-        return None
-    return {"message_bytes": row["largest_bytes"], "n": row["points"][-1]["n"], "ranks": row["ranks"],
-            "algorithm_bytes_per_s": row["largest_algorithm_bytes_per_s"],
-            "bus_bytes_per_s": row["largest_bus_bytes_per_s"]}
+    return picked(row["points"][-1], "message_bytes", "n", "ranks", "algorithm_bytes_per_s",
+                  "bus_bytes_per_s") if row else None
 
 
 def progress_rates(axes, counters, median_s):
@@ -144,9 +131,8 @@ def _per_1e9(value):
 
 
 def plots(pyplot, study, plot_dir):
-    """Bus bandwidth against the message size, a line per collective and placement
-    (collectives_bus_bandwidth.png); with one rank, whose bus factors are 0, the algorithm bandwidth
-    (collectives_algorithm_bandwidth.png)."""
+    """Bus bandwidth against the message size (collectives_bus_bandwidth.png); with one rank, whose bus
+    factors are 0, the algorithm bandwidth (collectives_algorithm_bandwidth.png)."""
     derived = study["derived"]
     series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:
@@ -188,12 +174,8 @@ def check_figures(study, document, sheet):
             if entry.get("message_bytes") and entry.get("bus_factor") and (entry.get("ranks") or 0) > 1]
 
 
-# Only where NCCL was found at build time; n is log2 of the message bytes. Every collective out of place at 2^16
-# (64 KiB: latency-bound) and 2^28 (256 MiB: near the links' rate on NVLink), 10 entries. The 8 GiB all-reduce
-# of the issue's target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and
-# torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to
-# 8 GiB: --full. One process per GPU across nodes: run --launcher (its binary says ranks_together), the ranks'
-# record in the study's `ranks`.
+# Only where NCCL was found at build time. One process per GPU across nodes: run --launcher (the ranks' record
+# is the study's `ranks`).
 STUDY = Study(name="collectives", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=progress_rates, axes={"impl": "collective", "mode": "placement", "n": "log2_bytes"},
               references=REFERENCES, comparisons=COMPARISONS, gpus_together=True,

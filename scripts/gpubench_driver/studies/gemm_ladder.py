@@ -1,17 +1,11 @@
-"""The gemm_ladder study's plug-in (its findings, sections and plots). Its findings: each rung's rate at
-each size as a fraction of cuBLAS's at the same size and precision (its interval from both times'
-intervals), beside what its launch takes (registers, shared memory, theoretical occupancy, its tiling in
-words: the entry's label), and the issue's targets: the best own kernel of each ladder against cuBLAS at
-4096 and 8192.
-
-Entry axes: impl = rung ("cublas" is each ladder's yardstick), mode resident, precision names the ladder
-(fp32: SGEMM on the CUDA cores; fp16: FP16 in, FP32 accumulate on the tensor cores), n = the square size.
-Every entry of one size and ladder does the same work, so a rung's fraction of cuBLAS is the inverse ratio
-of their device times."""
+"""The gemm_ladder study's plug-in (its findings, sections and plots): each rung's rate at each size as a
+fraction of cuBLAS's at the same size and precision (the inverse ratio of their device times, with its
+interval), beside what its launch takes, and the issue's targets for the best own rung of each ladder
+(docs/studies.md, gemm_ladder; docs/gemm-ladder.md)."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, percent, rate, whole
+from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
@@ -26,14 +20,11 @@ LAUNCH_COUNTERS = ("threads_per_block", "grid_blocks", "registers_per_thread", "
 
 
 def _point(entry, yardstick):
-    point = {"rung": entry["impl"], "n": entry["n"], "median_s": entry["time_s"]["median"],
-             "flop_per_s": entry.get("flop_per_s"), "tiling": entry.get("label"),
-             **{name: finite(entry.get(name)) for name in LAUNCH_COUNTERS},
-             "fraction_of_cublas": None, "fraction_interval": None}
-    if yardstick:
-        point["fraction_of_cublas"] = yardstick["time_s"]["median"] / entry["time_s"]["median"]
-        point["fraction_interval"] = time_ratio_interval(yardstick["time_s"], entry["time_s"])
-    return point
+    return {"rung": entry["impl"], "n": entry["n"], "median_s": entry["time_s"]["median"],
+            "flop_per_s": entry.get("flop_per_s"), "tiling": entry.get("label"),
+            **{name: finite(entry.get(name)) for name in LAUNCH_COUNTERS},
+            "fraction_of_cublas": yardstick["time_s"]["median"] / entry["time_s"]["median"] if yardstick else None,
+            "fraction_interval": time_ratio_interval(yardstick["time_s"], entry["time_s"]) if yardstick else None}
 
 
 # A target is met or missed only where the fraction's whole interval lies on one side of it.
@@ -76,13 +67,7 @@ def derive(study):
 
 # --- summary.md -----------------------------------------------------------------------------------
 VERDICT_TEXTS = {"met": "met (the interval is above it)", "short": "short (the interval is below it)",
-            "within noise": "not decided: the interval holds it"}
-
-
-def _fraction(point):
-    interval = point["fraction_interval"]
-    return percent(point["fraction_of_cublas"]) + (
-        f" ({percent(interval[0])}–{percent(interval[1])})" if interval else "")
+                 "within noise": "not decided: the interval holds it"}
 
 
 def _cell(point):
@@ -108,8 +93,7 @@ def _launches(ladder):
             largest[point["rung"]] = point
     body = [[md(rung), str(point["n"]), whole(point["threads_per_block"]), whole(point["grid_blocks"]),
              whole(point["registers_per_thread"]),
-             byte_size(point["shared_bytes_per_block"]) if point["shared_bytes_per_block"] is not None else "n/a",
-             percent(point["theoretical_occupancy"], 0) if point["theoretical_occupancy"] is not None else "n/a",
+             byte_size(point["shared_bytes_per_block"]), percent(point["theoretical_occupancy"], 0),
              md(point["tiling"] or "")] for rung, point in largest.items()]
     return table(["rung", "at n", "threads per block", "blocks", "registers per thread", "shared memory per block",
                   "theoretical occupancy", "tiling (and what limits occupancy)"], body)
@@ -118,8 +102,10 @@ def _launches(ladder):
 def _targets_section(derived):
     return table_section("GEMM ladder: the best own kernel against cuBLAS", [
         "ladder", "n", "best own rung", "of cuBLAS's rate (interval)", "target", "verdict"], [
-        [md(ladder["title"]), str(row["n"]), md(row["best"]["rung"]), _fraction(row["best"]), percent(row["target"], 0),
-         VERDICT_TEXTS[row["verdict"]]] for ladder in derived["ladders"] for row in ladder["targets"]], list, paragraph(
+        [md(ladder["title"]), str(row["n"]), md(row["best"]["rung"]),
+         percent_interval(row["best"]["fraction_of_cublas"], row["best"]["fraction_interval"]),
+         percent(row["target"], 0), VERDICT_TEXTS[row["verdict"]]]
+        for ladder in derived["ladders"] for row in ladder["targets"]], list, paragraph(
         "A rung's rate over cuBLAS's at the same size and precision, in the same run (device time, operands resident): "
         "cuBLAS's median time over the rung's; the interval from both medians' intervals."))
 
@@ -143,7 +129,7 @@ def plots(pyplot, study, plot_dir):
     size (gemm_ladder_<precision>.png)."""
     paths = []
     for ladder in study["derived"].get("ladders") or []:
-        rungs = [rung for rung in ladder["rungs"] if rung != "cublas"]
+        rungs = [rung for rung in ladder["rungs"] if rung != YARDSTICK]
         by_point = {(p["rung"], p["n"]): p["fraction_of_cublas"] for p in ladder["points"]}
         if not rungs or not any(value for value in by_point.values()):
             continue
@@ -165,8 +151,5 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-# Every rung of both ladders and cuBLAS at 4096, where the issue's targets are judged (8192, the other target
-# size, and 1000 and 1024: --full or --sizes): 15 entries, the slow rungs (the naive kernels) at most a few
-# tenths of a second a call there. --quick: 1024.
 STUDY = Study(name="gemm_ladder", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=flop_rates, axes={"impl": "rung"}, experiment=True, position=150)

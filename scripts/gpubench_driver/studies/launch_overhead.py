@@ -1,22 +1,11 @@
-"""The launch_overhead study's plug-in (its findings, sections, plots and claim). Its findings: what one
-launch costs (an empty kernel launched and waited for), the time per kernel of back-to-back launches and of
-a CUDA graph's replay, and for a chain of small kernels doing real work, launched with a host
-synchronisation between each, back to back from a stream, as a graph and fused into one kernel: its time per
-kernel, the share of its wall time the GPU spent running the kernels (their spans on the GPU's global timer)
-and the share that was gaps, and what the graph buys over the stream. Each figure with its interval (the
-entry's median interval: between its trials, or within its one process).
-
-Entry axes: impl (empty_kernel, add_kernel), mode (sync_each, stream, graph, fused), precision (none,
-fp32), n = kernels in the chain. Every entry is timed on the host clock from the first launch to the
-stream's synchronisation. Counters: kernels (run per call: n, or 1 fused), host_launches,
-host_synchronizations; add_kernel's kernel_busy_s (the kernels' own device time per call, the sum of
-their spans) and chain_span_s (first kernel's start to last kernel's end), timer_step_s (the global
-timer's resolution), and NVML's gpu_util_mean where the harness's telemetry read it."""
+"""The launch_overhead study's plug-in (its findings, sections, plots and claim): what one launch costs, and
+for a chain of small kernels launched each way (synchronised, from a stream, as a graph, fused) its time per
+kernel and the share of its wall time the GPU ran them (docs/studies.md, launch_overhead)."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries
 from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
 from gpubench_driver.lib.sections import failures_section, noise_note
@@ -25,37 +14,27 @@ from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 EMPTY, ADDS = "empty_kernel", "add_kernel"
 SYNC_EACH, STREAM, GRAPH, FUSED = "sync_each", "stream", "graph", "fused"
 MODES = (SYNC_EACH, STREAM, GRAPH, FUSED)
-
-
-def _scaled(interval, factor):
-    """[low, high] of an interval record times a positive factor; None where it has none."""
-    return None if interval["low"] is None else [interval["low"] * factor, interval["high"] * factor]
-
-
-def _fraction(part_s, interval):
-    """part_s over a time and its interval ([low, high] of the share: the time's high end gives the low share)."""
-    return None if interval["low"] is None else [part_s / interval["high"], part_s / interval["low"]]
+LAUNCHES = (SYNC_EACH, STREAM, GRAPH)  # the ways of launching a chain kernel by kernel
 
 
 def row(entry):
-    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its
-    kernels, the busy and idle shares of the wall time, the gaps between kernels and the time outside
-    the chain's span (the first launch's latency and the synchronisation's return)."""
+    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
+    the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
     median = entry["time_s"]["median"]
-    interval = median_interval(entry["time_s"]).record()
-    kernels = finite(entry.get("kernels")) or entry["n"]
+    interval = interval_record(entry)
+    kernels, per = finite(entry.get("kernels")) or entry["n"], 1 / entry["n"]
     found = {"impl": entry["impl"], "mode": entry["mode"], "n": entry["n"], "median_s": median,
              "interval_s": interval, "kernels": kernels, "per_kernel_s": median / entry["n"],
-             "per_kernel_interval_s": _scaled(interval, 1 / entry["n"]),
-             "host_launches": finite(entry.get("host_launches")),
-             "host_synchronizations": finite(entry.get("host_synchronizations")),
-             "gpu_util_mean": finite(entry.get("gpu_util_mean")), "timer_step_s": finite(entry.get("timer_step_s")),
-             "busy_s": None, "busy_fraction": None, "busy_fraction_interval": None, "idle_fraction": None,
-             "idle_fraction_interval": None, "chain_span_s": None, "gaps_s": None, "gap_per_kernel_s": None,
-             "outside_s": None}
+             "per_kernel_interval_s": None if interval["low"] is None else [interval["low"] * per,
+                                                                            interval["high"] * per],
+             **{name: finite(entry.get(name))
+                for name in ("host_launches", "host_synchronizations", "gpu_util_mean", "timer_step_s")},
+             **dict.fromkeys(("busy_s", "busy_fraction", "busy_fraction_interval", "idle_fraction",
+                              "idle_fraction_interval", "chain_span_s", "gaps_s", "gap_per_kernel_s", "outside_s"))}
     busy, span = finite(entry.get("kernel_busy_s")), finite(entry.get("chain_span_s"))
     if busy is not None and busy > 0:
-        shares = _fraction(busy, interval)
+        # The share's low end comes from the time's high end.
+        shares = None if interval["low"] is None else [busy / interval["high"], busy / interval["low"]]
         found.update(busy_s=busy, busy_fraction=busy / median, busy_fraction_interval=shares,
                      idle_fraction=1 - busy / median,
                      idle_fraction_interval=None if shares is None else [1 - shares[1], 1 - shares[0]])
@@ -73,18 +52,14 @@ def rows(entries):
         entry["impl"] != EMPTY, entry["n"], MODES.index(entry["mode"]) if entry["mode"] in MODES else len(MODES)))]
 
 
-def _at(found, impl, mode, n):
-    return next((item for item in found if (item["impl"], item["mode"], item["n"]) == (impl, mode, n)), None)
-
-
-def _entry_at(entries, impl, mode, n):
-    return next((entry for entry in ok_entries(entries)
-                 if (entry["impl"], entry["mode"], entry["n"]) == (impl, mode, n)), None)
+def _at(items, impl, mode, n):
+    """The first of the items (entries or rows) of that kernel, mode and chain length, or None."""
+    return next((item for item in items if (item["impl"], item["mode"], item["n"]) == (impl, mode, n)), None)
 
 
 def marginal(entries, impl, mode):
-    """The cost of one more kernel: the slope of the time between the two longest chains measured
-    ((t2 - t1) / (n2 - n1)), with the interval its ends' intervals give; None below two lengths."""
+    """The cost of one more kernel: the slope between the two longest chains measured, with the interval its
+    ends' intervals give; None below two lengths."""
     members = sorted((entry for entry in ok_entries(entries) if (entry["impl"], entry["mode"]) == (impl, mode)),
                      key=lambda entry: entry["n"])
     if len(members) < 2:
@@ -100,20 +75,18 @@ def marginal(entries, impl, mode):
 
 
 def launch_costs(entries, found):
-    """The empty kernel's figures: launch + synchronisation (sync_each, per kernel, at the shortest
-    chain measured), back-to-back launches (stream) and graph replay per kernel at each length, and the
-    marginal cost of one more kernel each way."""
+    """The empty kernel's figures: launch and wait at the shortest chain, stream and graph per kernel at each
+    length, and the cost of one more kernel each way."""
     empty = [item for item in found if item["impl"] == EMPTY]
     synced = sorted((item for item in empty if item["mode"] == SYNC_EACH), key=lambda item: item["n"])
     return {"latency": synced[0] if synced else None,
             "per_kernel": [item for item in empty if item["mode"] in (STREAM, GRAPH)],
-            "marginal": [slope for slope in (marginal(entries, EMPTY, mode) for mode in (SYNC_EACH, STREAM, GRAPH))
-                         if slope]}
+            "marginal": [slope for slope in (marginal(entries, EMPTY, mode) for mode in LAUNCHES) if slope]}
 
 
-def _speedup(entries, impl, faster, slower, n):
-    """slower's time over faster's at n, and whether they differ beyond noise; None without both."""
-    fast, slow = _entry_at(entries, impl, faster, n), _entry_at(entries, impl, slower, n)
+def _speedup(entries, faster, slower, n):
+    """The add_kernel chain's time `slower` over `faster` at n, and whether they differ beyond noise."""
+    fast, slow = _at(ok_entries(entries), ADDS, faster, n), _at(ok_entries(entries), ADDS, slower, n)
     if not fast or not slow:
         return None
     return {"n": n, "ratio": slow["time_s"]["median"] / fast["time_s"]["median"],
@@ -122,26 +95,25 @@ def _speedup(entries, impl, faster, slower, n):
 
 
 def chains(entries, found):
-    """Per length of the add_kernel chain: each way of launching it, and what the graph buys over the
-    stream and over synchronising each kernel, and what fusing buys over the graph."""
+    """Per length of the add_kernel chain: each way of launching it and what each buys over another."""
     lengths = sorted({item["n"] for item in found if item["impl"] == ADDS})
     return [{"n": n, "modes": {mode: item for mode in MODES if (item := _at(found, ADDS, mode, n))},
-             "graph_over_stream": _speedup(entries, ADDS, GRAPH, STREAM, n),
-             "graph_over_sync_each": _speedup(entries, ADDS, GRAPH, SYNC_EACH, n),
-             "fused_over_graph": _speedup(entries, ADDS, FUSED, GRAPH, n)} for n in lengths]
+             "graph_over_stream": _speedup(entries, GRAPH, STREAM, n),
+             "graph_over_sync_each": _speedup(entries, GRAPH, SYNC_EACH, n),
+             "fused_over_graph": _speedup(entries, FUSED, GRAPH, n)} for n in lengths]
 
 
 def idle_finding(chain_rows):
-    """At the longest chain with a host-synchronised, a stream and a graph entry: the idle share of each
-    (and its interval), and the graph's gain over the stream. None without such a chain."""
+    """The idle share of each way of launching, and the graph's gain over the stream, at the longest chain
+    measured all three ways; None without one."""
     full = [item for item in chain_rows if all(mode in item["modes"] and item["modes"][mode]["idle_fraction"]
-                                                 is not None for mode in (SYNC_EACH, STREAM, GRAPH))]
+                                                 is not None for mode in LAUNCHES)]
     if not full:
         return None
     chain = full[-1]
     idle = {mode: {"fraction": chain["modes"][mode]["idle_fraction"],
                    "interval": chain["modes"][mode]["idle_fraction_interval"],
-                   "gap_per_kernel_s": chain["modes"][mode]["gap_per_kernel_s"]} for mode in (SYNC_EACH, STREAM, GRAPH)}
+                   "gap_per_kernel_s": chain["modes"][mode]["gap_per_kernel_s"]} for mode in LAUNCHES}
     return {"n": chain["n"], "idle": idle, "graph_over_stream": chain["graph_over_stream"]}
 
 
@@ -159,31 +131,31 @@ def derive(entries):
 
 # --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {SYNC_EACH: "synchronised after each", STREAM: "back to back on a stream", GRAPH: "one CUDA graph",
-              "fused": "fused into one kernel"}
+              FUSED: "fused into one kernel"}
 LAUNCHED = {SYNC_EACH: "with a synchronisation after each kernel", STREAM: "launched back to back from a stream",
             GRAPH: "as one CUDA graph"}
 
 
-def _with_interval(value, interval, show=seconds):
-    return show(value) + (f" ({show(interval[0])}–{show(interval[1])})" if interval else "")
+def _seconds_interval(value, interval):
+    return seconds(value) + (f" ({seconds(interval[0])}–{seconds(interval[1])})" if interval else "")
 
 
 def _per_kernel(item):
-    return _with_interval(item["per_kernel_s"], item["per_kernel_interval_s"])
+    return _seconds_interval(item["per_kernel_s"], item["per_kernel_interval_s"])
 
 
 def _launch(derived):
     launch = derived.get("launch") or {}
     title = "Launch overhead: what a launch costs"
-    items = []
     latency = launch.get("latency")
-    if latency:
-        items.append(f"An empty kernel launched and waited for (cudaStreamSynchronize), per kernel over a chain of "
-                     f"{latency['n']}: **{_per_kernel(latency)}**.")
-    rows = [[md(MODE_NAMES.get(item["mode"], item["mode"])), str(item["n"]), seconds(item["median_s"]), _per_kernel(item)]
-            for item in launch.get("per_kernel") or []]
-    rows += [[f"{md(MODE_NAMES.get(slope['mode'], slope['mode']))}: one more kernel", f"{slope['from_n']} to {slope['to_n']}",
-              "", _with_interval(slope["per_kernel_s"], slope["interval_s"])] for slope in launch.get("marginal") or []]
+    items = [f"An empty kernel launched and waited for (cudaStreamSynchronize), per kernel over a chain of "
+             f"{latency['n']}: **{_per_kernel(latency)}**."] if latency else []
+    rows = [[md(MODE_NAMES.get(item["mode"], item["mode"])), str(item["n"]), seconds(item["median_s"]),
+             _per_kernel(item)] for item in launch.get("per_kernel") or []]
+    rows += [[f"{md(MODE_NAMES.get(slope['mode'], slope['mode']))}: one more kernel",
+              f"{slope['from_n']} to {slope['to_n']}", "",
+              _seconds_interval(slope["per_kernel_s"], slope["interval_s"])]
+             for slope in launch.get("marginal") or []]
     if not items and not rows:
         return section(title, [paragraph("No empty-kernel entry was measured.")])
     blocks = [bullets(items)] if items else []
@@ -196,27 +168,15 @@ def _launch(derived):
         "process where the run had one trial).")])
 
 
-def _busy(item):
-    if item["busy_fraction"] is None:
-        return "n/a"
-    return _with_interval(item["busy_fraction"], item["busy_fraction_interval"], percent)
-
-
-def _gaps(item):
-    return "n/a" if item["gap_per_kernel_s"] is None else seconds(item["gap_per_kernel_s"])
-
-
-def _util(item):
-    return "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"
-
-
 def _chains(derived):
     chains = derived.get("chains") or []
     title = "Launch overhead: a chain of small kernels"
     if not chains:
         return section(title, [paragraph("No add_kernel entry was measured.")])
-    body = [[str(chain["n"]), md(MODE_NAMES[mode]), seconds(item["median_s"]), _per_kernel(item), _busy(item),
-             _gaps(item), seconds(item["outside_s"]), _util(item)]
+    body = [[str(chain["n"]), md(MODE_NAMES[mode]), seconds(item["median_s"]), _per_kernel(item),
+             percent_interval(item["busy_fraction"], item["busy_fraction_interval"]),
+             seconds(item["gap_per_kernel_s"]), seconds(item["outside_s"]),
+             "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"]
             for chain in chains for mode in MODES if (item := chain["modes"].get(mode))]
     steps = next((item["timer_step_s"] for chain in chains for item in chain["modes"].values() if item["timer_step_s"]),
                  None)
@@ -235,28 +195,22 @@ def _chains(derived):
           "over the entry's samples (n/a: none fell inside).")])
 
 
-def _speedup_text(found, what):
-    if not found:
-        return None
-    return (f"n = {found['n']}: {what} {ratio(found['ratio'])}{noise_note(found['beyond_noise'])}, "
-            f"{seconds(found['saved_per_kernel_s'])} saved per kernel")
+GAINS = (("graph_over_stream", "a graph over the stream"), ("graph_over_sync_each", "a graph over synchronising each"),
+         ("fused_over_graph", "one fused kernel over the graph"))
 
 
 def _graphs(derived):
-    items = []
-    for chain in derived.get("chains") or []:
-        items += [text for text in (_speedup_text(chain["graph_over_stream"], "a graph over the stream"),
-                                    _speedup_text(chain["graph_over_sync_each"], "a graph over synchronising each"),
-                                    _speedup_text(chain["fused_over_graph"], "one fused kernel over the graph"))
-                  if text]
+    items = [f"n = {found['n']}: {what} {ratio(found['ratio'])}{noise_note(found['beyond_noise'])}, "
+             f"{seconds(found['saved_per_kernel_s'])} saved per kernel"
+             for chain in derived.get("chains") or [] for key, what in GAINS if (found := chain[key])]
     finding = derived.get("idle_finding")
     blocks = [bullets(items)] if items else []
     if finding:
         idle = finding["idle"]
         blocks.append(paragraph(
             f"\"A GPU must never idle between kernels\": in a chain of {finding['n']} small kernels the GPU was idle "
-            + "; ".join(f"{_with_interval(idle[mode]['fraction'], idle[mode]['interval'], percent)} of the time "
-                        f"{LAUNCHED[mode]}" for mode in (SYNC_EACH, STREAM, GRAPH)) + "."))
+            + "; ".join(f"{percent_interval(idle[mode]['fraction'], idle[mode]['interval'])} of the time "
+                        f"{LAUNCHED[mode]}" for mode in LAUNCHES) + "."))
     return section("Launch overhead: what a graph buys", blocks) if blocks else []
 
 
@@ -271,9 +225,8 @@ CHAIN_KERNELS = "kernels in the chain (n)"
 
 
 def plots(pyplot, study, plot_dir):
-    """The time per kernel against the chain's length, a line per kernel and launch mode
-    (launch_overhead_per_kernel.png), and the share of a small-kernel chain's time the GPU ran its
-    kernels (launch_overhead_busy.png)."""
+    """The time per kernel (launch_overhead_per_kernel.png) and the GPU's busy share (launch_overhead_busy.png)
+    against the chain's length."""
     rows = study["derived"].get("rows") or []
     per_kernel = group_by(rows, lambda row: (row["impl"], row["mode"]), lambda row: (row["n"], row))
     busy = group_by((row for row in rows if row["busy_fraction"] is not None), lambda row: (row["mode"],),
@@ -308,7 +261,8 @@ def idle_gaps(document):
                "depends: the gaps are a small share, yet a graph still shortens the chain")
     shares = "; ".join(f"{percent_interval(idle[mode]['fraction'], idle[mode]['interval'])} {what}"
                        for mode, what in (("sync_each", "with a synchronisation after each kernel"),
-                                          ("stream", "launched back to back from a stream"), ("graph", "as a CUDA graph")))
+                                          ("stream", "launched back to back from a stream"),
+                                          ("graph", "as a CUDA graph")))
     graph = (f"; the graph ran the chain {ratio(gain['ratio'])} as fast as the stream"
              + ("" if gain["beyond_noise"] is not False else " (within the noise)")
              + f", {seconds(gain['saved_per_kernel_s'])} saved per kernel" if gain else "")
@@ -347,9 +301,6 @@ CHECK = CheckPoint(
     budget="two entries (launched and waited for, back to back), one trial, the latency protocol's stopping rule")
 
 
-# Chains of 1 kernel (an empty kernel's launch and synchronisation, the classic latency) and of 100 (the time
-# per kernel of each way of launching, the busy share of a small-kernel chain): 14 host-timed entries. Chains
-# of 10 and 1000: --full.
 STUDY = Study(name="launch_overhead", derive=lambda study, document, rounds: derive(study["entries"]),
               summary=sections, plots=plots, rates=progress_rates, axes={"n": "kernels"}, claims=CLAIMS,
               experiment=True, check=CHECK, position=140)

@@ -1,15 +1,7 @@
-"""The mandelbrot study's plug-in (its findings, sections, plots and claim). Its findings: per configuration
-(image, iteration limit, precision), the GPU against compiled C++ on one core and on all cores, with the
-counts left on the device (the kernel alone) and copied back; the rates in pixels and iterations per second;
-how warp-uniform the work is; the pixels a contracted (FMA) kernel counts differently; and the guide's claim
-(4.07 s on one CPU core in interpreted Python against 0.0046 s of GPU kernel, 885x) beside the ratios
-measured at its configuration.
-
-Entry axes: impl, mode (host; resident, transfer_pageable), precision (fp32, fp64), n the image's
-rows (every image is the guide's region at another resolution, 1.5 n pixels wide), batch its iteration
-limit. What an entry knows comes from its counters: width, height,
-escape_iterations (what the formula ran over the image), flop, warp_divergence (GPU entries),
-differing_pixels and max_count_difference (against the CPU's counts), threads (CPU entries)."""
+"""The mandelbrot study's plug-in (its findings, sections, plots and claim): per configuration (image,
+iteration limit, precision) the GPU against compiled C++ on one core and on all, the rates, the warp
+divergence, the pixels a contracted (FMA) kernel counts otherwise, and the guide's 885x beside the ratios
+measured at its configuration (docs/studies.md, mandelbrot)."""
 import os
 import re
 import textwrap
@@ -17,12 +9,11 @@ import textwrap
 from gpubench_driver.lib import charts, formatting
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, median_record, median_s,
-                                          ok_entries)
+from gpubench_driver.lib.findings import (gpu_entries, gpu_modes, group_by, grouped_failures, interval_record,
+                                          median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study
 from gpubench_driver.lib.sections import failures_section, table_section
-from gpubench_driver.lib.stats import median_interval
 
 # The guide's published configuration and figures (the issue that asked for this study).
 GUIDE = {"width": 1536, "height": 1024, "max_iterations": 20, "precision": "fp64",
@@ -47,18 +38,10 @@ def _per_second(count, entry):
     return count / median_s(entry) if count else None
 
 
-def _configuration(entry):
-    return entry["n"], entry["batch"], entry["precision"]
-
-
 def is_guide(row):
     """Whether a configuration row is the guide's: its image, iteration limit and precision."""
     return (row["width"], row["height"], row["max_iterations"], row["precision"]) == (
         GUIDE["width"], GUIDE["height"], GUIDE["max_iterations"], GUIDE["precision"])
-
-
-def _cores(entry):
-    return ONE_CORE if entry.get("threads") == 1 else ALL_CORES
 
 
 def _fastest(entries):
@@ -82,7 +65,8 @@ def _contraction(members, contracted):
 def _configuration_row(members, contracted):
     """One configuration's findings from its ok entries."""
     first = members[0]
-    cpu = {cores: _fastest([e for e in members if e["device"] == "cpu" and _cores(e) == cores])
+    cpu = {cores: _fastest([e for e in members if e["device"] == "cpu"
+                            and (ONE_CORE if e.get("threads") == 1 else ALL_CORES) == cores])
            for cores in (ONE_CORE, ALL_CORES)}
     gpu = {}
     for mode in gpu_modes(members):
@@ -110,15 +94,15 @@ def contracted_ids(implementations):
 
 def configurations(entries, contracted=frozenset()):
     """One row per configuration measured, in size, limit and precision order."""
-    return [_configuration_row(members, contracted)
-            for _, members in sorted(group_by(ok_entries(entries), _configuration).items())]
+    found = group_by(ok_entries(entries), lambda e: (e["n"], e["batch"], e["precision"]))
+    return [_configuration_row(members, contracted) for _, members in sorted(found.items())]
 
 
 def rates(entries):
     """Per implementation, mode, precision and iteration limit: pixels and iterations per second over n (rows)."""
     found = group_by(ok_entries(entries), lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["batch"]))
     return [{"impl": impl, "device": device, "mode": mode, "precision": precision, "max_iterations": limit,
-             "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": median_interval(e["time_s"]).record(),
+             "points": [{"n": e["n"], "median_s": median_s(e), "interval_s": interval_record(e),
                          "pixels_per_s": _per_second(_pixels(e), e),
                          "iterations_per_s": _per_second(e.get("escape_iterations"), e)}
                         for e in sorted(members, key=lambda e: e["n"])]}
@@ -126,10 +110,8 @@ def rates(entries):
 
 
 def guide_claim(rows):
-    """The guide's figures beside the ratios measured at its configuration: the GPU (kernel alone, and
-    with the counts copied back) against compiled C++ on one core and on all cores; and the guide's
-    CPU time over this machine's one compiled core (how much of the 885x the interpreter was, on
-    another CPU of the guide's day). None when the configuration was not measured."""
+    """The guide's figures beside the ratios measured at its configuration, and its CPU time over this
+    machine's one compiled core (how much of the 885x was the interpreter); None where it was not measured."""
     row = next((row for row in rows if is_guide(row)), None)
     if row is None:
         return None
@@ -156,15 +138,19 @@ def _image(row):
             f"{md(row['precision'])}")
 
 
+def _timed(side):
+    """A median record's time and implementation (n/a without one)."""
+    return "n/a" if not side else f"{seconds(side['median_s'])} ({md(side['impl'])})"
+
+
 def _claim(derived):
     claim = derived.get("guide_claim")
     if not claim:
         return []
     row = claim["configuration"]
-    body = [[MODES.get(mode, md(mode)), seconds(row["gpu"][mode]["median_s"]) + f" ({md(row['gpu'][mode]['impl'])})"]
-            + [ratio(ratios.get(cores)) for cores in CORES] for mode, ratios in claim["ratios"].items()]
-    cpu = [f"compiled C++ on {CORES[cores]}: {seconds(side['median_s'])} ({md(side['impl'])})"
-           for cores, side in row["cpu"].items()]
+    body = [[MODES.get(mode, md(mode)), _timed(row["gpu"][mode])] + [ratio(ratios.get(cores)) for cores in CORES]
+            for mode, ratios in claim["ratios"].items()]
+    cpu = [f"compiled C++ on {CORES[cores]}: {_timed(side)}" for cores, side in row["cpu"].items()]
     interpreter = claim.get("interpreter_factor")
     gpu = (table(["GPU", "time", "over one core", "over all cores"], body) if body else
            paragraph("No GPU entry was measured at this configuration."))
@@ -189,18 +175,13 @@ def _gpu_cell(row, mode):
     return f"{seconds(found['median_s'])}" + (f" ({ratios})" if ratios else "")
 
 
-def _cpu_cell(row, cores):
-    side = row["cpu"].get(cores)
-    return "n/a" if not side else f"{seconds(side['median_s'])} ({md(side['impl'])})"
-
-
 def _configurations(derived):
     return table_section("Mandelbrot: CPU against GPU", [
         "image", "iterations per pixel", "warp divergence", "CPU, one core", "CPU, all cores", "GPU, kernel alone",
         "GPU, with the copy back"], derived.get("configurations") or [], lambda row: [
             _image(row), f"{row['iterations_per_pixel']:.1f}" if row["iterations_per_pixel"] else "n/a",
-            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _cpu_cell(row, ONE_CORE),
-            _cpu_cell(row, ALL_CORES), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
+            f"{row['warp_divergence']:.2f}" if row["warp_divergence"] else "n/a", _timed(row["cpu"].get(ONE_CORE)),
+            _timed(row["cpu"].get(ALL_CORES)), _gpu_cell(row, RESIDENT), _gpu_cell(row, COPY_BACK)], paragraph(
         "Median times of one image; beside each GPU time the CPU's time over it. Iterations per pixel: what the "
         "formula ran over the image (`escape_iterations`) per pixel. Warp divergence: over the kernel's warps (two "
         "rows of 16 pixels), the sum of the longest lane's iterations over the sum of the mean lane's: 1 when every "
@@ -302,9 +283,8 @@ def _configuration_bars(pyplot, path, row, guide):
 
 
 def plots(pyplot, study, plot_dir):
-    """The count image the run kept (its folder's mandelbrot_counts.pgm), the times at the guide's
-    configuration beside the guide's own figures, and pixels per second over the image's pixels per
-    iteration limit where more than one image was measured (split by precision, then mode)."""
+    """The count image the run kept, the times at the guide's configuration beside the guide's, and pixels
+    per second over the image's rows per iteration limit where more than one image was measured."""
     paths = []
     image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
     if image:
@@ -362,9 +342,6 @@ CLAIMS = (
           "its GPU side the kernel alone)", mandelbrot_guide, studies=("mandelbrot",), position=7),
 )
 
-# n: the image's rows (1.5 n columns), batch: its iteration limit. The guide's configuration only (1536 x
-# 1024, 20 iterations): the heavy ones (8192 rows, 4096 iterations) take seconds a call on all cores and
-# minutes on one, which --full and --sizes/--batches/--caps reach (docs/methodology.md).
 STUDY = Study(name="mandelbrot", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"], study.get("implementations")),
               summary=sections, plots=plots, rates=pixel_rates, axes={"n": "rows", "batch": "max_iterations"},

@@ -1,11 +1,10 @@
-"""The matmul study's plug-in: FP32 GEMM by every CPU and GPU implementation, resident and with its copies,
-at every size. Its findings are those of any sweep over n (lib/findings.derive: the crossovers, refined by
-extra sizes, the speedups, the best rates); its sections, plots, claim and headline figures (the crossovers,
-the energy of one GEMM) are here."""
+"""The matmul study's plug-in: FP32 GEMM by every CPU and GPU implementation at every size. Its findings are
+lib/findings.derive's (crossovers refined by extra sizes, speedups, best rates); its sections, plots, claim and
+headline figures (the crossovers, the energy of one GEMM) are here."""
 import math
 
 from gpubench_driver.lib import charts, findings
-from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
+from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, energy_figure, figure
 from gpubench_driver.lib.formatting import md, rate, ratio, seconds
@@ -86,8 +85,8 @@ def _speedup_series(entries):
 
 
 def plots(pyplot, study, plot_dir):
-    """Time and rate of every implementation and mode, split by GPU mode when over charts.MAX_SERIES (the CPU
-    on each, e.g. matmul_time_resident.png); the best GPU's speedup over the best CPU per mode."""
+    """Time and rate of every implementation and mode (split by GPU mode past charts.MAX_SERIES, the CPU on
+    each); the best GPU's speedup over the best CPU per mode."""
     entries = study["entries"]
     series = charts.series(entries, lambda entry: (entry["impl"], entry["mode"]))
     by_mode = (lambda key: key[1],)
@@ -113,11 +112,11 @@ SMALL_MATRIX = 200
 def small_matrix(document):
     entries = (document["studies"].get("matmul") or {}).get("entries") or []
     best_cpu = findings.best_by_size(findings.cpu_entries(entries))
-    modes = [mode for mode in ("resident", "transfer_pinned", "transfer_pageable")
-             if findings.gpu_entries(entries, mode)]
+    best_gpu = {mode: best for mode in ("resident", "transfer_pinned", "transfer_pageable")
+                if (best := findings.best_by_size(findings.gpu_entries(entries, mode)))}
+    modes = list(best_gpu)
     if "resident" not in modes or not best_cpu:
         return None
-    best_gpu = {mode: findings.best_by_size(findings.gpu_entries(entries, mode)) for mode in modes}
     sizes = [n for n in best_cpu if all(n in best_gpu[mode] for mode in modes)]
     if not sizes:
         return None
@@ -148,9 +147,8 @@ MODE_NAMES = {"resident": "data resident", "transfer_pinned": "with pinned copie
 
 def crossover_figures(document):
     """From which matrix size the best GPU path beats the best CPU one, per GPU mode (matmul, FP32)."""
-    derived = (document["studies"].get("matmul") or {}).get("derived") or {}
     found = []
-    for row in derived.get("crossovers") or []:
+    for row in derived_of(document, "matmul").get("crossovers") or []:
         if row.get("measure", "time") != "time" or row.get("upper") is None:
             continue
         trials = [value for value in row.get("estimate_n_trials") or [] if value is not None]

@@ -1,8 +1,7 @@
-"""The mlp_training study's plug-in: SGD training steps of the MLP 784 -> n -> n -> 10 (n its hidden width),
-on the GPU (cuBLAS kernels, resident and with each batch copied in) and the CPU, against an eager PyTorch
-step. Its findings, sections and plots are every batch study's (lib/batch_study.py, lib/batch_report.py),
-with the time per training epoch; its headline figures are the fastest epoch on each device; its claims,
-those on small models and on the batch size."""
+"""The mlp_training study's plug-in: SGD steps of the MLP 784 -> n -> n -> 10 (n its hidden width) on the GPU
+and the CPU, against an eager PyTorch step. Its findings, sections and plots are every batch study's
+(lib/batch_report.py), with the time per epoch; here are its headline figures (the fastest epoch on each
+device) and its claims on small models and on the batch size."""
 from gpubench_driver.lib import batch_report, figures, stats
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
@@ -110,10 +109,8 @@ CLAIMS = (
 
 
 # --- headline figures -----------------------------------------------------------------------------
-def _epoch_point(study, device, mode=None):
+def _epoch_point(derived, samples, device, mode=None):
     """(epoch_s, interval, row, point) of the fastest epoch on a device (and mode), or None."""
-    derived = study.get("derived") or {}
-    samples = (derived.get("epoch_times") or {}).get("samples")
     best = None
     for row in derived.get("throughput") or []:
         if row["device"] != device or (mode and row["mode"] != mode):
@@ -130,13 +127,13 @@ def _epoch_point(study, device, mode=None):
 
 def epoch_figures(document):
     """The MLP's fastest epoch on the GPU (data resident) and on the CPU, at the batch where each is fastest."""
-    study = document["studies"].get("mlp_training") or {}
-    samples = ((study.get("derived") or {}).get("epoch_times") or {}).get("samples")
+    derived = derived_of(document, "mlp_training")
+    samples = (derived.get("epoch_times") or {}).get("samples")
     if not samples:
         return []
     found = []
     for device, mode, name in (("gpu", "resident", "GPU"), ("cpu", None, "CPU")):
-        best = _epoch_point(study, device, mode)
+        best = _epoch_point(derived, samples, device, mode)
         if best:
             epoch_s, interval, row, point = best
             entry = entry_of(document, {"study": "mlp_training", **row, "batch": point["batch"]})

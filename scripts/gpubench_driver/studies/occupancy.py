@@ -1,27 +1,17 @@
-"""The occupancy study's plug-in (its findings, sections, plots and claim). Its findings: each kernel's rate
-against its launch configuration (threads per block x blocks), as a fraction of its best configuration
-measured, beside the multiprocessors the grid keeps busy and the warps it keeps resident; each block size's
-theoretical occupancy (the occupancy API) and what limits it, beside the rate it reached; and the
-walk-through's launch (16 blocks of 128 threads of the naive SGEMM, said to use less than a tenth of a big
-GPU) placed on the curve.
-
-Entry axes: impl = kernel, mode resident, precision fp32, n = threads per block, batch = blocks. Every
-entry of a kernel does the same work (a grid-stride loop over the whole problem), so its rate against
-another configuration's is the inverse ratio of their device times. The counters say where the grid
-lands (busy_multiprocessors, resident_warps, max_resident_warps, multiprocessors) and the kernel's
-occupancy at its block size (blocks_per_multiprocessor, theoretical_occupancy, registers_per_thread,
-shared_bytes_per_block); --describe's implementations list each kernel's occupancy at every block size
-with the resources that limit it."""
+"""The occupancy study's plug-in (its findings, sections, plots and claim): each kernel's rate against its
+launch configuration (threads per block x blocks) as a fraction of its best, beside where the grid lands and
+each block size's theoretical occupancy, and the walk-through's 16 x 128 launch placed on that curve
+(docs/studies.md, occupancy)."""
 import math
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries
-from gpubench_driver.lib.formatting import byte_size, md, percent, percent_interval, rate, whole
-from gpubench_driver.lib.registry import Study
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
+from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, percent_interval, rate, whole
+from gpubench_driver.lib.registry import Study, flop_rates
 from gpubench_driver.lib.sections import failures_section
-from gpubench_driver.lib.stats import finite, interval_side, median_interval, time_ratio_interval
+from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
 WALKTHROUGH = {"kernel": "naive_sgemm", "blocks": 16, "threads_per_block": 128, "claimed_fraction": 0.1}
@@ -32,36 +22,27 @@ OCCUPANCY_COUNTERS = ("multiprocessors", "busy_multiprocessors", "resident_warps
                       "shared_bytes_per_block")
 
 
-def _rate(entry, counter):
-    amount = finite(entry.get(counter))
-    return amount / entry["time_s"]["median"] if amount else None
-
-
 def _share(part, whole):
     return part / whole if part is not None and whole else None
 
 
 def _point(entry, best):
-    """An entry as a point of its kernel's curves: rates, the fraction of the kernel's best rate (and its
-    interval, from both times' intervals), where the grid lands."""
+    """An entry as a point of its kernel's curves: rates, fraction of the kernel's best, where the grid lands."""
+    median, flop = entry["time_s"]["median"], finite(entry.get("flop"))
     traffic = (finite(entry.get("memory_read_bytes")) or 0) + (finite(entry.get("memory_written_bytes")) or 0)
     counters = {name: finite(entry.get(name)) for name in OCCUPANCY_COUNTERS}
-    return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": entry["time_s"]["median"],
-            "interval_s": median_interval(entry["time_s"]).record(), "flop_per_s": _rate(entry, "flop"),
-            "memory_bytes_per_s": traffic / entry["time_s"]["median"] if traffic else None,
-            "fraction_of_best": best["time_s"]["median"] / entry["time_s"]["median"],
+    return {"threads_per_block": entry["n"], "blocks": entry["batch"], "median_s": median,
+            "interval_s": interval_record(entry), "flop_per_s": flop / median if flop else None,
+            "memory_bytes_per_s": traffic / median if traffic else None,
+            "fraction_of_best": best["time_s"]["median"] / median,
             "fraction_interval": time_ratio_interval(best["time_s"], entry["time_s"]), **counters,
             "busy_fraction": _share(counters["busy_multiprocessors"], counters["multiprocessors"]),
             "warp_fraction": _share(counters["resident_warps"], counters["max_resident_warps"])}
 
 
-def _by_kernel(entries):
-    return group_by((entry for entry in ok_entries(entries) if entry.get("batch")), lambda entry: entry["impl"])
-
-
 def _described_occupancy(implementations):
-    """{kernel: {threads per block: {blocks_per_multiprocessor, occupancy, limited_by, registers_per_thread,
-    shared_bytes_per_block}}} from --describe, keeping only well-typed fields (the file may come from anyone)."""
+    """{kernel: {threads per block: occupancy row}} from --describe, keeping only well-typed fields (the file
+    may come from anyone)."""
     found = {}
     for impl in implementations or []:
         if not isinstance(impl, dict) or not isinstance(impl.get("id"), str):
@@ -72,11 +53,8 @@ def _described_occupancy(implementations):
             if threads is None:
                 continue
             limited = row.get("limited_by")
-            table[int(threads)] = {
-                "blocks_per_multiprocessor": finite(row.get("blocks_per_multiprocessor")),
-                "occupancy": finite(row.get("occupancy")),
-                "registers_per_thread": finite(row.get("registers_per_thread")),
-                "shared_bytes_per_block": finite(row.get("shared_bytes_per_block")),
+            table[int(threads)] = {**{name: finite(row.get(name)) for name in (
+                "blocks_per_multiprocessor", "occupancy", "registers_per_thread", "shared_bytes_per_block")},
                 "limited_by": [name for name in limited if name in LIMITS] if isinstance(limited, list) else []}
         if table:
             found[impl["id"]] = table
@@ -96,22 +74,17 @@ def plateau_blocks(points, fraction=PLATEAU_FRACTION):
 
 
 def block_sizes(points, described):
-    """Per threads per block: its best rate (as a fraction of the kernel's best), the blocks it reached
-    it at, its plateau, the theoretical occupancy and what limits it (the entries' counters, the
-    description's limiting resources)."""
+    """Per threads per block: its best rate, where it reached it, its plateau, its occupancy and what limits it."""
     rows = []
     for threads in sorted({point["threads_per_block"] for point in points}):
         curve = sorted((point for point in points if point["threads_per_block"] == threads),
                        key=lambda point: point["blocks"])
         top = max(curve, key=lambda point: point["fraction_of_best"])
-        told = described.get(threads, {})
         rows.append({"threads_per_block": threads, "best_fraction": top["fraction_of_best"],
                      "best_blocks": top["blocks"], "plateau_blocks": plateau_blocks(curve),
-                     "theoretical_occupancy": top["theoretical_occupancy"],
-                     "blocks_per_multiprocessor": top["blocks_per_multiprocessor"],
-                     "registers_per_thread": top["registers_per_thread"],
-                     "shared_bytes_per_block": top["shared_bytes_per_block"],
-                     "limited_by": told.get("limited_by") or []})
+                     **picked(top, "theoretical_occupancy", "blocks_per_multiprocessor", "registers_per_thread",
+                              "shared_bytes_per_block"),
+                     "limited_by": described.get(threads, {}).get("limited_by") or []})
     return rows
 
 
@@ -119,7 +92,8 @@ def kernels(entries, implementations=None):
     """Per kernel: every configuration as a point, its best, and its block sizes' rows."""
     described = _described_occupancy(implementations)
     rows = []
-    for kernel, members in _by_kernel(entries).items():
+    for kernel, members in group_by((entry for entry in ok_entries(entries) if entry.get("batch")),
+                                    lambda entry: entry["impl"]).items():
         best = min(members, key=lambda entry: entry["time_s"]["median"])
         points = sorted((_point(entry, best) for entry in members),
                         key=lambda point: (point["threads_per_block"], point["blocks"]))
@@ -133,10 +107,8 @@ def kernels(entries, implementations=None):
 
 
 def walkthrough(rows):
-    """The walk-through's launch on each kernel measured at it: its fraction of the kernel's best
-    configuration (and that fraction's interval), the share of the multiprocessors and warps it
-    occupies, and whether the fraction lies below the claimed tenth beyond the interval ("below",
-    "above") or not ("within noise"); the walk-through's own kernel first."""
+    """The walk-through's launch on each kernel measured at it, against the claimed tenth (interval_side);
+    the walk-through's own kernel first."""
     found = []
     for row in sorted(rows, key=lambda row: row["impl"] != WALKTHROUGH["kernel"]):
         point = next((point for point in row["points"] if point["blocks"] == WALKTHROUGH["blocks"]
@@ -144,23 +116,18 @@ def walkthrough(rows):
         if point is None:
             continue
         claimed = WALKTHROUGH["claimed_fraction"]
-        found.append({"impl": row["impl"], "fraction_of_best": point["fraction_of_best"],
-                      "fraction_interval": point["fraction_interval"], "best": row["best"],
-                      "busy_fraction": point["busy_fraction"], "warp_fraction": point["warp_fraction"],
-                      "busy_multiprocessors": point["busy_multiprocessors"],
-                      "multiprocessors": point["multiprocessors"], "resident_warps": point["resident_warps"],
-                      "max_resident_warps": point["max_resident_warps"], "claimed_fraction": claimed,
-                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"],
-                                                     claimed)})
+        found.append({"impl": row["impl"], **picked(point, "fraction_of_best", "fraction_interval"),
+                      "best": row["best"],
+                      **picked(point, "busy_fraction", "warp_fraction", "busy_multiprocessors", "multiprocessors",
+                               "resident_warps", "max_resident_warps"), "claimed_fraction": claimed,
+                      "against_claim": interval_side(point["fraction_of_best"], point["fraction_interval"], claimed)})
     return found
 
 
 def progress_rates(axes, counters, median_s):
     """FLOP/s of one entry for the progress line, and its share of the GPU's warps."""
-    flop = counters.get("flop")
-    shown = [rate(flop / median_s)] if flop else []
     warps, most = counters.get("resident_warps"), counters.get("max_resident_warps")
-    return shown + ([f"{percent(warps / most)} of the warps"] if warps and most else [])
+    return flop_rates(axes, counters, median_s) + ([f"{percent(warps / most)} of the warps"] if warps and most else [])
 
 
 def derive(study):
@@ -180,10 +147,8 @@ def _launch(point):
 
 def _rate_text(point):
     """The kernel's rate at a point: FLOP/s, and the device memory bytes per second where counted."""
-    shown = rate(point["flop_per_s"])
-    if point.get("memory_bytes_per_s"):
-        shown += f", {point['memory_bytes_per_s'] / 1e9:.1f} GB/s"
-    return shown
+    memory = point.get("memory_bytes_per_s")
+    return rate(point["flop_per_s"]) + (f", {gb_per_s(memory)}" if memory else "")
 
 
 def _share_text(part, whole, what):
@@ -213,25 +178,28 @@ def _walkthrough(derived):
         "resident warps: the grid's first wave, against every multiprocessor's maximum.")])
 
 
+def _launch_grid(kernel):
+    """(threads per block, blocks, {(threads, blocks): point}) of a kernel's launch configurations."""
+    points = kernel["points"]
+    return (sorted({point["threads_per_block"] for point in points}), sorted({point["blocks"] for point in points}),
+            {(point["threads_per_block"], point["blocks"]): point for point in points})
+
+
 def _grid(kernel):
     """Rows threads per block, columns blocks: each configuration's rate as a share of the kernel's best."""
-    blocks = sorted({point["blocks"] for point in kernel["points"]})
-    by_launch = {(point["threads_per_block"], point["blocks"]): point for point in kernel["points"]}
-    body = [[str(threads)] + [percent(by_launch[(threads, b)]["fraction_of_best"], 0) if (threads, b) in by_launch
-                              else "" for b in blocks]
-            for threads in sorted({point["threads_per_block"] for point in kernel["points"]})]
+    threads, blocks, by_launch = _launch_grid(kernel)
+    body = [[str(t)] + [percent(by_launch[(t, b)]["fraction_of_best"], 0) if (t, b) in by_launch else ""
+                        for b in blocks] for t in threads]
     return table(["threads \\ blocks"] + [str(b) for b in blocks], body)
-
-
-def _limits(row):
-    return ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a"
 
 
 def _block_sizes(kernel):
     body = [[str(row["threads_per_block"]), whole(row["registers_per_thread"]),
              byte_size(row["shared_bytes_per_block"]), whole(row["blocks_per_multiprocessor"]),
-             percent(row["theoretical_occupancy"], 0), _limits(row), percent(row["best_fraction"], 0),
-             str(row["best_blocks"]), str(row["plateau_blocks"] or "none")] for row in kernel["block_sizes"]]
+             percent(row["theoretical_occupancy"], 0),
+             ", ".join(md(name.replace("_", " ")) for name in row["limited_by"]) or "n/a",
+             percent(row["best_fraction"], 0), str(row["best_blocks"]), str(row["plateau_blocks"] or "none")]
+            for row in kernel["block_sizes"]]
     return table(["threads per block", "registers per thread", "shared memory per block",
                   "blocks per multiprocessor", "theoretical occupancy", "limited by", "best rate (of the kernel's)",
                   "at blocks", "plateau from blocks"], body)
@@ -264,13 +232,10 @@ RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiproces
 
 
 def _occupancy_heat_map(pyplot, path, kernel, launch):
-    """Each launch configuration's rate as a share of the kernel's best: threads per block up, blocks
-    across, the walk-through's launch outlined."""
-    threads = sorted({point["threads_per_block"] for point in kernel["points"]})
-    blocks = sorted({point["blocks"] for point in kernel["points"]})
-    grid = [[float("nan")] * len(blocks) for _ in threads]
-    for point in kernel["points"]:
-        grid[threads.index(point["threads_per_block"])][blocks.index(point["blocks"])] = point["fraction_of_best"]
+    """Each launch configuration's share of the kernel's best rate; the walk-through's launch outlined."""
+    threads, blocks, by_launch = _launch_grid(kernel)
+    grid = [[by_launch[(t, b)]["fraction_of_best"] if (t, b) in by_launch else float("nan") for b in blocks]
+            for t in threads]
     figure, axes = pyplot.subplots(figsize=(max(6.0, 0.6 * len(blocks) + 2), max(3.0, 0.5 * len(threads) + 1.5)))
     image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto", origin="lower")
     for row, values in enumerate(grid):
@@ -281,10 +246,8 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
     if launch["threads_per_block"] in threads and launch["blocks"] in blocks:
         axes.add_patch(pyplot.Rectangle((blocks.index(launch["blocks"]) - 0.5, threads.index(launch["threads_per_block"])
                                          - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
-    axes.set_xticks(range(len(blocks)))
-    axes.set_xticklabels([str(value) for value in blocks], rotation=45)
-    axes.set_yticks(range(len(threads)))
-    axes.set_yticklabels([str(value) for value in threads])
+    axes.set_xticks(range(len(blocks)), [str(value) for value in blocks], rotation=45)
+    axes.set_yticks(range(len(threads)), [str(value) for value in threads])
     figure.colorbar(image, ax=axes, label="rate / the best launch measured")
     axes.set(xlabel="blocks", ylabel="threads per block",
              title=charts.plain(f"occupancy {kernel['impl']}: rate by launch configuration\n(red: the walk-through's "
@@ -293,8 +256,8 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
 
 
 def plots(pyplot, study, plot_dir):
-    """Per kernel: a heat map of the rate by launch configuration (occupancy_<kernel>.png) and its rate
-    over the warps resident at once, a line per block size (occupancy_<kernel>_warps.png)."""
+    """Per kernel: its rate by launch configuration (occupancy_<kernel>.png) and over the resident warps
+    (occupancy_<kernel>_warps.png)."""
     derived = study["derived"]
     paths, study_charts = [], []
     for kernel in derived.get("kernels") or []:
@@ -344,10 +307,6 @@ CLAIMS = (
           position=9),
 )
 
-# n is threads per block, the batch blocks in the grid. The default suite (bench/occupancy.cpp's points): the
-# naive SGEMM at 128 threads, the walk-through's 16 blocks, one block per multiprocessor of an H100 or H200 (132)
-# and 32 per multiprocessor (4224), the fraction of the GPU the walk-through's launch reaches against the best of
-# them. 256 threads and the triad, 32 to 1024 threads and 1 to 32 x the multiprocessors: --full.
 STUDY = Study(name="occupancy", batch_axis=True, derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, rates=progress_rates, axes={"n": "threads_per_block", "batch": "blocks"},
               claims=CLAIMS, experiment=True, position=130)
