@@ -1,20 +1,12 @@
-"""The 'check' command: is this machine's GPU (each GPU of the node, and the links between them) healthy? Each
-headline figure measured at a point where it has reached its plateau (the study plug-ins' check points,
-Study.check), once, on the stages every run uses (stages/check_measure: plan, run, collect, analyse), judged
-(stages/check_verdicts) against its model's expected range at the same point, else the datasheet fraction
-healthy GPUs reached there, with the clock, power-limit, PCIe-link, ECC and other-process checks; written as
-check.json and one screen (stages/check_render). Exit status 0 healthy, 1 a figure or a check below, 2 not
-judged (no GPU, a failed build, a binary's error, a figure without any basis).
-
-With several GPUs each is checked by a sub-check of its own, all at once (CUDA_VISIBLE_DEVICES set to it, as
-run --gpus does), into <out>/gpu<index>/; then the figures between GPUs (peer copies of every ordered pair,
-NCCL's all-reduce) with all of them visible, into <out>/node/."""
+"""The 'check' command: is each GPU of this machine (and the links between them) healthy? Each headline
+figure measured once at its plateau point (stages/check_measure), judged against its model's expected range
+or the datasheet fraction healthy GPUs reached (stages/check_verdicts), written as check.json and one screen
+(stages/check_render). Several GPUs: a sub-check per GPU at once, then the figures between them in <out>/node/."""
 import os
-import subprocess
 import sys
 import time
 
-from gpubench_driver.lib import check_results, environment, expected, noise_model, outputs, results, stopping
+from gpubench_driver.lib import check_results, environment, expected, noise_model, outputs, results
 from gpubench_driver.lib.figures import DatasheetError, datasheet_of, first_gpu, load_datasheets
 from gpubench_driver.stages import (build, check_measure, check_render, check_verdicts, gpus, options as opts,
                                     runner, session)
@@ -52,7 +44,7 @@ def register(subparsers):
 
 
 def options_of(args):
-    """The RunOptions the check's stages take (each study's own points replace sizes, impls and modes)."""
+    """The RunOptions the check's stages take (each study's check point replaces sizes, impls and modes)."""
     run_id = "check-" + session.default_run_id()
     return opts.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={}, cpu_only=False,
                            out=args.out or session.default_out_dir(run_id), run_id=run_id, refine_rounds=0,
@@ -92,7 +84,7 @@ def execute(args, argv):
 def _check_in(out_dir, options, selection, argv, ranges):
     started = session.utc_now()
     record = {"id": options.run_id, "started": started,
-              "command_line": [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv],
+              "command_line": session.command_line(argv),
               "git": environment.capture_git(session.SOURCE_DIR), "build_dir": options.build_dir}
     models = expected.load(ranges)  # a ranges file that cannot be read stops the check before it measures
     check_verdicts.noise()  # and so does a noise model that cannot be read
@@ -122,11 +114,9 @@ def _check_in(out_dir, options, selection, argv, ranges):
     return found["exit_status"]
 
 
-# --- one GPU, in this process ---------------------------------------------------------------------
 def measure_part(options, argv, out_dir, gpus_seen, model_of, models):
-    """The figures (judged) of the check points of one GPU (gpus_seen 1) or of the GPUs together (gpus_seen more),
-    and the document they came from (None where nothing could run); model_of: (the document's first GPU record)
-    -> its model's name in the ranges file; models: the ranges file's records."""
+    """(the judged figures of one GPU's check points (gpus_seen 1) or of the GPUs together, the document they came
+    from or None); model_of: (the document's first GPU record) -> its model's name in the ranges file."""
     plans, missing = check_measure.plan(options, gpus_seen)
     if not plans:
         return missing, None
@@ -144,8 +134,8 @@ def measure_part(options, argv, out_dir, gpus_seen, model_of, models):
 
 
 def check_one(gpu, options, argv, out_dir, models):
-    """One GPU's part of check.json, measured here with that GPU alone visible (beside the others of a check of
-    several, which run at once: its model key says how many)."""
+    """One GPU's part of check.json, measured here with that GPU alone visible (its model key says how many GPUs
+    were checked at once)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # the binaries and nvidia-smi's records: this GPU's
     together = int(os.environ.get(TOGETHER_VARIABLE, "1"))
     model = check_verdicts.model_key(gpu.name, together)
@@ -162,29 +152,20 @@ def check_one(gpu, options, argv, out_dir, models):
             "results": "results.json" if document is not None else None, "figures": figures, "checks": checks}
 
 
-# --- several GPUs -----------------------------------------------------------------------------------
 def check_gpus(chosen, options, out_dir, ranges):
     """Each GPU's part from its sub-check, all running at once (gpus.sub_run_environment: that GPU alone)."""
     running = []
     for gpu in chosen:
-        folder = os.path.join(out_dir, f"gpu{gpu.index}")
-        command = [sys.executable, "-m", "gpubench_driver", "check", "--no-build", "--build-dir", options.build_dir,
-                   "--out", folder, "--ranges", ranges]
-        log = open(os.path.join(out_dir, f"gpu{gpu.index}.log"), "w", encoding="utf-8")
-        print(f"GPU {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): checking, log {log.name}", flush=True)
+        folder, log = os.path.join(out_dir, f"gpu{gpu.index}"), os.path.join(out_dir, f"gpu{gpu.index}.log")
+        print(f"GPU {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): checking, log {log}", flush=True)
+        arguments = ["check", "--no-build", "--build-dir", options.build_dir, "--out", folder, "--ranges", ranges]
         environment_of = {**gpus.sub_run_environment(gpu), TOGETHER_VARIABLE: str(len(chosen))}
-        running.append((gpu, folder, log, stopping.popen(command, env=environment_of, stdout=log,
-                                                         stderr=subprocess.STDOUT)))
-    parts = []
-    for gpu, folder, log, process in running:
-        process.wait()
-        log.close()
-        parts.append(sub_check_part(gpu, folder, process.returncode))
-    return parts
+        running.append((gpu, folder, gpus.start_driver(arguments, log, environment_of)))
+    return [sub_check_part(gpu, folder, process.wait()) for gpu, folder, process in running]
 
 
 def sub_check_part(gpu, folder, returncode):
-    """A GPU's part as its sub-check wrote it, its results path relative to the parent's folder; else a part whose
+    """A GPU's part as its sub-check wrote it (its results path relative to the parent's folder), else one whose
     figures say it was not measured."""
     try:
         part = check_results.load(os.path.join(folder, check_results.FILE))["gpus"][0]

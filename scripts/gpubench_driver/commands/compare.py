@@ -1,16 +1,6 @@
-"""The 'compare' command: results files side by side, with calibrated verdicts and cost per dollar.
-
-Entries are matched by name across the files (ok in each); each study is compared on the entries
-every file shares, and what only some files hold is listed. Times are each file's median; the
-ratio is a file's median over the first file's (below 1: faster than the first), and each entry's
-interval, verdict (same, faster, slower, unclear, with what would decide it) and minimum detectable
-effect come from the noise model (lib/noise_model.py, lib/noise_verdicts.py: the variance between a
-run's trials and between runs, fitted on A/A runs), its error control per study and for the headline
-entries apart. The page opens with the counts per verdict, per kind of entry what the comparison can
-detect, and the differences that matter, largest first; compare.json holds every entry's estimates,
-ratio, interval, verdict and detectable change. With a price per file (an instance of the price
-table, or USD per hour), the GEMM studies get USD per 1000 products and TFLOP/s per USD-hour, the
-MLP study USD per epoch.
+"""The 'compare' command: results files side by side, each entry's ratio to the first file with its
+interval, verdict and minimum detectable effect from the noise model (docs/methodology.md, The noise
+model), and cost per dollar where each file has a price. Writes compare.md, compare.html and compare.json.
 """
 import json
 import math
@@ -45,8 +35,7 @@ def gpu_name(document):
 
 
 def load_sources(paths, labels, least=2, command="compare", label_of=None):
-    """A Source per results file, labelled as given or by label_of(document) (default: run id and GPU);
-    at least `least` (1 or 2) files, as `command` needs."""
+    """A Source per results file, labelled as given or by label_of(document) (default: run id and GPU)."""
     if len(paths) < least:
         raise opts.UsageError(f"{command} needs at least {('one results file', 'two results files')[least - 1]}")
     if labels and len(labels) != len(paths):
@@ -94,10 +83,8 @@ AGREEMENT_GROUPS = (("every entry", lambda entry: True),
 
 
 def agreement(sources, groups=AGREEMENT_GROUPS):
-    """How far each file's medians lie from the first's, over the entries both measured: per file
-    after the first and per group of entries (by the first file's entry), the count, the median and
-    95th percentile of |#k/#1 - 1| and the share within each band. A pair of runs of one
-    configuration (A/A) shows the noise between runs; another pair is read against it."""
+    """Per file after the first and per group of entries (by the first file's entry): the count, the median
+    and 95th percentile of |#k/#1 - 1| and the share within each band."""
     rows = []
     for number in range(2, len(sources) + 1):
         pairs = [(first, other) for _, _, first, other in shared_pairs(sources, number)]
@@ -141,8 +128,8 @@ def shared_pairs(sources, number):
 
 @dataclass(frozen=True)
 class Judged:
-    """One entry of one file against #1: its noise_verdicts.Verdict, the family its error control is
-    held in, the trials each side has, and whether the model knows the entry's own kind."""
+    """One entry of one file against #1: its noise_verdicts.Verdict, the family of its error control, the
+    trials each side has, and whether the model knows the entry's own kind."""
     verdict: object
     family: str
     trials: tuple
@@ -154,9 +141,8 @@ class Judged:
 
 
 def all_verdicts(sources, model=None):
-    """{file number >= 2: {(study, name): Judged}}: each file against the first by the noise model
-    (scripts/noise_model.json unless given), error control per study and the headline entries a family of
-    their own (noise_verdicts.decide)."""
+    """{file number >= 2: {(study, name): Judged}}: each file against the first; error control per study,
+    the headline entries a family of their own."""
     model = model or noise_model.load()
     found = {}
     for number in range(2, len(sources) + 1):
@@ -175,8 +161,7 @@ def all_verdicts(sources, model=None):
 
 
 def comparison_record(sources, decided, model=None):
-    """compare.json's content: the files, the noise model, and per file after the first its counts, its
-    summary per kind and every entry."""
+    """compare.json's content."""
     model = model or noise_model.load()
     files = [{"number": number, "label": source.label, "path": source.path, "run": source.document["run"]["id"]}
              for number, source in enumerate(sources, start=1)]
@@ -188,16 +173,13 @@ def comparison_record(sources, decided, model=None):
                     **judged.record()} for (study, name), judged in by_entry.items()]
         comparisons.append({"file": number, "against": 1, "counts": counts(by_entry),
                             "kinds": kind_rows(by_entry), "entries": entries})
-    return {"schema": "gpubench-compare", "files": files, "noise_model": model_record(model),
+    return {"schema": "gpubench-compare", "files": files,
+            "noise_model": {"file": os.path.relpath(noise_model.FILE, outputs.SOURCE_DIR),
+                            "runs": [run["id"] for run in model.document.get("runs") or []]},
             "method": {"confidence": noise_verdicts.CONFIDENCE,
-                       "false_discovery_rate": noise_verdicts.FALSE_DISCOVERY_RATE, "power": noise_verdicts.POWER, "families": f"per study; the headline entries one family "
-                                                                 f"({HEADLINE_FAMILY})"},
+                       "false_discovery_rate": noise_verdicts.FALSE_DISCOVERY_RATE, "power": noise_verdicts.POWER,
+                       "families": f"per study; the headline entries one family ({HEADLINE_FAMILY})"},
             "comparisons": comparisons}
-
-
-def model_record(model):
-    return {"file": os.path.relpath(noise_model.FILE, outputs.SOURCE_DIR),
-            "runs": [run["id"] for run in model.document.get("runs") or []]}
 
 
 def counts(by_entry):
@@ -206,7 +188,7 @@ def counts(by_entry):
 
 def kind_rows(by_entry):
     """Per kind of entry: how many, their verdicts, the median minimum detectable effect, the fewest
-    trials a side had, and how many are dominated by the noise between runs (which more trials cannot shrink)."""
+    trials a side had, and how many the noise between runs dominates."""
     rows = {}
     for judged in by_entry.values():
         rows.setdefault(judged.verdict.comparison.kind, []).append(judged)
@@ -230,13 +212,9 @@ def _interval_text(judged):
     return f"{ratio(c.ratio)} ({ratio(c.low)}–{ratio(c.high)})"
 
 
-def _detectable_text(judged):
-    """The minimum detectable effect at the trials each side has."""
-    return f"{percent(judged.verdict.comparison.mde)} ({judged.trials[0]} vs {judged.trials[1]} trials)"
-
-
 def _verdict_cells(judged, number):
-    return [_interval_text(judged), _verdict_text(judged, number), _detectable_text(judged)]
+    return [_interval_text(judged), _verdict_text(judged, number),
+            f"{percent(judged.verdict.comparison.mde)} ({judged.trials[0]} vs {judged.trials[1]} trials)"]
 
 
 def _verdict_columns(number):
@@ -302,7 +280,6 @@ def _method_paragraph(model):
 
 
 def _one_trial_paragraph(by_entry):
-    """What a comparison with one trial on a side can tell, said where some entries have one."""
     single = [judged for judged in by_entry.values() if min(judged.trials) == 1]
     if not single:
         return []
@@ -316,7 +293,6 @@ def _one_trial_paragraph(by_entry):
 
 
 def _verdicts_section(sources, decided, model):
-    """The counts per verdict of each file against the first, per kind, then its largest differences."""
     rows = [[f"#{number}", *(str(count) for count in counts(by_entry).values())]
             for number, by_entry in decided.items()]
     blocks = [page.table(["file", *noise_verdicts.VERDICTS], rows, rule=RULE), _method_paragraph(model)]
@@ -340,8 +316,8 @@ def _verdicts_section(sources, decided, model):
 def _cost_cells(study_name, study, entry, usd_per_hour):
     if prices.cost_kind(study_name) == "epoch":
         return [prices.usd(prices.usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
-    return [prices.usd(prices.usd_per_1000_products(entry, usd_per_hour)),
-            prices.per_usd_hour(prices.tflops_per_usd_hour(entry, usd_per_hour))]
+    rate = prices.tflops_per_usd_hour(entry, usd_per_hour)
+    return [prices.usd(prices.usd_per_1000_products(entry, usd_per_hour)), "n/a" if rate is None else f"{rate:.3g}"]
 
 
 def _cost_table(sources, study_name, names):
@@ -408,23 +384,17 @@ def render(sources, table=None):
     return page.to_markdown(blocks(sources, all_verdicts(sources, model), table, model))
 
 
-def default_out_dir():
-    return session.default_out_dir(f"compare-{session.default_run_id()}")
-
-
 def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
-    """Load, match, write compare.md and the same page as compare.html in out_dir; returns the
-    Markdown's path."""
+    """Load, match and write (write); returns compare.md's path."""
     sources = load_sources(paths, labels or [])
     table = prices.apply_prices(sources, price_specs, prices_path)
-    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    out_dir, _ = outputs.check_out_dir(out_dir or session.default_out_dir(f"compare-{session.default_run_id()}"))
     model = noise_model.load()
     return write(sources, all_verdicts(sources, model), out_dir, table, model)
 
 
 def write(sources, decided, out_dir, table=None, model=None):
-    """compare.md, compare.html and compare.json of the loaded files and their verdicts (all_verdicts)
-    in out_dir; returns the Markdown's path."""
+    """compare.md, compare.html and compare.json in out_dir; returns compare.md's path."""
     model = model or noise_model.load()
     found = blocks(sources, decided, table, model)
     os.makedirs(out_dir, exist_ok=True)
@@ -445,15 +415,13 @@ def register(subparsers):
                                                "to the first file with their intervals, a verdict per entry (same, "
                                                "faster, slower, unclear) with its minimum detectable effect from the "
                                                "noise model (scripts/noise_model.json), and, with a price per file, "
-                                               "cost per 1000 "
-                                               "GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. Writes "
-                                               "compare.md, compare.html and compare.json.")
+                                               "cost per 1000 GEMMs, TFLOP/s per USD-hour and USD per MLP epoch. "
+                                               "Writes compare.md, compare.html and compare.json.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one; "
                                                    "the first is the baseline")
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
     prices.add_price_arguments(parser)
     parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
-
     parser.set_defaults(execute=execute)
     return parser
 

@@ -1,12 +1,6 @@
-"""Run digests: what the noise model and the expected ranges read of a run, in a few kilobytes.
-
-A results.json holds every sample, plot input and derivation of a run (10 to 15 MB for the default
-suite); a digest keeps, per run, its identity (id, status, revision, machine, the options that shape
-what it measured), its headline figures as the findings derived them (headline.py, what `gpubench
-expected` reads) and, per entry, its study, name, device, protocol, status, median and the median of
-each of its trials. `gpubench digest RUN... --out FILE` writes one file of one or more runs;
-`runs_in` reads a digest or a results file alike, so the commands that need no more than this
-(`expected`, `noise-floor`) take either. Schema: docs/results-schema.md, "Run digests"."""
+"""Run digests: what the noise model and the expected ranges read of a run (its identity, headline figures and
+every entry's and trial's median), in a few kilobytes instead of a results.json's megabytes. `runs_in` reads a
+digest or a results file alike. Schema: docs/results-schema.md, "Run digests"."""
 import gzip
 import json
 import math
@@ -32,10 +26,8 @@ class DigestError(Exception):
     """A digest that cannot be read or written: the message says which file and why."""
 
 
-# --- making ----------------------------------------------------------------------------------------
 def _trial_medians(entry):
-    """[{trial, status, median_s}] of an entry measured in trials; [] for one measured once (its own
-    median_s is then its only measurement)."""
+    """[{trial, status, median_s}] of an entry measured in trials; [] for one measured once."""
     return [{"trial": record["trial"], "status": record["status"],
              "median_s": (record.get("time_s") or {}).get("median") if record["status"] == "ok" else None}
             for record in entry.get("trials") or []]
@@ -68,8 +60,7 @@ def _machine(document):
 
 
 def of_document(document):
-    """The digest of one run (a validated results document): its findings derived again, as `report`
-    and `expected` derive them."""
+    """The digest of one run (a validated results document), its findings derived again."""
     analyse.derive_findings(document, 0)
     run, git = document["run"], document["run"].get("git") or {}
     options = run["options"]
@@ -102,8 +93,7 @@ def make(paths):
 
 
 def write(document, path):
-    """gzip level 9 without a timestamp when the name ends in .gz (the same bytes each time), plain JSON
-    otherwise; replaced whole."""
+    """gzip level 9 without a timestamp (the same bytes each time) when the name ends in .gz, else plain JSON."""
     text = json.dumps(results.without_non_finite(document), separators=(",", ":"), allow_nan=False) + "\n"
     data = text.encode("utf-8")
     if path.endswith(".gz"):
@@ -113,7 +103,6 @@ def write(document, path):
     return path
 
 
-# --- reading ---------------------------------------------------------------------------------------
 def _expect(condition, where, message):
     if not condition:
         raise DigestError(f"{where}: {message}")
@@ -150,42 +139,43 @@ def _list(value, where, optional=False):
     return value or []
 
 
+def _fields(record, where, types, keys, optional=True):
+    for key in keys:
+        _typed(record.get(key), types, f"{where}.{key}", optional)
+
+
+def _items(values, where, types, optional=True, list_optional=False):
+    for index, item in enumerate(_list(values, where, list_optional)):
+        _typed(item, types, f"{where}[{index}]", optional)
+
+
 def _validate_run(run, where):
     _typed(run, dict, where, optional=False)
-    for key in ("id", "started"):
-        _typed(run.get(key), str, f"{where}.{key}", optional=False)
-    for key in ("finished", "revision"):
-        _typed(run.get(key), str, f"{where}.{key}")
-    _typed(run.get("dirty"), bool, f"{where}.dirty")
-    _typed(run.get("gpu_available"), bool, f"{where}.gpu_available", optional=False)
+    _fields(run, where, str, ("id", "started"), optional=False)
+    _fields(run, where, str, ("finished", "revision"))
+    _fields(run, where, bool, ("dirty",))
+    _fields(run, where, bool, ("gpu_available",), optional=False)
     _status(run.get("status"), results.RUN_STATUSES, f"{where}.status")
-    for index, arg in enumerate(_list(run.get("command_line"), f"{where}.command_line")):
-        _typed(arg, str, f"{where}.command_line[{index}]", optional=False)
+    _items(run.get("command_line"), f"{where}.command_line", str, optional=False)
     options = run.get("options")
     _typed(options, dict, f"{where}.options", optional=False)
     for key, types in OPTIONS.items():
         _typed(options.get(key), types, f"{where}.options.{key}")
         if types is list:
-            for index, item in enumerate(options.get(key) or []):
-                _typed(item, (str, int), f"{where}.options.{key}[{index}]", optional=False)
+            _items(options.get(key), f"{where}.options.{key}", (str, int), optional=False, list_optional=True)
     machine = run.get("machine")
     _typed(machine, dict, f"{where}.machine", optional=False)
-    for key in ("gpu", "driver_version", "host", "cpu", "os", "kernel"):
-        _typed(machine.get(key), str, f"{where}.machine.{key}")
-    for key in ("gpu_count", "cpu_sockets", "cpu_cores", "cpu_threads", "memory_total_bytes"):
-        _typed(machine.get(key), (int, float), f"{where}.machine.{key}")
-    for index, name in enumerate(_list(machine.get("gpus"), f"{where}.machine.gpus")):
-        _typed(name, str, f"{where}.machine.gpus[{index}]")
+    _fields(machine, f"{where}.machine", str, ("gpu", "driver_version", "host", "cpu", "os", "kernel"))
+    _fields(machine, f"{where}.machine", (int, float),
+            ("gpu_count", "cpu_sockets", "cpu_cores", "cpu_threads", "memory_total_bytes"))
+    _items(machine.get("gpus"), f"{where}.machine.gpus", str)
     for index, row in enumerate(_list(run.get("figures"), f"{where}.figures")):
         at = f"{where}.figures[{index}]"
         _typed(row, dict, at, optional=False)
-        _typed(row.get("key"), str, f"{at}.key", optional=False)
-        for key in (*FIGURE_TEXT[1:], "protocol"):
-            _typed(row.get(key), str, f"{at}.{key}")
-        for key in FIGURE_NUMBERS:
-            _typed(row.get(key), (int, float), f"{at}.{key}")
-        for item, value in enumerate(_list(row.get("trial_values"), f"{at}.trial_values")):
-            _typed(value, (int, float), f"{at}.trial_values[{item}]")
+        _fields(row, at, str, ("key",), optional=False)
+        _fields(row, at, str, (*FIGURE_TEXT[1:], "protocol"))
+        _fields(row, at, (int, float), FIGURE_NUMBERS)
+        _items(row.get("trial_values"), f"{at}.trial_values", (int, float))
     seen = set()
     for index, entry in enumerate(_list(run.get("entries"), f"{where}.entries")):
         at = f"{where}.entries[{index}]"
@@ -197,10 +187,9 @@ def _validate_run(run, where):
 
 def _validate_entry(entry, at):
     _typed(entry, dict, at, optional=False)
-    for key in ("study", "name"):
-        _typed(entry.get(key), str, f"{at}.{key}", optional=False)
-    _typed(entry.get("device"), str, f"{at}.device")
-    _typed(entry.get("gpu"), int, f"{at}.gpu")
+    _fields(entry, at, str, ("study", "name"), optional=False)
+    _fields(entry, at, str, ("device",))
+    _fields(entry, at, int, ("gpu",))
     _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{at}.protocol",
             f"expected one of {', '.join(measurements.PROTOCOLS)} or null, got {entry.get('protocol')!r:.40}")
     for record, where in [(entry, at)] + [(trial, f"{at}.trials[{index}]")
@@ -224,8 +213,8 @@ def validate(document):
             f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r:.40}")
     derived_by = document.get("figures_derived_by")
     _typed(derived_by, dict, "figures_derived_by", optional=False)
-    _typed(derived_by.get("revision"), str, "figures_derived_by.revision")
-    _typed(derived_by.get("dirty"), bool, "figures_derived_by.dirty")
+    _fields(derived_by, "figures_derived_by", str, ("revision",))
+    _fields(derived_by, "figures_derived_by", bool, ("dirty",))
     ids = set()
     for index, run in enumerate(_list(document.get("runs"), "runs")):
         _validate_run(run, f"runs[{index}]")
@@ -241,12 +230,8 @@ def _reject_constant(name):
 def _parsed(path):
     """The JSON value of a file (gunzipped where its name ends in .gz)."""
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as stream:
-                text = stream.read()
-        else:
-            with open(path, encoding="utf-8") as stream:
-                text = stream.read()
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as stream:
+            text = stream.read()
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # gzip: damaged (OSError) or cut (EOFError)
         raise DigestError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:
@@ -271,8 +256,8 @@ def load(path):
 
 
 def runs_in(path):
-    """The run digests a path holds: a digest file's runs, or the digest of a results file (results.json,
-    results.json.gz, or a folder holding one), made here. ResultsError or DigestError when neither."""
+    """The run digests a path holds: a digest file's runs, or the digest of a results file (or a folder holding
+    one), made here. ResultsError or DigestError when neither."""
     if os.path.isdir(path) or os.path.basename(path) in (results.FILE, results.COMPRESSED):
         return [of_document(journal.load(path))]
     document = _parsed(path)
@@ -285,7 +270,6 @@ def runs_in(path):
     return _checked(document, path)["runs"]
 
 
-# --- the command line ------------------------------------------------------------------------------
 ERRORS = (DigestError, results.ResultsError, outputs.WriteError)
 
 

@@ -1,9 +1,6 @@
-"""The 'expected' command: the expected ranges of the headline figures per GPU model, taken from committed
-result sets, written to scripts/expected_ranges.json (lib/expected.py reads it for the health check and
-gpubench check). A run is given as its results.json, as its digest (commands/digest.py, the compact form
-kept under results/) or as a check.json (gpubench check: each GPU's figures at the check's points, with the
-fraction of its reference each reached). Running it again for a model replaces that model's record (give every run of the model, the default
-suite's and --quick's, at once); other models are kept."""
+"""The 'expected' command: the expected ranges of the headline figures per GPU model, from committed runs
+(results.json, run digests or check.json files), written to scripts/expected_ranges.json for the health check
+and gpubench check. A model's record is replaced whole (give every run of it at once); other models are kept."""
 import json
 import os
 import statistics
@@ -14,9 +11,8 @@ from gpubench_driver.lib.expected import EXPECTED, ExpectedError, SCHEMA, load
 
 
 def _run_figures(path):
-    """[(GPU name, run record, its headline figures with a value)] of each run a path holds: a
-    results.json, its findings derived again, a run digest, its figures as derived when it was
-    written, or a check.json, each GPU's figures at the check's points."""
+    """[(GPU name, run record, its headline figures with a value)] of each run a path holds (a results.json,
+    a run digest or a check.json)."""
     checked = check_results.file_in(path)
     if checked:
         try:
@@ -48,7 +44,7 @@ def model_records(paths):
             found["values"].append(row["value"])
             found["runs"].append(run["id"])
             if row.get("fraction_of_reference") is not None and row.get("reference"):
-                # What a model without ranges of its own is judged by: the share of this reference a healthy GPU reached.
+                # What a model without ranges of its own is judged by: the share of the reference a healthy GPU reached.
                 found.setdefault("fractions", []).append({"run": run["id"], "value": row["fraction_of_reference"],
                                                           "of": row["reference"]["what"]})
     for model in models.values():
@@ -71,7 +67,6 @@ def update(paths, path=EXPECTED):
     return {name: len(model["runs"]) for name, model in found.items()}
 
 
-# --- the command line ------------------------------------------------------------------------------
 ERRORS = (ExpectedError, digest.DigestError, results.ResultsError, outputs.WriteError)
 
 

@@ -1,9 +1,6 @@
-"""run --repeatability: the same run twice on this machine, back to back (an A/A pair), and how far
-it varies from itself, per kind of entry: the noise floor below which a difference between two
-machines or two instances, measured the same way, is no difference.
-
-Writes <out>/a/ and <out>/b/ (two ordinary runs), <out>/compare.md|html|json (their comparison)
-and <out>/repeatability.md and .json (the floors)."""
+"""run --repeatability: the same run twice on this machine, back to back (an A/A pair), and how far it varies
+from itself per kind of entry. Writes <out>/a/ and <out>/b/, their comparison (compare.*) and repeatability.md
+and .json."""
 import json
 import os
 from dataclasses import replace
@@ -23,13 +20,8 @@ KINDS = (("GPU, device time, 100 us or more", lambda e: e.get("protocol") == "th
 BANDS = compare.AGREEMENT_BANDS
 
 
-def default_out_dir(run_id):
-    return session.default_out_dir(f"repeatability-{run_id}")
-
-
 def noise_by_kind(first, second):
-    """Per kind: the entries ok in both runs, the median and 95th percentile of |B/A - 1|, the share
-    within each band (compare.agreement over these kinds)."""
+    """compare.agreement of the two runs over these kinds, keyed for repeatability.json."""
     sources = [compare.Source(None, label, document) for label, document in (("A", first), ("B", second))]
     return [{"kind": row["group"], "entries": row["entries"], "median_offset": row["median_offset"],
              "p95_offset": row["p95_offset"], "within": {str(band): share for band, share in row["within"].items()}}
@@ -61,9 +53,8 @@ def render(found):
 
 
 def run(options, argv):
-    """Both runs, their comparison and the floors; the exit status of the first run that did not
-    complete, else 0."""
-    out_dir, _ = outputs.check_out_dir(options.out or default_out_dir(options.run_id))
+    """Both runs, their comparison and the floors; the exit status of the first run that did not complete."""
+    out_dir, _ = outputs.check_out_dir(options.out or session.default_out_dir(f"repeatability-{options.run_id}"))
     paths = []
     for label in ("a", "b"):
         path = os.path.join(out_dir, label)

@@ -9,8 +9,6 @@ def regenerate(path, out_dir=None):
     """summary.md, summary.html and plots of the results file at path (a file of every GPU of a node: its
     median), written beside it or in out_dir; returns the summary's path."""
     document = collect.load(path)
-    # Findings are a function of the entries: derived again, so that a run cut off before its end
-    # (whose file holds entries but no findings) still gets them, and an older file today's.
     analyse.derive_findings(document, (document["run"].get("options") or {}).get("refine_rounds") or 0)
     results_dir = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     what = "--out" if out_dir else "report (writing beside the results file; --out DIR writes elsewhere)"
@@ -18,7 +16,6 @@ def regenerate(path, out_dir=None):
     return render.write_outputs(document, out_dir)
 
 
-# --- the command line ------------------------------------------------------------------------------
 ERRORS = (results.ResultsError, figures.DatasheetError, outputs.WriteError)
 
 

@@ -30,8 +30,8 @@ def register(subparsers):
                              "all the studies then took over 25 minutes on an H100")
     parser.add_argument("--trials", help=f"measure each entry in this many independent trials (separate processes, "
                                          f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
-                                         f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread between trials is what another run "
-                                         f"would see, and what compare reads")
+                                         f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread "
+                                         f"between trials is what another run would see, and what compare reads")
     parser.add_argument("--gpus", help="run the studies on every GPU given (all, or nvidia-smi indices such as 0,1,3) "
                                        "at once, one sub-run per GPU in <out>/gpu<index>/ with CUDA_VISIBLE_DEVICES "
                                        "set to it; results.json gathers them (each entry tagged with its GPU, the "
@@ -82,7 +82,6 @@ def register(subparsers):
                                                          "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
                                                          "machine's environment differs from the one it recorded")
-
     parser.set_defaults(execute=execute)
     return parser
 
@@ -94,36 +93,28 @@ def resolve_run_options(args):
     if args.reference and (args.no_reference or args.cpu_only):
         raise opts.UsageError(f"--reference and {'--no-reference' if args.no_reference else '--cpu-only'}: "
                               f"choose one")
+    rounds = (opts.QUICK_REFINE_ROUNDS if args.quick
+              else opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS)
+
+    def given(text, parse, *parse_args, absent=None):
+        return parse(text, *parse_args) if text is not None else absent
+
     # The sizes and batches of each are per study (opts.for_study).
-    if args.quick:
-        rounds = opts.QUICK_REFINE_ROUNDS
-    else:
-        rounds = opts.DEFAULT_REFINE_ROUNDS if args.full else opts.SUITE_REFINE_ROUNDS
     return opts.RunOptions(
-        studies=(opts.parse_names(args.studies, "--studies", allowed=studies.NAMES) if args.studies is not None
-                 else None),
-        sizes=opts.parse_positive_list(args.sizes, "--sizes") if args.sizes is not None else None,
-        batches=opts.parse_positive_list(args.batches, "--batches") if args.batches is not None else None,
-        impls=opts.parse_names(args.impls, "--impls") if args.impls is not None else None,
-        modes=opts.parse_names(args.modes, "--modes", allowed=opts.MODES) if args.modes is not None else None,
-        caps=opts.parse_caps(args.caps) if args.caps is not None else {},
-        cpu_only=args.cpu_only,
-        out=args.out,
-        run_id=opts.parse_run_id(args.run_id) if args.run_id is not None else session.default_run_id(),
+        studies=given(args.studies, opts.parse_names, "--studies", studies.NAMES),
+        sizes=given(args.sizes, opts.parse_positive_list, "--sizes"),
+        batches=given(args.batches, opts.parse_positive_list, "--batches"),
+        impls=given(args.impls, opts.parse_names, "--impls"),
+        modes=given(args.modes, opts.parse_names, "--modes", opts.MODES),
+        caps=given(args.caps, opts.parse_caps, absent={}), cpu_only=args.cpu_only, out=args.out,
+        run_id=given(args.run_id, opts.parse_run_id) or session.default_run_id(),
         refine_rounds=0 if args.no_refine else rounds,
-        build_dir=os.path.abspath(args.build_dir or session.default_build_dir()),
-        build=not args.no_build,
+        build_dir=os.path.abspath(args.build_dir or session.default_build_dir()), build=not args.no_build,
         # References take a third of a quick run's time (a torch start and a second per point).
         reference=args.reference or not (args.no_reference or args.cpu_only or args.quick),
-        quick=args.quick,
-        full=args.full,
-        telemetry=not args.no_telemetry,
-        trials=_trials(args.trials, args.quick),
-        repeatability=args.repeatability,
-        gpus=gpus.parse_selection(args.gpus) if args.gpus is not None else None,
-        launcher=opts.parse_launcher(args.launcher) if args.launcher is not None else None,
-        cmake_args=list(args.cmake_arg),
-    )
+        quick=args.quick, full=args.full, telemetry=not args.no_telemetry, trials=_trials(args.trials, args.quick),
+        repeatability=args.repeatability, gpus=given(args.gpus, gpus.parse_selection),
+        launcher=given(args.launcher, opts.parse_launcher), cmake_args=list(args.cmake_arg))
 
 
 def _trials(text, quick):

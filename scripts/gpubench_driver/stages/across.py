@@ -1,19 +1,7 @@
-"""Findings across the studies of one run, computed from every study's entries at report time:
-
-- each GPU entry's FLOP rate as a fraction of the measured peak of its precision (the highest rate of
-  any GPU entry of that precision in the run whose FLOP count is what ran: a study whose record has a
-  nominal_flop note sets a peak only for a precision no other study measured);
-- the roofline: achieved FLOP/s against arithmetic intensity (FLOP per byte of device memory traffic:
-  the memory_read_bytes + memory_written_bytes the binary reports for one call) under one roof per
-  precision at its measured peak and one slanted roof at the measured device memory bandwidth: the
-  stream study's fastest kernel past the L2 cache, or without it twice the transfer study's fastest
-  device-to-device copy;
-- the energy per timed call (one GEMM, one batch, one copy) that NVML's energy counter gave;
-- the entries measured while a power cap or a thermal slowdown held the clocks down.
-
-A study whose precision slot holds no number format (its axis_names, studies.format_note: the
-transfer study's directions, the overlap study's workloads) has no peak and no roofline point.
-The result is document["findings"]; analyse.derive_findings rewrites it on every report."""
+"""Findings across the studies of one run, derived from every study's entries at report time: each GPU entry's
+fraction of the measured peak of its precision, the roofline (docs/methodology.md), the energy per timed call
+(NVML), the clock-limited entries and how each entry was measured. A study whose precision slot holds no number
+format (studies.format_note) has no peak and no roofline point. analyse.derive_findings rewrites them each report."""
 from gpubench_driver import studies as registry
 from gpubench_driver.lib import noise_floor, trials
 from gpubench_driver.lib.findings import memory_traffic, ok_entries, positive
@@ -29,9 +17,8 @@ NOMINAL_FLOP = {study.name: study.nominal_flop for study in registry.STUDIES if 
 MEMORY_READ, MEMORY_WRITTEN = TRAFFIC_COUNTERS[:2]
 TRAFFIC_RULE = (f"{MEMORY_READ} + {MEMORY_WRITTEN} as the study binary reports them for one call (compulsory "
                 "traffic: each operand read once, the result written once)")
-# Why an entry without them has no roofline point: its binary has no model of that traffic (and says
-# why in --describe's memory_traffic_note), or (a study whose --describe gave no axis_names) it was
-# written before the binaries reported traffic.
+# Why an entry without them has no roofline point: its binary has no model of that traffic, or (no axis_names)
+# it was written before the binaries reported traffic.
 NO_TRAFFIC = f"its binary reports no device-memory traffic for it ({MEMORY_READ}, {MEMORY_WRITTEN})"
 NO_TRAFFIC_YET = (f"written before the binaries reported device-memory traffic ({MEMORY_READ}, {MEMORY_WRITTEN}): "
                   "no traffic, no intensity")
@@ -52,7 +39,6 @@ def _rated_gpu_entries(studies):
                 yield name, entry
 
 
-# --- the measured peak ------------------------------------------------------------------
 def peak_rates(studies):
     """Per precision, the GPU entry with the highest FLOP/s in the run, its rate and where; taken from
     the studies that count the FLOP that ran, from a NOMINAL_FLOP study only when no other has it."""
@@ -70,8 +56,7 @@ def _peak_rank(row):
 
 
 def set_fraction_of_peak(studies, peaks):
-    """Every entry's `fraction_of_peak`: its FLOP/s over the peak of its precision (GPU entries with a
-    rate), else None."""
+    """Every entry's `fraction_of_peak`: its FLOP/s over its precision's peak (GPU entries with a rate), else None."""
     peak = {row["precision"]: row["flop_per_s"] for row in peaks}
     for study in studies.values():
         for entry in study["entries"]:
@@ -96,11 +81,9 @@ def fraction_of_peak_rows(studies, peaks):
                                                                        order[item[1]["precision"]]))]
 
 
-# --- the device memory bandwidth ----------------------------------------------------------
 def device_bandwidth(studies):
-    """(bandwidth record, None), or (None, why there is no memory roof): that of the first study of the run,
-    by the rank of its plug-in's memory roof, that measured one (the stream study past the L2 cache, else
-    twice the transfer study's fastest device-to-device copy)."""
+    """(bandwidth record, None), or (None, why there is no memory roof): that of the first study, by the rank
+    of its plug-in's memory roof, that measured one."""
     roofs = sorted((record for record in registry.STUDIES if record.memory_roof),
                    key=lambda record: record.memory_roof.rank)
     notes = []
@@ -114,7 +97,6 @@ def device_bandwidth(studies):
                                                                               for record in roofs)
 
 
-# --- the roofline ---------------------------------------------------------------------
 def _placement(name, study, entry):
     """(bytes, None) of a GPU entry with a rate, or (None, why it has no place on the roofline)."""
     note = registry.format_note(name, study)
@@ -162,15 +144,13 @@ def attainable(roof, precision, intensity):
     return peak if bandwidth is None else min(peak, bandwidth * intensity)
 
 
-# --- telemetry per entry --------------------------------------------------------------
 def has_telemetry(entry):
     return any(number(entry.get(key)) is not None for key in ENTRY_TELEMETRY) or isinstance(entry.get(CLOCK_LIMITED),
                                                                                             bool)
 
 
 def energy_rows(studies):
-    """Every ok GPU entry with an energy per timed call: that energy, FLOP per joule where the entry
-    counts FLOP, and the items of its batch."""
+    """Every ok GPU entry with an energy per timed call: that energy, FLOP per joule, the items of its batch."""
     rows = []
     for name, study in studies.items():
         for entry in ok_entries(study["entries"]):
@@ -199,15 +179,13 @@ def clock_limited_rows(studies):
             if entry.get(CLOCK_LIMITED) is True]
 
 
-# --- how each entry was measured ---------------------------------------------------------
 MEASUREMENT_ROWS = 12  # the largest differences shown of each kind
 BURST_DIFFERENCE = 0.03  # a burst this much faster than the sustained time is worth showing
 
 
 def measurement_rows(studies):
-    """Per study, how its entries were measured (protocol, converged, noise, throttled samples dropped),
-    and across the studies the entries whose burst, cold-L2 or host-observed figure differs most
-    from the headline."""
+    """Per study, how its entries were measured; across the studies, the entries whose burst, cold-L2 or
+    host-observed figure differs most from the headline."""
     per_study, burst, cold, latency = [], [], [], []
     for name, study in studies.items():
         measured = [entry for entry in ok_entries(study["entries"]) if entry.get("measurement")]
@@ -237,12 +215,8 @@ def measurement_rows(studies):
                     target.append({**row, "other_s": other, "ratio": other / median})
     found = {"studies": per_study}
     for key, rows in (("burst", burst), ("cold_l2", cold), ("latency", latency)):
-        found.update({key: largest_ratios(rows), f"{key}_count": len(rows)})
+        found.update({key: sorted(rows, key=lambda row: -row["ratio"])[:MEASUREMENT_ROWS], f"{key}_count": len(rows)})
     return found
-
-
-def largest_ratios(rows):
-    return sorted(rows, key=lambda row: -row["ratio"])[:MEASUREMENT_ROWS]
 
 
 def telemetry_found(studies):
@@ -253,7 +227,6 @@ def telemetry_found(studies):
                       if isinstance(study.get("telemetry"), dict) and isinstance(study["telemetry"].get("note"), str)]}
 
 
-# --- what the summary shows of them ---------------------------------------------------------
 # The studies of which one timed call is one GEMM (their energy is per GEMM).
 ENERGY_GEMM_STUDIES = tuple(study.name for study in registry.STUDIES if study.one_gemm_per_call)
 ENERGY_ROWS = 40  # more rows than this: each series at its largest size only
@@ -274,8 +247,8 @@ def compute_roofs(roof):
 
 
 def roofline_series(roof):
-    """Per study and precision (in the points' order): how many points, their range of intensities, the
-    best of them and its rate over the roof at its intensity (None where the precision has no roof)."""
+    """Per study and precision: how many points, their range of intensities, the best of them and its rate over
+    the roof at its intensity (None where the precision has no roof)."""
     groups = {}
     for point in roof["points"]:
         groups.setdefault((point["study"], point["precision"]), []).append(point)
@@ -302,8 +275,7 @@ def not_placed_groups(roof):
 
 
 def energy_per_gemm(rows):
-    """The GEMM studies' energy rows by study, precision, implementation, mode and size: every one, or
-    when there are more than ENERGY_ROWS each series at its largest size."""
+    """The GEMM studies' energy rows in order: every one, or beyond ENERGY_ROWS each series at its largest size."""
     rows = [row for row in rows if row["study"] in ENERGY_GEMM_STUDIES]
     series = {}
     for row in sorted(rows, key=lambda row: (row["study"], row["precision"], row["impl"], row["mode"], row["n"])):
@@ -313,8 +285,7 @@ def energy_per_gemm(rows):
 
 
 def energy_per_call(rows):
-    """The other studies: per series, the energy row at its largest size and batch, with the energy per
-    item of the batch."""
+    """The other studies: per series, the energy row at its largest size and batch, with the energy per item."""
     largest = {}
     for row in rows:
         if row["study"] not in ENERGY_GEMM_STUDIES:
@@ -325,10 +296,6 @@ def energy_per_call(rows):
             for row in largest.values()]
 
 
-def gpu_entry_count(studies):
-    return sum(1 for study in studies.values() for entry in ok_entries(study["entries"]) if entry["device"] == "gpu")
-
-
 def derive(studies):
     """document["findings"]; sets each entry's fraction_of_peak."""
     peaks = peak_rates(studies)
@@ -337,7 +304,9 @@ def derive(studies):
     roof.update(compute_roofs=compute_roofs(roof), series=roofline_series(roof),
                 not_placed_groups=not_placed_groups(roof))
     return {"fraction_of_peak": rows, "roofline": roof, "energy": energy, "clock_limited": clock_limited_rows(studies),
-            "telemetry": telemetry_found(studies), "gpu_entries": gpu_entry_count(studies),
+            "telemetry": telemetry_found(studies),
+            "gpu_entries": sum(entry["device"] == "gpu" for study in studies.values()
+                               for entry in ok_entries(study["entries"])),
             "nominal_flop": nominal_flop(rows), "energy_per_gemm": energy_per_gemm(energy),
             "measurement": measurement_rows(studies), "noise_floor": noise_floor.derive(studies),
             "energy_per_call": energy_per_call(energy)}

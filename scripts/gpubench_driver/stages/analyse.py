@@ -1,8 +1,6 @@
-"""The analyse stage: a run's findings, derived from its entries (each report derives them again, so
-that a run cut off before its end, or a file an older driver wrote, gets today's). Each study's own,
-by its plug-in (a study the registry does not know: those any sweep over n has), with its comparison
-to its reference runs; then those across the studies (across.py) and the plug-ins' that read them;
-then the first screen: the headline figures, the health check against them, the claims answered."""
+"""The analyse stage: a run's findings, derived from its entries (each report derives them again, so that a
+run cut off before its end, or a file an older driver wrote, gets today's): each study's own, then those
+across the studies, then the first screen's (headline, health, claims)."""
 from gpubench_driver import studies
 from gpubench_driver.lib import findings
 from gpubench_driver.stages import across, claims, headline, health, reference
@@ -17,13 +15,11 @@ def derive_findings(document, refine_rounds):
         if document.get("references") is not None and record and record.references:
             study["derived"]["reference_comparison"] = reference.compare(document["references"], study["entries"],
                                                                          name)
-    # Across the studies (peaks, roofline, energy, clock-limited entries): after each study's own findings.
     document["findings"] = across.derive(document["studies"])
     for name, study in document["studies"].items():
         record = studies.BY_NAME.get(name)
         if record and record.derive_across:
             study["derived"].update(record.derive_across(study, document))
-    # The first screen: the headline figures, the health check against them, the claims answered.
     document["findings"]["headline"] = headline.derive_headline(document)
     document["findings"]["health"] = health.derive_health(document)
     document["findings"]["claims"] = claims.derive_claims(document)

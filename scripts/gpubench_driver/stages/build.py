@@ -41,10 +41,6 @@ def configure_command(source_dir, build_dir, python, extra_args=()):
     return command + cmake_args(extra_args)  # last, so that the user's options win
 
 
-def build_command(build_dir):
-    return ["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 1)]
-
-
 @contextlib.contextmanager
 def build_folder_lock(build_dir):
     """Held while configuring and building: two at once in one build folder break each other (CMake's
@@ -69,7 +65,8 @@ def configure_and_build(source_dir, build_dir, python=sys.executable, extra_args
     if shutil.which("cmake") is None:
         raise BuildError("cmake is not on PATH (run 'scripts/gpubench run' without --no-setup to install it)")
     with build_folder_lock(build_dir):
-        for command in (configure_command(source_dir, build_dir, python, extra_args), build_command(build_dir)):
+        for command in (configure_command(source_dir, build_dir, python, extra_args),
+                        ["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 1)]):
             print("+ " + " ".join(command), flush=True)
             returncode = subprocess.call(command)
             if returncode != 0:

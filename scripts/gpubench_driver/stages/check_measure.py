@@ -1,8 +1,6 @@
-"""gpubench check's plan, run and collect: every study whose record has a check point (Study.check) measured once
-at those points, by the runner every run uses (runner.Study: its binary's --describe and entry list, one
-process, the journal, NVML telemetry, the measurement lines), into a results document that the analyse stage
-derives as it derives any run's; then each study's check figures read from it, and what kept a study from
-giving any (a binary not built, no GPU, an error entry) as figures not measured."""
+"""gpubench check's plan, run and collect: every study with a check point (Study.check) measured once there
+by the runner every run uses, into a results document derived as any run's; then each study's check figures,
+and what kept a study from giving any as figures not measured."""
 import concurrent.futures
 import os
 from dataclasses import dataclass, replace
@@ -47,9 +45,8 @@ def is_peers(name):
 
 
 def plan(options, gpus_seen):
-    """(plans, not measured) of one GPU's check points (gpus_seen 1) or of those between GPUs (gpus_seen, 2 or
-    more: the points that need at most that many): a plan per study whose binary was built and has a GPU, a
-    not-measured row for each other."""
+    """(plans, not measured) of one GPU's check points (gpus_seen 1) or of those between at most gpus_seen GPUs:
+    a plan per study whose binary was built and has a GPU, a not-measured row for each other."""
     plans, missing = [], []
     chosen = [record for record in studies.STUDIES if record.check and record.check.gpus <= gpus_seen
               and (record.check.gpus == 1) == (gpus_seen == 1)]
@@ -108,8 +105,7 @@ def new_document(options, argv, plans):
 
 
 def measure(plans, document, out_dir):
-    """Each plan's entries, one trial, into the document (results.json rewritten after each study); the
-    studies whose binary could not list or run its entries, with why."""
+    """Each plan's entries, one trial, into the document; not-measured rows of the studies that could not run."""
     results_path = os.path.join(out_dir, "results.json")
     save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (after every size)
     save()
@@ -129,9 +125,8 @@ def measure(plans, document, out_dir):
 
 
 def collect(document):
-    """{"figures": each study's check figures (lib/figures.figure, with its study, point, plateau and budget),
-    "missing": a not-measured row per error entry and per study that gave no figure}; the findings derived as a
-    run's (analyse.derive_findings) on the way."""
+    """{"figures": each study's check figures (with its study, point, plateau and budget), "missing": a
+    not-measured row per error entry and per study that gave no figure}; the findings derived on the way."""
     failed = any(study["invocations"] for study in document["studies"].values())
     document["run"].update(status="partial" if failed else "complete", finished=session.utc_now())
     analyse.derive_findings(document, 0)

@@ -1,7 +1,5 @@
-"""gpubench check's outputs: check.json (lib/check_results: its schema; docs/results-schema.md, "check.json")
-and the console's one screen: per GPU a table of its figures (value, what it was judged against, verdict) and
-its checks, or with several GPUs one table with a column per GPU; the node's figures between GPUs; the
-verdict and what made it."""
+"""gpubench check's outputs: check.json (docs/results-schema.md, "check.json") and the console's one screen:
+a GPU's figures and checks (several GPUs: a column each), the node's figures between GPUs, the verdict."""
 import json
 
 from gpubench_driver.lib import check_results, outputs
@@ -47,26 +45,26 @@ def basis_text(row):
 
 def verdict_text(row):
     """The verdict in a word, the shortfall where below, and '~' where its samples stopped at the stopping rule's
-    timeout before its noise target (the figure is the median of what it took)."""
+    timeout before its noise target."""
     text = MARK.get(row["status"], "ok")
     text += f" {row['by']:.0%} off" if row["status"] == FIGURE_BELOW and row.get("by") is not None else ""
     return text + (" ~" if row.get("converged") is False else "")
 
 
-def figure_record(row):
-    return {key: row.get(key) for key in FIGURE_FIELDS}
-
-
 def document(run, parts, node, errors=()):
-    """check.json: the run record, each GPU's part ({index, name, uuid, pci_bus_id, figures, checks}), the
-    node's part between GPUs (or None), the verdict of each and of the check, its exit status."""
-    for part in [*parts, *([node] if node else [])]:
-        part["figures"] = [figure_record(row) for row in part["figures"]]
+    """check.json: the run record, each GPU's part, the node's part between GPUs (or None), the verdict of each
+    and of the check, its exit status."""
+    for part in _every_part(parts, node):
+        part["figures"] = [{key: row.get(key) for key in FIGURE_FIELDS} for row in part["figures"]]
         part["verdict"] = verdicts.part_verdict(part["figures"], part["checks"])
-    verdict = verdicts.overall([part["verdict"] for part in [*parts, *([node] if node else [])]]) if not errors \
+    verdict = verdicts.overall([part["verdict"] for part in _every_part(parts, node)]) if not errors \
         else verdicts.NOT_JUDGED
     return {"schema": check_results.SCHEMA, "schema_version": check_results.VERSION, "run": run, "verdict": verdict,
             "exit_status": verdicts.EXIT_STATUS[verdict], "errors": list(errors), "gpus": parts, "node": node}
+
+
+def _every_part(parts, node):
+    return [*parts, *([node] if node else [])]
 
 
 def write(found, path):
@@ -74,7 +72,6 @@ def write(found, path):
     outputs.write_text(path, json.dumps(without_non_finite(found), indent=1, allow_nan=False) + "\n")
 
 
-# --- the console ------------------------------------------------------------------------------------
 def _line(label, *cells):
     shown = label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…"  # cut where a screen needs it, visibly
     return f"{shown:<{LABEL_WIDTH}} " + " ".join(cells)
@@ -119,8 +116,8 @@ def several_gpus_lines(parts):
 
 
 def node_lines(node):
-    """The figures between GPUs: those of one measure on many pairs (a check point's peers) as their least and
-    median, with the slowest named, and each of them that is below; then the others."""
+    """The figures between GPUs: those of one measure on many pairs (peers) as their least, named, and median,
+    and each of them that is below; then the others."""
     rows = node["figures"]
     order = node["gpus"]
     renamed = "" if order == list(range(len(order))) else "; gpu<k> in a route is the k-th of them"
@@ -152,17 +149,16 @@ def console(found, check_path, measure_s):
     named = [f"GPU {part.get('index')}: {', '.join(verdicts.below_names(part))}" for part in parts
              if part["verdict"] == verdicts.BELOW] + ([f"between GPUs: {', '.join(verdicts.below_names(node))}"]
                                                       if node and node["verdict"] == verdicts.BELOW else [])
-    unjudged = sum(row["status"] == FIGURE_NOT_JUDGED for part in [*parts, *([node] if node else [])]
-                   for row in part["figures"])
+    every_row = [row for part in _every_part(parts, node) for row in part["figures"]]
+    unjudged = sum(row["status"] == FIGURE_NOT_JUDGED for row in every_row)
     verdict = f"gpubench check: {found['verdict']} (exit status {found['exit_status']})"
     if named:
         verdict += f"; below: {'; '.join(named)}"
     if unjudged:
         verdict += f"; {unjudged} figure(s) not judged"
-    if any(row.get("converged") is False for part in [*parts, *([node] if node else [])] for row in part["figures"]):
+    if any(row.get("converged") is False for row in every_row):
         lines.append("~ its samples did not reach the stopping rule's noise target before its timeout")
-    if any(row.get("value") is not None and row["status"] == FIGURE_NOT_JUDGED
-           for part in [*parts, *([node] if node else [])] for row in part["figures"]):
+    if any(row.get("value") is not None and row["status"] == FIGURE_NOT_JUDGED for row in every_row):
         lines.append(f"no basis: {verdicts.NO_BASIS}")
     timing = f"measured in {measure_s:.0f} s after the build; " if measure_s is not None else ""
     return "\n".join([*lines, verdict, f"{timing}check.json: {check_path}"])

@@ -1,24 +1,7 @@
-"""The verdicts of `gpubench check`: each figure measured at its plateau point judged against what healthy GPUs
-measured at the same point, the machine checks beside them, a verdict per GPU and one for the check with its
-exit status.
-
-A figure's basis, the first that applies:
-- **expected range**: at least health.MIN_RUNS committed runs of its GPU model at the same point
-  (scripts/expected_ranges.json, by key and `where`, as the run's health check reads them): below when even the
-  better end of its interval lies beyond the range's worst value by more than the noise model's margin for its
-  kind (stages/health.judge, health.margin);
-- **datasheet fraction**: the least fraction of its reference (the datasheet's rate, the link's or NVML's peak)
-  that any model's recorded check runs reached at the same point, less the same margin: for a model without
-  ranges of its own;
-- **median of its peers**: for figures of one measure between different GPUs (the peer copies of every pair)
-  that neither judged: below when it falls short of their median by more than its kind's margin;
-- none: not judged (no range and no recorded fraction at this point, or the figure was not measured).
-
-The figures between GPUs belong to the node's model, "<GPU model> x<GPUs>", in the ranges file.
-
-The checks (machine state that moves the figures): SM clock under load against its maximum, power limit against
-its default, the PCIe link against the model's, ECC errors, other processes on the GPU; the last three are the
-run's health checks (stages/health.py)."""
+"""The verdicts of `gpubench check` (docs/health-check.md): each figure measured at its plateau point against
+its model's expected range, else the datasheet fraction healthy GPUs reached there, else the median of its
+peers; the machine checks beside them (clocks, power limit, PCIe link, ECC, other processes); a verdict per
+GPU and one for the check with its exit status."""
 import functools
 
 from gpubench_driver.lib import environment, expected, noise_model
@@ -40,8 +23,8 @@ CLOCK_PROTOCOL = "throughput"  # device-timed, back-to-back calls: the GPU busy 
 
 
 def model_key(name, together=1):
-    """A GPU model's key in the ranges file for a check of `together` GPUs at once: their copies share the host's
-    memory and links, so a GPU checked beside others is a model of its own ("<name>, 8 checked at once")."""
+    """A GPU model's key in the ranges file: a GPU checked beside others shares the host's memory and links, so
+    it is a model of its own ("<name>, 8 checked at once")."""
     return name if together == 1 else f"{name}{TOGETHER.format(together=together)}"
 
 
@@ -62,9 +45,8 @@ def noise():
 
 
 def judge_figure(row, model_name, models):
-    """{status, basis, why, ...}: a figure (lib/figures.figure) against its model's expected range at its point,
-    else against the datasheet fraction healthy GPUs reached there, checked as many at once (models: the ranges
-    file's records by model key)."""
+    """{status, basis, why, ...}: a figure against its model's expected range at its point, else against the
+    datasheet fraction healthy GPUs checked as many at once reached there (models: the ranges by model key)."""
     found = expected.figure_range(models.get(model_name), row)
     verdict = health.judge(row, found, noise()) if found else None
     if verdict and verdict["status"] != health.DATASHEET_ONLY:
@@ -84,9 +66,8 @@ def judge_figure(row, model_name, models):
 
 
 def judge_peers(rows):
-    """Figures of one measure on different GPU pairs (a check point's `peers`) that no record judged: each against
-    their median, below where it falls short of it by more than its kind's margin (a slow link among the node's
-    own); from three figures on, so that the median is not one of two."""
+    """Figures of one measure on different GPU pairs (`peers`) that no record judged: each against their median
+    (from three figures on), below where it falls short of it by more than its kind's margin."""
     values = sorted(row["value"] for row in rows if row.get("value"))
     if len(values) < 3:
         return
@@ -99,11 +80,9 @@ def judge_peers(rows):
                        why=f"{percent(row['value'] / middle)} of the median of its {len(values)} peers")
 
 
-# --- the checks ------------------------------------------------------------------------------------
 def clock_check(gpu, entries):
     """The SM clock of the device-timed GPU entries against the GPU's maximum: below it only where NVML saw the
-    power limit at work (the GPU's own cap, which holds heavy GEMMs below the maximum); a thermal slowdown, or a
-    clock below CLOCK_LIMITED_CLOCK of the maximum with no limit active (clocks locked or lowered), fails it."""
+    power limit at work; a thermal slowdown, or a clock below CLOCK_LIMITED_CLOCK of it with no limit, fails."""
     highest = gpu.get("clocks.max.sm")
     timed = [entry for entry in entries if entry.get("protocol") == CLOCK_PROTOCOL and entry.get("sm_clock_mhz")]
     if not highest or not timed:
@@ -147,22 +126,15 @@ def process_check(processes):
 
 
 def gpu_checks(gpu, sheet, entries, processes):
-    """The checks of one GPU: its nvidia-smi record, its datasheet, its check's entries, the other processes
-    nvidia-smi listed on it (None: unknown)."""
+    """The checks of one GPU: its nvidia-smi record, datasheet, check entries and other processes (None: unknown)."""
     found = [clock_check(gpu, entries), power_check(gpu, sheet), health.link_check(gpu, sheet), health.ecc_check(gpu),
              process_check(processes)]
     return [{key: value for key, value in check.items() if key != "affects"} for check in found if check]
 
 
-# --- verdicts ----------------------------------------------------------------------------------------
-def figure_verdict(status):
-    return {health.BELOW: BELOW, health.NOT_JUDGED: NOT_JUDGED}.get(status, HEALTHY)
-
-
 def part_verdict(figures, checks):
-    """One GPU's (or the node's) verdict: below where a figure is below or a check fails, else not judged
-    where a figure could not be, else healthy."""
-    statuses = {figure_verdict(row["status"]) for row in figures}
+    """One GPU's (or the node's) verdict: below, else not judged where a figure could not be, else healthy."""
+    statuses = {{health.BELOW: BELOW, health.NOT_JUDGED: NOT_JUDGED}.get(row["status"], HEALTHY) for row in figures}
     if BELOW in statuses or any(check["ok"] is False for check in checks):
         return BELOW
     return NOT_JUDGED if NOT_JUDGED in statuses or not figures else HEALTHY

@@ -1,10 +1,8 @@
-"""The claims the run answers (findings["claims"]): every study's (its plug-in's Study.claims), and those
-read across the studies, which are this stage's: whether FLOPS or memory bandwidth limit the run's
-workloads (the roofline's points against its ridges)."""
+"""The claims the run answers (findings["claims"]): every study's (Study.claims), and this stage's across the
+studies: whether FLOPS or memory bandwidth limit the run's workloads (the roofline's points against its ridges)."""
 from gpubench_driver import studies
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
 
-# --- "FLOPS are rarely the limit; memory bandwidth is" --------------------------------------------
 # The studies that measure the roofs; the entries placed under them are the others'.
 ROOF_STUDIES = tuple(study.name for study in studies.STUDIES if study.measures_roofs)
 # Those and the studies whose entries are not workloads but experiments (deliberately starved grids, empty

@@ -1,6 +1,5 @@
-"""The collect stage: a results file as the stages after it read it. journal.load reads the file (a
-run's results.json or .json.gz, with what its journal holds of a run that was killed); a file of every
-GPU of a node (run --gpus) is read as one GPU's, each entry the node's median (node_view)."""
+"""The collect stage: a results file as the stages after it read it (journal.load: a killed run's journal
+folded in); a file of every GPU of a node (run --gpus) as one GPU's, each entry the node's median."""
 import copy
 
 from gpubench_driver.lib import stats
@@ -26,8 +25,7 @@ def node_median_entry(entries):
 
 def node_view(document):
     """The document as one GPU's: each entry the GPU at the node's median (an entry no GPU measured: the
-    first GPU's record, with its reason). A document of one GPU is returned as it is. What report, compare
-    and rank read of a gathered file."""
+    first GPU's record, with its reason); a document of one GPU as it is."""
     if len(gpus_of(document)) < 2:
         return document
     node = copy.deepcopy(document)

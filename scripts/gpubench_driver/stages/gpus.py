@@ -1,17 +1,7 @@
 """run --gpus: the chosen studies on every selected GPU of the node at once, one driver sub-run per GPU
-(its own process tree, CUDA_VISIBLE_DEVICES set to that GPU's UUID, so each binary sees it as device 0
-and its NVML telemetry, matched by PCI bus id, is that GPU's), written to <out>/gpu<index>/; then one
-results.json gathering them: the machine record holds every GPU, each entry carries the nvidia-smi index
-of its GPU ("gpu"), and the studies' findings are those of the node's median (node_view); gpus.md sets
-each GPU's headline-like entries beside the node's median and flags the outliers.
-
-An outlier is a GPU slower than the node's median beyond noise on a GPU-bound entry:
-each GPU is a run of its own, so the noise model (lib/noise_model.py: the entry's width between trials
-and between runs, fitted on A/A runs) gives the interval of the ratio, and noise_verdicts decides it
-(beyond the kind's band, error control per study). Host-paced entries (noise_model.host_paced: CPU work,
-host-observed calls, pageable copies) are judged the same way but reported apart as the host's: they say
-nothing of one GPU against another. With two GPUs there is no majority: a difference between them can be
-told, not which of them is off."""
+(CUDA_VISIBLE_DEVICES set to its UUID) in <out>/gpu<index>/; then one results.json gathering them (each
+entry tagged with its GPU, the findings those of the node's median) and gpus.md, which sets each GPU
+beside the node's median and judges it by the noise model (docs/methodology.md)."""
 import copy
 import os
 import statistics
@@ -46,7 +36,6 @@ class Gpu:
     name: str
 
 
-# --- choosing the GPUs -------------------------------------------------------------------------
 def parse_selection(text):
     """--gpus: 'all' or a list of distinct nvidia-smi indices."""
     if text.strip() == ALL:
@@ -85,24 +74,18 @@ def select(gpus, selection):
     return [by_index[index] for index in selection]
 
 
-# --- the sub-runs ------------------------------------------------------------------------------
 OWN_FLAGS = ("--gpus", "--out", "--run-id")  # the parent's: each sub-run gets its own
 
 
 def sub_run_argv(argv, gpu, out_dir, run_id):
     """The run's command line for one GPU: without the parent's --gpus, --out and --run-id (as
     '--flag value' or '--flag=value'), with its own folder and id, the binaries already built."""
-    kept, skip = [], False
-    for argument in argv:
-        if skip:
-            skip = False
-            continue
+    kept, arguments = [], iter(argv)
+    for argument in arguments:
         if argument in OWN_FLAGS:
-            skip = True
-            continue
-        if argument.startswith(tuple(flag + "=" for flag in OWN_FLAGS)) or argument == "--no-build":
-            continue
-        kept.append(argument)
+            next(arguments, None)  # its value
+        elif not argument.startswith(tuple(flag + "=" for flag in OWN_FLAGS)) and argument != "--no-build":
+            kept.append(argument)
     return [*kept, "--out", sub_run_dir(out_dir, gpu), "--run-id", f"{run_id}-gpu{gpu.index}", "--no-build"]
 
 
@@ -118,9 +101,16 @@ def sub_run_environment(gpu):
             "PYTHONPATH": outputs.SCRIPTS_DIR + (os.pathsep + path if path else "")}
 
 
+def start_driver(arguments, log_path, environment):
+    """A driver process (a sub-run or sub-check of one GPU), its output in log_path. It gets SIGTERM when
+    this driver dies, even by kill -9: it stops its study and writes what finished."""
+    with open(log_path, "w", encoding="utf-8") as log:  # the child holds its own copy of the file
+        return stopping.popen([sys.executable, "-m", "gpubench_driver", *arguments], env=environment, stdout=log,
+                              stderr=subprocess.STDOUT)
+
+
 def run(options, argv):
-    """The sub-runs, all at once, then the gathered results.json and gpus.md; the exit status of the
-    worst sub-run."""
+    """The sub-runs, all at once, then the gathered results.json and gpus.md; the worst sub-run's exit status."""
     if os.environ.get(SUB_RUN_VARIABLE):
         raise opts.UsageError("--gpus: this is already one GPU's sub-run of run --gpus")
     gpus = select(node_gpus(), options.gpus)
@@ -137,22 +127,18 @@ def run(options, argv):
 
 
 def _run_on(gpus, out_dir, options, argv):
-    """run's work, in its locked output folder."""
     if options.build:
         build.configure_and_build(session.SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     processes = []
     for gpu in gpus:
         os.makedirs(sub_run_dir(out_dir, gpu), exist_ok=True)
-        log = open(os.path.join(out_dir, f"gpu{gpu.index}.log"), "w", encoding="utf-8")
-        command = [sys.executable, "-m", "gpubench_driver", *sub_run_argv(argv, gpu, out_dir, options.run_id)]
-        print(f"gpu {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): {' '.join(command[3:])} > {log.name}", flush=True)
-        # A sub-run gets SIGTERM when this driver dies, even by kill -9: it stops its study and writes what finished.
-        processes.append((gpu, stopping.popen(command, env=sub_run_environment(gpu), stdout=log,
-                                              stderr=subprocess.STDOUT), log))
+        log = os.path.join(out_dir, f"gpu{gpu.index}.log")
+        arguments = sub_run_argv(argv, gpu, out_dir, options.run_id)
+        print(f"gpu {gpu.index} ({gpu.name}, {gpu.pci_bus_id}): {' '.join(arguments)} > {log}", flush=True)
+        processes.append(start_driver(arguments, log, sub_run_environment(gpu)))
     statuses = []
-    for gpu, process, log in processes:
+    for gpu, process in zip(gpus, processes):
         statuses.append(process.wait())
-        log.close()
         print(f"gpu {gpu.index}: finished ({statuses[-1]})", flush=True)
     parts = [(gpu, journal.load(sub_run_dir(out_dir, gpu))) for gpu, status in zip(gpus, statuses)
              if os.path.exists(os.path.join(sub_run_dir(out_dir, gpu), "results.json"))]
@@ -169,11 +155,9 @@ def _run_on(gpus, out_dir, options, argv):
     return max(statuses)
 
 
-# --- gathering ---------------------------------------------------------------------------------
 def gather(parts, run_id, argv):
-    """One document from [(Gpu, its run's document)]: the first run's record with every GPU in the
-    machine record and the run's sub-runs, every entry tagged with its GPU, and each study's findings
-    and the run's derived again on the node's median (node_view)."""
+    """One document from [(Gpu, its run's document)]: the first run's record with every GPU and sub-run,
+    every entry tagged with its GPU, and the findings derived again on the node's median (node_view)."""
     document = copy.deepcopy(parts[0][1])
     statuses = [part["run"]["status"] for _, part in parts]
     document["run"].update(id=run_id, command_line=[document["run"]["command_line"][0], *argv],
@@ -195,17 +179,15 @@ def gather(parts, run_id, argv):
     return document
 
 
-# --- the spread and the outliers ---------------------------------------------------------------
 HEADLINE_BASIS = "headline entries (those each study compares with a reference)"
 LONG_BASIS = "GPU entries of 100 us or more (the run measured no headline entry on two GPUs)"
 
 
 def spread(parts, model=None):
-    """findings["gpus"]: per headline-like entry (studies.is_headline; where no such entry was measured on two
-    GPUs, as in a --quick run, every GPU entry of 100 us or more) measured on two GPUs or more, whether the
-    GPU or the host paces it, each GPU's median time beside the node's median and its verdict against that
-    median (the noise model: scripts/noise_model.json unless given); the GPUs slower on a GPU-bound entry
-    (outliers: three GPUs or more) and, with two GPUs, the GPU-bound entries on which they differ."""
+    """findings["gpus"]: per headline entry (else, as in a --quick run, per GPU entry of 100 us or more)
+    measured on two GPUs or more, whether the GPU or the host paces it, each GPU's median beside the node's
+    and its verdict; the GPUs slower on a GPU-bound entry (outliers: three GPUs or more) and, with two GPUs,
+    the GPU-bound entries on which they differ."""
     rows = _spread_rows(parts, studies.is_headline)
     basis = HEADLINE_BASIS
     if not rows:
@@ -247,7 +229,7 @@ def _spread_rows(parts, chosen):
 
 def _judge(rows, model):
     """Each row's verdicts, in place: with two GPUs the second against the first (row["pair"]), with more
-    each GPU against the node's median; the host-paced rows in families of their own."""
+    each GPU against the node's median (which one GPU does not move); host-paced rows in families apart."""
     comparisons, families, places = [], [], []
     for row, measured in rows:
         key = (row["study"], row["entry"])
@@ -273,8 +255,7 @@ def _judge(rows, model):
             for gpu in row["gpus"]:
                 gpu["verdict"] = row["pair"]["verdict"]
         else:
-            row["gpus"][index].update(interval=judged["interval"],
-                                      threshold=judged["threshold"], kind=c.kind,
+            row["gpus"][index].update(interval=judged["interval"], threshold=judged["threshold"], kind=c.kind,
                                       verdict=VERDICT_NAMES[decided.verdict])
 
 
@@ -298,28 +279,23 @@ def _verdict_text(found):
 
 
 def _entry_blocks(row, judged):
-    if "pair" in row:
-        pair = row["pair"]
-        table = page.table(["GPU", "median", "/ node median"],
-                           [[str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}"]
-                            for gpu in row["gpus"]])
+    pair = row.get("pair")  # two GPUs: the second against the first, under the table
+    per_gpu = judged and not pair
+    header = ["GPU", "median", "/ node median"] + (["interval", "beyond noise from", "verdict"] if per_gpu else [])
+    rows = [[str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}"]
+            + ([f"{gpu['interval'][0]:.3f}–{gpu['interval'][1]:.3f}", percent(gpu["threshold"]), gpu["verdict"]]
+               if per_gpu else []) for gpu in row["gpus"]]
+    blocks = [page.Heading(3, md(row["entry"])), page.table(header, rows)]
+    if pair:
         first, second = row["gpus"][0]["gpu"], row["gpus"][1]["gpu"]
-        return [page.Heading(3, md(row["entry"])), table, page.paragraph(
+        blocks.append(page.paragraph(
             f"GPU {second} / GPU {first}: {pair['ratio']:.3f} ({pair['interval'][0]:.3f}–{pair['interval'][1]:.3f}), "
-            f"beyond noise from {percent(pair['threshold'])}: {pair['verdict']}.")]
-    header = ["GPU", "median", "/ node median"] + (["interval", "beyond noise from", "verdict"] if judged else [])
-    rows = []
-    for gpu in row["gpus"]:
-        cells = [str(gpu["gpu"]), seconds(gpu["median_s"]), f"{gpu['ratio_to_node']:.3f}"]
-        if judged:
-            cells += [f"{gpu['interval'][0]:.3f}–{gpu['interval'][1]:.3f}", percent(gpu["threshold"]), gpu["verdict"]]
-        rows.append(cells)
-    return [page.Heading(3, md(row["entry"])), page.table(header, rows)]
+            f"beyond noise from {percent(pair['threshold'])}: {pair['verdict']}."))
+    return blocks
 
 
 def page_text(found):
-    """gpus.md: the verdict, then per headline-like entry each GPU's time beside the node's median, the
-    GPU-bound entries first and the host-paced ones apart."""
+    """gpus.md: the verdict, then per entry each GPU's time beside the node's median, GPU-bound ones first."""
     blocks = [page.Heading(1, "gpubench: every GPU of the node"),
               page.paragraph(f"GPUs {', '.join(map(str, found['gpus']))}, each run at once in its own process. "
                              f"Verdict: {_verdict_text(found)}. Entries: {found['basis']}.")]

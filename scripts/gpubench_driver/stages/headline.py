@@ -1,12 +1,6 @@
-"""The headline: the figures a reader of a run would publish, each with its uncertainty, how it was
-timed and what it is measured against (the datasheet, the link's theoretical rate).
-
-Every figure is read from the studies' derived findings and the run's findings (across.py); its
-interval is its entry's: the median's interval over the trials (stats.median_interval), carried
-through the same arithmetic as the figure. First the roofline's roofs (each precision's measured peak,
-the device memory bandwidth, in the words of the study that measured it), then what the study plug-ins
-contribute (Study.headline), kind by kind. document["findings"]["headline"] holds them; the health
-check (health.py), the rank page (rank.py) and the report's first screen read them from there."""
+"""The headline (findings["headline"]): the figures a reader of a run would publish, each with its entry's
+interval over the trials carried through the same arithmetic, how it was timed and what it is measured against.
+First the roofline's roofs (each precision's peak, the memory bandwidth), then the plug-ins' (Study.headline)."""
 from gpubench_driver import studies
 from gpubench_driver.lib import stats
 from gpubench_driver.lib.figures import (PRECISIONS, PRECISION_NAMES, THROUGHPUT, between_runs, datasheet_of, entry_of,
@@ -17,7 +11,6 @@ from gpubench_driver.lib.figures import (PRECISIONS, PRECISION_NAMES, THROUGHPUT
 KINDS = ("link", "crossover", "epoch", "energy")
 
 
-# --- the figures --------------------------------------------------------------------------------
 def peak_rates(document, sheet):
     """Per format, the measured peak (the highest sustained rate of any GPU entry) against the datasheet."""
     peaks = {row["precision"]: row for row in document["findings"]["roofline"]["peaks"]}
@@ -42,8 +35,7 @@ def peak_rates(document, sheet):
 
 
 def memory_bandwidth(document, sheet):
-    """Device memory bandwidth, the roofline's memory roof, as the study that measured it words it (its
-    plug-in's memory roof), against the datasheet's unless it knows better."""
+    """Device memory bandwidth, the roofline's memory roof, as the study that measured it words it."""
     found = document["findings"]["roofline"].get("bandwidth")
     entry = entry_of(document, found) if found else None
     if entry is None:

@@ -1,18 +1,7 @@
-"""The health check: does this GPU measure like the committed runs of its model, and where it does
-not, what the run's own records show as the likely cause.
-
-Each headline figure with a direction (higher or lower is better) is set against its model's
-expected range (expected.py: the values the committed runs measured), never including the run judged:
-a run that is one of the ranges' source runs is judged leave-one-out. It is below expected when even
-the better end of its own interval falls beyond the range's worst value by more than the noise
-model's margin for the figure's kind (noise_verdicts.range_margin: the kind's band and what two runs
-of one machine differ by); its shortfall is read against the range's median. A range of fewer than
-MIN_RUNS runs is no range: the figure is set against the datasheet only (the headline's fraction).
-The causes are checks of
-the machine's records against the datasheet (gpu_datasheets.json): the PCIe link's generation and
-width, the power limit, entries held at a power cap or a thermal slowdown, ECC, other processes on
-the GPU. Host-bound figures (host_bound) are judged too, but only the GPU's make the verdict. None of
-this changes a setting: it reads what the run recorded."""
+"""The health check (docs/health-check.md): each headline figure with a direction against its model's expected
+range (the committed runs, this run left out), below where even its interval's better end lies beyond the
+range by more than the noise model's margin; and the run's records (PCIe link, power limit, clocks, ECC, other
+processes) as the likely causes. Host-bound figures are judged but only the GPU's make the verdict."""
 import statistics
 
 from gpubench_driver import studies
@@ -23,11 +12,9 @@ AS_EXPECTED, BELOW, ABOVE, NOT_JUDGED = "as expected", "below expected", "above 
 DATASHEET_ONLY = "datasheet only"
 MIN_RUNS = 3  # the fewest other runs whose values make a range: one run's range has no width
 POWER_LIMIT_SHARE = 0.98  # a power limit under this share of the datasheet's is a lowered limit
-# Figures the host paces as much as the GPU: pageable copies (the CPU stages them through its own
-# memory), the CPU's side and the crossovers against it. The device tool lends H100s on different hosts,
-# and these moved by 20-60% between them while the same runs' GPU figures held within a few percent
-# (the runs of suite-time-20261124, results/ at 1d0dbe8): they are judged, and shown, but say nothing
-# of the GPU's health.
+# Figures the host paces as much as the GPU (pageable copies, the CPU's side and the crossovers against it)
+# moved by 20-60% between hosts of one GPU model while the GPU figures held within a few percent
+# (suite-time-20261124, results/ at 1d0dbe8): judged and shown, but they say nothing of the GPU's health.
 HOST_CAUSE = ("host-bound: the host's CPU and memory pace this figure (pageable copies are staged by the CPU "
               "through host memory; the CPU side of a comparison is the host's), not the GPU")
 
@@ -37,8 +24,8 @@ def host_bound(row):
 
 
 def margin(row, model):
-    """(the noise model's kind of the figure, how far beyond its range it may lie): from the protocol and
-    median time of the entry it is read from (between_runs), else the kind its 'timed as' names."""
+    """(the noise model's kind of the figure, how far beyond its range it may lie), from its entry's protocol
+    and median time (between_runs), else from its 'timed as'."""
     between = row.get("between_runs") or {}
     protocol = between.get("protocol") or (row.get("timed_as") or "").split(":")[0] or None
     return noise_verdicts.range_margin(model, protocol, between.get("median_s"))
@@ -73,7 +60,7 @@ def judge(row, expected_figure, model, run_id=None):
             "runs": len(values), "left_out": left_out, "kind": kind, "margin": allowed}
 
 
-# --- the checks: what the run recorded that would explain a shortfall ------------------------------
+# The checks: what the run recorded that would explain a shortfall.
 def link_check(gpu, sheet):
     """The PCIe link the GPU and host allow against the model's; affects the copies."""
     generation, width = gpu.get("pcie.link.gen.max"), gpu.get("pcie.link.width.max")

@@ -1,14 +1,8 @@
-"""The run's journal: every finished entry of the benchmark process in progress, one line each,
-appended before its progress line is printed, so that an entry the user saw finish is on disk even
-when the driver is killed outright (SIGKILL, an out-of-memory kill) before it saves.
-
-results.json is rewritten after every size, between benchmark processes; rewriting it after every
-entry would cost up to 0.7 s a time for the suite's 11 MB file, on the host's cores while the next
-entry is being measured. The journal line costs microseconds. After each size the driver folds the
-journal into the document (what the process's own output lacks, a crash's truncated JSON), saves,
-and empties it; a reader of a results folder (`load`: report, compare, run --like) folds what a
-killed run left there. A folded entry is rebuilt from its console line (counters as printed, three
-significant digits) and its measurements line (samples and all), and says so in its message."""
+"""The run's journal: every finished entry of the benchmark process in progress, one line each, appended
+before its progress line, so that an entry the user saw finish is on disk even when the driver is killed
+outright. Rewriting results.json (11 MB for the suite) after every entry would cost up to 0.7 s on the cores
+measuring the next; a line costs microseconds. After each size the driver folds the journal in, saves and
+empties it; `load` folds what a killed run left (rebuilt from its console and measurements lines)."""
 import json
 import os
 
@@ -26,8 +20,7 @@ def path_beside(results_path):
 
 
 def record(study, trial, phase, result, measurement, wall_s, axis_fields):
-    """The journal line of one finished entry: its console result, its measurements line and its axis fields
-    (gbench.axis_fields, from the plan)."""
+    """The journal line of one finished entry: its console result, its measurements line and its axis fields."""
     return {"layout": migrate.JOURNAL_LAYOUT, "study": study, "trial": trial, "phase": phase, "name": result.name,
             "axis_fields": axis_fields, "failure": result.failure, "median_s": result.median_s,
             "counters": result.counters, "measurement": measurement, "wall_s": wall_s}
@@ -60,8 +53,7 @@ def read(path):
 
 
 def entry_of(line, study):
-    """The entry a journal line stands for, as the driver would have read it from the process (study: its
-    study's results record)."""
+    """The entry a journal line stands for, as the driver would have read it from the process."""
     fields = migrate.journal_axis_fields(line, studies.axis_names(line["study"], study))
     entry = gbench.blank_entry(line["name"], fields, gbench.declared_counters(study))
     failure = line.get("failure")

@@ -1,38 +1,30 @@
-"""run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and
-batches each swept and options), and where this machine's environment differs from
-the one it recorded."""
+"""run --like RESULTS: the configuration an earlier run recorded (its studies, the sizes and batches each
+swept and options), and where this machine's environment differs from the one it recorded."""
 from gpubench_driver import studies
 from gpubench_driver.lib import results
 from gpubench_driver.stages import journal, options as opts
 
 # Options taken from the recorded run unless given on the command line; sizes and batches come
 # per study from what each study swept (its defaults may have changed since).
-# (Runs before the steady-state loop also recorded repetitions and min_time, which no longer exist.)
 RECORDED_OPTIONS = ("studies", "impls", "modes", "caps", "cpu_only", "refine_rounds", "reference", "quick", "full",
                     "telemetry", "trials")
 BOOLEAN_OPTIONS = ("cpu_only", "reference", "quick", "full", "telemetry")
 # What the report compares: (what it is, path into results.json).
 ENVIRONMENT = (
-    ("CPU", ("machine", "cpu", "model")),
-    ("CPU cores", ("machine", "cpu", "cores")),
-    ("host memory (bytes)", ("machine", "memory_total_bytes")),
-    ("operating system", ("machine", "os")),
-    ("kernel", ("machine", "kernel")),
-    ("transparent huge pages", ("machine", "transparent_hugepages")),
-    ("GPU", ("machine", "gpus", 0, "name")),
-    ("GPU memory (MiB)", ("machine", "gpus", 0, "memory.total")),
+    ("CPU", ("machine", "cpu", "model")), ("CPU cores", ("machine", "cpu", "cores")),
+    ("host memory (bytes)", ("machine", "memory_total_bytes")), ("operating system", ("machine", "os")),
+    ("kernel", ("machine", "kernel")), ("transparent huge pages", ("machine", "transparent_hugepages")),
+    ("GPU", ("machine", "gpus", 0, "name")), ("GPU memory (MiB)", ("machine", "gpus", 0, "memory.total")),
     ("GPU power limit (W)", ("machine", "gpus", 0, "power.limit")),
     ("PCIe generation", ("machine", "gpus", 0, "pcie.link.gen.max")),
     ("PCIe width", ("machine", "gpus", 0, "pcie.link.width.max")),
     ("GPU driver", ("machine", "gpus", 0, "driver_version")),
     ("CUDA runtime", ("software", "gpubench_env", "cuda", "runtime_version")),
     ("cuBLAS", ("software", "gpubench_env", "cuda", "cublas_version")),
-    ("OpenBLAS", ("software", "openblas", "version")),
-    ("OpenBLAS kernel", ("software", "openblas", "core")),
+    ("OpenBLAS", ("software", "openblas", "version")), ("OpenBLAS kernel", ("software", "openblas", "core")),
     ("OpenBLAS threads", ("software", "openblas", "threads")),
     ("C++ compiler", ("software", "gpubench_env", "compilers", "cxx")),
-    ("Google Benchmark", ("software", "gpubench_env", "google_benchmark_version")),
-)
+    ("Google Benchmark", ("software", "gpubench_env", "google_benchmark_version")))
 
 
 def _positive_ints(values, what):
@@ -73,8 +65,8 @@ def recorded_configuration(path):
 
 
 def configuration(document, names=RECORDED_OPTIONS):
-    """({option: value} for the options named that the run recorded, each checked as the command line's
-    would be, {study: {"sizes", "batches"}} as each swept them) of a results document."""
+    """({option: value} of the named options the run recorded, each checked as the command line's would be,
+    {study: {"sizes", "batches"}} as each swept them) of a results document."""
     recorded = document["run"].get("options") or {}
     chosen = {name: _checked(name, recorded.get(name)) for name in names if name in recorded}
     swept = {name: {"sizes": _positive_ints(study.get("sizes"), f"studies.{name}.sizes"),
@@ -96,9 +88,5 @@ def _value(document, path):
 
 def differences(recorded, document):
     """Where this run's environment differs from the recorded one: [{what, recorded, here}]."""
-    found = []
-    for what, path in ENVIRONMENT:
-        then, now = _value(recorded, path), _value(document, path)
-        if then != now:
-            found.append({"what": what, "recorded": then, "here": now})
-    return found
+    found = [(what, _value(recorded, path), _value(document, path)) for what, path in ENVIRONMENT]
+    return [{"what": what, "recorded": then, "here": now} for what, then, now in found if then != now]

@@ -7,15 +7,11 @@ from gpubench_driver import studies
 from gpubench_driver.lib import gbench
 
 MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
-# The sizes, batches, implementations and modes of each study's quick, suite and full runs are its binary's
-# (--describe's points).
 SUITE_REFINE_ROUNDS = 1
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
-# Independent trials per entry (separate processes, trials.py): three in the default suite, the fewest
-# that give a between-trial spread and a t-test, and the most whose short per-trial budget (protocol()
-# in bench/harness/measurement.cpp) fits the suite's ten minutes on the H100; one in --quick, whose two
-# minutes hold one pass (docs/methodology.md, "Reproducibility").
+# Independent trials per entry (separate processes): three, the fewest that give a between-trial spread and
+# the most that fit the suite's ten minutes on the H100; one in --quick (docs/methodology.md, "Reproducibility").
 DEFAULT_TRIALS = 3
 QUICK_TRIALS = 1
 MAX_TRIALS = 20
@@ -146,7 +142,7 @@ def check_implementations(options, described_ids):
 
 def run_points(options, name, description):
     """The points a run takes from its binary's --describe: --full its full sweep, --quick its quick points, else
-    the suite's; each {sizes, batches (a study with a batch axis), impls and modes where not all of them}."""
+    the suite's."""
     kind = "full" if options.full else "quick" if options.quick else "suite"
     point = (description.get("points") or {}).get(kind)
     if not isinstance(point, dict) or not isinstance(point.get("sizes"), list):
@@ -181,7 +177,7 @@ def study_sizes(options, name, description):
 
 def described_range(description, key):
     """(least, largest) of the sizes or batches a study binary takes: its --describe's size_range or
-    batch_range, or for a binary that states none, what its option parser reads (a positive int)."""
+    batch_range, else any positive int."""
     stated = description.get(key)
     bounds = tuple((stated or {}).get(bound) if isinstance(stated, dict) else None for bound in ("min", "max"))
     if all(isinstance(value, int) and not isinstance(value, bool) for value in bounds) and 1 <= bounds[0] <= bounds[1]:
@@ -190,8 +186,7 @@ def described_range(description, key):
 
 
 def check_range(values, flag, name, description, key):
-    """Each size or batch within the study's range: one it would refuse is a usage error now, before the
-    run makes anything, instead of a failed invocation and a partial run."""
+    """Each size or batch within the study's range: a usage error now rather than a failed invocation later."""
     least, largest = described_range(description, key)
     for value in values or []:
         if not least <= value <= largest:
@@ -199,18 +194,16 @@ def check_range(values, flag, name, description, key):
 
 
 def _chosen(given, suite, known, runnable):
-    """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can
-    run here (the GPU's only with a usable GPU and without --cpu-only), else None: all of them. A
-    subset that leaves nothing to run here (no GPU, a build without CUDA) is no subset."""
+    """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can run
+    here, else None: all of them (a subset that leaves nothing to run here is no subset)."""
     if given is not None:
         return [value for value in given if value in known]
     return [value for value in suite or () if value in runnable] or None
 
 
 def for_study(options, name, description):
-    """The options one study's binary gets: the sizes (and batches) it sweeps, and only the
-    implementations, modes and caps it knows (a binary refuses ids it does not have); NothingToRun
-    when the user's choice leaves it nothing to run."""
+    """The options one study's binary gets: the sizes (and batches) it sweeps, and only the implementations,
+    modes and caps it knows; NothingToRun when the user's choice leaves it nothing to run."""
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]

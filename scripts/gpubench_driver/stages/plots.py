@@ -15,8 +15,7 @@ ROOF_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", 
 
 
 def _roofline_range(roof):
-    """The intensities the chart spans: the points' with room on both sides, and each ridge point
-    (where the memory roof meets a compute roof)."""
+    """The intensities the chart spans: the points' with room on both sides, and each ridge point."""
     intensities = [point["intensity"] for point in roof["points"]]
     bandwidth = (roof.get("bandwidth") or {}).get("bytes_per_s")
     if bandwidth:
@@ -78,9 +77,8 @@ def write_roofline(roof, out_dir):
 
 
 def write_plots(studies, out_dir):
-    """{study name: paths of its PNGs} in the studies' order, for each study that drew any (by its
-    record's `plots` in the registry), so a report can put each study's charts beside its tables; None
-    without matplotlib."""
+    """{study name: paths of its PNGs} of each study that drew any (its record's `plots`); None without
+    matplotlib."""
     pyplot = charts.load_pyplot()
     if pyplot is None:
         return None

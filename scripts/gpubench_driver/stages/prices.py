@@ -1,7 +1,6 @@
-"""What the runs compare and rank set side by side cost: the price table (scripts/prices.json, dated examples),
-each run's price per hour from --price (an instance of the table, priced at the run's share of its GPUs, or
-USD per hour), and what a study's figures cost at it (its record says how: per 1000 GEMMs and TFLOP/s per
-USD-hour, or per training epoch)."""
+"""What compare and rank set beside cost: the price table (scripts/prices.json, dated examples), each run's
+price per hour from --price (an instance of the table at the run's share of its GPUs, or USD per hour), and
+what a study's figures cost at it (per 1000 GEMMs and TFLOP/s per USD-hour, or per training epoch)."""
 import json
 import math
 import os
@@ -20,7 +19,6 @@ class PriceTableError(Exception):
     """A price table that cannot be read or breaks its schema."""
 
 
-# --- the price table and --price ----------------------------------------------------
 def _positive_price(value, where, error):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise error(f"{where}: expected a positive number of USD per hour, got {value!r}")
@@ -121,7 +119,6 @@ def apply_prices(sources, specs, table_path):
     return tables.get(table_path)
 
 
-# --- cost ------------------------------------------------------------------------------
 def usd_per_1000_products(entry, usd_per_hour):
     return entry["time_s"]["median"] * 1000 / SECONDS_PER_HOUR * usd_per_hour
 
@@ -152,10 +149,6 @@ def cost_kind(study_name):
 
 def usd(value):
     return "n/a" if value is None else f"{value:.3g} USD"
-
-
-def per_usd_hour(value):
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def price_cell(source):

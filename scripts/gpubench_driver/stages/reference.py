@@ -44,8 +44,7 @@ def find_interpreter(library):
 
 
 def run_library(run, protocol):
-    """{"python", "results", "notes"} or {"note"} for one reference run, timed by the study's
-    measurement protocol (its --describe's "measurement" object)."""
+    """{"python", "results", "notes"} or {"note"} of one reference run, timed by the study's protocol."""
     python = find_interpreter(run.library)
     if python is None:
         need = "numpy" if run.library == "numpy" else "PyTorch with a usable CUDA device"
@@ -66,8 +65,7 @@ def run_library(run, protocol):
 
 
 def _narrowed(run, sizes, batches):
-    """The run at only the sizes and batches the study ran (None: all it has); None when the
-    study ran none of them."""
+    """The run at only the sizes and batches the study ran (None: all); None when it ran none of them."""
     args = list(run.args)
     for position, swept in ((run.sizes_at, sizes), (run.batches_at, batches)):
         if position is None or swept is None:
@@ -80,9 +78,8 @@ def _narrowed(run, sizes, batches):
 
 
 def run_references(study, with_gpu, protocol, sizes=None, batches=None):
-    """The reference runs that belong to a study, by their key in results.json 'references';
-    protocol: the study's measurement protocol (None: its binary published none); sizes and
-    batches: what the study swept (None: everything)."""
+    """The reference runs of a study, by their key in results.json 'references'; protocol: the study's (None:
+    its binary published none); sizes and batches: what the study swept (None: everything)."""
     found = {}
     for key, run in RUNS.get(study, {}).items():
         run = _narrowed(run, sizes, batches)
@@ -99,8 +96,7 @@ def run_references(study, with_gpu, protocol, sizes=None, batches=None):
 
 def compare(references, entries, study):
     """Study median time / reference median time at each point both measured (< 1: the study is faster);
-    a point one side measured gets a row saying what the other lacks; one neither measured, none (a
-    run on a machine without a GPU lists no GPU comparisons)."""
+    a point one side measured gets a row saying what the other lacks; one neither measured, none."""
     rows = []
     for comparison in getattr(studies.BY_NAME.get(study), "comparisons", ()):
         measured = _reference_results(references, comparison)

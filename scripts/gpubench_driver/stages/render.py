@@ -1,10 +1,6 @@
-"""summary.md and summary.html: the findings of one run as a list of blocks (document.py).
-
-This module writes the page's frame (header, warnings, run --like, plots), puts the sections
-together and writes the outputs: each study's come from its plug-in (its record's `summary`,
-studies/), those across the studies from render_across, the first screen from render_first_screen.
-Every section reads the study's `derived` or the document's `findings`, computed by
-analyse.derive_findings; none computes a finding itself."""
+"""summary.md and summary.html: the page's frame (header, warnings, run --like, plots) around the first screen
+(render_first_screen), each study's sections (its plug-in's `summary`) and those across the studies
+(render_across). Every section reads findings analyse.derive_findings computed; none computes one itself."""
 import os
 
 from gpubench_driver import studies
@@ -80,8 +76,7 @@ def _figures(paths, out_dir):
 
 
 def with_plots(blocks, paths, out_dir):
-    """A study's sections with its plots beside its first table (after the last block when it has
-    none), and its long tables folded."""
+    """A study's sections, its long tables folded, with its plots beside its first table (else at the end)."""
     blocks = folded_long_tables(blocks)
     if not paths:
         return blocks
@@ -99,10 +94,8 @@ def _no_plots(plots_by_study):
 
 
 def blocks(document, plots_by_study, out_dir):
-    """The whole page as blocks: summary.md and summary.html are both written from them. First the
-    header and the first screen (headline, health, claims), then each study's details with its plots
-    beside its tables, then the findings across the studies. plots_by_study: {study: [PNG paths]}
-    (the roofline's under render_across.ROOFLINE_KEY), None without matplotlib."""
+    """The whole page as blocks, for summary.md and summary.html. plots_by_study: {study: [PNG paths]} (the
+    roofline's under render_across.ROOFLINE_KEY), None without matplotlib."""
     found = _header(document) + render_first_screen.first_screen(document) + _warnings(document) + _like(document)
     for name, study in document["studies"].items():
         if name in studies.BY_NAME:
@@ -114,8 +107,7 @@ def blocks(document, plots_by_study, out_dir):
 
 
 def write_outputs(document, out_dir):
-    """Plots, summary.md and summary.html (the same page, plots embedded) next to results.json;
-    returns the summary path."""
+    """Plots, summary.md and summary.html (the same page, plots embedded); returns summary.md's path."""
     plots_by_study = plots.write_plots(document["studies"], out_dir)
     if plots_by_study is None:
         print(charts.MISSING_MATPLOTLIB, flush=True)

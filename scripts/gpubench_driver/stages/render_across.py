@@ -1,6 +1,5 @@
-"""summary.md: the findings across the studies (document["findings"], across.py): fraction of the
-measured peak, roofline, per-entry telemetry (energy, clock-limited entries), and the GPU clocks
-during each study (its telemetry record)."""
+"""summary.md's sections across the studies (findings, across.py): fraction of the measured peak, roofline,
+how each figure was measured, per-entry telemetry, the trials' agreement and the GPU clocks during each study."""
 import os
 
 from gpubench_driver import studies
@@ -12,12 +11,8 @@ CLOCK_LIMITED_LINES = 25
 ROOFLINE_KEY = "roofline"  # the roofline chart's key among the report's plots by study
 
 
-def _megahertz(value):
-    return "n/a" if value is None else f"{value:.0f} MHz"
-
-
-def _watts(value):
-    return "n/a" if value is None else f"{value:.0f} W"
+def _in_units(value, unit):
+    return "n/a" if value is None else f"{value:.0f} {unit}"
 
 
 def _gflop_per_joule(row):
@@ -132,7 +127,7 @@ def _energy_gemm(findings):
         return []
     body = [[md(row["study"]), md(row["precision"]), md(row["impl"]), md(row["mode"]), md(row["n"]),
              _joules_within(row), joules(row.get("energy_above_idle_j")), _gflop_per_joule(row),
-             _watts(row.get("call_power_w")), _megahertz(row["sm_clock_mhz"])] for row in found["rows"]]
+             _in_units(row.get("call_power_w"), "W"), _in_units(row["sm_clock_mhz"], "MHz")] for row in found["rows"]]
     return section("Across the studies: energy per GEMM (NVML)", [
         table(["study", "precision", "impl", "mode", "n", "energy per GEMM", "above idle", "GFLOP per joule",
                "power", "median SM clock"], body),
@@ -156,7 +151,7 @@ def _energy_calls(findings):
         "GFLOP per joule", "power"], findings["energy_per_call"], lambda row: [
             md(row["study"]), md(row["impl"]), md(row["mode"]), md(row["precision"]), md(row["n"]), md(row["batch"]),
             _joules_within(row), joules(row["energy_j_per_item"]), _gflop_per_joule(row),
-            _watts(row.get("call_power_w"))],
+            _in_units(row.get("call_power_w"), "W")],
         paragraph("One call: a batch (batched GEMM, MLP step, convolution), a copy (transfer: n is its bytes, "
                   "precision its direction), a pipelined run (overlap: precision is the workload); each series at its "
                   "largest n and batch; measured as above. Every entry's energy: `energy_j_per_op` in "
@@ -201,7 +196,7 @@ def _clock_limited(findings):
                                          f"a thermal slowdown ({measured} entries with per-entry telemetry).")])
     items = [f"{md(row['name'])}: power cap in {percent(row['power_limited_fraction'])} and thermal slowdown in "
              f"{percent(row['thermal_limited_fraction'])} of its samples, median SM clock "
-             f"{_megahertz(row['sm_clock_mhz'])}" for row in rows[:CLOCK_LIMITED_LINES]]
+             f"{_in_units(row['sm_clock_mhz'], 'MHz')}" for row in rows[:CLOCK_LIMITED_LINES]]
     if len(rows) > CLOCK_LIMITED_LINES:
         items.append(f"and {len(rows) - CLOCK_LIMITED_LINES} more (`clock_limited` in results.json)")
     return section(title, [bullets(items), paragraph(

@@ -54,17 +54,14 @@ def health_text(judged):
     return f"**{judged['status']} by {percent(judged['by'], 0)}**"
 
 
-def _timed(row):
-    return md((row.get("timed_as") or "").split(":")[0])
-
-
 def headline_section(document):
     findings = document.get("findings") or {}
     rows = (findings.get("headline") or {}).get("figures") or []
     if not rows:
         return []
     judged = {row["key"]: row for row in (findings.get("health") or {}).get("figures", [])}
-    body = [[md(row["label"]), value_text(row["value"], row["unit"]), interval_text(row), _timed(row),
+    body = [[md(row["label"]), value_text(row["value"], row["unit"]), interval_text(row),
+             md((row.get("timed_as") or "").split(":")[0]),
              reference_text(row), health_text(judged.get(row["key"]))] for row in rows]
     sheet = (findings.get("headline") or {}).get("datasheet")
     notes = [paragraph("Interval: where the median lies over the run's independent trials (with the default three, "
@@ -76,10 +73,6 @@ def headline_section(document):
                        + (f" Datasheet: {md(sheet['model'])}, {md(sheet['source'])}." if sheet else ""))]
     return section("Headline", [table(["figure", "measured", "interval", "timed as", "against", "health"], body),
                    *notes])
-
-
-def _check_line(check):
-    return ("ok: " if check["ok"] else "**problem:** ") + md(check["text"])
 
 
 def health_section(document):
@@ -118,7 +111,8 @@ def health_section(document):
     if sheet_only and found["verdict"] != health.NOT_JUDGED:
         line += (f" Fewer than {health.MIN_RUNS} other runs at their point, so no range (the headline's fraction of "
                  f"the datasheet stands in where there is one): {md(', '.join(sheet_only))}.")
-    return section("Health", [paragraph(line), bullets(_check_line(check) for check in found.get("checks", [])),
+    checks = [("ok: " if check["ok"] else "**problem:** ") + md(check["text"]) for check in found.get("checks", [])]
+    return section("Health", [paragraph(line), bullets(checks),
                               paragraph("A run's figures judged at its own points; `gpubench check` judges each at its "
                                         "plateau (docs/health-check.md). The ranges come from committed runs (`gpubench expected`), never the run "
                                         "judged, widened by the noise model's margin for each figure's kind "

@@ -1,21 +1,13 @@
-"""run --resume DIR: finish a run that was stopped (killed, interrupted, its machine preempted).
-
-The run's folder says everything: results.json holds the options it was started with and, per study,
-the units it finished (lib/resumable.py); held_choices.tsv the library choices its first trial made.
-A resume takes the recorded options (a flag that contradicts them is refused; --build-dir, --no-build,
---cmake-arg and --no-setup, which change no measurement, are free), keeps every finished unit and its
-entries as they are, runs the units left in the order the run would have, and writes results.json,
-the summary and the plots as a run that was never stopped does, with a record of the resume in
-run.resumed. What an unfinished unit had finished before the stop (the journal's entries, the
-entries an interrupted process saved) is measured again with its unit, so that every entry's trials
-each come from one whole unit. The folder's lock keeps a second run or resume out while it runs."""
+"""run --resume DIR: finish a stopped run from its folder (results.json's options and finished units,
+lib/resumable.py). A flag that contradicts the recorded options is refused (the build's are free); the
+units left run in the run's order, an unfinished unit whole again, and run.resumed records the resume.
+"""
 import os
 
 from gpubench_driver.lib import environment, outputs, results, resumable, schema, trials
 from gpubench_driver.stages import journal, like, options as opts, runner, session
 
-# The flags that shape what a run measures, by the run option each sets: given with --resume, each
-# must say what the run recorded.
+# The flags that shape what a run measures, by the run option each sets: with --resume, each must match the run.
 MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
             "caps": "caps", "cpu_only": "cpu_only", "quick": "quick", "full": "full", "trials": "trials",
             "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
@@ -26,8 +18,7 @@ UNORDERED = ("studies", "impls", "modes")  # their order on the command line cha
 OTHER_RUNS = {"like": "--like", "gpus": "--gpus", "repeatability": "--repeatability"}
 ANOTHER_KIND = ("gpus", "repeatability")
 RECORDED = (*like.RECORDED_OPTIONS, "sizes", "batches")
-# Where this machine may not differ from the run's (like.ENVIRONMENT's names): the units left would
-# measure another machine's processor than those kept.
+# Where this machine may not differ from the run's (like.ENVIRONMENT's names): another processor than the kept units'.
 SAME_MACHINE = ("CPU", "GPU")
 
 
@@ -139,7 +130,7 @@ def _check_plans(plans, warnings, document):
 
 def _check_machine(document, here, options):
     """Where this machine differs from the run's: refused where the units left would measure another
-    processor (SAME_MACHINE, or a GPU the run had and this machine has not); the rest is recorded."""
+    processor (SAME_MACHINE, or a GPU this machine lacks); the rest is recorded."""
     found = like.differences(document, here)
     other = [d for d in found if d["what"] in SAME_MACHINE and (d["what"] != "GPU" or not options.cpu_only)]
     if not options.cpu_only and document["gpu"].get("available") and not here["gpu"].get("available"):
@@ -182,7 +173,7 @@ def _resume_in(out_dir, args, given, argv):
     progress = runner.Progress(0)
     progress.measured_again = _journal_entries_left(document, journal_path)
     record = {"at": session.utc_now(), "from": None, "units_kept": kept, "measured_again": 0,
-              "command_line": [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv],
+              "command_line": session.command_line(argv),
               "git": environment.capture_git(session.SOURCE_DIR),
               "differences": _check_machine(document, here, options)}
     if record["git"].get("revision") != (run.get("git") or {}).get("revision"):

@@ -14,15 +14,13 @@ from gpubench_driver.stages import journal
 
 STDERR_TAIL_CHARS = 4000
 STOP_GRACE_S = 10
-# The library choices (cuDNN's engines) held across a run's processes, in its results folder: the
-# binaries record what their first trial chose and take it in the later ones (bench/harness/held_choices.hpp).
+# The library choices (cuDNN's engines) the first trial made, taken by the later ones (bench/harness/held_choices.hpp).
 HELD_CHOICES_FILE = "held_choices.tsv"
 HELD_CHOICES_FLAG = "--held-choices="
 # Where a study binary writes files of its own (the mandelbrot study's count image): the run's folder.
 ARTIFACTS_FLAG = "--artifacts-dir="
-# A launcher's variables that make a process take itself for one of several ranks (core/launched_rank.hpp,
-# core/rank_channel.hpp). A binary the driver starts itself is one process, even where the driver runs inside
-# an allocation (an sbatch script's own process sees SLURM_PROCID and the allocation's SLURM_NTASKS).
+# A launcher's variables that make a process take itself for one of several ranks (core/launched_rank.hpp): a
+# binary the driver starts itself is one process, even inside an allocation (an sbatch script sees SLURM_PROCID).
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK")
 
 
@@ -40,8 +38,7 @@ class Interrupted(Exception):
 
 
 def binary_environment(launched=False):
-    """The environment of a study binary: the study defaults (STUDY_ENVIRONMENT_DEFAULTS), and without the
-    launchers' rank variables unless a launcher starts it (and sets its own)."""
+    """The study defaults (STUDY_ENVIRONMENT_DEFAULTS) and, unless a launcher starts it, no rank variables."""
     environment = {**os.environ, **study_environment()}
     return environment if launched else {name: value for name, value in environment.items()
                                          if name not in RANK_VARIABLES}
@@ -71,14 +68,11 @@ def describe(binary, flags=()):
 def study_flags(options, sizes, impls=None, modes=None):
     """The study's own flags; impls/modes narrow the user's choice for one invocation."""
     flags = ["--sizes=" + ",".join(map(str, sizes))]
-    if options.batches:  # set only for a study with a batch axis (options.for_study)
-        flags.append("--batches=" + ",".join(map(str, options.batches)))
-    impls = impls or options.impls
-    modes = modes or options.modes
-    if impls:
-        flags.append("--impls=" + ",".join(impls))
-    if modes:
-        flags.append("--modes=" + ",".join(modes))
+    # batches: set only for a study with a batch axis (options.for_study)
+    for flag, values in (("--batches=", options.batches), ("--impls=", impls or options.impls),
+                         ("--modes=", modes or options.modes)):
+        if values:
+            flags.append(flag + ",".join(map(str, values)))
     if options.caps:
         flags.append("--caps=" + ",".join(f"{name}={cap}" for name, cap in sorted(options.caps.items())))
     if options.cpu_only:
@@ -86,22 +80,13 @@ def study_flags(options, sizes, impls=None, modes=None):
     return flags
 
 
-def benchmark_flags(json_path, measurements_path):
-    """Google Benchmark's output, and the measurements file: each entry is one run of one iteration
-    whose samples the binary's own loop takes (measurements.py)."""
-    return [f"--benchmark_out={json_path}", "--benchmark_out_format=json", "--benchmark_color=false",
-            measurements.FLAG + measurements_path]
-
-
-# --- progress --------------------------------------------------------------------
 class Progress:
     def __init__(self, total):
         self.total = total
         self.done = set()
         self.trial = 1  # of the invocation running now
         self.trials = 1
-        # For run --resume's record: the first unit run (the units before it were kept), and how many
-        # entries of unfinished units had finished before the stop and are measured again.
+        # For run --resume's record: the first unit run, and the entries of unfinished units measured again.
         self.first_unit = None
         self.measured_again = 0
         self.planned = {}  # {entry name: (its study's record, its axis fields)} of every study's plan
@@ -116,7 +101,6 @@ class Progress:
 
     @staticmethod
     def _outcome(result, record=None, fields=None):
-        """Its time, and the rates its study's record gives from its axis fields and console counters."""
         if result.failure is not None:
             return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
         text = f"median {formatting.seconds(result.median_s)}"
@@ -125,7 +109,6 @@ class Progress:
         return text
 
 
-# --- one invocation ------------------------------------------------------------------
 @dataclass
 class Invocation:
     entries: list
@@ -138,41 +121,32 @@ class Invocation:
     raw: gbench.GbenchOutput = None  # Google Benchmark's own output, as the binary wrote it
 
 
-# Idle OpenMP threads sleep instead of spinning: libgomp's spinning threads take cores from
-# OpenBLAS's own pthreads, which halved the rate of OpenMP loops alternating with SGEMM.
-# OpenMP threads are pinned one per core, in order (thread t on core t), so a thread keeps
-# the caches and the memory it first wrote (core/first_touch.hpp) from call to call; gpubench_env
-# records what that gave (software.gpubench_env.affinity). A value the user set wins.
+# Idle OpenMP threads sleep instead of spinning, which took cores from OpenBLAS's own threads
+# (docs/methodology.md); a value the user set wins.
 STUDY_ENVIRONMENT_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
 
 
 def study_environment():
-    """The environment variables of STUDY_ENVIRONMENT_DEFAULTS as the study binaries get them."""
     return {name: os.environ.get(name, value) for name, value in STUDY_ENVIRONMENT_DEFAULTS.items()}
 
 
-def telemetry_flags(options, series_path):
-    """Where the binary writes its telemetry series, or that it samples none (run --no-telemetry)."""
-    return [telemetry.OUT_FLAG + series_path] if options.telemetry else [telemetry.OFF_FLAG]
-
-
 def invoke(binary, flags, options, progress, plan, counters, on_finished=None, launcher=(), scratch_dir=None):
-    """Run the binary once (under `launcher`, a command, where given: rank 0 writes the files); return
-    its entries (each with its wall time, its axes those of `plan`, {name: axis fields}, and each counter
-    of `counters`, those its binary declares) and its telemetry series, even when it crashed or was
-    interrupted. `on_finished(result, measurement, wall_s)` is called for each entry as its console
-    line arrives, before its progress line is printed. Its files go to a scratch folder in scratch_dir
-    (the run's, in its output folder; default: the system's)."""
+    """Run the binary once (under `launcher` where given: rank 0 writes the files) in a scratch folder in
+    scratch_dir; its entries (with their wall time, axes from `plan` and `counters`) and telemetry, even when
+    it crashed or was interrupted. `on_finished(result, measurement, wall_s)` gets each entry as its console
+    line arrives, before its progress line."""
     with tempfile.TemporaryDirectory(prefix="gpubench.", dir=scratch_dir) as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
         measurements_path = os.path.join(scratch, "measurements.jsonl")
         stderr_path = os.path.join(scratch, "stderr.txt")
+        command = [*launcher, binary, *flags,
+                   telemetry.OUT_FLAG + series_path if options.telemetry else telemetry.OFF_FLAG,
+                   f"--benchmark_out={json_path}", "--benchmark_out_format=json", "--benchmark_color=false",
+                   measurements.FLAG + measurements_path]  # the samples the binary's own loop takes
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
             # killed outright, the driver takes the process (or its launcher) with it
-            child = stopping.popen([*launcher, binary, *flags, *telemetry_flags(options, series_path),
-                                    *benchmark_flags(json_path, measurements_path)],
-                                   stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+            child = stopping.popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
                                    env=binary_environment(bool(launcher)))
             tail = measurements.Tail(measurements_path)
             finished = (lambda result, wall: on_finished(result, tail.get(result.name), wall)) if on_finished else None
@@ -190,10 +164,8 @@ def invoke(binary, flags, options, progress, plan, counters, on_finished=None, l
 
 
 def _stream(child, progress, on_finished=None):
-    """Print progress from the console lines (after `on_finished(result, wall_s)`, for an entry's
-    first line); on Ctrl-C stop the child and say so. Returns
-    (interrupted, {entry: wall seconds from the previous entry's end to its own, set-up,
-    verification, warm-up and every sample included})."""
+    """Print progress from the console lines (after `on_finished(result, wall_s)` on an entry's first); on
+    Ctrl-C stop the child. Returns (interrupted, {entry: wall seconds from the previous entry's end to its own})."""
     wall_s = {}
     last = time.monotonic()
     try:
@@ -236,11 +208,9 @@ def describe_exit(returncode):
     return f"exited with status {returncode}"
 
 
-# --- the study ----------------------------------------------------------------------
 class Study:
-    """Sweeps the sizes, then refines the crossovers (options.refine_rounds > 0: a refined study); saves
-    through `save` after each size (a study with a batch axis runs every batch of a size in
-    one invocation). `progress` is shared by the studies of a run."""
+    """Sweeps the sizes, then refines the crossovers; saves through `save` after each size (one invocation
+    runs every batch of a size). `progress` is shared by the studies of a run."""
 
     def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
                  journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None):
@@ -257,8 +227,8 @@ class Study:
         self.save = save
         self.progress = progress
         self.planned = {}  # {entry name: its axis fields}, as its binary's --describe lists them
-        # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan; and
-        # of a resumed study, Google Benchmark's output and the telemetry series so far.
+        # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan, and
+        # Google Benchmark's output and the telemetry series so far.
         record.setdefault("units", [])
         record.setdefault("refinement_plans", [])
         self.finished = resumable.finished(record)
@@ -309,8 +279,7 @@ class Study:
                 plans.append(resumable.plan_record(plan))
         if not plan:
             return False
-        # The caps stay: they keep implementations that cannot be the fastest (single-thread
-        # loops) away from sizes where one call takes many seconds.
+        # The caps stay: they keep slow implementations away from sizes where one call takes many seconds.
         print(f"refining crossovers (round {round_number}): n = {', '.join(map(str, plan))}", flush=True)
         runs = []
         for n, (impls, modes) in plan.items():
@@ -380,8 +349,8 @@ class Study:
             self.progress.first_unit = {"study": self.name, **unit}
 
     def _forget_unfinished(self, planned, trial):
-        """Before a unit runs, takes back from its entries what an earlier attempt at it saved (an interrupted
-        run saves the entries its last process finished), so that the unit's trial counts once."""
+        """Before a unit runs, takes back from its entries what an interrupted attempt at it saved, so that the
+        unit's trial counts once."""
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
         for name in planned:
             if name in by_name and trials.count(by_name[name]) >= trial:
@@ -391,8 +360,8 @@ class Study:
                                         key=gbench.entry_order)
 
     def _fold_journal(self):
-        """The entries the process printed but its output lacks (a crash cut its JSON short), from the
-        journal; returns their names."""
+        """Folds in from the journal the entries the process printed but its output lacks (a crash cut its JSON
+        short); returns their names."""
         if not self.journal_path:
             return set()
         lines = [line for line in journal.read(self.journal_path) if line["study"] == self.name]
@@ -400,8 +369,7 @@ class Study:
         return {line["name"] for line in lines}
 
     def _keep_raw(self, output):
-        """Google Benchmark's JSON of the study so far, in its own format (every invocation's
-        benchmarks, the first context), for tools that read it (its tools/compare.py)."""
+        """Google Benchmark's JSON of the study so far, in its own format (for its tools/compare.py)."""
         if self.raw_path is None or output is None:
             return
         self.raw = gbench.GbenchOutput(self.raw.context or output.context, self.raw.benchmarks + output.benchmarks)
@@ -430,9 +398,8 @@ class Study:
 
 
 def read_ranks(artifacts_dir, name, launcher):
-    """The study's record of the ranks its launch ran (each rank's host, CPU and GPU, or why it has none),
-    with the launcher's command; None where rank 0 wrote none (the ranks never met, or rank 0 ran on
-    another node than the driver's)."""
+    """The ranks' record rank 0 wrote (each rank's host, CPU and GPU), with the launcher's command; None where
+    it wrote none (the ranks never met, or rank 0 ran on another node)."""
     try:
         with open(ranks_file(artifacts_dir, name), encoding="utf-8") as stream:
             found = json.load(stream)

@@ -23,8 +23,7 @@ def default_run_id():
 
 
 def default_out_dir(name):
-    """Where a command writes when no --out is given: results/runs/, which git ignores (results/ itself
-    holds the curated reference runs)."""
+    """Where a command writes without --out: results/runs/, which git ignores."""
     return os.path.join(SOURCE_DIR, "results", "runs", name)
 
 
@@ -33,10 +32,9 @@ def default_build_dir():
 
 
 def prepare_out_dir(options):
-    """The output folder's outputs.RunFolder, made and locked before the build so that a bad --out or
-    --run-id, or a folder another run is writing, is said at once: it must pass outputs.check_out_dir
-    and hold no results file yet (results.json or results.json.gz). The lock is held until the run ends
-    (RunFolder.release, or the driver's end, however it ends)."""
+    """The output folder's outputs.RunFolder, made and locked before the build so that a bad --out or --run-id,
+    or a folder another run is writing, is said at once; it must hold no results file yet. The lock is held
+    until the run ends (RunFolder.release, or the driver's end, however it ends)."""
     out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
     if not outputs.run_in_progress(out_dir):  # a run in progress is refused as such when locking
         _refuse_an_ended_run(out_dir)
@@ -65,29 +63,28 @@ def capture_environment(document, options, descriptions):
     document["software"] = {"python": sys.version.split()[0], "gpubench_env": env_json, "openblas": blas,
                             "nvidia_driver": next((g.get("driver_version") for g in machine["gpus"]), None),
                             "study_environment": runner.study_environment()}
-    if env_problem:
-        document["warnings"].append(f"environment capture: {env_problem}")
-    for warning in (environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"]),
-                    environment.affinity_warning(env_json)):
-        if warning:
-            document["warnings"].append(warning)
-    if not options.cpu_only:
-        machine["gpu_processes"] = environment.capture_gpu_processes()
-        warning = environment.gpu_processes_warning(machine["gpu_processes"], "when the run started")
-        if warning:
-            document["warnings"].append(warning)
+    warnings = [env_problem and f"environment capture: {env_problem}",
+                environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"]),
+                environment.affinity_warning(env_json)]
     if options.cpu_only:
         document["gpu"] = {"available": False, "reason": "--cpu-only was given"}
     else:
+        machine["gpu_processes"] = environment.capture_gpu_processes()
+        warnings.append(environment.gpu_processes_warning(machine["gpu_processes"], "when the run started"))
         # Every study binary probes the GPU the same way; the first that found one speaks for the run.
         gpus = [description.get("gpu") or {} for description in descriptions]
         gpu = next((g for g in gpus if g.get("available")), gpus[0])
         document["gpu"] = {"available": bool(gpu.get("available")), "reason": gpu.get("reason")}
+    document["warnings"] += [warning for warning in warnings if warning]
+
+
+def command_line(argv):
+    return [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv]
 
 
 def new_run_document(options, argv):
     run = {"id": options.run_id, "started": utc_now(), "finished": None, "status": "running",
-           "command_line": [os.environ.get("GPUBENCH_ENTRY", "python3 -m gpubench_driver"), *argv],
+           "command_line": command_line(argv),
            "options": options.as_dict(), "git": environment.capture_git(SOURCE_DIR)}
     return results.new_document(run)
 
@@ -101,8 +98,8 @@ class StudyPlan:
 
 
 def describe_studies(options):
-    """Build, then describe each study to run. Without --studies, a study whose binary was not
-    built is left out with a warning; one that --impls/--modes leave nothing to run, too."""
+    """Build, then describe each study to run; without --studies, a study whose binary was not built or that
+    --impls/--modes leave nothing to run is left out with a warning."""
     if options.build:
         build.configure_and_build(SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     described, warnings = [], []
@@ -136,8 +133,8 @@ def describe_studies(options):
 
 
 def finish_study(study, document, options):
-    """After a study's last sweep trial: its refinement, then its end unit (lib/resumable.py, unless a
-    resume kept it): a check for other processes on the GPU, its reference timings."""
+    """After a study's last sweep trial: its refinement, then (unless a resume kept it) its end unit: a check
+    for other processes on the GPU, its reference timings."""
     study.refine()
     end = resumable.unit(resumable.END)
     if resumable.key(end) in resumable.finished(study.record):
@@ -159,8 +156,7 @@ def finish_study(study, document, options):
 
 
 def measure(plans, options, document, save, out_dir, progress=None, resumed=False):
-    """Run the studies and their references (a resumed run: the units it has not finished); returns the
-    final run status. progress: one count over every study."""
+    """Run the studies and their references (a resumed run: the units it has not finished); the run status."""
     progress = progress or runner.Progress(0)
     held_path = os.path.join(out_dir, runner.HELD_CHOICES_FILE)
     if os.path.exists(held_path) and not resumed:
@@ -199,8 +195,7 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
 
 
 def no_entries(plan, options):
-    """Why a study listed no entry to run: each one it would run needs a GPU and the run has none, else
-    the sizes, implementations and modes chosen leave it none."""
+    """Why a study listed no entry to run: each needs a GPU the run lacks, else the choice leaves it none."""
     chosen = [impl for impl in plan.description["implementations"]
               if plan.options.impls is None or impl.get("id") in plan.options.impls]
     gpu = {"available": False, "reason": "--cpu-only was given"} if options.cpu_only else plan.description.get("gpu") or {}
@@ -210,8 +205,7 @@ def no_entries(plan, options):
 
 
 def nothing_measured(studies, plans, options):
-    """Why a run that finished has no ok entry: no study had an entry to run, a benchmark process (or the
-    launcher) failed, or every entry was skipped or failed."""
+    """Why a run that finished has no ok entry."""
     if not any(study.planned for study in studies):
         return "nothing to run: " + "; ".join(no_entries(plan, options) for plan in plans)
     failures = dict.fromkeys(f"{study.name}: {invocation['process']} {invocation['exit']}"
@@ -265,9 +259,8 @@ def _run_in(folder, options, argv):
 
 
 def write_outputs(document, status, options, out_dir):
-    """The final write of a run that measured what it could; returns its exit status. A stop signal waits
-    for its end (cut short, it left results.json saying complete beside no summary and no plots), then
-    stops the driver with the run's own exit status."""
+    """The final write of a run; returns its exit status. A stop signal waits for its end (cut short, it left
+    results.json saying complete beside no summary), then stops the driver with the run's own exit status."""
     results_path = os.path.join(out_dir, "results.json")
     with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
         document["run"].update(status=status, finished=utc_now())
