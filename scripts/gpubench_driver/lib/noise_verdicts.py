@@ -118,11 +118,13 @@ def detectable(sd, df, band):
     return math.expm1(math.log1p(band) + (_quantile(0.5 + CONFIDENCE / 2, df) + _quantile(POWER, df)) * sd)
 
 
-def compare(model, key, kind, first, second, band=None):
-    """The Comparison of one entry (key: (study, name)) of a kind between two Sides."""
+def compare(model, key, kind, first, second, band=None, ratio=None):
+    """The Comparison of one entry (key: (study, name), None: no A/A history) of a kind between two Sides;
+    ratio: the ratio shown where it is not that of the Sides' medians (a figure computed from the median
+    time, whose trials' values have another median where they are even in number)."""
     plan = (_kind_model(model, kind), model.history(key), first.logs, second.logs)
-    return _comparison(kind, band_of(kind) if band is None else band, math.log(second.median / first.median),
-                       _spread(*plan), plan)
+    return _comparison(kind, band_of(kind) if band is None else band,
+                       math.log(ratio if ratio is not None else second.median / first.median), _spread(*plan), plan)
 
 
 def against_reference(model, key, kind, side, reference_s, count, reference_trials, band=None):
