@@ -6,7 +6,7 @@ what it measured), its headline figures as the findings derived them (headline.p
 expected` reads) and, per entry, its study, name, device, protocol, status, median and the median of
 each of its trials. `gpubench digest RUN... --out FILE` writes one file of one or more runs;
 `runs_in` reads a digest or a results file alike, so the commands that need no more than this
-(`expected`, `noise-floor`) take either. Schema: docs/results-schema.md, "Run digests"."""
+(`expected`, `noise-model`) take either. Schema: docs/results-schema.md, "Run digests"."""
 import gzip
 import json
 import math
@@ -296,7 +296,7 @@ def register(subparsers):
                     "machine, the options that shape what it measured, its headline figures (derived again, as "
                     "expected reads them) and per entry its study, name, device, protocol, status, median and each "
                     "trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
-                    "results.json has megabytes; expected and noise-floor read it as they read the run.")
+                    "results.json has megabytes; expected and noise-model read it as they read the run.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one")
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "

@@ -56,7 +56,7 @@ def figure(key, label, value, interval=(None, None), unit="", better=None, timed
 
 
 def between_runs(entry, value, scales="rate"):
-    """What rank's noise judgement reads of a figure computed from one entry's median time (verdicts.Measured,
+    """What rank's noise judgement reads of a figure computed from one entry's median time (rank.comparison,
     compare's judgement of that entry): the figure at each of the entry's trials (a rate scales as 1/time,
     scales="time" as the time, None: not from the time alone, no trial values), the protocol that timed the
     entry and its median time (its noise between runs: the noise model's kind) and the smallest change worth
@@ -112,7 +112,7 @@ def energy_figure(document, study, impl, precision):
     interval = (row["energy_j_per_op"] - spread, row["energy_j_per_op"] + spread) if spread is not None \
         else (None, None)
     entry = entry_of(document, row)
-    # Energy is not a scale of the time: no value per trial; its entry's noise floor between runs.
+    # Energy is not a scale of the time: no value per trial; its entry's kind gives its noise between runs.
     return [figure(f"energy/{precision}", f"Energy of one {PRECISION_NAMES[precision]} GEMM, n={row['n']}",
                    row["energy_j_per_op"], interval, "J", "lower", ENERGY, where_text(row),
                    between_runs=between_runs(entry, row["energy_j_per_op"], None) if entry else None)]

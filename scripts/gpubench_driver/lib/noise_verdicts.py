@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpubench_driver.lib import noise_model
-from gpubench_driver.lib.verdicts import benjamini_hochberg
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
 VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
@@ -231,6 +230,17 @@ def counts(verdicts):
     """{verdict: how many of the Verdicts have it}, every verdict named."""
     named = [verdict.verdict for verdict in verdicts]
     return {name: named.count(name) for name in VERDICTS}
+
+
+def benjamini_hochberg(p_values, rate=FALSE_DISCOVERY_RATE):
+    """Which of the p-values (their indices) are discoveries at the false discovery rate: the
+    Benjamini-Hochberg step-up. Written here: Debian 12's scipy (1.10) has no false_discovery_control."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    cutoff = 0
+    for rank, index in enumerate(order, start=1):
+        if p_values[index] <= rank / len(p_values) * rate:
+            cutoff = rank
+    return set(order[:cutoff])
 
 
 def decide(comparisons, families, advise=True):
