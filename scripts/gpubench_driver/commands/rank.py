@@ -104,11 +104,21 @@ def comparison(model, first, second):
                                   ratio=second["value"] / first["value"])
 
 
+def _apart(first, second):
+    """Whether two figures' own intervals leave them apart: always for a figure of its entry's time, whose
+    noise the model knows; for energy (its window's own uncertainty, which the time's noise leaves out)
+    only where the intervals do not overlap or either has none."""
+    bounds = [figure.get(bound) for figure in (first, second) for bound in ("low", "high")]
+    if first.get("timed_as") != figures.ENERGY or None in bounds:
+        return True
+    return first["high"] < second["low"] or second["high"] < first["low"]
+
+
 def ranks(figures, better, model):
     """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
-    figure is better beyond noise (noise_verdicts.decide calls the pair faster or slower; the column's pairs
-    one family), so rows within noise of each other share a rank. {} where no direction is better or fewer
-    than two rows hold a figure."""
+    figure is better beyond noise (noise_verdicts.decide calls the pair faster or slower, the column's pairs
+    one family, and _apart), so rows within noise of each other share a rank. {} where no direction is
+    better or fewer than two rows hold a figure."""
     held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}
@@ -117,7 +127,7 @@ def ranks(figures, better, model):
                                     advise=False)
     beaten = dict.fromkeys(held, 0)
     for (first, second), verdict in zip(pairs, decided):
-        if verdict.verdict in (noise_verdicts.FASTER, noise_verdicts.SLOWER):  # second / first, beyond noise
+        if verdict.verdict in (noise_verdicts.FASTER, noise_verdicts.SLOWER) and _apart(held[first], held[second]):
             second_better = (verdict.comparison.ratio > 1) == (better == "higher")
             beaten[first if second_better else second] += 1
     return {row: 1 + count for row, count in beaten.items()}
@@ -184,7 +194,8 @@ def _figures_section(runs, figure_maps, model):
                        f"has no such figure. Where a better direction exists, each run's rank follows its value: "
                        f"1 plus the runs whose figure is better beyond noise, judged as compare judges the entry it "
                        f"is read from (the noise model: the ratio of the two values, its interval from the noise "
-                       f"between trials and between runs of the entry's kind, beyond the kind's equivalence band); "
+                       f"between trials and between runs of the entry's kind, beyond the kind's equivalence band; "
+                       f"energy, whose window has an uncertainty of its own, also needs the two intervals apart); "
                        f"runs within noise of each other share a rank (joint), the best are in bold, and a column "
                        f"where no run is better than another beyond noise says {WITHIN_NOISE}."),
         _legend(figure_maps, keys)])
