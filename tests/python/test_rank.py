@@ -66,8 +66,8 @@ class RankPageTest(unittest.TestCase):
                          ["**2.12 ms ±0.9%** (1st)", "2.28 ms ±0.7% (2nd)", "—"])
         # Energy: 1.58 against 1.70 J, 7% apart, each +-35% by its window's own uncertainty (which the noise of
         # the entry's time leaves out): their intervals overlap, so within noise.
-        self.assertEqual(column(figures, "energy/fp32"), ["1.58 J ±36.0% (within noise)", "1.70 J ±35.2% (within noise)",
-                                                          "—"])
+        self.assertEqual(column(figures, "energy/fp32"),
+                         ["1.58 J ±36.0% (within noise)", "1.70 J ±35.2% (within noise)", "—"])
         # A size has no better direction: neither bold nor ranked, a plain integer.
         self.assertEqual(column(figures, "crossover/matmul/resident"), ["70 ±0.0%", "64", "92 ±30.4%"])
 

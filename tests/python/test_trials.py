@@ -119,6 +119,10 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         interval = found["estimate_n_interval"]
         self.assertEqual((interval["low"], interval["high"]), (first, second))  # min..max of two
         self.assertTrue(first <= found["estimate_n"] <= second)
+        # The median curve crosses in 128 .. 256 (the GPU's median at 128 loses), the median of 91 and 149
+        # below it: said, not hidden.
+        self.assertEqual((found["lower"], found["upper"], found["estimate_n"]), (128, 256, 120))
+        self.assertIn("the trials cross in different brackets", found["note"])
 
     def test_one_trial_crossing_gives_no_interval(self):
         # The GPU wins at n = 128 in trial 1 only and never in trial 2 (the CPU as fast at 256): trial 2

@@ -243,8 +243,8 @@ def over_trials(result, axis, listed):
     result["method"] = (f"bracket of measured {axis.plural}; estimate: the median over the trials of each trial's "
                         f"log-log interpolation of the speedup to 1")
     if not result["lower"] <= result[estimate] <= result["upper"]:
-        result["note"] = "; ".join(filter(None, [result["note"], f"the trials cross in different brackets: their "
-                                                                 f"median lies outside the median curve's"]))
+        result["note"] = "; ".join(filter(None, [result["note"], "the trials cross in different brackets: their "
+                                                                 "median lies outside the median curve's"]))
 
 
 def _crossovers(entries, axis, with_latency):
