@@ -3,11 +3,9 @@
 kind of entry, the share an A/A pair calls `same` and the share it flags (a false alarm: nothing
 changed), and the share flagged `slower` after a known slowdown is injected into the second run (its
 trials' medians times 1.05, 1.10, 1.20) for every entry of the kind at once, or for one entry at a time
-(each in turn, the others unchanged). Both methods: the old (compare's before the noise model, rank's
-today: verdicts.compare_measured, Welch's t-test on the trials, one Benjamini-Hochberg pool, the
-one-trial noise floor of scripts/noise_floor.json) and compare's (noise_verdicts.compare and decide, as
-commands/compare.py calls them, with a noise model fitted, pair by pair, on every run but the two
-compared: leave one pair out; families per study, a digest not saying which entries are headline).
+(each in turn, the others unchanged). The verdicts are compare's (noise_verdicts.compare and decide, as
+commands/compare.py calls them), with a noise model fitted, pair by pair, on every run but the two
+compared (leave one pair out); families per study, a digest not saying which entries are headline.
 
 Run from the repository root: /usr/bin/python3 scripts/evaluate_compare.py [--no-entry-history]
 """
@@ -21,7 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from gpubench_driver.commands import digest  # noqa: E402
-from gpubench_driver.lib import noise_model, noise_verdicts, stats, verdicts  # noqa: E402
+from gpubench_driver.lib import noise_model, noise_verdicts, stats  # noqa: E402
 
 AA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "aa")
 SLOWDOWNS = (0.05, 0.10, 0.20)
@@ -69,7 +67,7 @@ def kind(protocol, first, second):
     return noise_model.kind_of(protocol, math.sqrt(statistics.median(first) * statistics.median(second)))
 
 
-class NewMethod:
+class Method:
     def __init__(self, model, entries):
         self.model, self.entries = model, entries
         self.families = [key[0] for key, *_ in entries]  # the digest does not say which entries are headline
@@ -92,34 +90,12 @@ class NewMethod:
         return noise_verdicts.decide(comparisons, [0] * len(members), advise=False)[members.index(index)].verdict
 
 
-class OldMethod:
-    def __init__(self, entries):
-        self.entries = entries
-
-    def measured(self, index, factor=1.0):
-        _, protocol, first, second = self.entries[index]
-        second = [value * factor for value in second]
-        return tuple(verdicts.Measured(statistics.median(values), tuple(values) if len(values) >= 2 else (), protocol)
-                     for values in (first, second))
-
-    def effects(self):
-        return [verdicts.min_effect({"protocol": protocol, "time_s": {"median": statistics.median(first)}})
-                for _, protocol, first, _ in self.entries]
-
-    def verdicts(self, factors):
-        return [v.verdict for v in verdicts.compare_measured(
-            [self.measured(index, factors.get(index, 1.0)) for index in range(len(self.entries))], self.effects())]
-
-    def isolated(self, index, factor):
-        return self.verdicts({index: factor})[index]
-
-
 def share(values):
     return f"{100 * statistics.fmean(values):.0f}%" if values else "-"
 
 
 def evaluate(method, kinds, widths, isolated_sample):
-    """{group: {column: share}} of one method on one pair."""
+    """{group: {column: share}} on one pair."""
     plain = method.verdicts({})
     isolated = {}  # (index, slowdown): verdict, shared by the groups an entry is in
     rows = {}
@@ -129,8 +105,7 @@ def evaluate(method, kinds, widths, isolated_sample):
             continue
         row = {"n": len(indices), "same": share([plain[i] == "same" for i in indices]),
                "flagged": share([plain[i] in ("faster", "slower") for i in indices]),
-               "MDE": f"{statistics.median(method.baseline[i].mde for i in indices):.1%}"
-               if isinstance(method, NewMethod) else "-"}
+               "MDE": f"{statistics.median(method.baseline[i].mde for i in indices):.1%}"}
         for slowdown in SLOWDOWNS:
             slowed = method.verdicts({i: 1 + slowdown for i in indices})
             row[f"all {slowdown:.0%}"] = share([slowed[i] == "slower" for i in indices])
@@ -168,17 +143,16 @@ def tail_rows(label, entries, kinds, widths):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-entry-history", action="store_true",
-                        help="the new method without the A/A history of each entry (the kind's prior only)")
+                        help="the model without the A/A history of each entry (the kind's prior only)")
     parser.add_argument("--isolated-sample", type=int, default=1000,
                         help="at most about this many entries of a group slowed one at a time (default: all)")
     args = parser.parse_args(argv)
     runs = [run for path in sorted(glob.glob(os.path.join(AA, "*.json.gz"))) for run in digest.load(path)["runs"]]
     columns = (["n", "same", "flagged"] + [f"all {s:.0%}" for s in SLOWDOWNS] + [f"one {s:.0%}" for s in SLOWDOWNS]
                + ["MDE"])
-    print(f"A/A runs: {len(runs)} from {AA}; the old method's one-trial noise floor is scripts/noise_floor.json, "
-          f"measured on the pair 20261124-000002 / 20261124-000955 (in-sample for that pair)")
-    print("| pair | kind | method | " + " | ".join(columns) + " |")
-    print("|" + "---|" * (len(columns) + 3))
+    print(f"A/A runs: {len(runs)} from {AA}")
+    print("| pair | kind | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 2))
     tails = []
     for label, first, second, note in pairs_to_evaluate(runs):
         others = [run for run in runs if run["id"] not in (first["id"], second["id"])]
@@ -190,10 +164,9 @@ def main(argv):
         kinds = [kind(protocol, a, b) for _, protocol, a, b in entries]
         widths = [model.kinds[k].within(model.history(key), [])[0] ** 0.5 if k in model.kinds else math.inf
                   for (key, *_), k in zip(entries, kinds)]
-        for name, method in (("old", OldMethod(entries)), ("new", NewMethod(model, entries))):
-            for group, row in evaluate(method, kinds, widths, args.isolated_sample).items():
-                print(f"| {label}{' (' + note + ')' if note else ''} | {group} | {name} | "
-                      + " | ".join(str(row[column]) for column in columns) + " |", flush=True)
+        for group, row in evaluate(Method(model, entries), kinds, widths, args.isolated_sample).items():
+            print(f"| {label}{' (' + note + ')' if note else ''} | {group} | "
+                  + " | ".join(str(row[column]) for column in columns) + " |", flush=True)
         tails += tail_rows(label, entries, kinds, widths)
     print("\nThe A/A tail: per kind, the median and 95th percentile of |B/A - 1|, the entries beyond the 95th "
           "percentile by study (protocol), and how many of them have an own sigma_w of 2% or more in the model "

@@ -208,7 +208,7 @@ class DamagedDigestTest(unittest.TestCase):
             document["runs"][0]["entries"][0]["median_s"] = 1e308
             path = self.write(directory, "hostile.json", json.dumps(document).encode())
             for args in (("expected", path, "--file", os.path.join(directory, "ranges.json")),
-                         ("noise-floor", path, path, "--file", os.path.join(directory, "floor.json"))):
+                         ("noise-model", path, path, "--out", os.path.join(directory, "model.json"))):
                 with self.subTest(command=args[0]):
                     done = gpubench(*args)
                     self.assertEqual(done.returncode, 1, done.stderr)

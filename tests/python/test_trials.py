@@ -2,7 +2,9 @@
 with every trial's samples kept; a failed trial makes the entry an error; the sizes change order
 between trials; `run --trials` runs each size once per trial and records it."""
 import json
+import math
 import os
+import random
 import unittest
 
 import support
@@ -114,6 +116,65 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         self.assertEqual(len(trials.view(entries, 2)), 6)
         cells = sections.crossover_cells(found)
         self.assertIn("over 2 trials)", cells[1])
+        interval = found["estimate_n_interval"]
+        self.assertEqual((interval["low"], interval["high"]), (first, second))  # min..max of two
+        self.assertTrue(first <= found["estimate_n"] <= second)
+        # The median curve crosses in 128 .. 256 (the GPU's median at 128 loses), the median of 91 and 149
+        # below it: said, not hidden.
+        self.assertEqual((found["lower"], found["upper"], found["estimate_n"]), (128, 256, 120))
+        self.assertIn("the trials cross in different brackets", found["note"])
+
+    def test_one_trial_crossing_gives_no_interval(self):
+        # The GPU wins at n = 128 in trial 1 only and never in trial 2 (the CPU as fast at 256): trial 2
+        # brackets none, so the estimate is the median curve's and the cell names no range of one trial.
+        entries = [timed("openblas", "cpu", "host", n, [t] * 2) for n, t in ((64, 1e-5), (128, 8e-5), (256, 6e-4))]
+        entries += [timed("cublas", "gpu", "resident", 64, [2e-5, 2e-5]),
+                    timed("cublas", "gpu", "resident", 128, [4e-5, 1.6e-4]),
+                    timed("cublas", "gpu", "resident", 256, [5e-5, 7e-4])]
+        (found,) = findings.crossovers(entries, with_latency=False)
+        self.assertEqual([value is None for value in found["estimate_n_trials"]], [False, True])
+        self.assertIsNone(found["estimate_n_interval"])
+        self.assertNotIn("trials", sections.crossover_cells(found)[1])
+
+
+def power_law_run(crossover, trial_count, spread, rng, sizes=(32, 64, 128, 256, 512)):
+    """A run of `trial_count` trials whose GPU beats the CPU from `crossover` on: at every size the
+    CPU's time n^3 and the GPU's n^2 x crossover (their speedup n / crossover is a line in log-log, so
+    the interpolation is exact), each entry's median in each trial times exp(N(0, spread))."""
+    def noisy(time):
+        return [time * math.exp(rng.gauss(0, spread)) for _ in range(trial_count)]
+    return ([timed("openblas", "cpu", "host", n, noisy(1e-9 * n ** 3)) for n in sizes]
+            + [timed("cublas", "gpu", "resident", n, noisy(1e-9 * n ** 2 * crossover)) for n in sizes])
+
+
+class CrossoverIntervalTest(unittest.TestCase):
+    """The crossover over trials on synthetic runs with a known crossover: the estimate lies inside its
+    interval, and the interval covers the true crossover about as often as its coverage says (the
+    order-statistic interval of a median: min..max of three trials 75%, of five 93.75%)."""
+    CROSSOVER = 90
+
+    def estimates(self, trial_count, spread, runs, seed):
+        rng = random.Random(seed)
+        found = [findings.crossovers(power_law_run(self.CROSSOVER, trial_count, spread, rng), with_latency=False)[0]
+                 for _ in range(runs)]
+        return [(row["estimate_n"], row["estimate_n_interval"]) for row in found]
+
+    def test_without_noise_the_estimate_is_the_crossover(self):
+        ((estimate, interval),) = self.estimates(3, 0.0, 1, seed=1)
+        self.assertEqual(estimate, self.CROSSOVER)
+        self.assertEqual((interval["low"], interval["high"]), (self.CROSSOVER, self.CROSSOVER))
+
+    def test_the_estimate_lies_inside_its_interval_and_the_interval_covers_as_stated(self):
+        for trial_count, coverage in ((3, 0.75), (5, 0.9375)):
+            with self.subTest(trials=trial_count):
+                found = self.estimates(trial_count, 0.1, 400, seed=trial_count)
+                self.assertTrue(all(interval["low"] <= estimate <= interval["high"] for estimate, interval in found))
+                self.assertTrue(all(f"{coverage:.1%} order-statistic" in interval["basis"] for _, interval in found))
+                covered = sum(interval["low"] <= self.CROSSOVER <= interval["high"] for _, interval in found)
+                # 400 runs: a binomial share's standard error at 75% is 2.2 points; the rounding of each
+                # trial's estimate to a whole size widens the interval a little.
+                self.assertGreater(covered / len(found), coverage - 0.08, covered)
+                self.assertLess(covered / len(found), min(coverage + 0.08, 1.0), covered)
 
 
 class DefaultTrialsTest(unittest.TestCase):

@@ -6,14 +6,13 @@ import argparse
 import signal
 import sys
 
-from gpubench_driver.commands import (build, check, compare, digest, expected, fleet, noise_floor, noise_model,
-                                      rank, report, run)
+from gpubench_driver.commands import build, check, compare, digest, expected, fleet, noise_model, rank, report, run
 from gpubench_driver.lib import outputs, stopping
 from gpubench_driver.stages import options as opts
 
 DESCRIPTION = "gpubench: build, run and report the CPU-vs-GPU benchmark studies."
 # In the order `gpubench --help` lists them.
-COMMANDS = (run, check, fleet, report, compare, rank, expected, digest, noise_floor, noise_model, build)
+COMMANDS = (run, check, fleet, report, compare, rank, expected, digest, noise_model, build)
 # A command's failure on its input or its machine: its message, no traceback, exit 1.
 ERRORS = tuple(dict.fromkeys(error for command in COMMANDS for error in command.ERRORS))
 

@@ -406,7 +406,7 @@ def write(sources, decided, out_dir, table=None, model=None):
 
 
 # --- the command line ------------------------------------------------------------------------------
-ERRORS = (results.ResultsError, prices.PriceTableError, verdicts.MissingScipy, outputs.WriteError)
+ERRORS = (results.ResultsError, prices.PriceTableError, noise_model.NoiseModelError, outputs.WriteError)
 
 
 def register(subparsers):

@@ -280,7 +280,7 @@ def register(subparsers):
                     "machine, the options that shape what it measured, its headline figures (derived again, as "
                     "expected reads them) and per entry its study, name, device, protocol, status, median and each "
                     "trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
-                    "results.json has megabytes; expected and noise-floor read it as they read the run.")
+                    "results.json has megabytes; expected and noise-model read it as they read the run.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one")
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "

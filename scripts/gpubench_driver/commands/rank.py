@@ -3,18 +3,19 @@
 One row per results file (a run on one machine), one column per headline figure any of them has
 (findings["headline"], stages/headline.py, derived again from the entries as report does). A run without
 a figure shows an em dash. In a column whose figure has a better direction, every run that has the
-figure gets its rank: 1 plus the runs better than it beyond the noise between runs, as compare judges an
-entry (verdicts.py), so runs within noise of each other share a rank; the best in bold. A column where no
-run is better than another beyond noise ranks none ("within noise"). With a price per file (--price, as compare
-takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes rank.md,
-rank.html (the same blocks) and rank.json.
+figure gets its rank: 1 plus the runs better than it beyond noise, judged by the noise model as compare
+judges an entry (noise_verdicts.py), so runs within noise of each other share a rank; the best in bold. A
+column where no run is better than another beyond noise ranks none ("within noise"). With a price per file
+(--price, as compare takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes
+rank.md, rank.html and rank.json.
 """
 import json
+import math
 import os
 from itertools import combinations
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, figures, html_report, outputs, results, verdicts
+from gpubench_driver.lib import document as page, figures, html_report, noise_model, noise_verdicts, outputs, results
 from gpubench_driver.lib.formatting import md, percent
 from gpubench_driver.stages import analyse, prices, session
 from gpubench_driver.stages.render_first_screen import value_text
@@ -83,32 +84,51 @@ def per_dollar_title(figure):
 
 
 # --- ranking ----------------------------------------------------------------------------------
-def _measured(figure):
-    """The figure as verdicts reads a side: its value, its value at each trial, its entry's protocol."""
-    noise = figure.get("between_runs") or {}
-    return verdicts.Measured(figure["value"], tuple(noise.get("trial_values") or ()), noise.get("protocol"))
+def _side(figure):
+    """The figure as one side of a comparison: its value at each of its entry's trials, else its one value."""
+    return noise_verdicts.Side(tuple((figure.get("between_runs") or {}).get("trial_values") or ()) or
+                               (figure["value"],))
 
 
-def _min_effect(figure):
-    return (figure.get("between_runs") or {}).get("min_effect") or verdicts.MIN_EFFECT_OTHER
+def comparison(model, first, second):
+    """The noise model's Comparison of two runs' figures, as compare compares the entry they are read
+    from: the ratio of the values shown (second over first), the kind of the first's entry at the
+    geometric mean of the two entries' median times (the model's widest where a figure names no
+    protocol or time), the trials each has. Figures name no entry, so no entry's A/A history."""
+    noise = [figure.get("between_runs") or {} for figure in (first, second)]
+    times = [found.get("median_s") for found in noise]
+    known = noise[0].get("protocol") is not None and all(times)
+    kind, _ = noise_verdicts.kind_in(model, noise[0].get("protocol") if known else None,
+                                     math.sqrt(times[0] * times[1]) if known else 1.0)
+    return noise_verdicts.compare(model, None, kind, _side(first), _side(second),
+                                  ratio=second["value"] / first["value"])
 
 
-def ranks(figures, better):
+def _apart(first, second):
+    """Whether two figures' own intervals leave them apart: always for a figure of its entry's time, whose
+    noise the model knows; for energy (its window's own uncertainty, which the time's noise leaves out)
+    only where the intervals do not overlap or either has none."""
+    bounds = [figure.get(bound) for figure in (first, second) for bound in ("low", "high")]
+    if first.get("timed_as") != figures.ENERGY or None in bounds:
+        return True
+    return first["high"] < second["low"] or second["high"] < first["low"]
+
+
+def ranks(figures, better, model):
     """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
-    figure is better beyond the noise between runs, judged as compare judges an entry
-    (verdicts.compare_measured: a t-test over both runs' trials where each has two or more, else the noise
-    floor of the entry's protocol), so rows within noise of each other share a rank. {} where no direction
-    is better or fewer than two rows hold a figure."""
+    figure is better beyond noise (noise_verdicts.decide calls the pair faster or slower, the column's pairs
+    one family, and _apart), so rows within noise of each other share a rank. {} where no direction is
+    better or fewer than two rows hold a figure."""
     held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}
     pairs = list(combinations(held, 2))
-    decided = verdicts.compare_measured([(_measured(held[a]), _measured(held[b])) for a, b in pairs],
-                                        [max(_min_effect(held[a]), _min_effect(held[b])) for a, b in pairs])
+    decided = noise_verdicts.decide([comparison(model, held[a], held[b]) for a, b in pairs], [better] * len(pairs),
+                                    advise=False)
     beaten = dict.fromkeys(held, 0)
     for (first, second), verdict in zip(pairs, decided):
-        if verdict.verdict in (verdicts.FASTER, verdicts.SLOWER):  # ratio second / first, beyond noise
-            second_better = (verdict.ratio > 1) == (better == "higher")
+        if verdict.verdict in (noise_verdicts.FASTER, noise_verdicts.SLOWER) and _apart(held[first], held[second]):
+            second_better = (verdict.comparison.ratio > 1) == (better == "higher")
             beaten[first if second_better else second] += 1
     return {row: 1 + count for row, count in beaten.items()}
 
@@ -142,10 +162,11 @@ def cell(figure, rank, column_ranks=None):
     return (f"**{text}**" if rank == 1 else text) + f" ({'joint ' if shared else ''}{ordinal(rank)})"
 
 
-def ranked_table(labels, figure_maps, keys, title):
+def ranked_table(labels, figure_maps, keys, title, model):
     """Rows: a label and, per key, its figure's cell; title(figure) names a column."""
     first = first_figures(figure_maps, keys)
-    figure_ranks = {key: ranks([figures.get(key) for figures in figure_maps], first[key]["better"]) for key in keys}
+    figure_ranks = {key: ranks([figures.get(key) for figures in figure_maps], first[key]["better"], model)
+                    for key in keys}
     rows = [[md(label), *(cell(figures.get(key), figure_ranks[key].get(row), figure_ranks[key]) for key in keys)]
             for row, (label, figures) in enumerate(zip(labels, figure_maps))]
     return page.table(["run", *(title(first[key]) for key in keys)], rows, rule=compare.RULE)
@@ -162,20 +183,21 @@ def _legend(figure_maps, keys):
                         f"{md(figure.get('timed_as'))}" for key, figure in first_figures(figure_maps, keys).items())
 
 
-def _figures_section(runs, figure_maps):
+def _figures_section(runs, figure_maps, model):
     keys = column_keys(figure_maps)
     if not keys:
         return page.section("Headline figures", [page.paragraph("No run has a headline figure.")])
     return page.section("Headline figures", [
-        ranked_table([run.label for run in runs], figure_maps, keys, lambda figure: md(figure["key"])),
+        ranked_table([run.label for run in runs], figure_maps, keys, lambda figure: md(figure["key"]), model),
         page.paragraph(f"Each figure as the run's report heads it, ± the largest distance of its interval from the "
                        f"value (over the run's trials; energy: the window's own uncertainty). {MISSING}: the run "
                        f"has no such figure. Where a better direction exists, each run's rank follows its value: "
-                       f"1 plus the runs whose figure is better beyond the noise between runs, judged as compare "
-                       f"judges an entry (a t-test over both runs' trials where each has two or more, else the "
-                       f"noise floor of the entry's timing protocol, measured on an A/A pair); runs within noise "
-                       f"of each other share a rank (joint), the best are in bold, and a column where no run is "
-                       f"better than another beyond noise says {WITHIN_NOISE}."),
+                       f"1 plus the runs whose figure is better beyond noise, judged as compare judges the entry it "
+                       f"is read from (the noise model: the ratio of the two values, its interval from the noise "
+                       f"between trials and between runs of the entry's kind, beyond the kind's equivalence band; "
+                       f"energy, whose window has an uncertainty of its own, also needs the two intervals apart); "
+                       f"runs within noise of each other share a rank (joint), the best are in bold, and a column "
+                       f"where no run is better than another beyond noise says {WITHIN_NOISE}."),
         _legend(figure_maps, keys)])
 
 
@@ -186,7 +208,7 @@ def _price_lines(runs, table):
     return lines + prices.prices_note([run for run in runs if run.usd_per_hour], table)
 
 
-def _per_dollar_section(runs, figure_maps, table):
+def _per_dollar_section(runs, figure_maps, table, model):
     priced = [(run, per_dollar_figures(figures, run.usd_per_hour))
               for run, figures in zip(runs, figure_maps) if run.usd_per_hour]
     keys = column_keys([figures for _, figures in priced])
@@ -195,7 +217,7 @@ def _per_dollar_section(runs, figure_maps, table):
                                "No run has a price: give --price FILE=INSTANCE or FILE=USD_PER_HOUR.")]
     else:
         body = [ranked_table([run.label for run, _ in priced], [figures for _, figures in priced], keys,
-                             per_dollar_title),
+                             per_dollar_title, model),
                 page.paragraph("Rates (FLOP/s, OP/s, B/s) over the run's USD per hour; an MLP epoch's time at that "
                                "price (the CPU epoch at the same price, though a machine without the GPU would cost "
                                "less). Sizes and energy are not priced.")]
@@ -209,11 +231,13 @@ def _runs_section(runs):
                                             rule=compare.RULE)])
 
 
-def blocks(runs, table=None):
-    """The rank page as blocks (document.py): rank.md and rank.html are written from them."""
+def blocks(runs, table=None, model=None):
+    """The rank page as blocks (document.py): rank.md and rank.html are written from them; model: the
+    noise model (scripts/noise_model.json unless given)."""
+    model = model or noise_model.load()
     figure_maps = [figures_of(run) for run in runs]
-    return ([page.Heading(1, "gpubench rank")] + _figures_section(runs, figure_maps)
-            + _per_dollar_section(runs, figure_maps, table) + _runs_section(runs))
+    return ([page.Heading(1, "gpubench rank")] + _figures_section(runs, figure_maps, model)
+            + _per_dollar_section(runs, figure_maps, table, model) + _runs_section(runs))
 
 
 def rank_record(runs):
@@ -252,7 +276,7 @@ def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, o
 
 
 # --- the command line ------------------------------------------------------------------------------
-ERRORS = (results.ResultsError, prices.PriceTableError, verdicts.MissingScipy, outputs.WriteError)
+ERRORS = (results.ResultsError, prices.PriceTableError, noise_model.NoiseModelError, outputs.WriteError)
 
 
 def register(subparsers):

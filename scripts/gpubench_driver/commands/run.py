@@ -6,13 +6,13 @@ from dataclasses import replace
 from gpubench_driver import studies
 from gpubench_driver.commands import repeatability
 from gpubench_driver.commands.build import add_cmake_arg
-from gpubench_driver.lib import figures, outputs, results, verdicts
+from gpubench_driver.lib import figures, noise_model, outputs, results
 from gpubench_driver.stages import build, gpus, like, options as opts, prices, resume, runner, session
 
 # How a run fails besides its options (exit 1): the build, a study binary, a results file it reads
 # (--like) or writes, the datasheet peaks, the repeatability pair's comparison.
 ERRORS = (build.BuildError, runner.RunnerError, results.ResultsError, figures.DatasheetError, outputs.WriteError,
-          verdicts.MissingScipy, prices.PriceTableError)
+          noise_model.NoiseModelError, prices.PriceTableError)
 
 
 def register(subparsers):

@@ -108,7 +108,7 @@ def energy_figure(document, study, impl, precision):
     interval = (row["energy_j_per_op"] - spread, row["energy_j_per_op"] + spread) if spread is not None \
         else (None, None)
     entry = entry_of(document, row)
-    # Energy is not a scale of the time: no value per trial; its entry's noise floor between runs.
+    # Energy is not a scale of the time: no value per trial; its entry's kind gives its noise between runs.
     return [figure(f"energy/{precision}", f"Energy of one {PRECISION_NAMES[precision]} GEMM, n={row['n']}",
                    row["energy_j_per_op"], interval, "J", "lower", ENERGY, where_text(row),
                    between_runs=between_runs(entry, row["energy_j_per_op"], None) if entry else None)]

@@ -1,5 +1,6 @@
 """Findings computed from the measured entries: crossovers, speedups, best rates, failures, bandwidth levels."""
 import math
+import statistics
 from dataclasses import dataclass
 
 from gpubench_driver.lib import trials
@@ -209,8 +210,9 @@ def crossovers(entries, axis=SIZE, with_latency=True):
     """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) on the
     entries' headline times, and for a mode whose entries also measured one call's host-observed
     latency (resident operands), a second one on that latency. Where entries were measured in
-    several trials, each crossover also gets `estimate_<axis>_trials`: its estimate on each trial's
-    figures alone (None where a trial brackets none), whose range is the estimate's spread."""
+    several trials, each crossover also gets `estimate_<axis>_trials`, its estimate on each trial's
+    figures alone (None where a trial brackets none), and from them its estimate and interval
+    (over_trials)."""
     found = _crossovers(entries, axis, with_latency)
     count = trials.most(entries)
     if count > 1:
@@ -219,8 +221,30 @@ def crossovers(entries, axis=SIZE, with_latency=True):
         estimate = f"estimate_{axis.name}"
         for result in found:
             key = (result["mode"], result["measure"])
-            result[f"{estimate}_trials"] = [(run.get(key) or {}).get(estimate) for run in per_trial]
+            over_trials(result, axis, [(run.get(key) or {}).get(estimate) for run in per_trial])
     return found
+
+
+def over_trials(result, axis, listed):
+    """A crossover of the trials' median curve, read again over its trials' own estimates (listed, None
+    where a trial brackets none): where two or more trials cross and so does the median curve, the
+    estimate is the median of the trials' estimates and `estimate_<axis>_interval` the order-statistic
+    interval of that median (stats.median_interval: min..max below six trials, its coverage in its
+    basis), which holds the estimate by construction; else the median curve's estimate, no interval."""
+    estimate = f"estimate_{axis.name}"
+    crossing = sorted(value for value in listed if value is not None)
+    result[f"{estimate}_trials"] = listed
+    result[f"{estimate}_interval"] = None
+    if result[estimate] is None or len(crossing) < 2:
+        return
+    interval = median_interval({"samples": crossing})
+    result[estimate] = round(statistics.median(crossing))
+    result[f"{estimate}_interval"] = interval.record()
+    result["method"] = (f"bracket of measured {axis.plural}; estimate: the median over the trials of each trial's "
+                        f"log-log interpolation of the speedup to 1")
+    if not result["lower"] <= result[estimate] <= result["upper"]:
+        result["note"] = "; ".join(filter(None, [result["note"], "the trials cross in different brackets: their "
+                                                                 "median lies outside the median curve's"]))
 
 
 def _crossovers(entries, axis, with_latency):

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpubench_driver.lib import noise_model
-from gpubench_driver.lib.verdicts import benjamini_hochberg
 
 SAME, FASTER, SLOWER, UNCLEAR = "same", "faster", "slower", "unclear"
 VERDICTS = (SAME, FASTER, SLOWER, UNCLEAR)
@@ -118,11 +117,13 @@ def detectable(sd, df, band):
     return math.expm1(math.log1p(band) + (_quantile(0.5 + CONFIDENCE / 2, df) + _quantile(POWER, df)) * sd)
 
 
-def compare(model, key, kind, first, second, band=None):
-    """The Comparison of one entry (key: (study, name)) of a kind between two Sides."""
+def compare(model, key, kind, first, second, band=None, ratio=None):
+    """The Comparison of one entry (key: (study, name), None: no A/A history) of a kind between two Sides;
+    ratio: the ratio shown where it is not that of the Sides' medians (a figure computed from the median
+    time, whose trials' values have another median where they are even in number)."""
     plan = (_kind_model(model, kind), model.history(key), first.logs, second.logs)
-    return _comparison(kind, band_of(kind) if band is None else band, math.log(second.median / first.median),
-                       _spread(*plan), plan)
+    return _comparison(kind, band_of(kind) if band is None else band,
+                       math.log(ratio if ratio is not None else second.median / first.median), _spread(*plan), plan)
 
 
 def against_reference(model, key, kind, side, reference_s, count, reference_trials, band=None):
@@ -229,6 +230,17 @@ def counts(verdicts):
     """{verdict: how many of the Verdicts have it}, every verdict named."""
     named = [verdict.verdict for verdict in verdicts]
     return {name: named.count(name) for name in VERDICTS}
+
+
+def benjamini_hochberg(p_values, rate=FALSE_DISCOVERY_RATE):
+    """Which of the p-values (their indices) are discoveries at the false discovery rate: the
+    Benjamini-Hochberg step-up. Written here: Debian 12's scipy (1.10) has no false_discovery_control."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    cutoff = 0
+    for rank, index in enumerate(order, start=1):
+        if p_values[index] <= rank / len(p_values) * rate:
+            cutoff = rank
+    return set(order[:cutoff])
 
 
 def decide(comparisons, families, advise=True):

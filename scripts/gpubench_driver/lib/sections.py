@@ -38,10 +38,10 @@ def crossover_cells(found, axis="n"):
     """The cells of a crossover along the axis ('n' or 'batch'), as CROSSOVER_HEADER names them."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
     estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
-    listed = found.get(f"estimate_{axis}_trials")
-    per_trial = [value for value in (listed if isinstance(listed, list) else []) if finite(value) is not None]
-    if per_trial:
-        estimate += f" ({min(per_trial)}–{max(per_trial)} over {len(per_trial)} trials)"
+    interval = found.get(f"estimate_{axis}_interval")  # findings.over_trials: it holds the estimate
+    if interval:
+        crossing = [value for value in found[f"estimate_{axis}_trials"] if finite(value) is not None]
+        estimate += f" ({interval['low']}–{interval['high']} over {len(crossing)} trials)"
     how = md(found.get("method")) + (f" ({md(found['note'])})" if found.get("note") else "")
     return [md(found.get("timed_as") or "each entry's headline time"), estimate, bracket,
             md(found.get("gpu_impl")), how]

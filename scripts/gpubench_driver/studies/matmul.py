@@ -151,10 +151,10 @@ def crossover_figures(document):
     for row in derived_of(document, "matmul").get("crossovers") or []:
         if row.get("measure", "time") != "time" or row.get("upper") is None:
             continue
-        trials = [value for value in row.get("estimate_n_trials") or [] if value is not None]
+        over_trials = row.get("estimate_n_interval")
         value = row.get("estimate_n") or row["upper"]
         # Over the trials where they cross; else the bracket of measured sizes, stretched to an extrapolated estimate.
-        interval = ((min(trials), max(trials)) if len(trials) > 1 else
+        interval = ((over_trials["low"], over_trials["high"]) if over_trials else
                     (min(row["lower"], value), max(row["upper"], value)) if row.get("lower") else (None, None))
         found.append(figure(f"crossover/matmul/{row['mode']}",
                             f"GPU beats CPU from n (FP32 GEMM, {MODE_NAMES.get(row['mode'], row['mode'])})",
