@@ -408,3 +408,23 @@ def envelope(rows):
             if point["n"] not in best or point["bytes_per_s"] > best[point["n"]]["bytes_per_s"]:
                 best[point["n"]] = point
     return [best[n] for n in sorted(best)]
+
+
+# --- curves of the study plug-ins (shrink-studies-b) ---------------------------------------------------
+def interval_record(entry):
+    """The record of the entry's median time's interval (stats.median_interval)."""
+    return median_interval(entry["time_s"]).record()
+
+
+def curve_rows(entries, fields, point, x="n", names=None):
+    """One row per distinct value of the entries' fields, in the entries' order: {name: value, ...,
+    "points": [point(entry), ...] in order of point[x]}; names: the rows' keys for the fields (else theirs)."""
+    groups = group_by(entries, lambda entry: tuple(entry[field] for field in fields), point)
+    return [{**dict(zip(names or fields, key)), "points": sorted(points, key=lambda found: found[x])}
+            for key, points in groups.items()]
+
+
+def order_of(known):
+    """A sort key: a value's place in the sequence `known`, any other value after them all."""
+    known = tuple(known)
+    return lambda value: known.index(value) if value in known else len(known)
