@@ -36,17 +36,13 @@ def speedups_over_fp32(entries):
         fp32 = index.get((library_impl, mode, FP32, n))
         cublas = (index.get((library_impl, mode, precision, n))
                   if entry["device"] == "gpu" and impl != library_impl else None)
-        rows.append({
-            "n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
-            "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
-            "fp32_impl": library_impl if fp32 else None,
-            "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
-            # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
-            "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
-            "rel_fro_error": entry.get("rel_fro_error"),
-            "rel_fro_error_normal": entry.get("rel_fro_error_normal"),
-            "tolerance": entry.get("tolerance"),
-        })
+        rows.append({"n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
+                     "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
+                     "fp32_impl": library_impl if fp32 else None,
+                     "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
+                     # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
+                     "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
+                     **{key: entry.get(key) for key in ("rel_fro_error", "rel_fro_error_normal", "tolerance")}})
     return rows
 
 

@@ -187,8 +187,7 @@ def vector_add_copies(document):
     found = derived_of(document, "vector_add").get("expected_finding")
     if not found or not found["copies"]:
         return None
-    cheaper = {mode: copies["sizes_cheaper_than_cpu"] for mode, copies in found["copies"].items()
-               if copies["sizes_cheaper_than_cpu"]}
+    cheaper = any(copies["sizes_cheaper_than_cpu"] for copies in found["copies"].values())
     resident = found["gpu_wins"].get(RESIDENT) or []
     verdict = (CONFIRMED if found["holds"] else
                f"{REFUTED}: the copies cost less than the CPU at some sizes" if cheaper else
@@ -199,7 +198,7 @@ def vector_add_copies(document):
                       for mode, copies in found["copies"].items())
     return {"verdict": verdict, "numbers": {"copies": found["copies"], "gpu_wins": found["gpu_wins"]},
             "answer": f"C = A + B in FP32 at every size measured: {spans}; the GPU with the data resident beats "
-                      f"the best CPU at " + (f"n = {', '.join(map(str, resident))}" if resident else "no size")
+                      f"the best CPU at " + (f"n = {_sizes(resident)}" if resident else "no size")
                       + "."}
 
 
