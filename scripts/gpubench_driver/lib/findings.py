@@ -410,7 +410,7 @@ def envelope(rows):
     return [best[n] for n in sorted(best)]
 
 
-# --- curves of the study plug-ins (shrink-studies-b) ---------------------------------------------------
+# --- curves and sort keys the study plug-ins share -----------------------------------------------------
 def interval_record(entry):
     """The record of the entry's median time's interval (stats.median_interval)."""
     return median_interval(entry["time_s"]).record()
