@@ -434,3 +434,17 @@ def picked(record, *keys):
 def interval_record(entry):
     """The interval of an entry's median time as results.json keeps it (`interval_s`)."""
     return median_interval(entry["time_s"]).record()
+
+
+def curve_rows(entries, fields, point, x="n", names=None):
+    """One row per distinct value of the entries' fields, in the entries' order: {name: value, ...,
+    "points": [point(entry), ...] in order of point[x]}; names: the rows' keys for the fields (else theirs)."""
+    groups = group_by(entries, lambda entry: tuple(entry[field] for field in fields), point)
+    return [{**dict(zip(names or fields, key)), "points": sorted(points, key=lambda found: found[x])}
+            for key, points in groups.items()]
+
+
+def order_of(known):
+    """A sort key: a value's place in the sequence `known`, any other value after them all."""
+    known = tuple(known)
+    return lambda value: known.index(value) if value in known else len(known)

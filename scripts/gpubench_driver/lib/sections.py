@@ -143,3 +143,8 @@ def target_lines(rows):
     """One line per distinct target the comparison rows are held to."""
     return [f"Target (stated, not checked): {md(target)}." for target in dict.fromkeys(row["target"] for row in rows
                                                                                        if row["target"])]
+
+
+def table_blocks(header, rows, cells, *after):
+    """A table of cells(row) per row and the blocks after it, or no block without rows (a part of a section)."""
+    return [table(header, map(cells, rows)), *after] if rows else []

@@ -1,23 +1,16 @@
-"""The p2p study's plug-in (its findings, sections and plots). Its findings: for every route (an ordered GPU
-pair, the host to a GPU, a GPU to the host), engine (copy engines, SM kernel) and direction (one way, both
-ways at once), its latency (the median time of its smallest copy, host clock to completion), its bandwidth
-(bytes moved per second by its largest copy; both ways counts both directions) and that bandwidth as a
-fraction of the link's theoretical rate (the link_peak_bytes_per_s counter the binary takes from NVML:
-NVLink links x the per-link rate, or PCIe generation x width; times two both ways); and the matrices of both
-over the ends (the host and every GPU), source down, destination across, that the heat maps draw.
-
-Entry axes in this study: impl = engine, mode = direction, precision = route
-(<source>-<destination>, each "host" or "gpu<index>"), n = bytes per copy."""
+"""The p2p study's plug-in: per route (an ordered GPU pair, host to GPU, GPU to host), engine and direction, the
+latency of its smallest copy, the bandwidth of its largest and that over the link's rate from NVML, and their
+matrices over the ends for the heat maps (docs/studies.md, p2p). Axes: impl = engine, mode = direction,
+precision = route ("<source>-<destination>", each "host" or "gpu<index>"), n = bytes per copy."""
 import math
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
-from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import grouped_failures, ok_entries
+from gpubench_driver.lib.document import bullets, paragraph, section
+from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, order_of
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, gib_per_s, md, percent, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study, copy_rates
-from gpubench_driver.lib.sections import failures_section
-from gpubench_driver.lib.stats import median_interval
+from gpubench_driver.lib.sections import failures_section, table_section
 
 HOST = "host"
 DIRECTIONS = ("one_way", "both_ways")
@@ -34,34 +27,28 @@ def end_order(end):
     return (-1, "") if end == HOST else (int(end[3:]) if end[3:].isdigit() else 1 << 30, end)
 
 
-def _curves(entries):
-    """{(engine, direction, route): (points in size order, the largest entry)} of the ok entries."""
-    curves = {}
-    for entry in sorted(ok_entries(entries), key=lambda e: e["n"]):
-        moved, median = entry.get("bytes_transferred"), entry["time_s"]["median"]
-        if not moved or not median:
-            continue
-        points, _ = curves.get((entry["impl"], entry["mode"], entry["precision"]), ([], None))
-        points.append({"n": entry["n"], "median_s": median, "bytes_per_s": moved / median,
-                       "interval_s": median_interval(entry["time_s"]).record()})
-        curves[(entry["impl"], entry["mode"], entry["precision"])] = (points, entry)
-    return curves
-
-
 def _row_order(key):
     """Engine, one way before both ways, then the source and destination ends in end_order."""
     engine, direction, route = key
     source, destination = ends_of(route)
-    return engine, DIRECTIONS.index(direction) if direction in DIRECTIONS else len(DIRECTIONS), direction, \
-        end_order(source), end_order(destination)
+    return engine, order_of(DIRECTIONS)(direction), direction, end_order(source), end_order(destination)
+
+
+def _point(entry):
+    median = entry["time_s"]["median"]
+    return {"n": entry["n"], "median_s": median, "bytes_per_s": entry["bytes_transferred"] / median,
+            "interval_s": interval_record(entry)}
 
 
 def route_rows(entries):
-    """One row per (engine, direction, route): its points, latency, bandwidth and fraction of the link."""
+    """One row per (engine, direction, route): its points in size order, latency, bandwidth and fraction of the
+    link (the largest copy's link_peak_bytes_per_s)."""
+    moved = sorted((entry for entry in ok_entries(entries)
+                    if entry.get("bytes_transferred") and entry["time_s"]["median"]), key=lambda entry: entry["n"])
+    curves = group_by(moved, lambda entry: (entry["impl"], entry["mode"], entry["precision"]))
     rows = []
-    curves = _curves(entries)
-    for (engine, direction, route) in sorted(curves, key=_row_order):
-        points, largest = curves[(engine, direction, route)]
+    for (engine, direction, route), members in sorted(curves.items(), key=lambda item: _row_order(item[0])):
+        points, largest = [_point(entry) for entry in members], members[-1]
         source, destination = ends_of(route)
         peak = largest.get("link_peak_bytes_per_s")
         bandwidth = points[-1]["bytes_per_s"]
@@ -78,8 +65,7 @@ def matrices(rows):
     """Per (engine, direction): the ends in order and the bandwidth and latency grids, source down and
     destination across (None where no route was measured)."""
     found = []
-    for engine, direction in dict.fromkeys((row["impl"], row["direction"]) for row in rows):
-        mine = [row for row in rows if (row["impl"], row["direction"]) == (engine, direction)]
+    for (engine, direction), mine in group_by(rows, lambda row: (row["impl"], row["direction"])).items():
         ends = sorted({end for row in mine for end in (row["source"], row["destination"])}, key=end_order)
         grid = {key: [[None] * len(ends) for _ in ends] for key in ("bandwidth_bytes_per_s", "latency_s")}
         for row in mine:
@@ -96,9 +82,6 @@ def derive(study):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-GIB = float(1 << 30)
-
-
 def _gpu_item(gpu):
     if gpu.get("unavailable_reason"):
         return f"{md(gpu['gpu'])}: NVML gave no links ({md(gpu['unavailable_reason'])})"
@@ -108,16 +91,13 @@ def _gpu_item(gpu):
             f"x{gpu.get('pcie_width')} ({gb_per_s(gpu.get('pcie_bytes_per_s'))} one way){nvlink}")
 
 
-def _pair_item(pair):
-    return (f"{md(pair['pair'])}: {md(pair.get('link') or '?')}, common ancestor "
-            f"{md(pair.get('common_ancestor') or 'unknown')}, {gb_per_s(pair.get('link_bytes_per_s'))} one way")
-
-
 def _topology(topology):
     if not topology:
         return [paragraph("The study recorded no topology (a results file from before it did, or no GPU).")]
     items = [_gpu_item(gpu) for gpu in topology.get("gpus") or []] + [
-        _pair_item(pair) for pair in topology.get("pairs") or []]
+        f"{md(pair['pair'])}: {md(pair.get('link') or '?')}, common ancestor "
+        f"{md(pair.get('common_ancestor') or 'unknown')}, {gb_per_s(pair.get('link_bytes_per_s'))} one way"
+        for pair in topology.get("pairs") or []]
     visible = topology.get("visible_gpus") or 0
     if visible < 2:
         items.append(f"{'one GPU' if visible == 1 else 'no GPU'} visible: no pair to measure")
@@ -131,29 +111,22 @@ def _row(row):
             gb_per_s(row["link_peak_bytes_per_s"]), percent(row["fraction_of_link"], 0)]
 
 
-def _routes(derived):
-    rows = derived.get("routes") or []
-    if not rows:
-        return [paragraph("No copy was measured.")]
-    header = ["engine", "direction", "route", "latency (smallest copy)", "bandwidth (largest copy)", "link rate",
-              "bandwidth / link"]
-    return [table(header, [_row(row) for row in rows]), paragraph(
-        "Route: source-destination. Latency: median time of the smallest copy, host clock from the call until "
-        "every stream it used finished. Bandwidth: bytes moved per second by the largest copy (GiB = 2^30 bytes; "
-        "both ways counts both directions). Link rate: the theoretical rate from NVML (NVLink: active links x the "
-        "per-link rate of the GPU's generation, every link counted as reaching the peer; PCIe: generation x width "
-        "after encoding), doubled both ways.")]
-
-
 def sections(study, document):
     derived = study["derived"]
     return (section("P2P: topology (NVML)", _topology(derived.get("topology")))
-            + section("P2P: latency and bandwidth of every route", _routes(derived))
+            + table_section("P2P: latency and bandwidth of every route", [
+                "engine", "direction", "route", "latency (smallest copy)", "bandwidth (largest copy)", "link rate",
+                "bandwidth / link"], derived.get("routes") or [], _row, paragraph(
+                "Route: source-destination. Latency: median time of the smallest copy, host clock from the call "
+                "until every stream it used finished. Bandwidth: bytes moved per second by the largest copy (GiB = "
+                "2^30 bytes; both ways counts both directions). Link rate: the theoretical rate from NVML (NVLink: "
+                "active links x the per-link rate of the GPU's generation, every link counted as reaching the peer; "
+                "PCIe: generation x width after encoding), doubled both ways."), empty="No copy was measured.")
             + failures_section(study, "P2P: skipped and failed entries"))
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
+def _route_heat_map(pyplot, path, matrix, key, label, scale):
     """One grid of a p2p matrix: source ends down, destination ends across, a route's value in its cell
     (blank where no route was measured)."""
     ends = matrix["ends"]
@@ -163,7 +136,7 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
     for row, values in enumerate(grid):
         for column, value in enumerate(values):
             if not math.isnan(value):
-                axes.text(column, row, cell(value), ha="center", va="center", fontsize="x-small", color="white")
+                axes.text(column, row, f"{value:.1f}", ha="center", va="center", fontsize="x-small", color="white")
     axes.set_xticks(range(len(ends)))
     axes.set_xticklabels(ends)
     axes.set_yticks(range(len(ends)))
@@ -174,20 +147,18 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale, cell):
     charts.save(pyplot, figure, path)
 
 
+HEAT_MAPS = (("bandwidth_bytes_per_s", "bandwidth", "GiB/s of the largest copy", 1 / float(1 << 30)),
+             ("latency_s", "latency", "microseconds of the smallest copy", 1e6))  # (key, file name, label, scale)
+
+
 def plots(pyplot, study, plot_dir):
     """Per engine and direction, heat maps over the ends (the host and every GPU) of the bandwidth of the
-    largest copy (p2p_bandwidth_<engine>_<direction>.png) and the latency of the smallest
-    (p2p_latency_<engine>_<direction>.png)."""
+    largest copy (p2p_bandwidth_<engine>_<direction>.png) and the latency of the smallest."""
     paths = []
     for matrix in study["derived"].get("matrices") or []:
-        stem = (matrix["impl"], matrix["direction"])
-        for key, name, label, scale, cell in (
-                ("bandwidth_bytes_per_s", "bandwidth", "GiB/s of the largest copy", 1 / float(1 << 30),
-                 lambda value: f"{value:.1f}"),
-                ("latency_s", "latency", "microseconds of the smallest copy", 1e6, lambda value: f"{value:.1f}")):
-            path = charts.plot_path(plot_dir, "p2p", name, *stem)
-            _route_heat_map(pyplot, path, matrix, key, label, scale, cell)
-            paths.append(path)
+        for key, name, label, scale in HEAT_MAPS:
+            paths.append(charts.plot_path(plot_dir, "p2p", name, matrix["impl"], matrix["direction"]))
+            _route_heat_map(pyplot, paths[-1], matrix, key, label, scale)
     return paths
 
 
@@ -210,11 +181,6 @@ def check_figures(study, document, sheet):
 
 
 # --- the record -----------------------------------------------------------------------------------
-# The copy engines at 16 B (each route's latency) and 64 MiB (its bandwidth, as transfer's largest suite copy),
-# one way and both ways. On one GPU that is 6 measured entries (the host to the GPU, both ways, the GPU to the
-# host) and the pair entries skipped ("one GPU visible"); on N GPUs it grows with the N(N-1) ordered pairs (8
-# GPUs: 216 entries, an estimated two minutes a trial at half a second an entry). The SM kernel and the sweep
-# from 16 B to 1 GiB: --full, or --impls/--sizes.
 STUDY = Study(name="p2p", derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
               gpus_together=True,

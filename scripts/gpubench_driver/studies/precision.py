@@ -8,8 +8,8 @@ from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.claims import CLOSE_TO, CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import PRECISION_NAMES, PRECISIONS, energy_figure
-from gpubench_driver.lib.findings import (best_rates, failure_text, grouped_failures, median_s, ok_entries,
-                                          set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (best_rates, failure_text, group_by, grouped_failures, median_s, ok_entries,
+                                          order_of, set_fraction_of_best_rate)
 from gpubench_driver.lib.formatting import md, rate, ratio, scientific, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GEMM_TARGET, Run, Study, TORCH_SIZES, csv, flop_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, best_rates_section, failures_section, reference_section,
@@ -26,32 +26,23 @@ CLAIM_IMPL, CLAIM_MODE = "cublas", "resident"
 TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
 
 
-def _index(entries):
-    """{(impl, mode, precision, n): entry} of the ok entries."""
-    return {(e["impl"], e["mode"], e["precision"], e["n"]): e for e in ok_entries(entries)}
-
-
 def speedups_over_fp32(entries):
     """One row per ok entry: its time and rate, its speedup over the FP32 baseline (same device
     library, mode and size), its errors on both input distributions and its tolerance."""
-    index = _index(entries)
+    index = {(e["impl"], e["mode"], e["precision"], e["n"]): e for e in ok_entries(entries)}
     rows = []
     for (impl, mode, precision, n), entry in sorted(index.items(), key=lambda item: (item[0][3], *item[0][:3])):
         library_impl = LIBRARY.get(entry["device"])
         fp32 = index.get((library_impl, mode, FP32, n))
         cublas = (index.get((library_impl, mode, precision, n))
                   if entry["device"] == "gpu" and impl != library_impl else None)
-        rows.append({
-            "n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
-            "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
-            "fp32_impl": library_impl if fp32 else None,
-            "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
-            # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
-            "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
-            "rel_fro_error": entry.get("rel_fro_error"),
-            "rel_fro_error_normal": entry.get("rel_fro_error_normal"),
-            "tolerance": entry.get("tolerance"),
-        })
+        rows.append({"n": n, "impl": impl, "device": entry["device"], "mode": mode, "precision": precision,
+                     "median_s": median_s(entry), "flop_per_s": entry.get("flop_per_s"),
+                     "fp32_impl": library_impl if fp32 else None,
+                     "speedup_over_fp32": median_s(fp32) / median_s(entry) if fp32 else None,
+                     # e.g. the WMMA kernel's rate over cuBLAS FP16's (both do 2n^3 per call: a time ratio).
+                     "fraction_of_cublas_rate": median_s(cublas) / median_s(entry) if cublas else None,
+                     **{key: entry.get(key) for key in ("rel_fro_error", "rel_fro_error_normal", "tolerance")}})
     return rows
 
 
@@ -70,9 +61,8 @@ def tensor_core_claim(rows):
 
 def _table_order(precisions):
     """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
-    order = [p.get("id") for p in precisions or [] if isinstance(p, dict)]
-    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"],
-                        order.index(row["precision"]) if row["precision"] in order else len(order), row["precision"])
+    order = order_of(p.get("id") for p in precisions or [] if isinstance(p, dict))
+    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"], order(row["precision"]), row["precision"])
 
 
 def tables(rows, precisions):
@@ -92,10 +82,9 @@ def cpu_notes(entries, precisions):
     """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat about it
     on this CPU (e.g. BF16 without BF16 instructions)."""
     notes = {p.get("id"): p.get("cpu_note") for p in precisions or [] if isinstance(p, dict)}
-    cpu = [entry for entry in entries if entry.get("device") == "cpu"]
     found = []
-    for precision in dict.fromkeys(entry["precision"] for entry in cpu):
-        measured = [entry for entry in cpu if entry["precision"] == precision]
+    for precision, measured in group_by((entry for entry in entries if entry.get("device") == "cpu"),
+                                        lambda entry: entry["precision"]).items():
         if not any(entry["status"] == "ok" for entry in measured):
             found.append({"precision": precision, "note": failure_text(measured[0])})
         elif notes.get(precision):
@@ -107,14 +96,9 @@ def derive(entries, precisions=None):
     """The findings; precisions: the study's description of its precisions (their order, CPU notes)."""
     set_fraction_of_best_rate(entries)
     rows = speedups_over_fp32(entries)
-    return {
-        "speedups_over_fp32": rows,
-        "tensor_core_claim": tensor_core_claim(rows),
-        "best_rates": best_rates(entries, axes=("precision", "impl", "mode")),
-        "tables": tables(rows, precisions),
-        "cpu_notes": cpu_notes(entries, precisions),
-        "failures": grouped_failures(entries),
-    }
+    return {"speedups_over_fp32": rows, "tensor_core_claim": tensor_core_claim(rows),
+            "best_rates": best_rates(entries, axes=("precision", "impl", "mode")), "tables": tables(rows, precisions),
+            "cpu_notes": cpu_notes(entries, precisions), "failures": grouped_failures(entries)}
 
 
 # --- summary.md -----------------------------------------------------------------------------------
@@ -209,19 +193,13 @@ def sections(study, document):
 def pareto_points(rows):
     """Per GPU implementation and precision, resident, the row at the largest size whose
     speedup over FP32 and error were both measured."""
-    largest = {}
-    for row in rows:
-        if (row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
-                and charts.placeable(row["rel_fro_error"])):
-            key = (row["impl"], row["precision"])
-            if key not in largest or row["n"] > largest[key]["n"]:
-                largest[key] = row
-    return [largest[key] for key in sorted(largest)]
+    groups = group_by((row for row in rows if row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
+                       and charts.placeable(row["rel_fro_error"])), lambda row: (row["impl"], row["precision"]))
+    return [max(groups[key], key=lambda row: row["n"]) for key in sorted(groups)]
 
 
-def _pareto_plot(pyplot, path, rows):
+def _pareto_plot(pyplot, path, points):
     figure, axes = pyplot.subplots(figsize=(9, 6))
-    points = pareto_points(rows)
     axes.scatter([p["rel_fro_error"] for p in points], [p["speedup_over_fp32"] for p in points],
                  color="tab:blue", zorder=3, label="error on uniform [-1, 1) inputs")
     normal = [p for p in points if charts.placeable(p["rel_fro_error_normal"])]
@@ -251,10 +229,10 @@ def _input_width(precision):
 def plots(pyplot, study, plot_dir):
     """The speed-accuracy chart, and FLOP/s over n split by input width when over charts.MAX_SERIES (the CPU on
     each, e.g. precision_rate_16_bit.png)."""
-    paths = []
-    if pareto_points(study["derived"].get("speedups_over_fp32", [])):
+    paths, points = [], pareto_points(study["derived"].get("speedups_over_fp32", []))
+    if points:
         paths.append(charts.plot_path(plot_dir, "precision_pareto"))
-        _pareto_plot(pyplot, paths[0], study["derived"]["speedups_over_fp32"])
+        _pareto_plot(pyplot, paths[0], points)
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = charts.series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
                            if entry["mode"] in ("resident", charts.HOST_MODE) else None)
@@ -303,9 +281,8 @@ def check_figures(study, document, sheet):
     """Each format's cuBLAS GEMM at the check's size, against the datasheet's dense rate (its rate without
     tensor cores where the entry says it ran on the CUDA cores alone)."""
     found = []
-    order = {precision: index for index, precision in enumerate(PRECISIONS)}
     for entry in sorted(entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE),
-                        key=lambda entry: (order.get(entry["precision"], len(order)), entry["precision"])):
+                        key=lambda entry: (order_of(PRECISIONS)(entry["precision"]), entry["precision"])):
         if not entry.get("flop_per_s"):
             continue
         plain = entry.get("tensor_cores") == 0
@@ -326,8 +303,6 @@ CHECK = CheckPoint(
            "rule; the FP64 reference of the 8192 problem on the host is most of its time")
 
 
-# 4096: where each precision is compared with PyTorch in the default suite (8192 as well, with
-# --sizes 4096,8192: its 16 GPU entries and their references took 80 s of the ten minutes on the H100).
 STUDY = Study(name="precision",
               derive=lambda study, document, rounds: derive(study["entries"], study.get("precisions")),
               summary=sections, plots=plots, roofline_marker="s", rates=flop_rates, one_gemm_per_call=True,

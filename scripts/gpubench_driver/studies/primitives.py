@@ -1,29 +1,24 @@
-"""The primitives study's plug-in (its findings, sections and plots). Its findings: for each primitive,
-elements per second and effective bandwidth against the size for every library and mode; from which size the
-GPU (its fastest library in a mode) beats the best CPU; what Thrust's temporary storage and its
-synchronisation cost (thrust against thrust_cached against cub at each size); reduce's bandwidth against the
-device's memory bandwidth; the sort of 2^28 32-bit keys, GPU against the parallel std::sort, with and
-without copies.
-
-Entry axes in this study: impl = primitive, mode, precision = library (thrust, thrust_cached, cub,
-std_seq, std_par, gnu_parallel), n = elements. Rates: n / median time (elements per second). Effective bandwidth:
-the bytes the binary counts as compulsory for one call (memory_read_bytes + memory_written_bytes: each
-array read or written once) over the median time."""
+"""The primitives study's plug-in: elements per second and effective bandwidth (the binary's memory traffic
+counters over the median time) of every primitive, library and mode; where the GPU beats the CPU; what Thrust's
+temporary storage and synchronisation cost; reduce against the memory bandwidth; the sort of 2^28 keys
+(docs/studies.md, primitives). Axes: impl = primitive, precision = library, n = elements."""
 import textwrap
 
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, group_by, grouped_failures,
-                                          memory_traffic, ok_entries, positive)
+from gpubench_driver.lib.findings import (best_by_size, crossovers as crossovers_along_n, curve_rows, group_by,
+                                          grouped_failures, interval_record, memory_traffic, ok_entries, order_of,
+                                          positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, rate, ratio, seconds, whole
 from gpubench_driver.lib.registry import Study, size_rates
-from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
-from gpubench_driver.lib.stats import finite, median_interval, medians_differ
+from gpubench_driver.lib.sections import (crossover_cells, crossover_header, failures_section, noise_note, table_blocks,
+                                          table_section)
+from gpubench_driver.lib.stats import finite, medians_differ
 
 PRIMITIVES = ("reduce", "inclusive_scan", "sort_u32", "sort_pairs", "sort_u64", "transform")
 GPU_LIBRARIES = ("thrust", "thrust_cached", "cub")
 CPU_LIBRARIES = ("std_seq", "std_par", "gnu_parallel")
-RESIDENT, PINNED, HOST = "resident", "transfer_pinned", "host"
+RESIDENT, PINNED = "resident", "transfer_pinned"
 # The issue's reduce target: at 256 MiB and above (2^26 uint32 values), once temporary storage is handled.
 REDUCE_FROM_BYTES = 1 << 28
 REDUCE_TARGET = 0.85
@@ -52,26 +47,23 @@ def _point(entry):
     moved = memory_traffic(entry)
     latency = positive((entry.get("latency_s") or {}).get("median"))
     return {"n": entry["n"], "median_s": median, "elements_per_s": entry["n"] / median,
-            "bytes_per_s": moved / median if moved else None, "interval_s": median_interval(entry["time_s"]).record(),
+            "bytes_per_s": moved / median if moved else None, "interval_s": interval_record(entry),
             "protocol": entry.get("protocol"), "latency_s": latency}
 
 
 def curves(entries):
     """One row per (primitive, library, device, mode): its points in size order."""
-    found = group_by(ok_entries(entries), lambda e: (e["impl"], e["precision"], e["device"], e["mode"]), _point)
-    order = {name: index for index, name in enumerate(PRIMITIVES + GPU_LIBRARIES + CPU_LIBRARIES)}
-    rows = [{"primitive": primitive, "library": library, "device": device, "mode": mode,
-             "points": sorted(points, key=lambda point: point["n"])}
-            for (primitive, library, device, mode), points in found.items()]
-    return sorted(rows, key=lambda row: (order.get(row["primitive"], len(order)), row["device"] != "gpu",
-                                         order.get(row["library"], len(order)), row["mode"]))
+    rows = curve_rows(ok_entries(entries), ("impl", "precision", "device", "mode"), _point,
+                      names=("primitive", "library", "device", "mode"))
+    order = order_of(PRIMITIVES + GPU_LIBRARIES + CPU_LIBRARIES)
+    return sorted(rows, key=lambda row: (order(row["primitive"]), row["device"] != "gpu", order(row["library"]),
+                                         row["mode"]))
 
 
 # --- crossovers -----------------------------------------------------------------------------------
 def crossovers(entries):
-    """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one
-    (derive.crossovers on the entries of that primitive, the library in the implementation's place),
-    on the headline and, where resident entries have it, on one call's host-observed latency."""
+    """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one (findings.crossovers
+    on that primitive's entries, the library in the implementation's place)."""
     found = []
     for primitive in dict.fromkeys(entry["impl"] for entry in ok_entries(entries)):
         mine = _by_library(_primitive_entries(entries, primitive))
@@ -88,8 +80,7 @@ def _counter(entry, name):
 
 
 def _difference(slower, faster):
-    """(seconds slower takes more than faster, whether the two differ beyond their noise); Nones
-    where either is missing."""
+    """(seconds slower takes more than faster, whether they differ beyond noise); Nones where either is missing."""
     if slower is None or faster is None:
         return None, None
     return (slower["time_s"]["median"] - faster["time_s"]["median"],
@@ -97,22 +88,16 @@ def _difference(slower, faster):
 
 
 def storage_costs(entries):
-    """Per primitive, GPU mode and n: the three GPU libraries' times and what tells them apart.
-    allocation_s = thrust - thrust_cached (the same calls; only where temporary storage comes from:
-    cudaMalloc and cudaFree in every call, or a cache); synchronisation_s = thrust_cached - cub (no
-    allocation in either; thrust_cached still waits for the device at the end of every call and, for
-    reduce, copies its sum back synchronously, and runs Thrust's dispatch; where there is no
-    thrust_cached, thrust - cub, both costs together). What one call asks for (temporary_bytes,
-    temporary_requests: the cached entry's counters, which Thrust asks for whatever its allocator)
-    says how much thrust allocates each time."""
+    """Per primitive, GPU mode and n: the three GPU libraries' times, allocation_s = thrust - thrust_cached and
+    synchronisation_s = thrust_cached - cub (without thrust_cached, thrust - cub: both costs together), and what
+    one call asks for (the cached entry's counters: Thrust asks the same whatever its allocator)."""
     found = {}
     for entry in ok_entries(entries):
         if entry["device"] == "gpu" and entry["precision"] in GPU_LIBRARIES:
             found.setdefault((entry["impl"], entry["mode"], entry["n"]), {})[entry["precision"]] = entry
-    order = {name: index for index, name in enumerate(PRIMITIVES)}
     rows = []
     for (primitive, mode, n), libraries in sorted(found.items(),
-                                                  key=lambda item: (order.get(item[0][0], len(order)), item[0][1:])):
+                                                  key=lambda item: (order_of(PRIMITIVES)(item[0][0]), item[0][1:])):
         thrust, cached, cub = (libraries.get(name) for name in GPU_LIBRARIES)
         if thrust is None or cub is None:
             continue
@@ -134,11 +119,8 @@ def storage_costs(entries):
 
 # --- reduce against the memory bandwidth ----------------------------------------------------------
 def memory_bandwidth(document):
-    """(what reduce is held against, None) or (None, why nothing): the stream study's copy past the
-    L2 cache where it measured one (the issue's target names copy), else the run's memory roof, the
-    bandwidth findings.roofline.bandwidth holds (the stream study's fastest kernel past the L2, or twice
-    the transfer study's fastest device-to-device copy); both count a call's traffic, the bytes read
-    plus the bytes written."""
+    """(what reduce is held against, None) or (None, why nothing): the stream study's copy past the L2 cache where
+    it measured one (the issue's target names copy), else the run's memory roof (findings.roofline.bandwidth)."""
     stream = ((document["studies"].get("stream") or {}).get("derived") or {}).get("device_memory") or []
     copy = next((row["hbm"] for row in stream if row.get("operation") == "copy" and row.get("hbm")), None)
     if copy:
@@ -171,17 +153,15 @@ def reduce_bandwidth(entries, document):
                      "median_s": entry["time_s"]["median"], "bytes_per_s": rate,
                      "latency_s": positive((entry.get("latency_s") or {}).get("median")),
                      "fraction": rate / reference["bytes_per_s"] if reference else None})
-    order = {library: index for index, library in enumerate(GPU_LIBRARIES)}
-    rows.sort(key=lambda row: (row["n"], order.get(row["library"], len(order))))
+    rows.sort(key=lambda row: (row["n"], order_of(GPU_LIBRARIES)(row["library"])))
     return {"reference": reference, "note": note, "rows": rows, "from_bytes": REDUCE_FROM_BYTES,
             "target": REDUCE_TARGET, "target_text": REDUCE_TARGET_TEXT}
 
 
 # --- the sort of 2^28 keys ------------------------------------------------------------------------
 def sort_target(entries):
-    """The sort of SORT_TARGET_N 32-bit keys: the fastest GPU library per mode against the fastest
-    parallel CPU sort (SORT_TARGET_CPU), the speedup (the CPU's time over the GPU's) with the keys
-    resident and with their copies; a note where the run measured either side not at all."""
+    """The sort of SORT_TARGET_N 32-bit keys: the fastest GPU library per mode against the fastest parallel CPU
+    sort (SORT_TARGET_CPU); a note where the run measured either side not at all."""
     mine = [entry for entry in _primitive_entries(entries, SORT_TARGET_PRIMITIVE) if entry["n"] == SORT_TARGET_N]
     parallel = [entry for entry in mine if entry["device"] == "cpu" and entry["precision"] in SORT_TARGET_CPU]
     cpu = min(parallel, key=lambda entry: entry["time_s"]["median"], default=None)
@@ -209,13 +189,8 @@ def sort_target(entries):
 
 def derive(study):
     entries = study["entries"]
-    return {
-        "curves": curves(entries),
-        "crossovers": crossovers(entries),
-        "storage_costs": storage_costs(entries),
-        "sort_target": sort_target(entries),
-        "failures": grouped_failures(entries),
-    }
+    return {"curves": curves(entries), "crossovers": crossovers(entries), "storage_costs": storage_costs(entries),
+            "sort_target": sort_target(entries), "failures": grouped_failures(entries)}
 
 
 def derive_across(study, document):
@@ -226,6 +201,10 @@ def derive_across(study, document):
 
 # --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
+
+
+def _mode(mode):
+    return md(MODE_NAMES.get(mode, mode))
 
 
 def _libraries(study):
@@ -244,18 +223,14 @@ def _libraries(study):
 def _rate_row(row):
     point = row["points"][-1]  # the largest size of the series
     latency = f"{seconds(point['latency_s'])}" if point.get("latency_s") else ""
-    return [md(row["primitive"]), md(row["library"]), md(MODE_NAMES.get(row["mode"], row["mode"])), str(point["n"]),
+    return [md(row["primitive"]), md(row["library"]), _mode(row["mode"]), str(point["n"]),
             seconds(point["median_s"]), rate(point["elements_per_s"], "elements/s", " "),
             gb_per_s(point["bytes_per_s"]), latency]
 
 
 def _rates(study):
-    derived = study["derived"]
-    title = "Primitives: elements per second"
-    rows = derived.get("curves") or []
-    if not rows:
-        return section(title, [bullets(_libraries(study)), paragraph("No primitive was measured.")])
-    return section(title, [bullets(_libraries(study)), table(
+    rows = study["derived"].get("curves") or []
+    return section("Primitives: elements per second", [bullets(_libraries(study)), *([table(
         ["primitive", "library", "mode", "largest n", "median time", "rate", "effective bandwidth",
          "one call, host-observed"], [_rate_row(row) for row in rows]), paragraph(
         "Each series at the largest size it ran (the plots have every size). Rate: elements per call over the median "
@@ -265,22 +240,19 @@ def _rates(study):
         "beside them; sorts, which work in place, and every entry with copies are timed one call at a time on the "
         "host clock until its work is done, a sort's keys restored from an unsorted copy before each call, "
         "untimed. Thrust's calls wait for the device before they return, so its back-to-back device time holds "
-        "the gaps in which the GPU waits for the host.")])
+        "the gaps in which the GPU waits for the host.")] if rows else [paragraph("No primitive was measured.")])])
 
 
 def _crossovers(derived):
-    title = "Primitives: where the GPU beats the CPU"
-    rows = [[md(found["primitive"]), md(MODE_NAMES.get(found["mode"], found["mode"])),
-             *crossover_cells({**found, "gpu_impl": found.get("gpu_library")})]
-            for found in derived.get("crossovers") or []]
-    if not rows:
-        return section(title, [paragraph("No primitive was measured on both the CPU and the GPU.")])
     header = ["primitive", "GPU mode", *crossover_header()]
     header[header.index("GPU impl")] = "GPU library"
-    return section(title, [table(header, rows), paragraph(
+    return table_section("Primitives: where the GPU beats the CPU", header, derived.get("crossovers") or [],
+                         lambda found: [md(found["primitive"]), _mode(found["mode"]),
+                                        *crossover_cells({**found, "gpu_impl": found.get("gpu_library")})], paragraph(
         "Per primitive and GPU mode, the fastest GPU library against the fastest CPU one at each size both measured; "
         "the GPU wins at a size only beyond the noise. Resident entries are compared twice: on their headline "
-        "time and on one call as a CPU program that waits for it sees it.")])
+        "time and on one call as a CPU program that waits for it sees it."),
+                         empty="No primitive was measured on both the CPU and the GPU.")
 
 
 def _request_cell(row):
@@ -291,8 +263,10 @@ def _request_cell(row):
     return f"{byte_size(row['temporary_bytes'])}{count}"
 
 
-def _difference_cell(seconds_value, beyond_noise):
-    return "n/a" if seconds_value is None else f"{seconds(seconds_value)}{noise_note(beyond_noise)}"
+def _difference_cell(row, cost):
+    """A cost of storage_costs (allocation, synchronisation) and whether it is beyond noise."""
+    value = row[f"{cost}_s"]
+    return "n/a" if value is None else f"{seconds(value)}{noise_note(row[f'{cost}_beyond_noise'])}"
 
 
 def _storage(derived):
@@ -302,8 +276,7 @@ def _storage(derived):
         [row for row in derived.get("storage_costs") or [] if row["mode"] == RESIDENT], lambda row: [
             md(row["primitive"]), str(row["n"]), *(seconds(row["median_s"].get(name))
                                                    for name in ("thrust", "thrust_cached", "cub")),
-            _difference_cell(row["allocation_s"], row["allocation_beyond_noise"]),
-            _difference_cell(row["synchronisation_s"], row["synchronisation_beyond_noise"])
+            _difference_cell(row, "allocation"), _difference_cell(row, "synchronisation")
             + (" (with allocation)" if row["synchronisation_includes_allocation"] else ""),
             ratio(row["thrust_over_cub"]), _request_cell(row), whole(row["cached_device_allocations"])], paragraph(
         "Resident, median times. thrust: thrust::device, whose calls take their temporary storage from cudaMalloc "
@@ -322,11 +295,10 @@ def _reduce_cost_item(row, costs):
                  == ("reduce", RESIDENT, row["n"])), None)
     if row["library"] != "thrust" or not cost:
         return None
-    allocation = _difference_cell(cost["allocation_s"], cost["allocation_beyond_noise"])
-    synchronisation = _difference_cell(cost["synchronisation_s"], cost["synchronisation_beyond_noise"])
-    return (f"n = {row['n']}: of thrust's {seconds(row['median_s'])}, {allocation} went to allocating "
-            f"({_request_cell(cost)} from cudaMalloc and back through cudaFree, which waits for the device) and "
-            f"{synchronisation} to waiting for the device and copying the sum back (thrust_cached against cub)")
+    return (f"n = {row['n']}: of thrust's {seconds(row['median_s'])}, {_difference_cell(cost, 'allocation')} went "
+            f"to allocating ({_request_cell(cost)} from cudaMalloc and back through cudaFree, which waits for the "
+            f"device) and {_difference_cell(cost, 'synchronisation')} to waiting for the device and copying the sum "
+            f"back (thrust_cached against cub)")
 
 
 def _reduce(derived):
@@ -352,26 +324,20 @@ def _reduce(derived):
         + ([bullets(costs)] if costs else []))
 
 
-def _speedup_cell(row):
-    return "n/a" if row["speedup"] is None else ratio(row["speedup"]) + noise_note(row["beyond_noise"])
-
-
 def _sort(derived):
     found = derived.get("sort_target")
     if not found:
         return []
-    title = f"Primitives: sorting 2^28 32-bit keys, GPU against {md(found['cpu_library'])}"
-    blocks = [paragraph(md(found["note"]))] if found.get("note") else []
-    if found.get("rows"):
-        blocks.append(table(["GPU mode", "GPU library", "GPU time", f"{md(found['cpu_library'])} time", "speedup"],
-                            [[md(MODE_NAMES.get(row["mode"], row["mode"])), md(row["gpu_library"]),
-                              seconds(row["gpu_median_s"]), seconds(found["cpu_median_s"]),
-                              _speedup_cell(row)]
-                             for row in found["rows"]]))
-        blocks.append(paragraph("Speedup: the CPU's time over the GPU's, each one sort of unsorted keys (the keys "
-                                "restored before every call, untimed); with pinned copies the keys go in and come back "
-                                "inside the GPU's time. Reported, not judged."))
-    return section(title, blocks)
+    cpu = md(found["cpu_library"])
+    return section(f"Primitives: sorting 2^28 32-bit keys, GPU against {cpu}", [
+        *([paragraph(md(found["note"]))] if found.get("note") else []), *table_blocks(
+            ["GPU mode", "GPU library", "GPU time", f"{cpu} time", "speedup"], found.get("rows"), lambda row: [
+                _mode(row["mode"]), md(row["gpu_library"]), seconds(row["gpu_median_s"]),
+                seconds(found["cpu_median_s"]),
+                "n/a" if row["speedup"] is None else ratio(row["speedup"]) + noise_note(row["beyond_noise"])],
+            paragraph("Speedup: the CPU's time over the GPU's, each one sort of unsorted keys (the keys restored "
+                      "before every call, untimed); with pinned copies the keys go in and come back inside the GPU's "
+                      "time. Reported, not judged."))])
 
 
 def sections(study, document):
@@ -391,8 +357,8 @@ def plots(pyplot, study, plot_dir):
     derived = study["derived"]
     rows = derived.get("curves") or []
     study_charts = []
-    for primitive in dict.fromkeys(row["primitive"] for row in rows):
-        series = charts.row_series([row for row in rows if row["primitive"] == primitive], ("library", "mode"))
+    for primitive, mine in group_by(rows, lambda row: row["primitive"]).items():
+        series = charts.row_series(mine, ("library", "mode"))
         crossovers = [found for found in charts.timed(derived.get("crossovers") or [])
                       if found["primitive"] == primitive]
         study_charts += charts.line_charts(
@@ -417,10 +383,6 @@ def plots(pyplot, study, plot_dir):
 
 
 # --- the record -----------------------------------------------------------------------------------
-# Reduce of 2^26 uint32 values (256 MiB, the issue's Thrust-against-a-copy question) by every library, resident
-# and with pinned copies, and on the CPU: 8 entries. The other primitives (scan, the three sorts, transform) and
-# the sweep from 2^10 to 2^30 elements, where the crossovers and the sort of 2^28 keys lie: --full, or
-# --impls/--sizes (std::sort alone takes seconds a call there).
 STUDY = Study(name="primitives", derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),
               axes={"impl": "primitive", "precision": "library", "n": "elements"}, position=120)

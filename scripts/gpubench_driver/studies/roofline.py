@@ -1,21 +1,16 @@
-"""The roofline study's plug-in (its findings, sections and plots). Its findings: for each device, precision
-and size, the rate of the FMA chain against its arithmetic intensity (k FMAs per element read, the batch
-axis), the bandwidth its memory-bound points reached, the compute roof its compute-bound points reached, and
-the measured ridge point where the two meet: the intensity below which the rate follows the bandwidth and
-above which it follows the FMA units.
-
-Intensity is FLOP per byte of memory traffic as the binary counts them (flop over memory_read_bytes +
-memory_written_bytes: x read and y written once per call); rates are the entries' FLOP/s and bytes/s
-over the median time."""
+"""The roofline study's plug-in: per device, precision and size, the FMA chain's rate against its arithmetic
+intensity (k FMAs per element, the batch axis), the bandwidth and compute roofs it reached and the measured ridge
+point between them (docs/studies.md, roofline). Intensity: flop over the binary's memory traffic counters."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, rate_figure
 from gpubench_driver.lib.document import paragraph, section, table
-from gpubench_driver.lib.findings import group_by, grouped_failures, memory_traffic, ok_entries
+from gpubench_driver.lib.findings import (curve_rows, group_by, grouped_failures, interval_record, memory_traffic,
+                                          ok_entries)
 from gpubench_driver.lib.formatting import md, percent, rate, whole
 from gpubench_driver.lib.figures import PRECISION_NAMES
 from gpubench_driver.lib.registry import CheckPoint, Study, flop_rates
-from gpubench_driver.lib.sections import failures_section
-from gpubench_driver.lib.stats import finite, median_interval
+from gpubench_driver.lib.sections import failures_section, table_section
+from gpubench_driver.lib.stats import finite
 
 # A point follows a roof while it reaches this share of it: memory-bound until the bandwidth it
 # achieves falls below it, compute-bound from where its rate reaches it of the compute roof.
@@ -25,28 +20,24 @@ FOLLOWS = 0.9
 def _point(entry):
     moved, flop, median = memory_traffic(entry), finite(entry.get("flop")), entry["time_s"]["median"]
     return {"fma_per_element": entry["batch"], "intensity": flop / moved, "flop_per_s": flop / median,
-            "bytes_per_s": moved / median, "median_s": median, "interval_s": median_interval(entry["time_s"]).record(),
+            "bytes_per_s": moved / median, "median_s": median, "interval_s": interval_record(entry),
             "element_bytes": (finite(entry.get("array_bytes")) or 0) / entry["n"] or None}
 
 
 def series(entries):
-    """One row per (implementation, device, mode, precision, n): its points in order of k."""
-    found = group_by((entry for entry in ok_entries(entries) if entry.get("batch") and memory_traffic(entry) is not None
-                      and (finite(entry.get("flop")) or 0) > 0),
-                     lambda e: (e["impl"], e["device"], e["mode"], e["precision"], e["n"]), _point)
-    rows = []
-    for (impl, device, mode, precision, n), points in sorted(found.items()):
-        points.sort(key=lambda point: point["fma_per_element"])
-        rows.append({"impl": impl, "device": device, "mode": mode, "precision": precision, "n": n,
-                     "points": points, **roofs(points)})
-    return rows
+    """One row per (implementation, device, mode, precision, n): its points in order of k, and its roofs."""
+    measured = [entry for entry in ok_entries(entries) if entry.get("batch") and memory_traffic(entry) is not None
+                and (finite(entry.get("flop")) or 0) > 0]
+    fields = ("impl", "device", "mode", "precision", "n")
+    rows = sorted(curve_rows(measured, fields, _point, "fma_per_element"),
+                  key=lambda row: tuple(row[field] for field in fields))
+    return [{**row, **roofs(row["points"])} for row in rows]
 
 
 def roofs(points):
-    """The bandwidth and compute roof a series reached, their ridge point, and where its points turn:
-    the largest k still at FOLLOWS of the bandwidth, the smallest k at FOLLOWS of the compute roof.
-    Each point is also marked memory- or compute-bound by the side of the ridge it lies on, with its
-    rate over the roof there (min(compute roof, bandwidth x intensity))."""
+    """The bandwidth and compute roof a series reached, their ridge point, and where its points turn (the largest
+    k at FOLLOWS of the bandwidth, the smallest at FOLLOWS of the compute roof); each point marked memory- or
+    compute-bound by its side of the ridge, with its rate over the roof there."""
     bandwidth = max(point["bytes_per_s"] for point in points)
     compute = max(point["flop_per_s"] for point in points)
     ridge = compute / bandwidth
@@ -73,28 +64,27 @@ def derive(entries):
 CLAIM = "flops_rarely_limit"  # claims.py's key of the verdict this study's roofs decide
 
 
+def _ridge_row(row):
+    return [md(row["device"]), md(row["precision"]), md(row["n"]), f"{row['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s",
+            rate(row["compute_flop_per_s"]), f"{row['ridge_intensity']:.3g} FLOP/B"
+            + (f" (k = {whole(row['ridge_fma_per_element'])})" if row.get("ridge_fma_per_element") else ""),
+            whole(row["memory_bound_until_fma"]), whole(row["compute_bound_from_fma"]),
+            "yes" if row["spans_ridge"] else "no: one roof only"]
+
+
 def _ridges(derived, findings):
-    rows = derived.get("series") or []
-    title = "Roofline sweep: measured roofs and ridge points"
-    if not rows:
-        return section(title, [paragraph("No entry of the sweep was measured.")])
-    body = [[md(row["device"]), md(row["precision"]), md(row["n"]),
-             f"{row['bandwidth_bytes_per_s'] / 1e9:.0f} GB/s", rate(row["compute_flop_per_s"]),
-             f"{row['ridge_intensity']:.3g} FLOP/B" + (f" (k = {whole(row['ridge_fma_per_element'])})"
-                                                        if row.get("ridge_fma_per_element") else ""),
-             whole(row["memory_bound_until_fma"]), whole(row["compute_bound_from_fma"]),
-             "yes" if row["spans_ridge"] else "no: one roof only"] for row in rows]
-    blocks = [table(["device", "precision", "elements", "bandwidth reached", "compute roof reached", "ridge",
-                     "follows the bandwidth up to k", "follows the FMA units from k", "points on both sides"], body),
-              paragraph(f"The chain y = x, then k times y = y*a + x: 2k FLOP per element over its bytes read and "
-                        f"written. Bandwidth reached: the most bytes per second of any k; compute roof: the most "
-                        f"FLOP/s; the measured ridge is where the two lines meet (compute roof / bandwidth). A point "
-                        f"follows a roof while it reaches {percent(derived['follows'], 0)} of it.")]
     memory = (findings or {}).get("roofline", {}).get("bandwidth")
-    if memory:
-        blocks.append(paragraph(f"The run's memory roof: {memory['bytes_per_s'] / 1e9:.0f} GB/s "
-                                f"({md(memory['study'])}: {md(memory['impl'])}, {md(memory['precision'])})."))
-    return section(title, blocks)
+    return table_section("Roofline sweep: measured roofs and ridge points", [
+        "device", "precision", "elements", "bandwidth reached", "compute roof reached", "ridge",
+        "follows the bandwidth up to k", "follows the FMA units from k", "points on both sides"],
+        derived.get("series") or [], _ridge_row, paragraph(
+            f"The chain y = x, then k times y = y*a + x: 2k FLOP per element over its bytes read and written. "
+            f"Bandwidth reached: the most bytes per second of any k; compute roof: the most FLOP/s; the measured "
+            f"ridge is where the two lines meet (compute roof / bandwidth). A point follows a roof while it reaches "
+            f"{percent(derived['follows'], 0)} of it."),
+        *([paragraph(f"The run's memory roof: {memory['bytes_per_s'] / 1e9:.0f} GB/s "
+                     f"({md(memory['study'])}: {md(memory['impl'])}, {md(memory['precision'])}).")] if memory else []),
+        empty="No entry of the sweep was measured.")
 
 
 def _claim(findings):
@@ -102,9 +92,8 @@ def _claim(findings):
                  None)
     if not found:
         return []
-    numbers = found["numbers"]
     body = [[md(row["study"]), md(row["precision"]), str(row["memory_bound"]), str(row["compute_bound"])]
-            for row in numbers["by_study"]]
+            for row in found["numbers"]["by_study"]]
     return section("Roofline sweep: the other studies' GPU entries against the measured roofs", [
         paragraph(f"{md(found['claim'])}: **{md(found['verdict'])}**. {md(found['answer'])}"),
         table(["study", "precision", "memory-bound (left of the ridge)", "compute-bound (right of it)"], body)])
@@ -138,16 +127,14 @@ def _fitted_roofs(rows):
 def plots(pyplot, study, plot_dir):
     """One chart per device and size: FLOP/s over the arithmetic intensity, a line per precision, with
     the bandwidth and compute roof each reached (e.g. roofline_sweep_gpu_n33554432.png)."""
-    rows = study["derived"].get("series") or []
     study_charts = []
-    for device, n in dict.fromkeys((row["device"], row["n"]) for row in rows):
-        mine = [row for row in rows if (row["device"], row["n"]) == (device, n)]
-        series = charts.row_series(mine, ("impl", "precision"), "intensity")
+    rows = study["derived"].get("series") or []
+    for (device, n), mine in group_by(rows, lambda row: (row["device"], row["n"])).items():
         study_charts += charts.line_charts(
             plot_dir, ("roofline_sweep", device, f"n{n}"),
             f"roofline sweep, {device}: the FMA chain's rate against its intensity\n{n} elements per array",
-            series, ylabel="FLOP/s", value=lambda point: point["flop_per_s"], xlabel=INTENSITY,
-            mark=_fitted_roofs(mine))
+            charts.row_series(mine, ("impl", "precision"), "intensity"), ylabel="FLOP/s",
+            value=lambda point: point["flop_per_s"], xlabel=INTENSITY, mark=_fitted_roofs(mine))
     return charts.draw(pyplot, study_charts)
 
 
@@ -177,9 +164,6 @@ CHECK = CheckPoint(
 
 
 # --- the record -----------------------------------------------------------------------------------
-# One size past the L2 in every precision, k FMAs per element on both sides of the ridge (an H100's datasheet
-# puts it near k = 80 in each precision); the GPU only: the CPU's chains at k = 1024 take tenths of a second a
-# call. --full: k = 1, 2, 4, ..., 1024 on both.
 STUDY = Study(name="roofline", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},

@@ -1,25 +1,18 @@
-"""The stream study's plug-in (its findings, sections, plots, and the run's memory roof, the fastest kernel
-past the L2 cache). Its findings: the bandwidth of every operation, kernel, mode and precision against
-the size of its working set; device memory (HBM) bandwidth beyond the L2 cache against the
-theoretical peak; the L2 plateau; host DRAM bandwidth; where each cache level ends; Thrust against
-our kernels; what the copies of the transfer-inclusive mode cost.
-
-Entry axes: impl = <operation>_<kernel> (the binary's --describe gives each implementation's
-`operation` and `kernel`, read here, not parsed from the name), mode, precision (fp32, fp64),
-n = elements per array. Bandwidth is STREAM's: the bytes the binary counts (memory_read_bytes +
-memory_written_bytes: each array the operation reads or writes, once) over the median time, in
-bytes per second (the report prints GB/s, 10^9)."""
+"""The stream study's plug-in: the bandwidth of every operation, kernel, mode and precision against its working
+set; device memory (HBM) past the L2 against the theoretical peak, the L2 plateau, host DRAM, where each cache
+level ends, Thrust against our kernels, the copies' cost (docs/studies.md, stream); and the run's memory roof.
+Axes: impl = <operation>_<kernel> (both from --describe, never parsed from the name), n = elements per array."""
 import math
 
 from gpubench_driver.lib import charts, check_figures
-from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.document import bullets, paragraph, section
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
-from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, grouped_failures, levels, memory_traffic,
-                                          ok_entries, positive)
+from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, grouped_failures, interval_record, levels,
+                                          memory_traffic, ok_entries, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, MemoryRoof, Study, traffic_rates
-from gpubench_driver.lib.sections import failures_section, noise_note, table_section
-from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.sections import failures_section, noise_note, table_blocks, table_section
+from gpubench_driver.lib.stats import beyond_spread, time_per_item
 
 RESIDENT, TRANSFER, HOST = "resident", "transfer_pinned", "host"
 OWN_KERNELS = ("grid_stride", "one_per_thread")  # ours, against Thrust
@@ -31,11 +24,8 @@ BEYOND_CACHE = 4
 
 def implementations(study):
     """{impl id: (operation, kernel)} from the binary's --describe."""
-    found = {}
-    for impl in study.get("implementations") or []:
-        if isinstance(impl, dict) and isinstance(impl.get("operation"), str) and isinstance(impl.get("kernel"), str):
-            found[impl.get("id")] = (impl["operation"], impl["kernel"])
-    return found
+    return {impl.get("id"): (impl["operation"], impl["kernel"]) for impl in study.get("implementations") or []
+            if isinstance(impl, dict) and all(isinstance(impl.get(key), str) for key in ("operation", "kernel"))}
 
 
 def hierarchy(study):
@@ -49,11 +39,10 @@ def theoretical_peak(gpu, rules):
     """The GPU's theoretical memory bandwidth from NVML's figures, or None; its rule the binary's (--describe's
     rules, absent in older files)."""
     rate = positive(gpu.get("peak_bytes_per_s"))
-    if rate is None:
-        return None
-    return {"bytes_per_s": rate, "max_memory_clock_mhz": positive(gpu.get("max_memory_clock_mhz")),
-            "bus_width_bits": positive(gpu.get("bus_width_bits")),
-            "transfers_per_clock": positive(gpu.get("transfers_per_clock")), "rule": rules.get("peak_rule")}
+    return None if rate is None else {
+        "bytes_per_s": rate, **{key: positive(gpu.get(key)) for key in ("max_memory_clock_mhz", "bus_width_bits",
+                                                                        "transfers_per_clock")},
+        "rule": rules.get("peak_rule")}
 
 
 # --- curves ---------------------------------------------------------------------------------------
@@ -61,8 +50,11 @@ def _point(entry):
     moved, median = memory_traffic(entry), entry["time_s"]["median"]
     cold = positive((entry.get("cold_l2_s") or {}).get("median"))
     return {"n": entry["n"], "array_bytes": positive(entry.get("array_bytes")), "working_set_bytes": moved,
-            "median_s": median, "bytes_per_s": moved / median, "interval_s": median_interval(entry["time_s"]).record(),
+            "median_s": median, "bytes_per_s": moved / median, "interval_s": interval_record(entry),
             "cold_l2_bytes_per_s": moved / cold if cold else None, "protocol": entry.get("protocol")}
+
+
+CURVE_FIELDS = ("impl", "operation", "kernel", "device", "mode", "precision")  # of a curve, and of its best points
 
 
 def curves(study):
@@ -70,13 +62,11 @@ def curves(study):
     names = implementations(study)
     found = {}
     for entry in ok_entries(study["entries"]):
-        if entry["impl"] not in names or memory_traffic(entry) is None:
-            continue
-        operation, kernel = names[entry["impl"]]
-        key = (operation, kernel, entry["device"], entry["mode"], entry["precision"])
-        found.setdefault(key, {"impl": entry["impl"], "operation": operation, "kernel": kernel,
-                               "device": entry["device"], "mode": entry["mode"], "precision": entry["precision"],
-                               "points": []})["points"].append(_point(entry))
+        if entry["impl"] in names and memory_traffic(entry) is not None:
+            operation, kernel = names[entry["impl"]]
+            found.setdefault((operation, kernel, entry["device"], entry["mode"], entry["precision"]), {
+                "impl": entry["impl"], "operation": operation, "kernel": kernel, "device": entry["device"],
+                "mode": entry["mode"], "precision": entry["precision"], "points": []})["points"].append(_point(entry))
     rows = sorted(found.values(), key=lambda row: (row["operation"], row["device"], row["kernel"], row["mode"],
                                                    row["precision"]))
     for row in rows:
@@ -85,21 +75,22 @@ def curves(study):
 
 
 def _where(row, point):
-    return {"impl": row["impl"], "operation": row["operation"], "kernel": row["kernel"], "device": row["device"],
-            "mode": row["mode"], "precision": row["precision"], "n": point["n"],
-            "working_set_bytes": point["working_set_bytes"], "median_s": point["median_s"],
-            "bytes_per_s": point["bytes_per_s"], "interval_s": point["interval_s"]}
+    return {**{field: row[field] for field in CURVE_FIELDS},
+            **{field: point[field] for field in ("n", "working_set_bytes", "median_s", "bytes_per_s", "interval_s")}}
+
+
+def _fastest(points):
+    return max(points, key=lambda point: point["bytes_per_s"], default=None)
 
 
 def _best(rows, keep):
     """The fastest point among the rows' points that keep(point) accepts, with where it is; None."""
-    found = [(_where(row, point)) for row in rows for point in row["points"] if keep(point)]
-    return max(found, key=lambda point: point["bytes_per_s"]) if found else None
+    return _fastest(_where(row, point) for row in rows for point in row["points"] if keep(point))
 
 
 def _beyond(capacity, rows):
-    """keep(point): the working set is past BEYOND_CACHE x capacity; without a capacity, the largest
-    size measured among the rows (what is known to be the furthest from the caches)."""
+    """keep(point): the working set is past BEYOND_CACHE x capacity; without a capacity, the largest size
+    measured among the rows (known to be the furthest from the caches)."""
     if capacity:
         return lambda point: point["working_set_bytes"] >= BEYOND_CACHE * capacity
     largest = max((point["n"] for row in rows for point in row["points"]), default=None)
@@ -108,21 +99,18 @@ def _beyond(capacity, rows):
 
 # --- device memory --------------------------------------------------------------------------------
 def device_memory(rows, l2_bytes, peak):
-    """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and the fastest
-    whose working set fits in it (the L2 plateau: warm calls find their arrays there), and the fastest
-    HBM point of all, the device's measured memory bandwidth; with fractions of the theoretical peak."""
+    """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and in it (the L2
+    plateau), and the fastest HBM point of all, the device's memory bandwidth; each against the theoretical peak."""
     resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
-    beyond = (lambda point: point["working_set_bytes"] >= BEYOND_CACHE * l2_bytes) if l2_bytes else None
     per_kernel = []
     for (operation, kernel), mine in group_by(resident, lambda row: (row["operation"], row["kernel"])).items():
-        hbm = _best(mine, beyond) if beyond else None
+        hbm = _best(mine, _beyond(l2_bytes, mine)) if l2_bytes else None
         l2 = _best(mine, lambda point: point["working_set_bytes"] <= l2_bytes) if l2_bytes else None
         share = hbm["bytes_per_s"] / peak["bytes_per_s"] if hbm and peak else None
         per_kernel.append({"operation": operation, "kernel": kernel, "hbm": hbm, "l2": l2,
                            "hbm_fraction_of_peak": share,
                            "l2_over_hbm": l2["bytes_per_s"] / hbm["bytes_per_s"] if hbm and l2 else None})
-    best = max((row["hbm"] for row in per_kernel if row["hbm"]), key=lambda point: point["bytes_per_s"],
-               default=None)
+    best = _fastest(row["hbm"] for row in per_kernel if row["hbm"])
     if best and peak:
         best = {**best, "fraction_of_peak": best["bytes_per_s"] / peak["bytes_per_s"]}
     note = None
@@ -135,10 +123,8 @@ def device_memory(rows, l2_bytes, peak):
 
 
 def host_memory(rows, host):
-    """Per operation, the fastest CPU point past BEYOND_CACHE x the last cache glibc reports (all
-    sockets' L3s are no larger than that for up to four sockets), else at the largest size measured
-    (`past_caches` false: the caches may still hold part of it, or their size is unknown); the fastest
-    of them is the host's DRAM bandwidth."""
+    """Per operation, the fastest CPU point past BEYOND_CACHE x the last cache glibc reports (all sockets' L3s up
+    to four sockets), else at the largest size (`past_caches` false); the fastest of them, the host's DRAM's."""
     cpu = [row for row in rows if row["device"] == "cpu"]
     capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
@@ -146,9 +132,7 @@ def host_memory(rows, host):
         past = _best(mine, _beyond(capacity, mine)) if capacity else None
         dram = past or _best(mine, _beyond(None, mine))
         per_operation.append({"operation": operation, "dram": dram and {**dram, "past_caches": past is not None}})
-    best = max((row["dram"] for row in per_operation if row["dram"]), key=lambda point: point["bytes_per_s"],
-               default=None)
-    return per_operation, best
+    return per_operation, _fastest(row["dram"] for row in per_operation if row["dram"])
 
 
 # --- where each cache level ends ------------------------------------------------------------------
@@ -160,9 +144,8 @@ def _capacity_name(bytes_, capacities):
 
 
 def cache_edges(rows, l2_bytes, host):
-    """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each
-    size (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near
-    (GPU: L2; CPU: L1d, L2 of all threads, L3), when one is."""
+    """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each size
+    (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near, if one is."""
     threads = positive(host.get("threads")) or 1
     capacities = {"gpu": {"L2": l2_bytes},
                   "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
@@ -235,25 +218,15 @@ def derive(study):
     peak = theoretical_peak(gpu, study.get("rules") or {})
     per_operation, hbm, hbm_note = device_memory(rows, l2_bytes, peak)
     host_rows, dram = host_memory(rows, host)
-    return {
-        "curves": rows,
-        "l2_bytes": l2_bytes,
-        "theoretical": peak,
-        "theoretical_note": None if peak else (gpu.get("peak_note") or gpu.get("reason")
-                                               or "the binary's --describe gave no theoretical bandwidth"),
-        "device_memory": per_operation,
-        "hbm": hbm,
-        "hbm_note": hbm_note,
-        "host_memory": host_rows,
-        "host_dram": dram,
-        "host_caches": {key: host.get(key) for key in ("l1d_bytes", "l2_bytes", "l3_bytes", "threads")},
-        "cache_edges": cache_edges(rows, l2_bytes, host),
-        "thrust_over_own": thrust_over_own(rows),
-        "transfer_cost": transfer_cost(rows),
-        "beyond_cache": BEYOND_CACHE,
-        "level_drop": LEVEL_DROP,
-        "failures": grouped_failures(study["entries"]),
-    }
+    return {"curves": rows, "l2_bytes": l2_bytes, "theoretical": peak,
+            "theoretical_note": None if peak else (gpu.get("peak_note") or gpu.get("reason")
+                                                   or "the binary's --describe gave no theoretical bandwidth"),
+            "device_memory": per_operation, "hbm": hbm, "hbm_note": hbm_note, "host_memory": host_rows,
+            "host_dram": dram, "host_caches": {key: host.get(key) for key in ("l1d_bytes", "l2_bytes", "l3_bytes",
+                                                                              "threads")},
+            "cache_edges": cache_edges(rows, l2_bytes, host), "thrust_over_own": thrust_over_own(rows),
+            "transfer_cost": transfer_cost(rows), "beyond_cache": BEYOND_CACHE, "level_drop": LEVEL_DROP,
+            "failures": grouped_failures(study["entries"])}
 
 
 # --- summary.md -----------------------------------------------------------------------------------
@@ -286,29 +259,28 @@ def _peak_items(derived):
     return items
 
 
+def _kernel_row(row):
+    hbm, l2 = row["hbm"], row["l2"]
+    return [md(row["operation"]), md(row["kernel"]), f"{gb_per_s(hbm['bytes_per_s'])} ({md(hbm['precision'])})"
+            if hbm else "n/a", percent(row["hbm_fraction_of_peak"]),
+            f"{gb_per_s(l2['bytes_per_s'])} ({md(l2['precision'])}, {byte_size(l2['working_set_bytes'])})"
+            if l2 else "n/a", ratio(row["l2_over_hbm"])]
+
+
 def _device_memory(derived):
     rows = [row for row in derived.get("device_memory") or [] if row["hbm"] or row["l2"]]
     title = "Stream: device memory (HBM) and the L2 plateau"
     if not any(row["device"] == "gpu" for row in derived.get("curves") or []):
         return section(title, [paragraph("No GPU entry was measured" + (
             f": {md(derived['theoretical_note'])}." if derived.get("theoretical_note") else "."))])
-    blocks = [bullets(_peak_items(derived))]
-    if rows:
-        body = [[md(row["operation"]), md(row["kernel"]),
-                 f"{gb_per_s(row['hbm']['bytes_per_s'])} ({md(row['hbm']['precision'])})" if row["hbm"] else "n/a",
-                 percent(row["hbm_fraction_of_peak"]),
-                 f"{gb_per_s(row['l2']['bytes_per_s'])} ({md(row['l2']['precision'])}, "
-                 f"{byte_size(row['l2']['working_set_bytes'])})" if row["l2"] else "n/a",
-                 ratio(row["l2_over_hbm"])] for row in rows]
-        blocks += [table(["operation", "kernel", "HBM: fastest (precision)", "of the theoretical peak",
-                          "L2 plateau: fastest (precision, working set)", "L2 / HBM"], body),
-                   paragraph("Resident GPU entries, device time of back-to-back calls. Bandwidth: STREAM's bytes (each "
-                             "array the operation reads or writes, once per call: copy and scale 2 arrays, add and "
-                             "triad 3, dot 2) over the median time; GB = 10^9 bytes. The L2 plateau: the fastest "
-                             "warm call whose working set fits in the L2 cache, which keeps the arrays between "
-                             "calls; each such entry's cold-L2 time (one call after the L2 is flushed) is in "
-                             "results.json.")]
-    return section(title, blocks)
+    return section(title, [bullets(_peak_items(derived)), *table_blocks(
+        ["operation", "kernel", "HBM: fastest (precision)", "of the theoretical peak",
+         "L2 plateau: fastest (precision, working set)", "L2 / HBM"], rows, _kernel_row,
+        paragraph("Resident GPU entries, device time of back-to-back calls. Bandwidth: STREAM's bytes (each array the "
+                  "operation reads or writes, once per call: copy and scale 2 arrays, add and triad 3, dot 2) over the "
+                  "median time; GB = 10^9 bytes. The L2 plateau: the fastest warm call whose working set fits in the "
+                  "L2 cache, which keeps the arrays between calls; each such entry's cold-L2 time (one call after the "
+                  "L2 is flushed) is in results.json."))])
 
 
 def _host_memory(derived):
@@ -325,24 +297,20 @@ def _host_memory(derived):
                   "unknown), the largest size measured, marked: part of its arrays may still come from a cache."))
 
 
-def _levels_text(found):
-    return "; ".join(f"{gb_per_s(level['bytes_per_s'])} from {byte_size(level['from_bytes'])} to "
-                     f"{byte_size(level['to_bytes'])}" for level in found)
-
-
-def _edges_text(edges):
-    if not edges:
-        return "none within the sizes measured"
-    return "; ".join(f"between {byte_size(edge['last_bytes'])} and {byte_size(edge['next_bytes'])}"
-                     + (f" ({md(edge['cache'])})" if edge.get("cache") else "") for edge in edges)
+def _edge_row(row):
+    edges = "; ".join(f"between {byte_size(edge['last_bytes'])} and {byte_size(edge['next_bytes'])}"
+                      + (f" ({md(edge['cache'])})" if edge.get("cache") else "") for edge in row["edges"])
+    return [md(row["device"]), md(row["operation"]), md(row["precision"]),
+            "; ".join(f"{gb_per_s(level['bytes_per_s'])} from {byte_size(level['from_bytes'])} to "
+                      f"{byte_size(level['to_bytes'])}" for level in row["levels"]),
+            edges or "none within the sizes measured"]
 
 
 def _cache_edges(derived):
     drop = percent(derived.get("level_drop"), 0)
     return table_section("Stream: where each cache level ends", [
         "device", "operation", "precision", "levels (fastest rate, working sets)", "a level ends"],
-        derived.get("cache_edges") or [], lambda row: [md(row["device"]), md(row["operation"]), md(row["precision"]),
-                                                       _levels_text(row["levels"]), _edges_text(row["edges"])],
+        derived.get("cache_edges") or [], _edge_row,
         paragraph(f"The fastest kernel at each working set (GPU: resident; CPU: OpenMP), from the first point within "
                   f"{drop} of its fastest on (smaller working sets are bound by "
                   f"launching the kernel or waking the threads, not by memory): a level ends where the rate falls "
@@ -352,27 +320,22 @@ def _cache_edges(derived):
 
 
 def _kernels_and_copies(derived):
-    thrust = derived.get("thrust_over_own") or []
-    copies = derived.get("transfer_cost") or []
-    blocks = []
-    if thrust:
-        blocks += [table(["operation", "precision", "working set of n", "Thrust", "our fastest", "Thrust / ours"],
-                         [[md(row["operation"]), md(row["precision"]), md(row["n"]),
-                           gb_per_s(row["thrust_bytes_per_s"]) + (" (host clock)" if row["thrust_protocol"] == "latency"
-                                                                  else ""),
-                           f"{gb_per_s(row['own_bytes_per_s'])} ({md(row['own_kernel'])})",
-                           ratio(row["ratio"]) + noise_note(row["beyond_noise"])] for row in thrust]),
-                   paragraph("Resident, at the largest size both measured. Thrust's dot (thrust::inner_product) "
-                             "returns its sum to the host, waiting for the device and allocating its temporary storage in "
-                             "every call: it is timed on the host clock from the call to its return.")]
-    if copies:
-        blocks += [table(["operation", "kernel", "precision", "n", "with copies (pinned)", "resident", "ratio"],
-                         [[md(row["operation"]), md(row["kernel"]), md(row["precision"]), md(row["n"]),
-                           seconds(row["transfer_s"]), seconds(row["resident_s"]), ratio(row["time_ratio"])]
-                          for row in copies]),
-                   paragraph("transfer_pinned: each call copies the arrays the operation reads in from pinned host "
-                             "memory and its output (dot: the sum) back, host clock to completion; resident: the "
-                             "kernel alone, device time.")]
+    blocks = table_blocks(
+        ["operation", "precision", "working set of n", "Thrust", "our fastest", "Thrust / ours"],
+        derived.get("thrust_over_own") or [], lambda row: [
+            md(row["operation"]), md(row["precision"]), md(row["n"]),
+            gb_per_s(row["thrust_bytes_per_s"]) + (" (host clock)" if row["thrust_protocol"] == "latency" else ""),
+            f"{gb_per_s(row['own_bytes_per_s'])} ({md(row['own_kernel'])})",
+            ratio(row["ratio"]) + noise_note(row["beyond_noise"])],
+        paragraph("Resident, at the largest size both measured. Thrust's dot (thrust::inner_product) returns its sum "
+                  "to the host, waiting for the device and allocating its temporary storage in every call: it is "
+                  "timed on the host clock from the call to its return.")) + table_blocks(
+        ["operation", "kernel", "precision", "n", "with copies (pinned)", "resident", "ratio"],
+        derived.get("transfer_cost") or [], lambda row: [
+            md(row["operation"]), md(row["kernel"]), md(row["precision"]), md(row["n"]), seconds(row["transfer_s"]),
+            seconds(row["resident_s"]), ratio(row["time_ratio"])],
+        paragraph("transfer_pinned: each call copies the arrays the operation reads in from pinned host memory and "
+                  "its output (dot: the sum) back, host clock to completion; resident: the kernel alone, device time."))
     return section("Stream: Thrust against our kernels; the copies", blocks) if blocks else []
 
 
@@ -399,9 +362,8 @@ def plots(pyplot, study, plot_dir):
                               *([charts.across(l2_bytes, f"GPU L2 cache, {l2_bytes / 2 ** 20:.0f} MiB", ":", True)]
                                 if l2_bytes else []), when=lambda keys: any(key[1] != charts.HOST_MODE for key in keys))
     study_charts = []
-    for operation in dict.fromkeys(row["operation"] for row in rows):
-        series = charts.row_series([row for row in rows if row["operation"] == operation],
-                                   ("kernel", "mode", "precision"), "working_set_bytes")
+    for operation, mine in group_by(rows, lambda row: row["operation"]).items():
+        series = charts.row_series(mine, ("kernel", "mode", "precision"), "working_set_bytes")
         study_charts += charts.line_charts(
             plot_dir, ("stream", operation), f"stream {operation}: bandwidth against the working set",
             series, (lambda key: key[2], lambda key: key[1]), charts.cpu_keys(series),

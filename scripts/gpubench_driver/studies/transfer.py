@@ -1,14 +1,7 @@
-"""The transfer study's plug-in: host-device and device-device copies by every engine and host memory kind.
-Its findings: bandwidth against size for every engine, host memory kind and direction; the latency of
-the smallest copy; the size at which each curve reaches 90% of its plateau; pinned over pageable; the
-never-written (zero page) pitfall and what a fresh allocation costs; the link's theoretical rate beside
-what was achieved; host memory bandwidth; the one-time cost of registering memory. Its sections, plots,
-claim (pinned memory), headline figures (the link's copies) and, where the run has no stream study, the
-memory roof (twice its fastest device-to-device copy).
-
-Entry axes in this study: impl = engine, mode = host memory kind, precision = direction,
-n = bytes per copy. Bandwidth is bytes_transferred / median time, in bytes per second; the
-report prints it in GiB/s (2^30 bytes per second) and says so."""
+"""The transfer study's plug-in: host-device and device-device copies by every engine and host memory kind,
+their bandwidth curves, plateaus, memory kinds against each other and the link's rate (docs/studies.md,
+transfer); its claim (pinned memory), headline figures (the link's copies) and, where the run has no stream
+study, the memory roof. Axes: impl = engine, mode = host memory, precision = direction, n = bytes per copy."""
 import math
 
 from gpubench_driver.lib import charts, stats
@@ -16,12 +9,12 @@ from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
-from gpubench_driver.lib.findings import group_by, grouped_failures, ok_entries, positive
+from gpubench_driver.lib.findings import curve_rows, group_by, grouped_failures, interval_record, ok_entries, positive
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
                                           time_ratio_cell)
-from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.stats import beyond_spread, time_per_item
 
 PLATEAU_FRACTION = 0.9
 # PCIe generation -> (transfer rate per lane in GT/s, line-code efficiency): 8b/10b up to
@@ -36,23 +29,10 @@ def bandwidth(entry):
     return moved / entry["time_s"]["median"] if moved else None
 
 
-def _curves(entries):
-    """{(engine, memory, direction, device): [points in size order]} of the ok entries that move bytes."""
-    curves = group_by((entry for entry in ok_entries(entries) if bandwidth(entry) is not None),
-                      lambda entry: (entry["impl"], entry["mode"], entry["precision"], entry["device"]),
-                      lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
-                                     "bytes_per_s": bandwidth(entry), "interval_s": median_interval(entry["time_s"]).record()})
-    for points in curves.values():
-        points.sort(key=lambda point: point["n"])
-    return curves
-
-
 def plateau_size(points, fraction=PLATEAU_FRACTION):
-    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the rate of the largest
-    copy measured (what large copies sustain; a small host copy that fits in a cache can be faster
-    and is no plateau); the size is the first from which every larger measured size stays at or
-    above the threshold, interpolated on log2(size) from the size before it (the smallest size
-    when even that one is there)."""
+    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the rate of the largest copy (a small
+    host copy that fits in a cache can be faster and is no plateau); the size is the first from which every
+    larger one stays at or above the threshold, interpolated on log2(size) from the size before it."""
     plateau = points[-1]["bytes_per_s"]
     threshold = fraction * plateau
     first = len(points) - 1
@@ -66,16 +46,20 @@ def plateau_size(points, fraction=PLATEAU_FRACTION):
     return plateau, 2 ** (low + share * (high - low))
 
 
-def curve_rows(entries):
-    """One row per (engine, memory, direction): its points, the latency of its smallest copy,
-    its plateau and the size at which it reaches PLATEAU_FRACTION of it."""
-    rows = []
-    for (engine, memory, direction, device), points in sorted(_curves(entries).items()):
-        plateau, size = plateau_size(points)
-        rows.append({"impl": engine, "mode": memory, "direction": direction, "device": device, "points": points,
-                     "smallest_n": points[0]["n"], "smallest_latency_s": points[0]["median_s"],
-                     "plateau_bytes_per_s": plateau, "size_at_90_percent": size})
-    return rows
+def bandwidth_rows(entries):
+    """One row per (engine, memory, direction, device): its points in size order, the latency of its smallest
+    copy, its plateau and the size at which it reaches PLATEAU_FRACTION of it."""
+    rows = curve_rows([entry for entry in ok_entries(entries) if bandwidth(entry) is not None],
+                      ("impl", "mode", "precision", "device"),
+                      lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
+                                     "bytes_per_s": bandwidth(entry), "interval_s": interval_record(entry)},
+                      names=("impl", "mode", "direction", "device"))
+    found = []
+    for row in sorted(rows, key=lambda row: (row["impl"], row["mode"], row["direction"], row["device"])):
+        plateau, size = plateau_size(row["points"])
+        found.append({**row, "smallest_n": row["points"][0]["n"], "smallest_latency_s": row["points"][0]["median_s"],
+                      "plateau_bytes_per_s": plateau, "size_at_90_percent": size})
+    return found
 
 
 def _at(rows, engine, memory, direction):
@@ -84,9 +68,8 @@ def _at(rows, engine, memory, direction):
 
 
 def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=LINK_DIRECTIONS):
-    """Per direction: numerator memory's bandwidth over denominator memory's at every size both
-    measured, whether they differ beyond noise (a ratio that does not is no finding of a faster
-    memory), and at the largest such size."""
+    """Per direction: numerator memory's bandwidth over denominator memory's at every size both measured and at
+    the largest, each with whether they differ beyond noise (one that does not finds no faster memory)."""
     found = []
     for direction in directions:
         top, bottom = _at(rows, engine, numerator, direction), _at(rows, engine, denominator, direction)
@@ -104,8 +87,8 @@ def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=L
 
 
 def link_rate(gpu):
-    """Theoretical bytes/s per direction of the GPU's PCIe link from nvidia-smi's generation and
-    width (the maximum the GPU and system allow: the current ones drop while the link idles)."""
+    """Theoretical bytes/s per direction of the GPU's PCIe link from nvidia-smi's maximum generation and width
+    (the current ones drop while the link idles)."""
     generation, width = (gpu or {}).get("pcie.link.gen.max"), (gpu or {}).get("pcie.link.width.max")
     if generation not in PCIE_GENERATIONS or not isinstance(width, int) or width <= 0:
         return None
@@ -116,12 +99,10 @@ def link_rate(gpu):
 
 def link_use(rows, link):
     """Each copy-engine and zero-copy curve across the link: its plateau over the link's rate."""
-    if not link:
-        return []
     return [{"impl": row["impl"], "mode": row["mode"], "direction": row["direction"],
              "plateau_bytes_per_s": row["plateau_bytes_per_s"],
              "fraction_of_link": row["plateau_bytes_per_s"] / link["bytes_per_s"]}
-            for row in rows if row["direction"] in LINK_DIRECTIONS]
+            for row in rows if link and row["direction"] in LINK_DIRECTIONS]
 
 
 def registration(entries):
@@ -131,19 +112,13 @@ def registration(entries):
 
 
 def derive(entries, gpu=None):
-    rows = curve_rows(entries)
+    rows = bandwidth_rows(entries)
     link = link_rate(gpu)
-    return {
-        "curves": rows,
-        "pinned_over_pageable": _ratio_rows(rows, "pinned", "pageable"),
-        "zero_page_over_written": _ratio_rows(rows, "pageable_zero_page", "pageable", directions=("h2d",)),
-        "first_touch_over_written": _ratio_rows(rows, "pageable_first_touch", "pageable"),
-        "link": link,
-        "link_use": link_use(rows, link),
-        "registration": registration(entries),
-        "plateau_fraction": PLATEAU_FRACTION,
-        "failures": grouped_failures(entries),
-    }
+    return {"curves": rows, "pinned_over_pageable": _ratio_rows(rows, "pinned", "pageable"),
+            "zero_page_over_written": _ratio_rows(rows, "pageable_zero_page", "pageable", directions=("h2d",)),
+            "first_touch_over_written": _ratio_rows(rows, "pageable_first_touch", "pageable"), "link": link,
+            "link_use": link_use(rows, link), "registration": registration(entries),
+            "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(entries)}
 
 
 # --- summary.md -----------------------------------------------------------------------------------
@@ -164,14 +139,6 @@ def _setting(study):
             f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
 
 
-def _curve_row(row, use):
-    share = use.get((row["impl"], row["mode"], row["direction"]))
-    return [md(row["impl"]), md(row["mode"]), md(row["direction"]),
-            f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
-            gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
-            percent(share, 0)]
-
-
 def _curves_section(study, document):
     derived = study["derived"]
     rows = derived.get("curves") or []
@@ -181,8 +148,11 @@ def _curves_section(study, document):
     use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
     header = ["engine", "host memory", "direction", "latency of the smallest copy", "plateau", "size at 90% of it",
               "plateau / link"]
-    return section(title, [bullets(_link(derived, document) + _setting(study)),
-                           table(header, [_curve_row(row, use) for row in rows]), paragraph(
+    body = [[md(row["impl"]), md(row["mode"]), md(row["direction"]),
+             f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
+             gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
+             percent(use.get((row["impl"], row["mode"], row["direction"])), 0)] for row in rows]
+    return section(title, [bullets(_link(derived, document) + _setting(study)), table(header, body), paragraph(
         "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: the "
         "bandwidth of the largest copy (bytes copied per second, GiB = 2^30 bytes; bidirectional counts both "
         "directions). Size at 90%: from where every larger copy reaches 90% of the plateau, interpolated on "
@@ -199,12 +169,13 @@ def _ratio_items(rows, what):
             f"{_ratio_at(row['ratios'][0])})" for row in rows]
 
 
+RATIO_NAMES = {"pinned_over_pageable": "pinned over pageable (written),",
+               "zero_page_over_written": "never-written (zero page) over written pageable memory,",
+               "first_touch_over_written": "a fresh allocation per copy over written pageable memory,"}
+
+
 def _ratios(derived):
-    items = (_ratio_items(derived.get("pinned_over_pageable") or [], "pinned over pageable (written),")
-             + _ratio_items(derived.get("zero_page_over_written") or [],
-                            "never-written (zero page) over written pageable memory,")
-             + _ratio_items(derived.get("first_touch_over_written") or [],
-                            "a fresh allocation per copy over written pageable memory,"))
+    items = [item for key, what in RATIO_NAMES.items() for item in _ratio_items(derived.get(key) or [], what)]
     items += [f"registering memory (cudaHostRegister) costs {seconds(row['seconds_per_gib'])} per GiB at "
               f"{byte_size(row['n'])}" for row in (derived.get("registration") or [])[-1:]]  # the largest size
     if not items:
@@ -232,26 +203,21 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _memory_family(memory):
-    """'pageable' for the pageable memories (first touch, THP, zero page), 'page-locked' for the rest
-    (pinned, registered, write-combined; device memory's d2d chart has one line, never split)."""
-    return "pageable" if memory.startswith("pageable") else "page-locked"
-
-
 def plots(pyplot, study, plot_dir):
     """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
     (and the link's theoretical rate across the link); split by memory family, then engine, when over
     charts.MAX_SERIES (e.g. transfer_bandwidth_h2d_page_locked.png)."""
     derived = study["derived"]
     study_charts = []
-    for direction in dict.fromkeys(row["direction"] for row in derived.get("curves", [])):
-        series = charts.row_series([row for row in derived["curves"] if row["direction"] == direction],
-                                   ("impl", "mode"))
+    for direction, mine in group_by(derived.get("curves", []), lambda row: row["direction"]).items():
+        series = charts.row_series(mine, ("impl", "mode"))
         link = derived.get("link") if direction in LINK_DIRECTIONS else None
         study_charts += charts.line_charts(
             plot_dir, ("transfer_bandwidth", direction),
             f"transfer {direction}: bandwidth against the size of one copy", series,
-            (lambda key: _memory_family(key[1]), lambda key: key[0]), ylabel="GiB/s (2^30 bytes per second)",
+            # pageable (first touch, THP, zero page) apart from page-locked (pinned, registered, write-combined)
+            (lambda key: "pageable" if key[1].startswith("pageable") else "page-locked", lambda key: key[0]),
+            ylabel="GiB/s (2^30 bytes per second)",
             value=lambda point: point["bytes_per_s"] / GIB, xlabel="bytes per copy (B)",
             mark=charts.lines_mark(charts.across(link["bytes_per_s"] / GIB, f"PCIe Gen{link['generation']} "
                                                  f"x{link['width']}, theoretical per direction")) if link else None)
@@ -320,8 +286,6 @@ MEMORY_ROOF = MemoryRoof(
         between_runs=between_runs(entry, found["bytes_per_s"])),
     caption=lambda bandwidth: CAPTION, summary=memory_summary)
 # --- headline figures -----------------------------------------------------------------------------
-LINK_MODES = (("pinned", "pinned"), ("pageable", "pageable"))  # (transfer mode, its name on the page)
-
 
 def link_figures(document):
     """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
@@ -329,9 +293,8 @@ def link_figures(document):
     link = derived.get("link")
     found = []
     for direction, name in (("h2d", "host to device"), ("d2h", "device to host")):
-        for mode, mode_name in LINK_MODES:
-            curve = next((row for row in derived.get("curves") or [] if (row["impl"], row["mode"], row["direction"])
-                          == ("copy_engine", mode, direction)), None)
+        for mode in ("pinned", "pageable"):
+            curve = _at(derived.get("curves") or [], "copy_engine", mode, direction)
             if not curve or not curve["points"]:
                 continue
             point = max(curve["points"], key=lambda point: point["n"])
@@ -341,7 +304,7 @@ def link_figures(document):
                          if link else None)
             entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode,
                                         "precision": direction, "n": point["n"]})  # direction: the precision slot
-            found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode_name} host memory",
+            found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode} host memory",
                                 point["bytes_per_s"], interval, "B/s", "higher", LATENCY,
                                 f"transfer: copy_engine {mode} {direction}, {point['n']} bytes per copy", reference,
                                 between_runs=between_runs(entry, point["bytes_per_s"]) if entry else None))

@@ -1,83 +1,64 @@
-"""The vector_add study's plug-in (its findings, sections, plots and claim), C = A + B in FP32. Its findings:
-per size, the best CPU against the GPU with the data resident and with A and B copied in and C out in
-every call; what the copies cost against the
-CPU's whole computation; the rate of every implementation; and the study's expected finding (for one
-memory-bound operation the copies cost more than the CPU's whole computation at every size, and the
-GPU pays off only when the data stays resident), each part of it computed from the entries.
+"""The vector_add study's plug-in: C = A + B in FP32, the best CPU against the GPU with the data resident and with
+its copies in every call, what the copies cost against the CPU's whole computation, and the study's expected
+finding (docs/studies.md, vector_add). The copies' cost at a size: the transfer entry's time less its
+implementation's resident time there."""
+import functools
 
-Entry axes: impl, mode (host on the CPU; resident, transfer_pinned, transfer_pageable on the GPU),
-precision fp32, n the elements per vector. A GPU entry with resident data is timed on the device
-clock (its kernel alone); a transfer entry on the host clock from the call to its completion; a CPU
-entry on the host clock. The copies' cost at a size is the transfer entry's time less its
-implementation's resident time there: the copies with their latency and the synchronisation."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
-from gpubench_driver.lib.document import bullets, paragraph, section, table
-from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, gpu_entries, gpu_modes,
-                                          group_by, grouped_failures, median_record, median_s, ok_entries)
+from gpubench_driver.lib.document import bullets, paragraph, section
+from gpubench_driver.lib.findings import (best_by_size, cpu_entries, crossovers, curve_rows, gpu_entries, gpu_modes,
+                                          grouped_failures, interval_record, median_record, median_s, ok_entries)
 from gpubench_driver.lib.formatting import byte_size, md, ratio, seconds
 from gpubench_driver.lib.registry import Study, size_rates
 from gpubench_driver.lib.sections import crossover_cells, crossover_header, failures_section, noise_note, table_section
-from gpubench_driver.lib.stats import median_interval, medians_differ
+from gpubench_driver.lib.stats import medians_differ
 
 RESIDENT = "resident"
 TRANSFER_MODES = ("transfer_pinned", "transfer_pageable")
 
 
 def _point(entry):
-    """An entry as a point of its series: time, its interval, elements and device (or host) memory bytes per second."""
+    """Time, its interval, elements and device (or host) memory bytes per second."""
     median = median_s(entry)
     traffic = (entry.get("memory_read_bytes") or 0) + (entry.get("memory_written_bytes") or 0)
-    return {"n": entry["n"], "median_s": median, "interval_s": median_interval(entry["time_s"]).record(),
+    return {"n": entry["n"], "median_s": median, "interval_s": interval_record(entry),
             "elements_per_s": entry["n"] / median, "memory_bytes_per_s": traffic / median if traffic else None,
             "link_bytes_per_s": entry["bytes_transferred"] / median if entry.get("bytes_transferred") else None}
 
 
 def series(entries):
     """Per implementation and mode, its points in size order."""
-    found = group_by(ok_entries(entries), lambda entry: (entry["impl"], entry["device"], entry["mode"]))
-    return [{"impl": impl, "device": device, "mode": mode,
-             "points": [_point(entry) for entry in sorted(members, key=lambda entry: entry["n"])]}
-            for (impl, device, mode), members in sorted(found.items(), key=lambda item: (item[0][1], item[0]))]
-
-
-def _against_cpu(cpu, gpu):
-    """The GPU entry beside the best CPU one: speedup (CPU time / GPU time) and whether the two differ beyond noise."""
-    return {**median_record(gpu), "speedup": median_s(cpu) / median_s(gpu), "beyond_noise": medians_differ(gpu["time_s"],
-                                                                                                  cpu["time_s"])}
-
-
-def _copies(transfer, resident, cpu):
-    """What the copies of a transfer entry cost: its time less its implementation's resident time."""
-    copy_s = median_s(transfer) - median_s(resident)
-    return {"impl": transfer["impl"], "copy_s": copy_s, "over_cpu": copy_s / median_s(cpu),
-            "link_bytes": transfer.get("bytes_transferred")}
+    return sorted(curve_rows(ok_entries(entries), ("impl", "device", "mode"), _point),
+                  key=lambda row: (row["device"], row["impl"], row["mode"]))
 
 
 def comparison(entries):
-    """Per size the CPU side measured: the best CPU entry, the best GPU entry of each mode against it,
-    and the copies' cost of each transfer mode against the CPU's whole time."""
+    """Per size the CPU side measured: the best CPU entry, the best GPU entry of each mode against it (speedup,
+    beyond noise), and the copies' cost of each transfer mode (its time less its implementation's resident time)."""
     best_cpu = best_by_size(cpu_entries(entries))
     best_gpu = {mode: best_by_size(gpu_entries(entries, mode)) for mode in gpu_modes(entries)}
     resident = {(entry["impl"], entry["n"]): entry for entry in gpu_entries(entries, RESIDENT)}
     rows = []
     for n, cpu in sorted(best_cpu.items()):
-        gpu = {mode: _against_cpu(cpu, found[n]) for mode, found in best_gpu.items() if n in found}
+        gpu = {mode: {**median_record(found[n]), "speedup": median_s(cpu) / median_s(found[n]),
+                      "beyond_noise": medians_differ(found[n]["time_s"], cpu["time_s"])}
+               for mode, found in best_gpu.items() if n in found}
         copies = {}
         for mode in TRANSFER_MODES:
             transfer = best_gpu.get(mode, {}).get(n)
             if transfer and (transfer["impl"], n) in resident:
-                copies[mode] = _copies(transfer, resident[(transfer["impl"], n)], cpu)
+                copy_s = median_s(transfer) - median_s(resident[(transfer["impl"], n)])
+                copies[mode] = {"impl": transfer["impl"], "copy_s": copy_s, "over_cpu": copy_s / median_s(cpu),
+                                "link_bytes": transfer.get("bytes_transferred")}
         rows.append({"n": n, "cpu": median_record(cpu), "gpu": gpu, "copies": copies})
     return rows
 
 
 def expected_finding(rows):
-    """The study's expected finding, part by part, from the comparison rows: per transfer mode whether
-    the copies cost more than the CPU's whole computation at every size compared (and where not), the
-    sizes where the GPU is faster than the best CPU beyond noise with the data resident and with each
-    transfer mode; `holds` when the copies cost more everywhere, the GPU with copies never wins and
-    the resident GPU wins somewhere. None when no size has both sides."""
+    """The expected finding, part by part: per transfer mode whether the copies cost more than the CPU's whole
+    computation at every size compared, and the sizes where the GPU beats the best CPU beyond noise in each mode;
+    None when no size has both sides."""
     compared = [row for row in rows if row["gpu"]]
     if not compared:
         return None
@@ -100,13 +81,8 @@ def expected_finding(rows):
 
 def derive(entries):
     rows = comparison(entries)
-    return {
-        "series": series(entries),
-        "comparison": rows,
-        "crossovers": crossovers(entries),
-        "expected_finding": expected_finding(rows),
-        "failures": grouped_failures(entries),
-    }
+    return {"series": series(entries), "comparison": rows, "crossovers": crossovers(entries),
+            "expected_finding": expected_finding(rows), "failures": grouped_failures(entries)}
 
 
 # --- summary.md -----------------------------------------------------------------------------------
@@ -115,34 +91,30 @@ MODE_NAMES = {RESIDENT: "data resident", "transfer_pinned": "pinned copies", "tr
 
 
 def _gpu_cell(found):
-    if not found:
-        return "n/a"
-    return f"{seconds(found['median_s'])} ({ratio(found['speedup'])}{noise_note(found['beyond_noise'])})"
+    return (f"{seconds(found['median_s'])} ({ratio(found['speedup'])}{noise_note(found['beyond_noise'])})"
+            if found else "n/a")
 
 
 def _copies_cell(found):
-    return "n/a" if not found else f"{seconds(found['copy_s'])} ({ratio(found['over_cpu'])} the CPU's)"
+    return f"{seconds(found['copy_s'])} ({ratio(found['over_cpu'])} the CPU's)" if found else "n/a"
 
 
 def _comparison(derived):
     rows = derived.get("comparison") or []
-    title = "Vector add: CPU against GPU"
-    if not rows:
-        return section(title, [paragraph("No size was measured on the CPU.")])
     modes = [mode for mode in MODES if any(mode in row["gpu"] for row in rows)]
     copied = [mode for mode in TRANSFER_MODES if any(mode in row["copies"] for row in rows)]
     header = (["n (elements)", "bytes a call", "best CPU"] + [f"GPU, {MODE_NAMES[mode]}" for mode in modes]
               + [f"copies, {MODE_NAMES[mode]}" for mode in copied])
-    body = [[str(row["n"]), byte_size(12 * row["n"]), f"{seconds(row['cpu']['median_s'])} ({md(row['cpu']['impl'])})"]
-            + [_gpu_cell(row["gpu"].get(mode)) for mode in modes] + [_copies_cell(row["copies"].get(mode))
-                                                                     for mode in copied] for row in rows]
-    return section(title, [table(header, body), paragraph(
+    return table_section("Vector add: CPU against GPU", header, rows, lambda row: [
+        str(row["n"]), byte_size(12 * row["n"]), f"{seconds(row['cpu']['median_s'])} ({md(row['cpu']['impl'])})",
+        *(_gpu_cell(row["gpu"].get(mode)) for mode in modes), *(_copies_cell(row["copies"].get(mode))
+                                                                for mode in copied)], paragraph(
         "Median times; beside each GPU time its speedup over the best CPU (CPU time / GPU time; \"within noise\": "
         "the two intervals overlap). Data resident: the kernel's device time (CUDA events, launch latency held "
         "out). Pinned and pageable copies: one call on the host clock until its work is done, A and B copied in "
         "and C out. The copies' time: that call less the kernel's resident time at the same size (the copies "
         "with their latency and the synchronisation), beside it that time over the best CPU's whole call. Bytes a "
-        "call: A and B read, C written.")])
+        "call: A and B read, C written."), empty="No size was measured on the CPU.")
 
 
 def _sizes(values):
@@ -172,19 +144,22 @@ def _finding(derived):
         f"lower beyond noise (or, without an interval, by its median).")])
 
 
-def _crossovers(derived):
-    return table_section("Vector add: crossovers", ["GPU mode"] + crossover_header(), derived.get("crossovers") or [],
-                         lambda row: [md(row["mode"])] + crossover_cells(row))
-
-
 def sections(study, document):
     derived = study["derived"]
-    return (_comparison(derived) + _finding(derived) + _crossovers(derived)
+    return (_comparison(derived) + _finding(derived)
+            + table_section("Vector add: crossovers", ["GPU mode"] + crossover_header(),
+                            derived.get("crossovers") or [], lambda row: [md(row["mode"])] + crossover_cells(row))
             + failures_section(study, "Vector add: skipped and failed entries"))
 
 
 # --- plots ----------------------------------------------------------------------------------------
 ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
+
+
+def _per_mode(rows, part, field):
+    """{mode: [(n, row[part][mode][field]), ...]} of the comparison rows."""
+    return {mode: [(row["n"], row[part][mode][field]) for row in rows if mode in row[part]]
+            for mode in dict.fromkeys(mode for row in rows for mode in row[part])}
 
 
 def plots(pyplot, study, plot_dir):
@@ -193,26 +168,18 @@ def plots(pyplot, study, plot_dir):
     derived = study["derived"]
     series = charts.row_series(derived.get("series") or [], ("impl", "mode"))
     rows = derived.get("comparison") or []
-    speedups = {("best GPU", mode): [(row["n"], row["gpu"][mode]["speedup"]) for row in rows if mode in row["gpu"]]
-                for mode in dict.fromkeys(mode for row in rows for mode in row["gpu"])}
-    copies = {(mode,): [(row["n"], row["copies"][mode]["over_cpu"]) for row in rows if mode in row["copies"]]
-              for mode in dict.fromkeys(mode for row in rows for mode in row["copies"])}
-    study_charts = charts.line_charts(plot_dir, ("vector_add_time",), "vector_add FP32: median time", series,
-                                      (lambda key: key[1],), charts.cpu_keys(series), ylabel="median time (s)",
-                                      value=lambda point: point["median_s"], xlabel=ELEMENTS)
-    if speedups:
-        study_charts += charts.line_charts(plot_dir, ("vector_add_speedup",),
-                                           "vector_add FP32: GPU speedup over the best CPU", speedups,
-                                           ylabel="best CPU time / best GPU time (x)", xlabel=ELEMENTS,
-                                           mark=charts.parity_and_crossovers(
-                                               charts.timed(derived.get("crossovers") or [])))
-    if copies:
-        study_charts += charts.line_charts(plot_dir, ("vector_add_copies",),
-                                           "vector_add: the copies' time over the best CPU's whole time\n"
-                                           "(transfer-inclusive time less the kernel's resident time)", copies,
-                                           ylabel="copies / best CPU time (x; above 1: the copies cost more)",
-                                           xlabel=ELEMENTS, mark=charts.parity)
-    return charts.draw(pyplot, study_charts)
+    chart = functools.partial(charts.line_charts, plot_dir, xlabel=ELEMENTS)
+    return charts.draw(pyplot, chart(
+        ("vector_add_time",), "vector_add FP32: median time", series, (lambda key: key[1],), charts.cpu_keys(series),
+        ylabel="median time (s)", value=lambda point: point["median_s"]) + chart(
+        ("vector_add_speedup",), "vector_add FP32: GPU speedup over the best CPU",
+        {("best GPU", mode): points for mode, points in _per_mode(rows, "gpu", "speedup").items()},
+        ylabel="best CPU time / best GPU time (x)",
+        mark=charts.parity_and_crossovers(charts.timed(derived.get("crossovers") or []))) + chart(
+        ("vector_add_copies",), "vector_add: the copies' time over the best CPU's whole time\n"
+        "(transfer-inclusive time less the kernel's resident time)",
+        {(mode,): points for mode, points in _per_mode(rows, "copies", "over_cpu").items()},
+        ylabel="copies / best CPU time (x; above 1: the copies cost more)", mark=charts.parity))
 
 
 # --- claims ---------------------------------------------------------------------------------------
@@ -220,8 +187,7 @@ def vector_add_copies(document):
     found = derived_of(document, "vector_add").get("expected_finding")
     if not found or not found["copies"]:
         return None
-    cheaper = {mode: copies["sizes_cheaper_than_cpu"] for mode, copies in found["copies"].items()
-               if copies["sizes_cheaper_than_cpu"]}
+    cheaper = any(copies["sizes_cheaper_than_cpu"] for copies in found["copies"].values())
     resident = found["gpu_wins"].get(RESIDENT) or []
     verdict = (CONFIRMED if found["holds"] else
                f"{REFUTED}: the copies cost less than the CPU at some sizes" if cheaper else
@@ -232,7 +198,7 @@ def vector_add_copies(document):
                       for mode, copies in found["copies"].items())
     return {"verdict": verdict, "numbers": {"copies": found["copies"], "gpu_wins": found["gpu_wins"]},
             "answer": f"C = A + B in FP32 at every size measured: {spans}; the GPU with the data resident beats "
-                      f"the best CPU at " + (f"n = {', '.join(map(str, resident))}" if resident else "no size")
+                      f"the best CPU at " + (f"n = {_sizes(resident)}" if resident else "no size")
                       + "."}
 
 
@@ -244,8 +210,5 @@ CLAIMS = (
           studies=("vector_add",), position=8),
 )
 
-# The two ends, 12 entries (as transfer's): 1 Ki elements, what launches and copies cost when there is
-# almost nothing to do; 64 Mi, 768 MiB a call, past every cache, from memory on both sides. --full
-# sweeps between (1 Mi, 12 MiB a call, inside the caches, is --quick's).
 STUDY = Study(name="vector_add", derive=lambda study, document, rounds: derive(study["entries"]), summary=sections,
               plots=plots, rates=size_rates("elements"), axes={"n": "elements"}, claims=CLAIMS, position=80)
