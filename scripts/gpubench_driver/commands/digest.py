@@ -5,7 +5,6 @@ import gzip
 import json
 import math
 import os
-import zlib
 
 from gpubench_driver.lib import environment, measurements, outputs, results
 from gpubench_driver.lib.figures import first_gpu
@@ -230,9 +229,9 @@ def _reject_constant(name):
 def _parsed(path):
     """The JSON value of a file (gunzipped where its name ends in .gz)."""
     try:
-        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as stream:
+        with outputs.open_text(path) as stream:
             text = stream.read()
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # gzip: damaged (OSError) or cut (EOFError)
+    except outputs.READ_ERRORS as error:
         raise DigestError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:
         return json.loads(text, parse_constant=_reject_constant)

@@ -2,10 +2,10 @@
 reading one back, as `gpubench expected` does to record a healthy GPU's figures at the check's points. A file
 from elsewhere is checked field by field before use: a foreign schema, a newer version or a wrong type is a
 CheckFileError naming the field, never a traceback."""
-import gzip
 import json
 import os
-import zlib
+
+from gpubench_driver.lib import outputs
 
 SCHEMA = "gpubench-check"
 VERSION = 1
@@ -14,11 +14,6 @@ FILE = "check.json"
 
 class CheckFileError(Exception):
     """A check.json that cannot be used: the message says why."""
-
-
-def _open(path):
-    """A check file as text: gzip-compressed where its name ends in .gz (as committed under results/)."""
-    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
 
 
 def file_in(path):
@@ -30,9 +25,9 @@ def file_in(path):
     if os.path.basename(candidate) == FILE:
         return candidate
     try:
-        with _open(candidate) as stream:
+        with outputs.open_text(candidate) as stream:
             head = stream.read(200)
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error):
+    except outputs.READ_ERRORS:
         return None
     return candidate if f'"schema": "{SCHEMA}"' in head else None
 
@@ -62,9 +57,9 @@ def _figure(row, where):
 def load(path):
     """The check document at path, its fields checked as far as its readers use them."""
     try:
-        with _open(path) as stream:
+        with outputs.open_text(path) as stream:
             document = json.load(stream)
-    except (OSError, ValueError, RecursionError, EOFError, zlib.error) as error:
+    except (*outputs.READ_ERRORS, ValueError, RecursionError) as error:
         raise CheckFileError(f"cannot read {path}: {error}") from None
     _expect(isinstance(document, dict) and document.get("schema") == SCHEMA, path, f"not a {SCHEMA} file")
     version = document.get("schema_version")

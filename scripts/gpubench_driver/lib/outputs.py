@@ -4,14 +4,19 @@ file's values kept in its folder (`path_in`), every output folder checked before
 import contextlib
 import errno
 import fcntl
+import gzip
 import os
 import re
 import tempfile
+import zlib
 
 # scripts/gpubench_driver/lib/outputs.py: the repository, and scripts/ (the driver, its data files, the references)
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE_DIR = os.path.dirname(SCRIPTS_DIR)
 RESULTS_DIR = os.path.join(SOURCE_DIR, "results")  # the one place in the source tree outputs may go
+# What reading a file named by a user can raise: a missing or unreadable file, not text, and for gzip a damaged
+# (OSError, zlib.error) or cut (EOFError) stream.
+READ_ERRORS = (OSError, UnicodeDecodeError, EOFError, zlib.error)
 RUN_LOCK = ".gpubench-run.lock"  # in a run's folder: locked by its driver while it lives
 SCRATCH = ".scratch"  # in a run's folder: its benchmark processes' scratch folders, so none is left elsewhere
 
@@ -22,6 +27,11 @@ class OutputFolderError(Exception):
 
 class WriteError(Exception):
     """A file that could not be written (a full disk, an I/O error); the message names it."""
+
+
+def open_text(path):
+    """A file as text, gunzipped where its name ends in .gz (results and check files are kept compressed)."""
+    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
 
 
 def write_error(error, path):

@@ -1,8 +1,6 @@
 """results.json: the schema, its validation, atomic writing and safe loading."""
-import gzip
 import json
 import os
-import zlib
 
 from gpubench_driver.lib import gbench, measurements, outputs, resumable, telemetry
 from gpubench_driver.lib.schema import (ResultsError, expect as _expect, expect_fields as _expect_fields,
@@ -454,7 +452,7 @@ def file_in(directory):
 
 def _read_text(path):
     """The file's text; a name ending in .gz is gunzipped first."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as stream:
+    with outputs.open_text(path) as stream:
         return stream.read()
 
 
@@ -464,7 +462,7 @@ def load(path):
         path = file_in(path) or os.path.join(path, FILE)
     try:
         text = _read_text(path)
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:  # gzip: damaged (OSError) or cut (EOFError)
+    except outputs.READ_ERRORS as error:
         raise ResultsError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:
         document = json.loads(text, parse_constant=_reject_constant)
