@@ -6,21 +6,18 @@ trials' medians (max / min - 1), and whether every trial of one run lies beyond 
 (a shift of the whole run, which more trials would not shrink).
 
     /usr/bin/python3 scripts/aa_tail.py results/aa/h100-aa-b1-b2-20261124.json.gz [...]"""
-import gzip
 import json
 import math
 import sys
 
-LONG_ENTRY_S = 1e-4
+from gpubench_driver.lib import outputs
+from gpubench_driver.lib.noise_model import LONG_ENTRY_S, trial_medians
+
 TAIL_SHARE = 0.05
 
 
-def trial_medians(entry):
-    return [trial["median_s"] for trial in entry.get("trials") or [] if trial["status"] == "ok"]
-
-
 def rows_of(path):
-    with gzip.open(path, "rt", encoding="utf-8") as stream:
+    with outputs.open_text(path) as stream:
         first, second = json.load(stream)["runs"][:2]
     ok = [{entry["name"]: entry for entry in run["entries"] if entry["status"] == "ok"} for run in (first, second)]
     rows = []
