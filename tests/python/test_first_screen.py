@@ -5,6 +5,7 @@ copies of it."""
 import copy
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,7 +114,9 @@ def figure(value, low, high, better="higher", timed_as=figures.THROUGHPUT, key="
     return row
 
 
-RANGE = {"values": [100.0, 101.0, 102.0], "runs": ["a", "b", "c"]}
+# Runs that agree closely: the noise model's margin, not the range's own scatter, decides.
+RANGE = {"values": [100.0, 100.2, 100.4], "runs": ["a", "b", "c"]}
+SCATTERED = {"values": [90.0, 100.0, 110.0], "runs": ["a", "b", "c"]}
 # A noise model of known widths: device-timed entries 0.5% between trials and 0.3% between runs, host-observed
 # calls 3% and 2%. The margins beyond a range: 2% + 1.645 * sqrt(2 * (0.005^2 + 0.003^2)) = 3.36%; 5% + 8.4%.
 MODEL = Model({"throughput-long": KindModel(0.005, math.inf, 0.003, 0.0),
@@ -135,7 +138,22 @@ class JudgeTest(unittest.TestCase):
     def test_below_when_even_its_best_end_falls_short(self):
         found = judge(figure(90.0, 89.0, 91.0))
         self.assertEqual(found["status"], health.BELOW)
-        self.assertAlmostEqual(found["by"], 1 - 90.0 / 101.0)
+        self.assertAlmostEqual(found["by"], 1 - 90.0 / 100.2)
+
+    def test_a_range_that_scatters_widens_the_margin_to_its_prediction_bound(self):
+        # 90, 100, 110: log sd 0.1003; t(0.99, 2 df) = 6.9646; the bound exp(mean - 6.9646 * sd * sqrt(4/3))
+        # is 44.6, 50.4% under the range's lowest run. The model's margin alone (3.4%) would call 80 below.
+        logs = [math.log(value) for value in SCATTERED["values"]]
+        bound = math.exp(statistics.fmean(logs) - 6.9646 * statistics.stdev(logs) * math.sqrt(4 / 3))
+        found = judge(figure(80.0, 79.0, 81.0), SCATTERED)
+        self.assertEqual(found["status"], health.AS_EXPECTED)
+        self.assertAlmostEqual(found["margin"], 1 - bound / 90.0, places=3)
+        self.assertEqual(judge(figure(40.0, 39.0, 41.0), SCATTERED)["status"], health.BELOW)
+        # lower is better (a latency): the bound lies above the range's highest run
+        slow = judge(figure(200.0, 199.0, 201.0, better="lower", timed_as=figures.LATENCY), SCATTERED)
+        self.assertEqual(slow["status"], health.AS_EXPECTED)
+        self.assertAlmostEqual(slow["margin"], math.exp(statistics.fmean(logs) + 6.9646 * statistics.stdev(logs)
+                                                        * math.sqrt(4 / 3)) / 110.0 - 1, places=3)
 
     def test_a_wide_interval_reaching_the_range_is_not_below(self):
         self.assertEqual(judge(figure(90.0, 80.0, 99.0))["status"], health.AS_EXPECTED)

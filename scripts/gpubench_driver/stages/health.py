@@ -2,6 +2,7 @@
 range (the committed runs, this run left out), below where even its interval's better end lies beyond the
 range by more than the noise model's margin; and the run's records (PCIe link, power limit, clocks, ECC, other
 processes) as the likely causes. Host-bound figures are judged but only the GPU's make the verdict."""
+import math
 import statistics
 
 from gpubench_driver import studies
@@ -11,6 +12,14 @@ from gpubench_driver.lib.figures import datasheet_of, first_gpu, load_datasheets
 AS_EXPECTED, BELOW, ABOVE, NOT_JUDGED = "as expected", "below expected", "above expected", "not judged"
 DATASHEET_ONLY = "datasheet only"
 MIN_RUNS = 3  # the fewest other runs whose values make a range: one run's range has no width
+# The range's own runs bound a new run too: a figure whose runs scatter more than its kind's typical entry
+# (a launch rate the host paces, an INT8 GEMM) gets a one-sided 99% prediction bound from them.
+PREDICTION_LEVEL = 0.99
+
+try:
+    from scipy import stats as distributions
+except ImportError:  # the kind's margin alone, as before (the health check runs without scipy)
+    distributions = None
 POWER_LIMIT_SHARE = 0.98  # a power limit under this share of the datasheet's is a lowered limit
 # Figures the host paces as much as the GPU (pageable copies, the CPU's side and the crossovers against it)
 # moved by 20-60% between hosts of one GPU model while the GPU figures held within a few percent
@@ -45,6 +54,7 @@ def judge(row, expected_figure, model, run_id=None):
     kind, allowed = margin(row, model)
     low, high = min(values), max(values)
     sign = 1 if row["better"] == "higher" else -1
+    allowed = max(allowed, prediction_margin(values, sign))
     best = row["high" if sign > 0 else "low"]
     worst_expected, best_expected = (low, high) if sign > 0 else (high, low)
     own_best = row["value"] if best is None else best
@@ -58,6 +68,20 @@ def judge(row, expected_figure, model, run_id=None):
     by = abs(row["value"] / median - 1) if status != AS_EXPECTED else None
     return {"status": status, "by": by, "expected": {"min": low, "median": median, "max": high},
             "runs": len(values), "left_out": left_out, "kind": kind, "margin": allowed}
+
+
+def prediction_margin(values, sign):
+    """How far beyond the range's worst value a new run may lie by the range's own scatter: the one-sided
+    PREDICTION_LEVEL bound of a new log value (Student's t, len(values) - 1 degrees of freedom) past the worst
+    value, as a fraction of it; 0 without scipy or where the bound lies inside the range."""
+    if distributions is None:
+        return 0.0
+    logs = [math.log(value) for value in values]
+    half = (distributions.t.ppf(PREDICTION_LEVEL, len(logs) - 1) * statistics.stdev(logs)
+            * math.sqrt(1 + 1 / len(logs)))
+    if sign > 0:
+        return max(0.0, 1 - math.exp(statistics.fmean(logs) - half) / min(values))
+    return max(0.0, math.exp(statistics.fmean(logs) + half) / max(values) - 1)
 
 
 # The checks: what the run recorded that would explain a shortfall.
