@@ -1,14 +1,22 @@
-"""scripts/slow_gpu_trial.py's reading of a check: which GPUs it named below, and whether that is what a
-load on one GPU should give (the trial itself needs GPUs: it runs on the device)."""
+"""scripts/slow_gpu_trial.py's reading of a check: which GPUs and pairs it named below, and whether that is
+what a load on one GPU or one link should give (the trial itself needs GPUs: it runs on the device)."""
 import unittest
 
 import support  # noqa: F401  (puts scripts/ on the path)
 import slow_gpu_trial
 
 
-def check(*parts):
-    return {"gpus": [{"index": index, "verdict": verdict, "figures": figures, "checks": checks}
-                     for index, verdict, figures, checks in parts]}
+def check(*parts, node=None):
+    found = {"gpus": [{"index": index, "verdict": verdict, "figures": figures, "checks": checks}
+                      for index, verdict, figures, checks in parts]}
+    if node is not None:
+        found["node"] = {"verdict": "below" if any(f["status"] == "below expected" for f in node) else "healthy",
+                         "figures": node, "checks": []}
+    return found
+
+
+def peer(a, b, status="as expected"):
+    return {"key": f"p2p/gpu{a}-gpu{b}", "label": f"Peer copy gpu{a} to gpu{b}", "status": status}
 
 
 GEMM_BELOW = [{"label": "BF16 GEMM (cuBLAS)", "status": "below expected"},
@@ -22,12 +30,30 @@ class NamedTest(unittest.TestCase):
         self.assertEqual(found, {1: ["BF16 GEMM (cuBLAS)", "processes check"]})
 
     def test_a_load_is_found_only_when_its_gpu_alone_lost_figures(self):
-        self.assertTrue(slow_gpu_trial.as_expected({1: ["BF16 GEMM (cuBLAS)", "processes check"]}, 1))
-        self.assertFalse(slow_gpu_trial.as_expected({1: ["processes check"]}, 1))  # the load seen, no figure lost
-        self.assertFalse(slow_gpu_trial.as_expected({1: ["BF16 GEMM (cuBLAS)"], 2: ["FP8 GEMM (cuBLAS)"]}, 1))
-        self.assertFalse(slow_gpu_trial.as_expected({}, 1))
+        gpu1 = ("gpu", 1)
+        self.assertTrue(slow_gpu_trial.as_expected({1: ["BF16 GEMM (cuBLAS)", "processes check"]}, gpu1))
+        self.assertFalse(slow_gpu_trial.as_expected({1: ["processes check"]}, gpu1))  # seen, no figure lost
+        self.assertFalse(slow_gpu_trial.as_expected({1: ["BF16 GEMM (cuBLAS)"], 2: ["FP8 GEMM (cuBLAS)"]}, gpu1))
+        self.assertFalse(slow_gpu_trial.as_expected({}, gpu1))
         self.assertTrue(slow_gpu_trial.as_expected({}, None))
         self.assertFalse(slow_gpu_trial.as_expected({0: ["BF16 GEMM (cuBLAS)"]}, None))
+
+    def test_the_pairs_below_and_the_node_part_are_read(self):
+        found = check((0, "below", [], PROCESSES_FAILED), (1, "healthy", [], []),
+                      node=[peer(0, 1, "below expected"), peer(1, 0), peer(2, 3)])
+        self.assertEqual(slow_gpu_trial.pairs_below(found), {(0, 1)})
+        self.assertEqual(slow_gpu_trial.named(found), {0: ["processes check"], slow_gpu_trial.NODE:
+                                                       ["Peer copy gpu0 to gpu1"]})
+
+    def test_a_link_load_is_found_when_its_pair_is_named_and_nothing_apart_from_its_gpus(self):
+        link = ("link", 0, 1)
+        named = {0: ["processes check"], 1: ["processes check"], slow_gpu_trial.NODE: ["Peer copy gpu0 to gpu1"]}
+        self.assertTrue(slow_gpu_trial.as_expected(named, link, {(0, 1)}))
+        self.assertTrue(slow_gpu_trial.as_expected(named, link, {(0, 1), (0, 2)}))  # shares GPU 0's links
+        self.assertFalse(slow_gpu_trial.as_expected(named, link, {(0, 1), (2, 3)}))  # a pair the load misses
+        self.assertFalse(slow_gpu_trial.as_expected(named, link, set()))  # the loaded pair not found
+        self.assertFalse(slow_gpu_trial.as_expected({**named, 0: ["BF16 GEMM (cuBLAS)"]}, link, {(0, 1)}))
+        self.assertFalse(slow_gpu_trial.as_expected({**named, 2: ["processes check"]}, link, {(0, 1)}))
 
 
 if __name__ == "__main__":
