@@ -12,10 +12,12 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 from scipy import stats as distributions
 
 import test_resume
+import test_run_studies
 from support import ENTRY
 from test_run_studies import FakeMachine
 
@@ -170,9 +172,9 @@ class FakeRunTest(unittest.TestCase):
     def test_an_unreadable_model_gives_every_unit_a_third_and_says_so_once(self):
         output, document = self.run_it("unreadable", "--noise-model", os.path.join(self.root, "missing.json"))
         self.assertEqual({count for _, count in trial_counts(document)}, {3})
-        said = [warning for warning in document["warnings"] if warning.startswith("every unit got a third trial")]
+        said = [warning for warning in document["warnings"] if warning.startswith("every unit gets a third trial")]
         self.assertEqual(len(said), 1, document["warnings"])
-        self.assertEqual(output.count("WARNING: every unit got a third trial"), 1)
+        self.assertEqual(output.count("WARNING: every unit gets a third trial"), 1)
 
     def test_trials_given_are_run_for_every_unit(self):
         _, document = self.run_it("fixed", "--trials", "3")
@@ -213,6 +215,22 @@ class ResumeThirdPassTest(unittest.TestCase):
     def test_killed_during_the_third_pass(self):
         before, after = self.killed_and_resumed(2 * len(test_resume.SIZES) + 1)
         self.assertEqual(before["studies"]["matmul"]["third_trial"], after["studies"]["matmul"]["third_trial"])
+
+    def test_refinement_rounds_decide_their_own_third_trial(self):
+        with mock.patch.object(test_run_studies, "MATMUL_SIZES", range(64, 513)):
+            run = test_resume.FakeRun("--full", "--sizes", "128,256")
+        self.addCleanup(run.machine.close)
+        model_path = write_model(os.path.join(run.machine.directory.name, "gpu_only.json"), {"throughput-long": SD})
+        run.command = [word for word in run.command if word not in ("--trials", "2")] + ["--noise-model", model_path]
+        run.env["GPUBENCH_FAKE_PACE"] = "0"
+        process = subprocess.run(run.command, env=run.env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+        study = results.load(run.out)["studies"]["matmul"]
+        self.assertEqual([(d["phase"], d.get("round"), [item["n"] for item in d["third"]]) for d in study["third_trial"]],
+                         [("sweep", None, [128, 256]), ("refinement", 1, [192]), ("refinement", 2, [160]),
+                          ("refinement", 3, [176])])
+        self.assertEqual(sorted((unit["round"], unit["trial"]) for unit in study["units"] if unit["phase"] == "refinement"),
+                         [(round_number, trial) for round_number in (1, 2, 3) for trial in (1, 2, 3)])
 
     def test_trials_given_on_resume_are_refused(self):
         run = test_resume.FakeRun()

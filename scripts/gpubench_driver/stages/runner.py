@@ -233,7 +233,7 @@ class Study:
         self.noise = noise
         adaptive = options.trial_policy == trial_rule.ADAPTIVE
         self.every_unit = trial_rule.EVERY_UNIT if adaptive else options.trials  # the trials each unit gets
-        self.trials_said = f"{self.every_unit}-{options.trials}" if adaptive else str(options.trials)
+        self.trials_said = f"{self.every_unit}-{options.trials}" if adaptive else options.trials
         # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan, and
         # Google Benchmark's output and the telemetry series so far.
         record.setdefault("units", [])

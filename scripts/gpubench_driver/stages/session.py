@@ -204,7 +204,7 @@ def adaptive_noise_model(options, document):
     if options.trial_policy != trial_rule.ADAPTIVE:
         return None
     model, problem = trial_rule.load(options.noise_model)
-    warning = f"every unit got a third trial: {problem}"
+    warning = f"every unit gets a third trial: {problem}"
     if problem and warning not in document["warnings"]:  # a resumed run said it already
         print(f"WARNING: {warning}", flush=True)
         document["warnings"].append(warning)
