@@ -16,11 +16,13 @@ from unittest import mock
 
 from scipy import stats as distributions
 
+import test_like
 import test_resume
 import test_run_studies
 from support import ENTRY
 from test_run_studies import FakeMachine
 
+from gpubench_driver.commands import cli, run as run_command
 from gpubench_driver.lib import noise_model, results, resumable, schema, trial_rule, trials
 
 SD = 0.01  # the made-up model's sigma_w: one trial's log median
@@ -115,6 +117,37 @@ class RecordTest(unittest.TestCase):
                         [{"phase": "sweep", "units": 1, "third": [{"n": 0}]}], {"phase": "sweep"}):
             with self.assertRaises(schema.ResultsError, msg=damaged):
                 resumable.check_study({"units": [], "third_trial": damaged}, "studies.matmul")
+
+
+class PolicyTest(unittest.TestCase):
+    """The trial policy the command line chooses, and run --like's from the recorded run."""
+
+    @staticmethod
+    def options(*flags):
+        args = cli.build_parser().parse_args(["run", *flags])
+        options = run_command.resolve_run_options(args)
+        return run_command.resolve_like(args, options) if args.like else options
+
+    def test_the_command_lines_policy(self):
+        chosen = {flags: (self.options(*flags).trials, self.options(*flags).trial_policy)
+                  for flags in ((), ("--trials", "3"), ("--trials", "2"), ("--quick",))}
+        self.assertEqual(chosen, {(): (3, "adaptive"), ("--trials", "3"): (3, "fixed"), ("--trials", "2"): (2, "fixed"),
+                                  ("--quick",): (1, "fixed")})
+
+    def test_like_repeats_the_recorded_policy(self):
+        document = test_like.recorded_document()
+        base = {name: value for name, value in document["run"]["options"].items() if name != "trial_policy"}
+        with tempfile.TemporaryDirectory() as root:
+            path = os.path.join(root, "recorded.json")
+            for recorded, flags, expected in (({"trials": 3, "trial_policy": "adaptive"}, (), (3, "adaptive")),
+                                              ({"trials": 3}, (), (3, "fixed")),  # a file from before the policy
+                                              ({"trials": 3, "trial_policy": "adaptive"}, ("--trials", "3"),
+                                               (3, "fixed"))):
+                document["run"]["options"] = {**base, **recorded}
+                with open(path, "w", encoding="utf-8") as stream:
+                    json.dump(document, stream)
+                options = self.options("--like", path, *flags)
+                self.assertEqual((options.trials, options.trial_policy), expected, (recorded, flags))
 
 
 def write_model(path, kinds):
