@@ -6,7 +6,7 @@ from dataclasses import replace
 from gpubench_driver import studies
 from gpubench_driver.commands import repeatability
 from gpubench_driver.commands.build import add_cmake_arg
-from gpubench_driver.lib import figures, noise_model, outputs, results
+from gpubench_driver.lib import figures, noise_model, outputs, results, trial_rule
 from gpubench_driver.stages import build, gpus, like, options as opts, prices, resume, runner, session
 
 # How a run fails besides its options (exit 1): the build, a study binary, a results file it reads
@@ -28,10 +28,14 @@ def register(subparsers):
                         help="each study's full sweep (its own default sizes and batches, "
                              f"{opts.DEFAULT_REFINE_ROUNDS} refinement rounds) instead of the default suite's points; "
                              "all the studies then took over 25 minutes on an H100")
-    parser.add_argument("--trials", help=f"measure each entry in this many independent trials (separate processes, "
-                                         f"sizes in a new order each trial; 1 to {opts.MAX_TRIALS}, default "
-                                         f"{opts.DEFAULT_TRIALS}, {opts.QUICK_TRIALS} with --quick): the spread "
-                                         f"between trials is what another run would see, and what compare reads")
+    parser.add_argument("--trials", help=f"measure each entry in exactly this many independent trials (separate "
+                                         f"processes, sizes in a new order each trial; 1 to {opts.MAX_TRIALS}; "
+                                         f"{opts.QUICK_TRIALS} with --quick): the spread between trials is what another "
+                                         f"run would see, and what compare reads. Without it, each study at each size "
+                                         f"runs {trial_rule.EVERY_UNIT} trials and a third where they disagree beyond "
+                                         f"the noise model's width")
+    parser.add_argument("--noise-model", metavar="FILE", help="the noise model that decides which units get a third "
+                                                              "trial (default: scripts/noise_model.json)")
     parser.add_argument("--gpus", help="run the studies on every GPU given (all, or nvidia-smi indices such as 0,1,3) "
                                        "at once, one sub-run per GPU in <out>/gpu<index>/ with CUDA_VISIBLE_DEVICES "
                                        "set to it; results.json gathers them (each entry tagged with its GPU, the "
@@ -113,6 +117,8 @@ def resolve_run_options(args):
         # References take a third of a quick run's time (a torch start and a second per point).
         reference=args.reference or not (args.no_reference or args.cpu_only or args.quick),
         quick=args.quick, full=args.full, telemetry=not args.no_telemetry, trials=_trials(args.trials, args.quick),
+        trial_policy=trial_rule.FIXED if args.trials is not None or args.quick else trial_rule.ADAPTIVE,
+        noise_model=given(args.noise_model, os.path.abspath),
         repeatability=args.repeatability, gpus=given(args.gpus, gpus.parse_selection),
         launcher=given(args.launcher, opts.parse_launcher), cmake_args=list(args.cmake_arg))
 
@@ -135,8 +141,11 @@ _ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "tele
 
 def resolve_like(args, options):
     """The run's options with the recorded run's wherever the command line gave none."""
-    run_id, recorded, swept, _ = like.recorded_configuration(args.like)
-    taken = {}
+    run_id, recorded, swept, document = like.recorded_configuration(args.like)
+    # Without --trials, the trials as the recorded run chose them (a file without a policy ran them fixed).
+    policy = (document["run"].get("options") or {}).get("trial_policy")
+    taken = {} if args.trials is not None else {"trial_policy": trial_rule.ADAPTIVE if policy == trial_rule.ADAPTIVE
+                                                 else trial_rule.FIXED}
     for name, value in recorded.items():
         argument = _ARGUMENT_OF.get(name, name)
         if getattr(args, argument) in (_NOT_GIVEN.get(name), False) and not (name == "reference" and args.reference):

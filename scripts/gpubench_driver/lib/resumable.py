@@ -1,5 +1,6 @@
 """What a run records so that `run --resume` can finish it (each study's finished `units`, saved with their
-entries, and its `refinement_plans` as made, which a resume replays), and `run.resumed`, one record per resume."""
+entries, its `refinement_plans` as made and its `third_trial` decisions, which a resume replays), and
+`run.resumed`, one record per resume."""
 from gpubench_driver.lib.formatting import md
 from gpubench_driver.lib.schema import ResultsError, expect, expect_fields, expect_type, has_type
 
@@ -61,6 +62,23 @@ def check_study(record, path):
             expect(size is not None and _positive_int(size.get("n")), f"{where}.n", "expected a positive integer")
             for name in ("impls", "modes"):
                 expect(all(isinstance(value, str) for value in size[name]), f"{where}.{name}", "expected names")
+    _check_third_trial(record.get("third_trial", []), f"{path}.third_trial")
+
+
+def _check_third_trial(decisions, path):
+    """A study's `third_trial`: per sweep or refinement round decided, how many units it judged and those that
+    got a third trial (lib/trial_rule.py)."""
+    expect_type(decisions, list, path)
+    for index, decision in enumerate(decisions):
+        where = f"{path}[{index}]"
+        expect_fields(decision, {"units": int, "third": list}, where)
+        expect(decision is not None and decision.get("phase") in (SWEEP, REFINEMENT), f"{where}.phase",
+               f"expected {SWEEP} or {REFINEMENT}")
+        expect(decision.get("round") is None or _positive_int(decision["round"]), f"{where}.round",
+               "expected a positive integer")
+        for item, chosen in enumerate(decision.get("third") or []):
+            expect(isinstance(chosen, dict) and _positive_int(chosen.get("n")), f"{where}.third[{item}].n",
+                   "expected a positive integer")
 
 
 def plan_record(plan):

@@ -10,8 +10,8 @@ MODES = ("host", "resident", "transfer_pinned", "transfer_pageable")
 SUITE_REFINE_ROUNDS = 1
 QUICK_REFINE_ROUNDS = 0
 DEFAULT_REFINE_ROUNDS = 3
-# Independent trials per entry (separate processes): three, the fewest that give a between-trial spread and
-# the most that fit the suite's ten minutes on the H100; one in --quick (docs/methodology.md, "Reproducibility").
+# Independent trials per entry (separate processes): by default two for every unit and a third where they disagree
+# (lib/trial_rule.py), so at most three; one in --quick (docs/methodology.md, "The default suite").
 DEFAULT_TRIALS = 3
 QUICK_TRIALS = 1
 MAX_TRIALS = 20
@@ -45,6 +45,8 @@ class RunOptions:
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
     trials: int = 1          # independent processes per entry (trials.py; the command line defaults to DEFAULT_TRIALS)
+    trial_policy: str = "fixed"  # "adaptive": `trials` is the most, a unit's last trial only where trial_rule says
+    noise_model: str = None  # the noise model file the adaptive policy reads (None: scripts/noise_model.json)
     repeatability: bool = False  # run twice and report how far this machine varies from itself
     notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats

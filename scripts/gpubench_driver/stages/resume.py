@@ -4,14 +4,14 @@ units left run in the run's order, an unfinished unit whole again, and run.resum
 """
 import os
 
-from gpubench_driver.lib import environment, outputs, results, resumable, schema, trials
+from gpubench_driver.lib import environment, outputs, results, resumable, schema, trial_rule, trials
 from gpubench_driver.stages import journal, like, options as opts, runner, session
 
 # The flags that shape what a run measures, by the run option each sets: with --resume, each must match the run.
 MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
             "caps": "caps", "cpu_only": "cpu_only", "quick": "quick", "full": "full", "trials": "trials",
             "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
-            "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher"}
+            "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher", "noise_model": "noise_model"}
 UNORDERED = ("studies", "impls", "modes")  # their order on the command line changes nothing measured
 # Flags that start another kind of run: never with --resume; a run recorded with one of ANOTHER_KIND is
 # not one run in one folder (a run --like is: it only took its options from another).
@@ -71,6 +71,18 @@ def _recorded_launcher(document, path):
     return launcher
 
 
+def _recorded_trial_choice(document, path):
+    """The run's trial policy (a file without one ran its trials fixed) and the noise model file it reads."""
+    recorded = document["run"]["options"]
+    policy, model = recorded.get("trial_policy", trial_rule.FIXED), recorded.get("noise_model")
+    if policy not in (trial_rule.ADAPTIVE, trial_rule.FIXED):
+        raise opts.UsageError(f"--resume: {path}: run.options.trial_policy: expected "
+                              f"{trial_rule.ADAPTIVE} or {trial_rule.FIXED}")
+    if model is not None and not isinstance(model, str):
+        raise opts.UsageError(f"--resume: {path}: run.options.noise_model: expected a path")
+    return {"trial_policy": policy, "noise_model": model}
+
+
 def resumed_options(document, chosen, swept, args, given, out_dir):
     """The run's recorded options, with the build's from the command line; a UsageError names a flag that
     contradicts them or that starts another kind of run."""
@@ -86,7 +98,7 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
     except opts.UsageError as error:
         raise opts.UsageError(f"--resume: the recorded run id: {error}") from None
     launcher = _recorded_launcher(document, out_dir)
-    kept = {**chosen, "run_id": run_id, "launcher": launcher}
+    kept = {**chosen, "run_id": run_id, "launcher": launcher, **_recorded_trial_choice(document, out_dir)}
     for dest, name in MEASURED.items():
         if getattr(args, dest, None) in (None, False):
             continue
@@ -97,6 +109,10 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
             raise opts.UsageError(f"--resume: {flag_of(dest)} contradicts the run, which recorded {name} = "
                                   f"{schema.shown(then)}: a resumed run keeps the options it was started with "
                                   f"(leave {flag_of(dest)} out)")
+    if args.trials is not None and kept["trial_policy"] == trial_rule.ADAPTIVE:
+        raise opts.UsageError("--resume: --trials contradicts the run, which gave each unit a third trial where the "
+                              "noise model asked for one: a resumed run keeps the options it was started with "
+                              "(leave --trials out)")
     if launcher and not args.launcher:
         raise opts.UsageError(f"--resume: the run was started with --launcher {' '.join(launcher)!r}: give it "
                               f"again (the driver runs no command it reads from a results file)")
@@ -107,7 +123,8 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
         modes=chosen["modes"], caps=chosen["caps"] or {}, cpu_only=chosen["cpu_only"], out=out_dir, run_id=run_id,
         refine_rounds=chosen["refine_rounds"], build_dir=given.build_dir, build=given.build,
         reference=chosen["reference"], quick=chosen["quick"], full=chosen["full"], telemetry=chosen["telemetry"],
-        trials=chosen["trials"], study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args)
+        trials=chosen["trials"], trial_policy=kept["trial_policy"], noise_model=kept["noise_model"],
+        study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args)
 
 
 def flag_of(dest):

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 from gpubench_driver import studies
-from gpubench_driver.lib import findings, formatting, gbench, measurements, resumable, stopping, telemetry, trials
+from gpubench_driver.lib import (findings, formatting, gbench, measurements, resumable, stopping, telemetry,
+                                 trial_rule, trials)
 from gpubench_driver.stages import journal
 
 STDERR_TAIL_CHARS = 4000
@@ -85,7 +86,7 @@ class Progress:
         self.total = total
         self.done = set()
         self.trial = 1  # of the invocation running now
-        self.trials = 1
+        self.trials = 1  # the most (a number, or the adaptive policy's "2-3")
         # For run --resume's record: the first unit run, and the entries of unfinished units measured again.
         self.first_unit = None
         self.measured_again = 0
@@ -95,7 +96,7 @@ class Progress:
         if (self.trial, result.name) in self.done:
             return  # Google Benchmark prints a failure once per repetition
         self.done.add((self.trial, result.name))
-        which = f"  (trial {self.trial} of {self.trials})" if self.trials > 1 else ""
+        which = f"  (trial {self.trial} of {self.trials})" if self.trials != 1 else ""
         outcome = self._outcome(result, *self.planned.get(result.name, (None, None)))
         print(f"[{len(self.done)}/{self.total}] {result.name}  {outcome}{which}", flush=True)
 
@@ -210,10 +211,12 @@ def describe_exit(returncode):
 
 class Study:
     """Sweeps the sizes, then refines the crossovers; saves through `save` after each size (one invocation
-    runs every batch of a size). `progress` is shared by the studies of a run."""
+    runs every batch of a size). `progress` is shared by the studies of a run. Under the adaptive trial policy,
+    a unit's trials past trial_rule.EVERY_UNIT run where trial_rule.judge asks for them (by the noise model
+    `noise`, None when it could not be read)."""
 
     def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
-                 journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None):
+                 journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None, noise=None):
         self.name = name
         self.launcher = launcher  # the command its binary runs under: a study of several ranks under run --launcher
         self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
@@ -227,6 +230,10 @@ class Study:
         self.save = save
         self.progress = progress
         self.planned = {}  # {entry name: its axis fields}, as its binary's --describe lists them
+        self.noise = noise
+        adaptive = options.trial_policy == trial_rule.ADAPTIVE
+        self.every_unit = trial_rule.EVERY_UNIT if adaptive else options.trials  # the trials each unit gets
+        self.trials_said = f"{self.every_unit}-{options.trials}" if adaptive else options.trials
         # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan, and
         # Google Benchmark's output and the telemetry series so far.
         record.setdefault("units", [])
@@ -237,31 +244,70 @@ class Study:
         if resumed and raw_path and os.path.exists(raw_path):  # the finished units' benchmarks only
             kept = gbench.load_file(raw_path)
             self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks[:record.get("raw_benchmarks")])
+        self._sweep_third = None  # the sweep's sizes that get a third trial, once decided
         self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
                        else telemetry.StudySeries(time.time()))
 
     def plan(self):
         """List the sweep's entries and count them into the progress total before any study runs."""
         self._add_to_plan(gbench.planned_entries(describe(self.binary, study_flags(self.options, self.options.sizes))))
-        self.progress.total += len(self.planned) * self.options.trials
-        self.progress.trials = self.options.trials
+        self.progress.total += len(self.planned) * self.every_unit
+        self.progress.trials = self.trials_said
 
     def sweep(self, trial):
         """One trial of the sweep: every size once, in this trial's order."""
         sizes = self.options.sizes
         batches = f" and {len(self.options.batches)} batches" if self.options.batches else ""
-        which = f", trial {trial} of {self.options.trials}" if self.options.trials > 1 else ""
+        which = f", trial {trial} of {self.trials_said}" if self.options.trials > 1 else ""
         order = trials.size_order(sizes, trial, self.options.run_id)
+        orders = self.record.setdefault("trial_size_orders", [])
+        if len(orders) < trial:  # a resumed run has those of the trials it began
+            orders.append(order)
+        if trial > self.every_unit:
+            chosen = self.third_trial_sizes()
+            order = [n for n in order if n in chosen]
+            which += f" at {len(order)} of its sizes" if order else ""
         kept = sum(resumable.key(resumable.unit(resumable.SWEEP, trial, n)) in self.finished for n in order)
         if kept < len(order):
             which += f" ({kept} of its sizes kept)" if kept else ""
             print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
-        orders = self.record.setdefault("trial_size_orders", [])
-        if len(orders) < trial:  # a resumed run has those of the trials it began
-            orders.append(order)
         for n in order:
             self._run_size(n, [name for name, fields in self.planned.items() if fields["n"] == n], "sweep",
                            study_flags(self.options, [n]), trial)
+
+    def third_trial_sizes(self):
+        """The sweep's sizes that get the trials past those every unit gets (decided once: session decides
+        every study's at the start of that pass, so that the progress total holds them)."""
+        units = {}
+        for name, fields in self.planned.items():
+            units.setdefault(fields["n"], []).append(name)
+        if self._sweep_third is None:
+            self._sweep_third = self._third_trial(resumable.SWEEP, units)
+        return self._sweep_third
+
+    def _third_trial(self, phase, units, round_number=None):
+        """The sizes of `units` ({n: entry names}) that get a third trial: as the run recorded them (a resumed
+        run), else as trial_rule.judge finds them, recorded in `third_trial` with why; their entries are added
+        to the progress total."""
+        decisions = self.record.setdefault("third_trial", [])
+        found = resumable.unit(phase, round_number=round_number)
+        decision = next((d for d in decisions if resumable.key(d) == resumable.key(found)), None)
+        if decision is None:
+            by_name = {entry["name"]: entry for entry in self.record["entries"]}
+            third = []
+            for n, names in sorted(units.items()):
+                why = trial_rule.judge(self.name, [by_name[name] for name in names if name in by_name], self.noise)
+                if why:
+                    third.append({"n": n, **why})
+            decision = {**found, "units": len(units), "third": third}
+            decisions.append(decision)
+            self.save()
+        sizes = {item["n"] for item in decision["third"]}
+        where = f" (refinement round {round_number})" if round_number else ""
+        print(f"{self.name}{where}: a third trial at {len(sizes)} of {len(units)} sizes"
+              + (f": n = {', '.join(map(str, sorted(sizes)))}" if sizes else " (their two trials agree)"), flush=True)
+        self.progress.total += sum(len(units.get(n, ())) for n in sizes)
+        return sizes
 
     def refine(self):
         """Refinement rounds around the crossovers the sweep found (every trial of each round)."""
@@ -286,9 +332,12 @@ class Study:
             flags = study_flags(self.options, [n], impls, modes)
             planned = gbench.planned_entries(describe(self.binary, flags))  # what it would run with these flags
             self._add_to_plan(planned)
-            self.progress.total += len(planned) * self.options.trials
+            self.progress.total += len(planned) * self.every_unit
             runs.append((n, list(planned), flags))
         for trial in range(1, self.options.trials + 1):
+            if trial == self.every_unit + 1:
+                chosen = self._third_trial(resumable.REFINEMENT, {n: planned for n, planned, _ in runs}, round_number)
+                runs = [run for run in runs if run[0] in chosen]
             for n, planned, flags in runs:
                 self._run_size(n, planned, "refinement", flags, trial, round_number)
         return True

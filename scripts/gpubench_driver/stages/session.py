@@ -5,7 +5,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from gpubench_driver import studies
-from gpubench_driver.lib import environment, outputs, results, resumable, stopping
+from gpubench_driver.lib import environment, outputs, results, resumable, stopping, trial_rule
 from gpubench_driver.stages import (analyse, build, health, journal, like, options as options_module, reference, render,
                                     runner)
 
@@ -162,11 +162,12 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
     if os.path.exists(held_path) and not resumed:
         os.remove(held_path)  # an earlier attempt's choices: this run's first trial autotunes afresh
     scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)  # inside: a run killed outright leaves none elsewhere
+    noise = adaptive_noise_model(options, document)
     studies = [runner.Study(plan.name, plan.binary, plan.options, document["studies"][plan.name], save, progress,
                             raw_path=os.path.join(out_dir, "gbench", f"{plan.name}.json"), held_path=held_path,
                             journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
                             launcher=(options.launcher or ()) if plan.description.get("ranks_together") else (),
-                            scratch_dir=scratch_dir)
+                            scratch_dir=scratch_dir, noise=noise)
                for plan in plans]
     try:
         for study in studies:
@@ -174,6 +175,9 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
         # Trials outermost: an entry's trials lie a whole pass over the studies apart, so the GPU's
         # heat and the host's state differ between them as between two runs.
         for trial in range(1, options.trials + 1):
+            if trial == trial_rule.EVERY_UNIT + 1 and options.trial_policy == trial_rule.ADAPTIVE:
+                for study in studies:  # every study's third-trial units in the progress total before the pass
+                    study.third_trial_sizes()
             for study in studies:
                 study.sweep(trial)
                 if trial == options.trials:
@@ -192,6 +196,19 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
         document["warnings"].append(reason)
         return "empty"
     return "partial" if any(study.record["invocations"] for study in studies) else "complete"
+
+
+def adaptive_noise_model(options, document):
+    """The noise model the adaptive trial policy reads; None (every unit then gets its third trial, said once in
+    the run's warnings) where it cannot be read, or under a fixed policy."""
+    if options.trial_policy != trial_rule.ADAPTIVE:
+        return None
+    model, problem = trial_rule.load(options.noise_model)
+    warning = f"every unit gets a third trial: {problem}"
+    if problem and warning not in document["warnings"]:  # a resumed run said it already
+        print(f"WARNING: {warning}", flush=True)
+        document["warnings"].append(warning)
+    return model
 
 
 def no_entries(plan, options):
