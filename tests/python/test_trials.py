@@ -124,6 +124,16 @@ class CrossoverOverTrialsTest(unittest.TestCase):
         self.assertEqual((found["lower"], found["upper"], found["estimate_n"]), (128, 256, 120))
         self.assertIn("the trials cross in different brackets", found["note"])
 
+    def test_a_trial_some_sizes_lack_gives_no_estimate(self):
+        # Two trials everywhere and a third at n = 128 only (the default run's adaptive policy): the third
+        # brackets nothing the others do, so the estimates are the two trials'.
+        entries = [timed("openblas", "cpu", "host", n, [t] * 2) for n, t in ((64, 1e-5), (128, 8e-5), (256, 6e-4))]
+        entries += [timed("cublas", "gpu", "resident", 64, [2e-5, 2e-5]),
+                    timed("cublas", "gpu", "resident", 128, [4e-5, 1.6e-4, 4e-5]),
+                    timed("cublas", "gpu", "resident", 256, [5e-5, 5e-5])]
+        (found,) = findings.crossovers(entries, with_latency=False)
+        self.assertEqual(len(found["estimate_n_trials"]), 2)
+
     def test_one_trial_crossing_gives_no_interval(self):
         # The GPU wins at n = 128 in trial 1 only and never in trial 2 (the CPU as fast at 256): trial 2
         # brackets none, so the estimate is the median curve's and the cell names no range of one trial.

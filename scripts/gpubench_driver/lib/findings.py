@@ -209,12 +209,14 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
 def crossovers(entries, axis=SIZE, with_latency=True):
     """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) on the
     entries' headline times, and for a mode whose entries also measured one call's host-observed
-    latency (resident operands), a second one on that latency. Where entries were measured in
+    latency (resident operands), a second one on that latency. Where every entry was measured in
     several trials, each crossover also gets `estimate_<axis>_trials`, its estimate on each trial's
     figures alone (None where a trial brackets none), and from them its estimate and interval
     (over_trials)."""
     found = _crossovers(entries, axis, with_latency)
-    count = trials.most(entries)
+    # The trials every measured entry has: a third trial that ran at some sizes only (the default run's
+    # adaptive policy) would cross on a coarser bracket than the others.
+    count = min((trials.count(entry) for entry in entries if entry["status"] == "ok"), default=1)
     if count > 1:
         per_trial = [{(c["mode"], c["measure"]): c for c in _crossovers(trials.view(entries, trial), axis, with_latency)}
                      for trial in range(1, count + 1)]
