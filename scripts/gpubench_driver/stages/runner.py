@@ -1,4 +1,5 @@
 """Runs a study binary once per size, streaming progress and saving after each."""
+import concurrent.futures
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ ARTIFACTS_FLAG = "--artifacts-dir="
 # A launcher's variables that make a process take itself for one of several ranks (core/launched_rank.hpp): a
 # binary the driver starts itself is one process, even inside an allocation (an sbatch script sees SLURM_PROCID).
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK")
+DESCRIBE_WORKERS = 8  # binaries described at once: each start initialises CUDA, a second or so each
 
 
 def ranks_file(artifacts_dir, name):
@@ -43,6 +45,12 @@ def binary_environment(launched=False):
     environment = {**os.environ, **study_environment()}
     return environment if launched else {name: value for name, value in environment.items()
                                          if name not in RANK_VARIABLES}
+
+
+def describe_all(requests):
+    """describe() of each (binary, flags), in order, several at once; the first error raised."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(DESCRIBE_WORKERS, len(requests)))) as pool:
+        return list(pool.map(lambda request: describe(*request), requests))
 
 
 def describe(binary, flags=()):
@@ -248,9 +256,14 @@ class Study:
         self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
                        else telemetry.StudySeries(time.time()))
 
-    def plan(self):
-        """List the sweep's entries and count them into the progress total before any study runs."""
-        self._add_to_plan(gbench.planned_entries(describe(self.binary, study_flags(self.options, self.options.sizes))))
+    def sweep_request(self):
+        """(binary, flags) of the --describe that lists the sweep's entries."""
+        return self.binary, study_flags(self.options, self.options.sizes)
+
+    def plan(self, description=None):
+        """List the sweep's entries (from `description`, the sweep's --describe, else one run now) and count them
+        into the progress total before any study runs."""
+        self._add_to_plan(gbench.planned_entries(description or describe(*self.sweep_request())))
         self.progress.total += len(self.planned) * self.every_unit
         self.progress.trials = self.trials_said
 

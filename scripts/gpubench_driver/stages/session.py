@@ -102,15 +102,17 @@ def describe_studies(options):
     --impls/--modes leave nothing to run is left out with a warning."""
     if options.build:
         build.configure_and_build(SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
-    described, warnings = [], []
+    built, warnings = [], []
     for name in options.studies or studies.NAMES:
         binary = build.binary_path(options.build_dir, f"gpubench_{name}")
         if os.access(binary, os.X_OK):
-            described.append((name, binary, runner.describe(binary)))
+            built.append((name, binary))
         elif options.studies:
             raise runner.RunnerError(f"{binary} does not exist: build it first (run without --no-build)")
         else:
             warnings.append(f"study {name} not run: {binary} was not built")
+    described = [(name, binary, description) for (name, binary), description
+                 in zip(built, runner.describe_all([(binary, ()) for _, binary in built]))]
     if not described:
         names = ", ".join(f"gpubench_{name}" for name in studies.NAMES)
         raise runner.RunnerError(f"no study binary ({names}) was built in {options.build_dir}: "
@@ -170,8 +172,8 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
                             scratch_dir=scratch_dir, noise=noise)
                for plan in plans]
     try:
-        for study in studies:
-            study.plan()
+        for study, description in zip(studies, runner.describe_all([study.sweep_request() for study in studies])):
+            study.plan(description)
         # Trials outermost: an entry's trials lie a whole pass over the studies apart, so the GPU's
         # heat and the host's state differ between them as between two runs.
         for trial in range(1, options.trials + 1):
