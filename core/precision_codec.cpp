@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/compare_elements.hpp"
+
 namespace gpubench {
 namespace {
 
@@ -26,7 +28,9 @@ constexpr float kInt8Max = 127.0f;
 
 float largest_magnitude(const std::vector<float>& values) {
   float largest = 0.0f;
-  for (float v : values) largest = std::max(largest, std::fabs(v));
+  const long count = static_cast<long>(values.size());
+#pragma omp parallel for schedule(static) reduction(max : largest)
+  for (long i = 0; i < count; ++i) largest = std::max(largest, std::fabs(values[i]));
   return largest > 0.0f ? largest : 1.0f;
 }
 
@@ -161,41 +165,57 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
   return out;
 }
 
-std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
-                                  const EncodedOperands& operands) {
-  std::vector<double> out(count);
+namespace {
+
+// Calls `use(decode)` with `decode(i)`: element i of the output `c`, stored in the precision's output
+// format, as FP64 (one switch on the format, not one per element).
+template <typename Use>
+auto with_decoder(Precision precision, const void* c, const EncodedOperands& operands, Use use) {
   switch (precision) {
-    case Precision::fp64:
-      std::memcpy(out.data(), c, count * sizeof(double));
-      break;
+    case Precision::fp64: {
+      const auto* doubles = static_cast<const double*>(c);
+      return use([doubles](std::size_t i) { return doubles[i]; });
+    }
     case Precision::fp16:
     case Precision::fp16_acc16: {
       const auto* halves = static_cast<const std::uint16_t*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = half_bits_to_float(halves[i]);
-      break;
+      return use([halves](std::size_t i) { return static_cast<double>(half_bits_to_float(halves[i])); });
     }
     case Precision::bf16:
     case Precision::fp8_e4m3: {  // BF16 output; FP8's already dequantized by the GEMM's scales
       const auto* bf16 = static_cast<const std::uint16_t*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = bf16_bits_to_float(bf16[i]);
-      break;
+      return use([bf16](std::size_t i) { return static_cast<double>(bf16_bits_to_float(bf16[i])); });
     }
     case Precision::int8: {
       const auto* sums = static_cast<const std::int32_t*>(c);
       const double dequant = static_cast<double>(operands.dequant[0]) * operands.dequant[kDequantStride];
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = sums[i] * dequant;
-      break;
+      return use([sums, dequant](std::size_t i) { return sums[i] * dequant; });
     }
     default: {  // FP32 output
       const auto* floats = static_cast<const float*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = floats[i];
+      return use([floats](std::size_t i) { return static_cast<double>(floats[i]); });
     }
   }
+}
+
+}  // namespace
+
+std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
+                                  const EncodedOperands& operands) {
+  std::vector<double> out(count);
+  with_decoder(precision, c, operands, [&](auto decode) {
+    const long elements = static_cast<long>(count);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < elements; ++i) out[i] = decode(static_cast<std::size_t>(i));
+    return 0;
+  });
   return out;
+}
+
+Verification verify_encoded_output(Precision precision, const void* c, const EncodedOperands& operands,
+                                   const MatmulReference& ref, Tolerance tolerance) {
+  return with_decoder(precision, c, operands,
+                      [&](auto decode) { return compare_reference_rows(ref, tolerance, decode); });
 }
 
 // --- the convolution study's tensors ---------------------------------------------------------
