@@ -8,9 +8,10 @@
 
 namespace gpubench {
 
-// Every draw is made on the OpenMP threads, in blocks of 2^16 values each from its own engine seeded
-// with configuration_seed(seed, block): a seed gives the same values in every process, whatever the
-// thread count, and gigabytes of inputs take a fraction of one thread's time.
+// Every draw is made on the OpenMP threads, in blocks of 2^16 values each from its own mt19937_64 engine,
+// seeded with the seed for block 0 and with configuration_seed(seed, block) for the others: a seed gives
+// the same values in every process, whatever the thread count, and gigabytes of inputs take a fraction of
+// one thread's time.
 
 // Values uniform in [-1, 1), reproducible from the seed.
 std::vector<float> random_uniform(std::size_t count, std::uint64_t seed);
