@@ -62,6 +62,31 @@ TEST(Codec, ScaledFormatsUseTheFullRangeAndTransposeB) {
   EXPECT_FLOAT_EQ(f8.dequant[kDequantStride], 4.0f / 448);
 }
 
+// The unscaled formats: A and B element by element in row-major order, FP32 kept bit for bit, FP64
+// widened exactly, FP16 and BF16 rounded one element at a time.
+TEST(Codec, UnscaledFormatsKeepTheLayoutAndRoundEachElement) {
+  const MatmulShape shape{3, 5, 4};  // A 3x4, B 4x5
+  const std::vector<float> a = random_uniform(shape.a_elements(), 1), b = random_normal(shape.b_elements(), 2);
+  const EncodedOperands f32 = encode_operands(Precision::fp32, a, b, shape);
+  ASSERT_EQ(f32.a.size(), a.size() * 4);
+  EXPECT_EQ(std::memcmp(f32.a.data(), a.data(), f32.a.size()), 0);
+  EXPECT_EQ(std::memcmp(f32.b.data(), b.data(), f32.b.size()), 0);
+  const EncodedOperands f64 = encode_operands(Precision::fp64, a, b, shape);
+  const EncodedOperands f16 = encode_operands(Precision::fp16, a, b, shape);
+  const EncodedOperands bf = encode_operands(Precision::bf16, a, b, shape);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    double wide;
+    std::uint16_t half, brain;
+    std::memcpy(&wide, f64.b.data() + 8 * i, 8);
+    std::memcpy(&half, f16.b.data() + 2 * i, 2);
+    std::memcpy(&brain, bf.b.data() + 2 * i, 2);
+    EXPECT_EQ(wide, static_cast<double>(b[i])) << i;
+    EXPECT_EQ(half, float_to_half_bits(b[i])) << i;
+    EXPECT_EQ(brain, float_to_bf16_bits(b[i])) << i;
+  }
+  EXPECT_FALSE(f16.b_transposed);
+}
+
 TEST(Codec, Int8OutputIsScaledBack) {
   EncodedOperands q;
   q.dequant[0] = 0.5f;
