@@ -362,7 +362,7 @@ const CollectiveProblem& problem_for(const CollectiveRow& row, int log2_bytes, i
     problem.counts = counts;
     for (int rank = 0; rank < ranks; ++rank) {
       const std::uint64_t configuration = static_cast<std::uint64_t>(log2_bytes) * 16 + static_cast<std::uint64_t>(row.collective);
-      problem.inputs.push_back(random_uniform_parallel(counts.send, configuration_seed(configuration, rank)));
+      problem.inputs.push_back(random_uniform(counts.send, configuration_seed(configuration, rank)));
     }
     return problem;
   });

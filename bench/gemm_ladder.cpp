@@ -132,9 +132,8 @@ std::unique_ptr<PreparedEntry> ladder_entry(const GemmRung& rung, const std::str
       [run = rung.run, shape](const std::vector<const std::uint8_t*>& in, std::uint8_t* c) {
         run(in[0], in[1], c, shape);
       });
-  const std::vector<double> values = decode_output(precision, entry->output(), shape.c_elements(), encoded);
   const Tolerance tolerance = precision_tolerance(precision, shape.k);
-  entry->set_verdict(verify_matmul(values.data(), problem.reference, tolerance));
+  entry->set_verdict(verify_encoded_output(precision, entry->output(), encoded, problem.reference, tolerance));
   entry->counters["tolerance"] = tolerance.rel_fro;
   entry->counters["flop"] = shape.flop();
   entry->add_memory_traffic(static_cast<double>(encoded.a.size() + encoded.b.size()),

@@ -79,8 +79,8 @@ struct TriadProblem {
 const TriadProblem& triad_problem() {
   static const TriadProblem problem = [] {
     TriadProblem made;
-    made.x = random_uniform_parallel(kTriadElements, configuration_seed(kTriadElements, 0));
-    made.y = random_uniform_parallel(kTriadElements, configuration_seed(kTriadElements, 1));
+    made.x = random_uniform(kTriadElements, configuration_seed(kTriadElements, 0));
+    made.y = random_uniform(kTriadElements, configuration_seed(kTriadElements, 1));
     made.s = random_uniform(1, configuration_seed(kTriadElements, 2))[0];
     made.z.resize(kTriadElements);
     for (std::size_t i = 0; i < kTriadElements; ++i) made.z[i] = std::fma(made.s, made.y[i], made.x[i]);

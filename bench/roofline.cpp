@@ -112,7 +112,7 @@ const ChainProblem& problem_for(int n, const std::string& precision) {
     // x, a CPU entry's copies of it and its output, the check's copy, the draws; checked before x exists.
     require_host_memory(40.0 * n);
     ChainProblem problem;
-    const std::vector<float> x = random_uniform_parallel(n, configuration_seed(n, 10));
+    const std::vector<float> x = random_uniform(n, configuration_seed(n, 10));
     const double a = 0.625 + 0.125 * random_uniform(1, configuration_seed(n, 11))[0];
     if (precision == "fp16") {
       problem.x16.reserve(n);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/first_touch.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
 #include "core/stream.hpp"
@@ -138,26 +139,23 @@ struct StreamProblem {
   }
 };
 
-std::vector<double> widened(const std::vector<float>& values) { return {values.begin(), values.end()}; }
-
 // x and y uniform in [-1, 1), the scalar in [0.5, 1.5); FP64 arrays hold the same values as FP32's.
 const StreamProblem& problem_for(int n, const std::string& precision) {
   static ProblemCache<std::pair<int, std::string>, StreamProblem> cache;
   return cache.get({n, precision}, [n, &precision] {
-    // At the peak: x and y, a CPU entry's or a pinned entry's three arrays, the output brought back
-    // for the check, and the FP32 draws an FP64 problem is widened from. Checked before the arrays
-    // exist: once they do, the memory they hold is no longer available.
-    require_host_memory(((precision == "fp64" ? 8.0 : 4.0) * 6 + 8.0) * n);
+    // At the peak: x and y, a CPU entry's or a pinned entry's three arrays and the output brought
+    // back for the check. Checked before the arrays exist: once they do, the memory they hold is no
+    // longer available.
+    require_host_memory((precision == "fp64" ? 8.0 : 4.0) * 6 * n);
     StreamProblem problem;
-    std::vector<float> x = random_uniform_parallel(n, configuration_seed(n, 0));
-    std::vector<float> y = random_uniform_parallel(n, configuration_seed(n, 1));
+    const std::uint64_t x_seed = configuration_seed(n, 0), y_seed = configuration_seed(n, 1);
     problem.scalar = 1.0 + 0.5 * random_uniform(1, configuration_seed(n, 2))[0];
-    if (precision == "fp64") {
-      problem.x64 = widened(x);
-      problem.y64 = widened(y);
+    if (precision == "fp64") {  // the FP32 draws, written as FP64 directly
+      problem.x64 = random_uniform_as<double>(n, x_seed);
+      problem.y64 = random_uniform_as<double>(n, y_seed);
     } else {
-      problem.x32 = std::move(x);
-      problem.y32 = std::move(y);
+      problem.x32 = random_uniform(n, x_seed);
+      problem.y32 = random_uniform(n, y_seed);
     }
     return problem;
   });
@@ -221,9 +219,11 @@ class GpuStream : public PreparedEntry {
     if (pinned_z_) std::fill(pinned_z_->get(), pinned_z_->get() + returned_, static_cast<T>(NAN));
     run_once();
     CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<T> z(n_, static_cast<T>(NAN));
+    // What comes back only (the dot: its one sum), in a buffer the OpenMP threads first write: a
+    // gigabyte-sized std::vector would be zeroed by this thread alone.
+    ThreadPlacedArray<T> z(returned_, static_cast<T>(NAN));
     if (copies_) {
-      std::copy(pinned_z_->get(), pinned_z_->get() + returned_, z.begin());
+      std::copy(pinned_z_->get(), pinned_z_->get() + returned_, z.data());
     } else {
       CUDA_CHECK(cudaMemcpy(z.data(), z_.get(), returned_ * sizeof(T), cudaMemcpyDeviceToHost));
     }

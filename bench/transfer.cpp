@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/first_touch.hpp"
 #include "core/host_memory.hpp"
 #include "core/json.hpp"
 #include "core/random.hpp"
@@ -376,9 +377,11 @@ class GpuCopy : public PreparedEntry {
     CUDA_CHECK(cudaDeviceSynchronize());
     if (moves_to_device(c.direction)) {
       if (!first_touch()) host_source_ = host_buffer(c.memory, n, seed + 3);
-      expected_on_device_.assign(n, 0);  // what a never-written source holds
-      if (host_source_ && c.memory != Memory::pageable_zero_page)
-        std::copy(host_source_->data(), host_source_->data() + n, expected_on_device_.begin());
+      if (host_source_ && c.memory != Memory::pageable_zero_page) {
+        expected_on_device_.assign(host_source_->data(), host_source_->data() + n);  // one pass, not zeros first
+      } else {
+        expected_on_device_.assign(n, 0);  // what a never-written source holds
+      }
     }
     if (moves_to_host(c.direction) && !first_touch()) host_destination_ = host_buffer(c.memory, n, seed + 4);
     report_huge_pages();
@@ -454,7 +457,7 @@ class GpuCopy : public PreparedEntry {
   std::string check() const {
     const std::size_t n = bytes_;
     if (!expected_on_device_.empty()) {
-      std::vector<std::uint8_t> on_device(n);
+      ThreadPlacedArray<std::uint8_t> on_device(n, 0);  // zeroed by the OpenMP threads, not this one alone
       CUDA_CHECK(cudaMemcpy(on_device.data(), device_destination_->get(), n, cudaMemcpyDeviceToHost));
       const std::size_t wrong = first_difference(on_device.data(), expected_on_device_.data(), n);
       if (wrong != n) return "device byte " + std::to_string(wrong) + " differs after the copy";

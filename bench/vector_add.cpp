@@ -4,8 +4,6 @@
 // copied in and C copied out in every call (pinned and pageable host memory, as matmul's modes).
 // Every result is checked bit for bit: one rounded addition per element is the same everywhere.
 // Entries: vector_add/<impl>/<device>/<mode>/fp32/n:<elements>; docs/interface.md.
-#include <algorithm>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,7 +69,9 @@ const VectorAddProblem& problem_for(int n) {
     problem.a = random_uniform(problem.count, configuration_seed(n, 0));
     problem.b = random_uniform(problem.count, configuration_seed(n, 1));
     problem.sum.resize(problem.count);
-    std::transform(problem.a.begin(), problem.a.end(), problem.b.begin(), problem.sum.begin(), std::plus<float>());
+    const long count = static_cast<long>(problem.count);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < count; ++i) problem.sum[i] = problem.a[i] + problem.b[i];
     return problem;
   });
 }

@@ -40,4 +40,28 @@ Verification compare_elements(std::size_t count, Tolerance tolerance, Element el
   return result;
 }
 
+// How many of `count` values are NaN or Inf, `value(i)` giving each: the check of the elements a
+// comparison with a sampled reference leaves out (an element never written is NaN-poisoned).
+template <typename Value>
+std::size_t count_non_finite(std::size_t count, Value value) {
+  std::size_t non_finite = 0;
+  const long elements = static_cast<long>(count);
+#pragma omp parallel for schedule(static) reduction(+ : non_finite)
+  for (long i = 0; i < elements; ++i) non_finite += std::isfinite(value(static_cast<std::size_t>(i))) ? 0 : 1;
+  return non_finite;
+}
+
+// A GEMM's m x n output against `ref` (core/verify.hpp's verify_matmul), `value(i)` giving the
+// output's element i (row-major) as FP64: the rows the reference holds compared element by element,
+// and, where it holds only some rows, every other element still counted if NaN or Inf.
+template <typename Value>
+Verification compare_reference_rows(const MatmulReference& ref, Tolerance tolerance, Value value) {
+  const std::size_t n = static_cast<std::size_t>(ref.shape.n);
+  Verification result = compare_elements(ref.rows.size() * n, tolerance, [&](std::size_t i) {
+    return std::pair<double, double>(value(static_cast<std::size_t>(ref.rows[i / n]) * n + i % n), ref.values[i]);
+  });
+  if (!ref.complete()) result.non_finite = count_non_finite(static_cast<std::size_t>(ref.shape.m) * n, value);
+  return result;
+}
+
 }  // namespace gpubench

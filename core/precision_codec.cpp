@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/compare_elements.hpp"
+
 namespace gpubench {
 namespace {
 
@@ -26,31 +28,42 @@ constexpr float kInt8Max = 127.0f;
 
 float largest_magnitude(const std::vector<float>& values) {
   float largest = 0.0f;
-  for (float v : values) largest = std::max(largest, std::fabs(v));
+  const long count = static_cast<long>(values.size());
+#pragma omp parallel for schedule(static) reduction(max : largest)
+  for (long i = 0; i < count; ++i) largest = std::max(largest, std::fabs(values[i]));
   return largest > 0.0f ? largest : 1.0f;
 }
 
-template <typename T>
-std::vector<std::uint8_t> as_bytes(const std::vector<T>& values) {
-  std::vector<std::uint8_t> bytes(values.size() * sizeof(T));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
 // Applies `convert` to every element, in row-major order or transposed (rows x cols in,
-// cols x rows out).
+// cols x rows out), writing the results' bytes straight into the encoded operand: on the OpenMP
+// threads, with no intermediate typed copy (operands of 8192^2 elements are encoded per precision).
 template <typename T, typename Convert>
 std::vector<std::uint8_t> converted(const std::vector<float>& values, int rows, int cols, bool transpose,
                                     Convert convert) {
-  std::vector<T> out(values.size());
+  std::vector<std::uint8_t> bytes(values.size() * sizeof(T));
+  std::uint8_t* out = bytes.data();
+  if (!transpose) {  // one contiguous loop the compiler vectorises
+    const long count = static_cast<long>(values.size());
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < count; ++i) {
+      const T value = convert(values[i]);
+      std::memcpy(out + static_cast<std::size_t>(i) * sizeof(T), &value, sizeof(T));
+    }
+    return bytes;
+  }
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       const std::size_t to = transpose ? static_cast<std::size_t>(c) * rows + r : static_cast<std::size_t>(r) * cols + c;
-      out[to] = convert(values[static_cast<std::size_t>(r) * cols + c]);
+      const T value = convert(values[static_cast<std::size_t>(r) * cols + c]);
+      std::memcpy(out + to * sizeof(T), &value, sizeof(T));
     }
-  return as_bytes(out);
+  return bytes;
 }
+
+// The conversion to T as a lambda (inlined and vectorised, as a function pointer is not).
+template <typename T>
+constexpr auto kWidened = [](float value) { return static_cast<T>(value); };
 
 std::int8_t quantize_int8(float scaled) {
   return static_cast<std::int8_t>(std::clamp(std::nearbyint(scaled), -kInt8Max, kInt8Max));
@@ -123,13 +136,13 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
   EncodedOperands out;
   switch (precision) {
     case Precision::fp64:
-      out.a = as_bytes(std::vector<double>(a.begin(), a.end()));
-      out.b = as_bytes(std::vector<double>(b.begin(), b.end()));
+      out.a = converted<double>(a, s.m, s.k, false, kWidened<double>);
+      out.b = converted<double>(b, s.k, s.n, false, kWidened<double>);
       break;
     case Precision::fp32:
     case Precision::tf32:  // the tensor cores round to TF32 themselves
-      out.a = as_bytes(a);
-      out.b = as_bytes(b);
+      out.a = converted<float>(a, s.m, s.k, false, kWidened<float>);
+      out.b = converted<float>(b, s.k, s.n, false, kWidened<float>);
       break;
     case Precision::fp16:
     case Precision::fp16_acc16:
@@ -161,41 +174,57 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
   return out;
 }
 
-std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
-                                  const EncodedOperands& operands) {
-  std::vector<double> out(count);
+namespace {
+
+// Calls `use(decode)` with `decode(i)`: element i of the output `c`, stored in the precision's output
+// format, as FP64 (one switch on the format, not one per element).
+template <typename Use>
+auto with_decoder(Precision precision, const void* c, const EncodedOperands& operands, Use use) {
   switch (precision) {
-    case Precision::fp64:
-      std::memcpy(out.data(), c, count * sizeof(double));
-      break;
+    case Precision::fp64: {
+      const auto* doubles = static_cast<const double*>(c);
+      return use([doubles](std::size_t i) { return doubles[i]; });
+    }
     case Precision::fp16:
     case Precision::fp16_acc16: {
       const auto* halves = static_cast<const std::uint16_t*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = half_bits_to_float(halves[i]);
-      break;
+      return use([halves](std::size_t i) { return static_cast<double>(half_bits_to_float(halves[i])); });
     }
     case Precision::bf16:
     case Precision::fp8_e4m3: {  // BF16 output; FP8's already dequantized by the GEMM's scales
       const auto* bf16 = static_cast<const std::uint16_t*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = bf16_bits_to_float(bf16[i]);
-      break;
+      return use([bf16](std::size_t i) { return static_cast<double>(bf16_bits_to_float(bf16[i])); });
     }
     case Precision::int8: {
       const auto* sums = static_cast<const std::int32_t*>(c);
       const double dequant = static_cast<double>(operands.dequant[0]) * operands.dequant[kDequantStride];
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = sums[i] * dequant;
-      break;
+      return use([sums, dequant](std::size_t i) { return sums[i] * dequant; });
     }
     default: {  // FP32 output
       const auto* floats = static_cast<const float*>(c);
-#pragma omp parallel for schedule(static)
-      for (std::size_t i = 0; i < count; ++i) out[i] = floats[i];
+      return use([floats](std::size_t i) { return static_cast<double>(floats[i]); });
     }
   }
+}
+
+}  // namespace
+
+std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
+                                  const EncodedOperands& operands) {
+  std::vector<double> out(count);
+  with_decoder(precision, c, operands, [&](auto decode) {
+    const long elements = static_cast<long>(count);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < elements; ++i) out[i] = decode(static_cast<std::size_t>(i));
+    return 0;
+  });
   return out;
+}
+
+Verification verify_encoded_output(Precision precision, const void* c, const EncodedOperands& operands,
+                                   const MatmulReference& ref, Tolerance tolerance) {
+  return with_decoder(precision, c, operands,
+                      [&](auto decode) { return compare_reference_rows(ref, tolerance, decode); });
 }
 
 // --- the convolution study's tensors ---------------------------------------------------------

@@ -8,6 +8,8 @@
 
 #include "core/operations.hpp"
 #include "core/precision.hpp"
+#include "core/reference.hpp"
+#include "core/verify.hpp"
 
 namespace gpubench {
 
@@ -35,6 +37,12 @@ EncodedOperands encode_operands(Precision precision, const std::vector<float>& a
 // The m x n output `c` (in the precision's output format) as FP64 values.
 std::vector<double> decode_output(Precision precision, const void* c, std::size_t count,
                                   const EncodedOperands& operands);
+
+// The output `c` (m x n, row-major, in the precision's output format) checked as verify_matmul checks an
+// FP32 one: the rows `ref` holds decoded and compared, every element required to be finite. Decodes
+// in place, element by element: no FP64 copy of the whole output.
+Verification verify_encoded_output(Precision precision, const void* c, const EncodedOperands& operands,
+                                   const MatmulReference& ref, Tolerance tolerance);
 
 // --- the convolution study's tensors ---------------------------------------------------------
 // Input, filter and output are FP32 for Precision::fp32 and tf32 and FP16 for fp16 (FP32

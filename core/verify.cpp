@@ -30,14 +30,11 @@ std::string Verification::describe() const {
 
 namespace {
 
-// Every row the reference holds, element by element (the full output, or its sampled rows).
+// Every row the reference holds, element by element (the full output, or its sampled rows), and
+// every element of the output for NaN or Inf.
 template <typename T>
 Verification compare_with_reference(const T* c, const MatmulReference& ref, Tolerance tolerance) {
-  const std::size_t n = static_cast<std::size_t>(ref.shape.n);
-  return compare_elements(ref.rows.size() * n, tolerance, [&](std::size_t i) {
-    const std::size_t row = i / n;
-    return std::pair<double, double>(c[static_cast<std::size_t>(ref.rows[row]) * n + i % n], ref.values[i]);
-  });
+  return compare_reference_rows(ref, tolerance, [c](std::size_t i) { return static_cast<double>(c[i]); });
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ struct Verification {
 // NaN or Inf (a poisoned value never written) fails.
 Verification verify_exact(const float* values, const float* expected, std::size_t count);
 
-// `c` holds the full m x n output, row-major.
+// `c` holds the full m x n output, row-major: the rows the reference holds are compared with it, and
+// every element must be finite (with a sampled reference, the rows it lacks too).
 Verification verify_matmul(const float* c, const MatmulReference& ref, Tolerance tolerance);
 Verification verify_matmul(const double* c, const MatmulReference& ref, Tolerance tolerance);
 

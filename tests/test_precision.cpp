@@ -3,7 +3,9 @@
 // fault at a low-precision tolerance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/precision.hpp"
@@ -60,6 +62,31 @@ TEST(Codec, ScaledFormatsUseTheFullRangeAndTransposeB) {
   EXPECT_FLOAT_EQ(f8.dequant[kDequantStride], 4.0f / 448);
 }
 
+// The unscaled formats: A and B element by element in row-major order, FP32 kept bit for bit, FP64
+// widened exactly, FP16 and BF16 rounded one element at a time.
+TEST(Codec, UnscaledFormatsKeepTheLayoutAndRoundEachElement) {
+  const MatmulShape shape{3, 5, 4};  // A 3x4, B 4x5
+  const std::vector<float> a = random_uniform(shape.a_elements(), 1), b = random_normal(shape.b_elements(), 2);
+  const EncodedOperands f32 = encode_operands(Precision::fp32, a, b, shape);
+  ASSERT_EQ(f32.a.size(), a.size() * 4);
+  EXPECT_EQ(std::memcmp(f32.a.data(), a.data(), f32.a.size()), 0);
+  EXPECT_EQ(std::memcmp(f32.b.data(), b.data(), f32.b.size()), 0);
+  const EncodedOperands f64 = encode_operands(Precision::fp64, a, b, shape);
+  const EncodedOperands f16 = encode_operands(Precision::fp16, a, b, shape);
+  const EncodedOperands bf = encode_operands(Precision::bf16, a, b, shape);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    double wide;
+    std::uint16_t half, brain;
+    std::memcpy(&wide, f64.b.data() + 8 * i, 8);
+    std::memcpy(&half, f16.b.data() + 2 * i, 2);
+    std::memcpy(&brain, bf.b.data() + 2 * i, 2);
+    EXPECT_EQ(wide, static_cast<double>(b[i])) << i;
+    EXPECT_EQ(half, float_to_half_bits(b[i])) << i;
+    EXPECT_EQ(brain, float_to_bf16_bits(b[i])) << i;
+  }
+  EXPECT_FALSE(f16.b_transposed);
+}
+
 TEST(Codec, Int8OutputIsScaledBack) {
   EncodedOperands q;
   q.dequant[0] = 0.5f;
@@ -111,6 +138,69 @@ TEST(PrecisionVerification, CatchesAPlantedFaultAtBf16Tolerance) {
   EXPECT_GT(honest.rel_fro_error, 1e-4);  // input rounding shows: BF16 is not FP32
   c[5 * problem.shape.n + 7] += 5.0;
   EXPECT_FALSE(verify_matmul(c.data(), problem.reference, tolerance).passed());
+}
+
+// The full reference's values stored in `precision`'s output format (a stand-in for a GPU's output).
+std::vector<std::uint8_t> stored_output(Precision precision, const MatmulReference& full, const EncodedOperands& q) {
+  const std::size_t count = full.values.size();
+  std::vector<std::uint8_t> bytes(count * precision_info(precision).output_bytes);
+  for (std::size_t i = 0; i < count; ++i) {
+    const float value = static_cast<float>(full.values[i]);
+    if (precision == Precision::fp16) {
+      const std::uint16_t bits = float_to_half_bits(value);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    } else if (precision == Precision::bf16) {
+      const std::uint16_t bits = float_to_bf16_bits(value);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    } else if (precision == Precision::int8) {
+      const double dequant = static_cast<double>(q.dequant[0]) * q.dequant[kDequantStride];
+      const auto sum = static_cast<std::int32_t>(std::nearbyint(full.values[i] / dequant));
+      std::memcpy(bytes.data() + 4 * i, &sum, 4);
+    } else {
+      std::memcpy(bytes.data() + 4 * i, &value, 4);
+    }
+  }
+  return bytes;
+}
+
+// verify_encoded_output decodes element by element what decode_output decodes whole: the same errors
+// as verify_matmul on the decoded output, with a full reference and with a sampled one; a NaN-poisoned
+// element outside the sampled rows (never written) fails; a wrong element of a sampled row fails.
+TEST(PrecisionVerification, EncodedOutputIsCheckedAsItsDecodingIs) {
+  const testing::RandomMatmul problem({96, 80, 64}, 4);
+  const MatmulShape shape = problem.shape;
+  const MatmulReference sampled =
+      matmul_reference_fp64(problem.a.data(), problem.b.data(), shape, ReferencePolicy{0.0, 10}, 6);
+  ASSERT_FALSE(sampled.complete());
+  int unsampled = 0;
+  while (std::find(sampled.rows.begin(), sampled.rows.end(), unsampled) != sampled.rows.end()) ++unsampled;
+  for (Precision precision : {Precision::fp32, Precision::fp16, Precision::bf16, Precision::int8}) {
+    SCOPED_TRACE(precision_info(precision).name);
+    const EncodedOperands q = encode_operands(precision, problem.a, problem.b, shape);
+    const Tolerance tolerance = precision_tolerance(precision, shape.k);
+    std::vector<std::uint8_t> c = stored_output(precision, problem.reference, q);
+    const std::vector<double> decoded = decode_output(precision, c.data(), shape.c_elements(), q);
+    for (const MatmulReference* ref : {&problem.reference, &sampled}) {
+      const Verification whole = verify_matmul(decoded.data(), *ref, tolerance);
+      const Verification in_place = verify_encoded_output(precision, c.data(), q, *ref, tolerance);
+      EXPECT_TRUE(in_place.passed()) << in_place.describe();
+      EXPECT_DOUBLE_EQ(in_place.rel_fro_error, whole.rel_fro_error);
+      EXPECT_DOUBLE_EQ(in_place.max_rel_error, whole.max_rel_error);
+      EXPECT_EQ(in_place.non_finite, 0u);
+    }
+    const std::size_t bytes = precision_info(precision).output_bytes;
+    if (precision != Precision::int8) {  // an INT32 output has no NaN to poison it with
+      std::vector<std::uint8_t> unwritten = c;
+      std::memset(unwritten.data() + (static_cast<std::size_t>(unsampled) * shape.n + 3) * bytes, 0xFF, bytes);
+      const Verification v = verify_encoded_output(precision, unwritten.data(), q, sampled, tolerance);
+      EXPECT_FALSE(v.passed());
+      EXPECT_EQ(v.non_finite, 1u);
+    }
+    MatmulReference off = problem.reference;  // one element of a sampled row 5 away
+    off.values[static_cast<std::size_t>(sampled.rows[2]) * shape.n + 5] += 5.0;
+    const std::vector<std::uint8_t> wrong = stored_output(precision, off, q);
+    EXPECT_FALSE(verify_encoded_output(precision, wrong.data(), q, sampled, tolerance).passed());
+  }
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // gives every element the exact value (triad's single rounding included) at sizes that leave
 // remainders past any vector width and thread share, and a dot within its tolerance.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -101,25 +100,6 @@ TEST(StreamCheck, DotWithinItsRoundingPassesAndBeyondFails) {
   EXPECT_TRUE(check(static_cast<double>(sum + 0.5L * tolerance * magnitude)).passed());
   EXPECT_FALSE(check(static_cast<double>(sum + 2.0L * tolerance * magnitude)).passed());
   EXPECT_FALSE(check(std::numeric_limits<double>::quiet_NaN()).passed());
-}
-
-TEST(RandomUniformParallel, IsReproducibleWhateverTheThreadsAndUniform) {
-  const std::size_t n = (1u << 18) + 5;  // blocks and a part of one
-  const int threads = omp_get_max_threads();
-  const std::vector<float> many = random_uniform_parallel(n, 42);
-  omp_set_num_threads(1);
-  const std::vector<float> one = random_uniform_parallel(n, 42);
-  omp_set_num_threads(threads);
-  EXPECT_EQ(many, one);
-  EXPECT_NE(random_uniform_parallel(n, 43), many);
-  double sum = 0;
-  for (float value : many) {
-    ASSERT_GE(value, -1.0f);
-    ASSERT_LT(value, 1.0f);
-    sum += value;
-  }
-  EXPECT_LT(std::fabs(sum / n), 0.01);  // mean 0 within many standard errors (0.0011)
-  EXPECT_NE(many[0], many[1 << 16]);  // the blocks are not the same stream
 }
 
 TEST(StreamOps, CountedAsStreamCountsThem) {

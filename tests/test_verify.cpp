@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -62,6 +63,53 @@ TEST_F(VerifyTest, CatchesAResultComputedInLowerPrecision) {
     std::memcpy(&value, &bits, sizeof bits);
   }
   EXPECT_FALSE(problem.check(c).passed());
+}
+
+// A reference of some rows only (what sizes above ReferencePolicy's max_full_flop get): its rows agree
+// with the full product's; a wrong value in a sampled row fails; a NaN (a never-written element) fails
+// in any row, sampled or not; a wrong finite value outside the sampled rows is what sampling gives up.
+class SampledReferenceTest : public VerifyTest {
+ protected:
+  static constexpr int kRows = 12;
+  const MatmulReference sampled =
+      matmul_reference_fp64(problem.a.data(), problem.b.data(), shape, ReferencePolicy{0.0, kRows}, 5);
+  const Tolerance tolerance = accumulation_tolerance(kFp32UnitRoundoff, shape.k);
+
+  int unsampled_row() const {
+    for (int row = 0; row < shape.m; ++row)
+      if (std::find(sampled.rows.begin(), sampled.rows.end(), row) == sampled.rows.end()) return row;
+    return -1;
+  }
+};
+
+TEST_F(SampledReferenceTest, HoldsTheFullProductsRows) {
+  ASSERT_EQ(sampled.rows.size(), static_cast<std::size_t>(kRows));
+  ASSERT_FALSE(sampled.complete());
+  for (std::size_t r = 0; r < sampled.rows.size(); ++r)
+    for (int j = 0; j < shape.n; ++j)
+      ASSERT_DOUBLE_EQ(sampled.values[r * shape.n + j], problem.reference.values[sampled.rows[r] * shape.n + j]);
+  const Verification v = verify_matmul(c.data(), sampled, tolerance);
+  EXPECT_TRUE(v.passed()) << v.describe();
+  EXPECT_GT(v.rel_fro_error, 0.0);
+}
+
+TEST_F(SampledReferenceTest, CatchesAWrongElementOfASampledRow) {
+  c[static_cast<std::size_t>(sampled.rows[3]) * shape.n + 7] += 0.5f;
+  const Verification v = verify_matmul(c.data(), sampled, tolerance);
+  EXPECT_FALSE(v.passed());
+  EXPECT_GT(v.max_rel_error, v.tolerance.max_rel);
+}
+
+TEST_F(SampledReferenceTest, CatchesAnUnwrittenElementOutsideTheSampledRows) {
+  const int row = unsampled_row();
+  ASSERT_GE(row, 0);
+  c[static_cast<std::size_t>(row) * shape.n + 2] = std::numeric_limits<float>::quiet_NaN();
+  c[static_cast<std::size_t>(row) * shape.n + 3] = std::numeric_limits<float>::infinity();
+  const Verification v = verify_matmul(c.data(), sampled, tolerance);
+  EXPECT_FALSE(v.passed());
+  EXPECT_EQ(v.non_finite, 2u);
+  std::vector<double> wide(c.begin(), c.end());
+  EXPECT_EQ(verify_matmul(wide.data(), sampled, tolerance).non_finite, 2u);
 }
 
 TEST(Tolerance, GrowsWithAccumulationLength) {
