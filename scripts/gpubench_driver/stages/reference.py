@@ -1,4 +1,5 @@
 """Reference timings from numpy and PyTorch, and how the study compares with them."""
+import functools
 import json
 import os
 import shutil
@@ -33,7 +34,14 @@ def candidate_interpreters():
 
 
 def find_interpreter(library):
-    for python in candidate_interpreters():
+    return _first_with(library, tuple(candidate_interpreters()))
+
+
+@functools.cache
+def _first_with(library, pythons):
+    """The first of the interpreters that imports the library (a GPU for torch), probed once per run: a probe
+    imports PyTorch and starts CUDA, seconds each, and the suite's references asked for one per run of theirs."""
+    for python in pythons:
         try:
             probe = stopping.run([python, "-c", PROBES[library]], capture_output=True, timeout=PROBE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):

@@ -295,13 +295,13 @@ class Study:
         for name, fields in self.planned.items():
             units.setdefault(fields["n"], []).append(name)
         if self._sweep_third is None:
-            self._sweep_third = self._third_trial(resumable.SWEEP, units)
+            self._sweep_third = self._third_trial(resumable.SWEEP, units, save=False)  # the session saves them all
         return self._sweep_third
 
-    def _third_trial(self, phase, units, round_number=None):
+    def _third_trial(self, phase, units, round_number=None, save=True):
         """The sizes of `units` ({n: entry names}) that get a third trial: as the run recorded them (a resumed
-        run), else as trial_rule.judge finds them, recorded in `third_trial` with why; their entries are added
-        to the progress total."""
+        run), else as trial_rule.judge finds them, recorded in `third_trial` with why (saved unless `save` is
+        false: the caller saves); their entries are added to the progress total."""
         decisions = self.record.setdefault("third_trial", [])
         found = resumable.unit(phase, round_number=round_number)
         decision = next((d for d in decisions if resumable.key(d) == resumable.key(found)), None)
@@ -314,7 +314,8 @@ class Study:
                     third.append({"n": n, **why})
             decision = {**found, "units": len(units), "third": third}
             decisions.append(decision)
-            self.save()
+            if save:
+                self.save()
         sizes = {item["n"] for item in decision["third"]}
         where = f" (refinement round {round_number})" if round_number else ""
         print(f"{self.name}{where}: a third trial at {len(sizes)} of {len(units)} sizes"

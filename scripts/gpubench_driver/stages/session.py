@@ -180,6 +180,7 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
             if trial == trial_rule.EVERY_UNIT + 1 and options.trial_policy == trial_rule.ADAPTIVE:
                 for study in studies:  # every study's third-trial units in the progress total before the pass
                     study.third_trial_sizes()
+                save()  # the decisions, once (a resume makes the same): a save writes the whole results.json
             for study in studies:
                 study.sweep(trial)
                 if trial == options.trials:
