@@ -25,8 +25,7 @@ def _point(entry):
 
 
 def curves(entries):
-    """One row per (collective, placement): its points in size order, its smallest message's latency
-    and its largest message's bandwidths."""
+    """One row per (collective, placement): its points, smallest message's latency, largest's bandwidths."""
     found = group_by((entry for entry in ok_entries(entries) if entry.get("message_bytes") and entry.get("ranks")
                       and entry.get("bus_factor") is not None), lambda entry: (entry["impl"], entry["mode"]), _point)
     rows = []
@@ -131,8 +130,7 @@ def _per_1e9(value):
 
 
 def plots(pyplot, study, plot_dir):
-    """Bus bandwidth against the message size (collectives_bus_bandwidth.png); with one rank, whose bus
-    factors are 0, the algorithm bandwidth (collectives_algorithm_bandwidth.png)."""
+    """Bus bandwidth over the message size; with one rank (bus factor 0), the algorithm bandwidth."""
     derived = study["derived"]
     series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:

@@ -125,8 +125,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
-    """Per ladder, each rung's rate as a fraction of cuBLAS's, a group of bars per rung with a bar per
-    size (gemm_ladder_<precision>.png)."""
+    """Per ladder, each rung's fraction of cuBLAS's rate: a group of bars per rung, a bar per size."""
     paths = []
     for ladder in study["derived"].get("ladders") or []:
         rungs = [rung for rung in ladder["rungs"] if rung != YARDSTICK]

@@ -18,8 +18,7 @@ LAUNCHES = (SYNC_EACH, STREAM, GRAPH)  # the ways of launching a chain kernel by
 
 
 def row(entry):
-    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
-    the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
+    """One entry's times per call and per kernel; for a stamped chain its busy and idle shares and gaps."""
     median = entry["time_s"]["median"]
     interval = interval_record(entry)
     kernels, per = finite(entry.get("kernels")) or entry["n"], 1 / entry["n"]
@@ -58,8 +57,7 @@ def _at(items, impl, mode, n):
 
 
 def marginal(entries, impl, mode):
-    """The cost of one more kernel: the slope between the two longest chains measured, with the interval its
-    ends' intervals give; None below two lengths."""
+    """One more kernel's cost: the slope between the two longest chains, with its interval; None below two."""
     members = sorted((entry for entry in ok_entries(entries) if (entry["impl"], entry["mode"]) == (impl, mode)),
                      key=lambda entry: entry["n"])
     if len(members) < 2:
@@ -75,8 +73,7 @@ def marginal(entries, impl, mode):
 
 
 def launch_costs(entries, found):
-    """The empty kernel's figures: launch and wait at the shortest chain, stream and graph per kernel at each
-    length, and the cost of one more kernel each way."""
+    """The empty kernel: launch and wait, per kernel from a stream and a graph, one more kernel each way."""
     empty = [item for item in found if item["impl"] == EMPTY]
     synced = sorted((item for item in empty if item["mode"] == SYNC_EACH), key=lambda item: item["n"])
     return {"latency": synced[0] if synced else None,
@@ -104,8 +101,7 @@ def chains(entries, found):
 
 
 def idle_finding(chain_rows):
-    """The idle share of each way of launching, and the graph's gain over the stream, at the longest chain
-    measured all three ways; None without one."""
+    """Each launching's idle share and the graph's gain at the longest chain measured all three ways; None."""
     full = [item for item in chain_rows if all(mode in item["modes"] and item["modes"][mode]["idle_fraction"]
                                                  is not None for mode in LAUNCHES)]
     if not full:
@@ -225,8 +221,7 @@ CHAIN_KERNELS = "kernels in the chain (n)"
 
 
 def plots(pyplot, study, plot_dir):
-    """The time per kernel (launch_overhead_per_kernel.png) and the GPU's busy share (launch_overhead_busy.png)
-    against the chain's length."""
+    """The time per kernel and the GPU's busy share against the chain's length."""
     rows = study["derived"].get("rows") or []
     per_kernel = group_by(rows, lambda row: (row["impl"], row["mode"]), lambda row: (row["n"], row))
     busy = group_by((row for row in rows if row["busy_fraction"] is not None), lambda row: (row["mode"],),

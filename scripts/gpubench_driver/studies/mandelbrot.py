@@ -49,8 +49,7 @@ def _fastest(entries):
 
 
 def _contraction(members, contracted):
-    """Per GPU mode and contracted implementation: the fastest separately rounded GPU entry's time over
-    its time (above 1: contraction is faster)."""
+    """Per GPU mode and contracted implementation: the fastest separately rounded entry's time over its."""
     found = []
     for mode in gpu_modes(members):
         measured = gpu_entries(members, mode)
@@ -110,8 +109,7 @@ def rates(entries):
 
 
 def guide_claim(rows):
-    """The guide's figures beside the ratios measured at its configuration, and its CPU time over this
-    machine's one compiled core (how much of the 885x was the interpreter); None where it was not measured."""
+    """The guide's figures beside the ratios at its configuration and its interpreter's share; None."""
     row = next((row for row in rows if is_guide(row)), None)
     if row is None:
         return None
@@ -227,8 +225,7 @@ PGM_HEADER = re.compile(_SPACE + rb"*P5(?=\s)" + (_SPACE + rb"+(\d+)(?=\s|\Z)") 
 
 
 def read_pgm(path):
-    """(width, height, maxval, samples in file order, the comment) of a binary PGM (P5; 16-bit samples
-    big-endian); None when the file is absent or not one."""
+    """(width, height, maxval, samples, comment) of a binary PGM (P5, 16-bit big-endian); None if not one."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -283,8 +280,7 @@ def _configuration_bars(pyplot, path, row, guide):
 
 
 def plots(pyplot, study, plot_dir):
-    """The count image the run kept, the times at the guide's configuration beside the guide's, and pixels
-    per second over the image's rows per iteration limit where more than one image was measured."""
+    """The count image, the guide's configuration's times beside the guide's, pixels per second over n."""
     paths = []
     image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
     if image:

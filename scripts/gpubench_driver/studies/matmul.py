@@ -85,8 +85,7 @@ def _speedup_series(entries):
 
 
 def plots(pyplot, study, plot_dir):
-    """Time and rate of every implementation and mode (split by GPU mode past charts.MAX_SERIES, the CPU on
-    each); the best GPU's speedup over the best CPU per mode."""
+    """Time and rate of every implementation and mode; the best GPU's speedup over the best CPU per mode."""
     entries = study["entries"]
     series = charts.series(entries, lambda entry: (entry["impl"], entry["mode"]))
     by_mode = (lambda key: key[1],)

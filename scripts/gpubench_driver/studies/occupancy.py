@@ -41,8 +41,7 @@ def _point(entry, best):
 
 
 def _described_occupancy(implementations):
-    """{kernel: {threads per block: occupancy row}} from --describe, keeping only well-typed fields (the file
-    may come from anyone)."""
+    """{kernel: {threads per block: occupancy row}} of --describe, well-typed fields only."""
     found = {}
     for impl in implementations or []:
         if not isinstance(impl, dict) or not isinstance(impl.get("id"), str):
@@ -62,8 +61,7 @@ def _described_occupancy(implementations):
 
 
 def plateau_blocks(points, fraction=PLATEAU_FRACTION):
-    """The fewest blocks from which every larger grid measured stays at `fraction` of the best rate of
-    these points (one block size's curve, in block order); None without points."""
+    """The fewest blocks from which every larger grid stays at `fraction` of the curve's best; None."""
     if not points:
         return None
     best = max(point["fraction_of_best"] for point in points)
@@ -107,8 +105,7 @@ def kernels(entries, implementations=None):
 
 
 def walkthrough(rows):
-    """The walk-through's launch on each kernel measured at it, against the claimed tenth (interval_side);
-    the walk-through's own kernel first."""
+    """The walk-through's launch on each kernel measured at it, against the claimed tenth; its kernel first."""
     found = []
     for row in sorted(rows, key=lambda row: row["impl"] != WALKTHROUGH["kernel"]):
         point = next((point for point in row["points"] if point["blocks"] == WALKTHROUGH["blocks"]
@@ -256,8 +253,7 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
 
 
 def plots(pyplot, study, plot_dir):
-    """Per kernel: its rate by launch configuration (occupancy_<kernel>.png) and over the resident warps
-    (occupancy_<kernel>_warps.png)."""
+    """Per kernel: its rate by launch configuration (a heat map) and over the resident warps."""
     derived = study["derived"]
     paths, study_charts = [], []
     for kernel in derived.get("kernels") or []:

@@ -27,8 +27,7 @@ TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
 
 
 def speedups_over_fp32(entries):
-    """One row per ok entry: its time and rate, its speedup over the FP32 baseline (same device
-    library, mode and size), its errors on both input distributions and its tolerance."""
+    """One row per ok entry: time, rate, speedup over its device library's FP32, errors and tolerance."""
     index = {(e["impl"], e["mode"], e["precision"], e["n"]): e for e in ok_entries(entries)}
     rows = []
     for (impl, mode, precision, n), entry in sorted(index.items(), key=lambda item: (item[0][3], *item[0][:3])):
@@ -66,8 +65,7 @@ def _table_order(precisions):
 
 
 def tables(rows, precisions):
-    """The summary's speed and accuracy tables: at TABLE_SIZE and at the largest size measured, each
-    with its rows (of speedups_over_fp32) in the table's order."""
+    """The speed and accuracy tables: at TABLE_SIZE and at the largest size, each with its rows in order."""
     measured = {row["n"] for row in rows}
     if not measured:
         return []
@@ -79,8 +77,7 @@ def tables(rows, precisions):
 
 
 def cpu_notes(entries, precisions):
-    """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat about it
-    on this CPU (e.g. BF16 without BF16 instructions)."""
+    """Per precision on the CPU: why it was not measured, or the binary's caveat about it."""
     notes = {p.get("id"): p.get("cpu_note") for p in precisions or [] if isinstance(p, dict)}
     found = []
     for precision, measured in group_by((entry for entry in entries if entry.get("device") == "cpu"),
@@ -161,8 +158,7 @@ def _result_item(name, result):
 
 
 def _sizes_not_compared(rows):
-    """A line naming the comparison's sizes this run has no row at (it measured no format there), and how
-    to compare at every one in a run."""
+    """The comparison's sizes this run has no row at, and how to compare at every one."""
     missing = [n for n in TORCH_SIZES if n not in {row["n"] for row in rows}]
     if not rows or not missing:
         return []
@@ -191,8 +187,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def pareto_points(rows):
-    """Per GPU implementation and precision, resident, the row at the largest size whose
-    speedup over FP32 and error were both measured."""
+    """Per GPU implementation and precision, resident: the largest size with speedup and error."""
     groups = group_by((row for row in rows if row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
                        and charts.placeable(row["rel_fro_error"])), lambda row: (row["impl"], row["precision"]))
     return [max(groups[key], key=lambda row: row["n"]) for key in sorted(groups)]
@@ -220,15 +215,13 @@ def _pareto_plot(pyplot, path, points):
 
 
 def _input_width(precision):
-    """'32-bit' for fp32 and tf32, '16-bit' for bf16 and fp16_acc16, '8-bit' for int8 and fp8_e4m3: the
-    first number in a precision's name, the bits an input is stored in."""
+    """'32-bit' for fp32 and tf32, '8-bit' for int8: the first number in a precision's name."""
     bits = re.search(r"\d+", precision)
     return f"{bits.group()}-bit" if bits else precision
 
 
 def plots(pyplot, study, plot_dir):
-    """The speed-accuracy chart, and FLOP/s over n split by input width when over charts.MAX_SERIES (the CPU on
-    each, e.g. precision_rate_16_bit.png)."""
+    """The speed-accuracy chart, and FLOP/s over n split by input width."""
     paths, points = [], pareto_points(study["derived"].get("speedups_over_fp32", []))
     if points:
         paths.append(charts.plot_path(plot_dir, "precision_pareto"))
@@ -278,8 +271,7 @@ CHECK_SIZE = 8192
 
 
 def check_figures(study, document, sheet):
-    """Each format's cuBLAS GEMM at the check's size, against the datasheet's dense rate (its rate without
-    tensor cores where the entry says it ran on the CUDA cores alone)."""
+    """Each format's cuBLAS GEMM at the check's size against the datasheet's rate (with or without tensor cores)."""
     found = []
     for entry in sorted(entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE),
                         key=lambda entry: (order_of(PRECISIONS)(entry["precision"]), entry["precision"])):

@@ -30,9 +30,7 @@ def bandwidth(entry):
 
 
 def plateau_size(points, fraction=PLATEAU_FRACTION):
-    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the rate of the largest copy (a small
-    host copy that fits in a cache can be faster and is no plateau); the size is the first from which every
-    larger one stays at or above the threshold, interpolated on log2(size) from the size before it."""
+    """(plateau: the largest copy's rate, the size from which every copy reaches `fraction` of it)."""
     plateau = points[-1]["bytes_per_s"]
     threshold = fraction * plateau
     first = len(points) - 1
@@ -47,8 +45,7 @@ def plateau_size(points, fraction=PLATEAU_FRACTION):
 
 
 def bandwidth_rows(entries):
-    """One row per (engine, memory, direction, device): its points in size order, the latency of its smallest
-    copy, its plateau and the size at which it reaches PLATEAU_FRACTION of it."""
+    """One row per (engine, memory, direction, device): points, smallest copy's latency, plateau."""
     rows = curve_rows([entry for entry in ok_entries(entries) if bandwidth(entry) is not None],
                       ("impl", "mode", "precision", "device"),
                       lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
@@ -68,8 +65,7 @@ def _at(rows, engine, memory, direction):
 
 
 def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=LINK_DIRECTIONS):
-    """Per direction: numerator memory's bandwidth over denominator memory's at every size both measured and at
-    the largest, each with whether they differ beyond noise (one that does not finds no faster memory)."""
+    """Per direction: one memory's bandwidth over another's at each size both measured and the largest."""
     found = []
     for direction in directions:
         top, bottom = _at(rows, engine, numerator, direction), _at(rows, engine, denominator, direction)
@@ -87,8 +83,7 @@ def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=L
 
 
 def link_rate(gpu):
-    """Theoretical bytes/s per direction of the GPU's PCIe link from nvidia-smi's maximum generation and width
-    (the current ones drop while the link idles)."""
+    """Theoretical bytes/s per direction of the PCIe link, from its maximum generation and width."""
     generation, width = (gpu or {}).get("pcie.link.gen.max"), (gpu or {}).get("pcie.link.width.max")
     if generation not in PCIE_GENERATIONS or not isinstance(width, int) or width <= 0:
         return None
@@ -204,9 +199,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
-    """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
-    (and the link's theoretical rate across the link); split by memory family, then engine, when over
-    charts.MAX_SERIES (e.g. transfer_bandwidth_h2d_page_locked.png)."""
+    """One chart per direction: GiB/s over the bytes per copy, with the link's theoretical rate."""
     derived = study["derived"]
     study_charts = []
     for direction, mine in group_by(derived.get("curves", []), lambda row: row["direction"]).items():
