@@ -149,6 +149,5 @@ def plots(pyplot, study, plot_dir):
     return paths
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="gemm_ladder", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=flop_rates, axes={"impl": "rung"}, experiment=True, position=150)

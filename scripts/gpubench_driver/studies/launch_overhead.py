@@ -91,13 +91,17 @@ def _speedup(entries, faster, slower, n):
             "saved_per_kernel_s": (slow["time_s"]["median"] - fast["time_s"]["median"]) / n}
 
 
+# What one way of launching a chain buys over another: (key, faster, slower, the summary's words).
+GAINS = (("graph_over_stream", GRAPH, STREAM, "a graph over the stream"),
+         ("graph_over_sync_each", GRAPH, SYNC_EACH, "a graph over synchronising each"),
+         ("fused_over_graph", FUSED, GRAPH, "one fused kernel over the graph"))
+
+
 def chains(entries, found):
     """Per length of the add_kernel chain: each way of launching it and what each buys over another."""
     lengths = sorted({item["n"] for item in found if item["impl"] == ADDS})
     return [{"n": n, "modes": {mode: item for mode in MODES if (item := _at(found, ADDS, mode, n))},
-             "graph_over_stream": _speedup(entries, GRAPH, STREAM, n),
-             "graph_over_sync_each": _speedup(entries, GRAPH, SYNC_EACH, n),
-             "fused_over_graph": _speedup(entries, FUSED, GRAPH, n)} for n in lengths]
+             **{key: _speedup(entries, faster, slower, n) for key, faster, slower, _ in GAINS}} for n in lengths]
 
 
 def idle_finding(chain_rows):
@@ -191,14 +195,10 @@ def _chains(derived):
           "over the entry's samples (n/a: none fell inside).")])
 
 
-GAINS = (("graph_over_stream", "a graph over the stream"), ("graph_over_sync_each", "a graph over synchronising each"),
-         ("fused_over_graph", "one fused kernel over the graph"))
-
-
 def _graphs(derived):
     items = [f"n = {found['n']}: {what} {ratio(found['ratio'])}{noise_note(found['beyond_noise'])}, "
              f"{seconds(found['saved_per_kernel_s'])} saved per kernel"
-             for chain in derived.get("chains") or [] for key, what in GAINS if (found := chain[key])]
+             for chain in derived.get("chains") or [] for key, _, _, what in GAINS if (found := chain[key])]
     finding = derived.get("idle_finding")
     blocks = [bullets(items)] if items else []
     if finding:

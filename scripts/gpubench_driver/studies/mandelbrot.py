@@ -82,13 +82,9 @@ def _configuration_row(members, contracted):
     return {"n": first["n"], "max_iterations": first["batch"], "precision": first["precision"],
             "width": first.get("width"), "height": first.get("height"), "escape_iterations": iterations,
             "iterations_per_pixel": _per_pixel(iterations, first), "warp_divergence": divergence,
-            "cpu": {cores: median_record(found) for cores, found in cpu.items() if found}, "gpu": gpu, "kernels": kernels,
+            "cpu": {cores: median_record(found) for cores, found in cpu.items() if found}, "gpu": gpu,
+            "kernels": kernels,
             "contraction": _contraction(members, contracted)}
-
-
-def contracted_ids(implementations):
-    """The implementations whose arithmetic contracts multiply-adds (--describe's `contracted`)."""
-    return {impl.get("id") for impl in implementations or [] if isinstance(impl, dict) and impl.get("contracted")}
 
 
 def configurations(entries, contracted=frozenset()):
@@ -121,7 +117,10 @@ def guide_claim(rows):
 
 
 def derive(entries, implementations=()):
-    rows = configurations(entries, contracted_ids(implementations))
+    # The implementations whose arithmetic contracts multiply-adds (--describe's `contracted`).
+    contracted = {impl.get("id") for impl in implementations or [] if isinstance(impl, dict)
+                  and impl.get("contracted")}
+    rows = configurations(entries, contracted)
     return {"configurations": rows, "rates": rates(entries), "guide_claim": guide_claim(rows),
             "failures": grouped_failures(entries)}
 

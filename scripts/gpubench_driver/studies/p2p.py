@@ -134,10 +134,8 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale):
         for column, value in enumerate(values):
             if not math.isnan(value):
                 axes.text(column, row, f"{value:.1f}", ha="center", va="center", fontsize="x-small", color="white")
-    axes.set_xticks(range(len(ends)))
-    axes.set_xticklabels(ends)
-    axes.set_yticks(range(len(ends)))
-    axes.set_yticklabels(ends)
+    axes.set_xticks(range(len(ends)), ends)
+    axes.set_yticks(range(len(ends)), ends)
     figure.colorbar(image, ax=axes, label=label)
     axes.set(xlabel="destination", ylabel="source",
              title=charts.plain(f"p2p {matrix['impl']}, {matrix['direction']}: {label}"))
@@ -176,7 +174,6 @@ def check_figures(study, document, sheet):
     return found
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="p2p", derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
               gpus_together=True,

@@ -58,12 +58,6 @@ def tensor_core_claim(rows):
             "results": results}
 
 
-def _table_order(precisions):
-    """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
-    order = order_of(p.get("id") for p in precisions or [] if isinstance(p, dict))
-    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"], order(row["precision"]), row["precision"])
-
-
 def tables(rows, precisions):
     """The speed and accuracy tables: at TABLE_SIZE and at the largest size, each with its rows in order."""
     measured = {row["n"] for row in rows}
@@ -71,9 +65,11 @@ def tables(rows, precisions):
         return []
     sizes = {n: False for n in (TABLE_SIZE,) if n in measured}
     sizes[max(measured)] = True
-    key = _table_order(precisions)
-    return [{"n": n, "largest_measured": largest, "rows": sorted((row for row in rows if row["n"] == n), key=key)}
-            for n, largest in sorted(sizes.items())]
+    order = order_of(p.get("id") for p in precisions or [] if isinstance(p, dict))  # the study's precisions
+    return [{"n": n, "largest_measured": largest, "rows": sorted(
+        (row for row in rows if row["n"] == n),
+        key=lambda row: (row["device"] != "gpu", row["impl"], row["mode"], order(row["precision"]), row["precision"]))}
+        for n, largest in sorted(sizes.items())]
 
 
 def cpu_notes(entries, precisions):
@@ -214,12 +210,6 @@ def _pareto_plot(pyplot, path, points):
     charts.finish(pyplot, figure, axes, path)
 
 
-def _input_width(precision):
-    """'32-bit' for fp32 and tf32, '8-bit' for int8: the first number in a precision's name."""
-    bits = re.search(r"\d+", precision)
-    return f"{bits.group()}-bit" if bits else precision
-
-
 def plots(pyplot, study, plot_dir):
     """The speed-accuracy chart, and FLOP/s over n split by input width."""
     paths, points = [], pareto_points(study["derived"].get("speedups_over_fp32", []))
@@ -229,8 +219,10 @@ def plots(pyplot, study, plot_dir):
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = charts.series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
                            if entry["mode"] in ("resident", charts.HOST_MODE) else None)
+    # Split by input width: the first number in a precision's name ('16-bit' for bf16 and fp16_acc16).
+    width = (lambda key: f"{bits.group()}-bit" if (bits := re.search(r"\d+", key[2])) else key[2],)
     return paths + charts.draw(pyplot, charts.line_charts(
-        plot_dir, ("precision_rate",), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
+        plot_dir, ("precision_rate",), "precision: FLOP/s", series, width,
         charts.cpu_keys(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 

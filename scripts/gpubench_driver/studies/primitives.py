@@ -59,7 +59,6 @@ def curves(entries):
                                          row["mode"]))
 
 
-# --- crossovers -----------------------------------------------------------------------------------
 def crossovers(entries):
     """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one."""
     found = []
@@ -372,7 +371,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="primitives", derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),
               axes={"impl": "primitive", "precision": "library", "n": "elements"}, position=120)

@@ -160,7 +160,6 @@ CHECK = CheckPoint(
     budget="one resident entry per format (FP16, FP32, FP64), one trial, the throughput protocol's stopping rule")
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="roofline", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},

@@ -267,8 +267,8 @@ def _device_memory(derived):
 
 def _host_memory(derived):
     rows = [row["dram"] for row in derived.get("host_memory") or [] if row["dram"]]  # each names its operation
-    caches = derived.get("host_caches") or {}
-    return table_section("Stream: host memory", ["operation", "fastest", "precision", "working set"], rows, lambda row: [
+    caches, header = derived.get("host_caches") or {}, ["operation", "fastest", "precision", "working set"]
+    return table_section("Stream: host memory", header, rows, lambda row: [
         md(row["operation"]), gb_per_s(row["bytes_per_s"]), md(row["precision"]),
         byte_size(row["working_set_bytes"]) + ("" if row["past_caches"] else " (not past the caches)")],
         paragraph(f"OpenMP loops on {md(caches.get('threads'))} threads, each on the pages it first wrote, past "
@@ -396,7 +396,6 @@ def memory_summary(bandwidth):
 MEMORY_ROOF = MemoryRoof(
     rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
     caption=lambda bandwidth: charts.plain(CAPTION.format(**bandwidth)), summary=memory_summary)
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="stream", derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
               memory_roof=MEMORY_ROOF, measures_roofs=True, position=100,

@@ -128,12 +128,6 @@ def _link(derived, document):
             f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."] + where
 
 
-def _setting(study):
-    setting = study.get("transparent_hugepage")
-    return [f"Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with madvise; "
-            f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
-
-
 def _curves_section(study, document):
     derived = study["derived"]
     rows = derived.get("curves") or []
@@ -141,13 +135,16 @@ def _curves_section(study, document):
     if not rows:
         return section(title, [paragraph("No copy was measured.")])
     use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
+    setting = study.get("transparent_hugepage")
+    huge_pages = [f"Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with "
+                  f"madvise; its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
     header = ["engine", "host memory", "direction", "latency of the smallest copy", "plateau", "size at 90% of it",
               "plateau / link"]
     body = [[md(row["impl"]), md(row["mode"]), md(row["direction"]),
              f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
              gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
              percent(use.get((row["impl"], row["mode"], row["direction"])), 0)] for row in rows]
-    return section(title, [bullets(_link(derived, document) + _setting(study)), table(header, body), paragraph(
+    return section(title, [bullets(_link(derived, document) + huge_pages), table(header, body), paragraph(
         "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: the "
         "bandwidth of the largest copy (bytes copied per second, GiB = 2^30 bytes; bidirectional counts both "
         "directions). Size at 90%: from where every larger copy reaches 90% of the plateau, interpolated on "
