@@ -87,14 +87,10 @@ def _rates(ladder):
 
 def _launches(ladder):
     """What each rung's launch takes at the largest size it ran (cuBLAS's kernels are its own)."""
-    largest = {}
-    for point in ladder["points"]:
-        if point["rung"] != YARDSTICK and point["n"] >= largest.get(point["rung"], {"n": 0})["n"]:
-            largest[point["rung"]] = point
+    largest = {point["rung"]: point for point in ladder["points"] if point["rung"] != YARDSTICK}  # points in n order
     body = [[md(rung), str(point["n"]), whole(point["threads_per_block"]), whole(point["grid_blocks"]),
-             whole(point["registers_per_thread"]),
-             byte_size(point["shared_bytes_per_block"]), percent(point["theoretical_occupancy"], 0),
-             md(point["tiling"] or "")] for rung, point in largest.items()]
+             whole(point["registers_per_thread"]), byte_size(point["shared_bytes_per_block"]),
+             percent(point["theoretical_occupancy"], 0), md(point["tiling"] or "")] for rung, point in largest.items()]
     return table(["rung", "at n", "threads per block", "blocks", "registers per thread", "shared memory per block",
                   "theoretical occupancy", "tiling (and what limits occupancy)"], body)
 

@@ -8,7 +8,7 @@ from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries
 from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_blocks, table_section
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 EMPTY, ADDS = "empty_kernel", "add_kernel"
@@ -158,10 +158,8 @@ def _launch(derived):
              for slope in launch.get("marginal") or []]
     if not items and not rows:
         return section(title, [paragraph("No empty-kernel entry was measured.")])
-    blocks = [bullets(items)] if items else []
-    if rows:
-        blocks += [table(["empty kernels", "kernels n", "call", "per kernel (interval)"], rows)]
-    return section(title, blocks + [paragraph(
+    return section(title, ([bullets(items)] if items else []) + table_blocks(
+        ["empty kernels", "kernels n", "call", "per kernel (interval)"], rows, list) + [paragraph(
         "An empty kernel (one thread, no work), host clock from the first launch to the stream's synchronisation. "
         "Per kernel: the call's median over n. One more kernel: the slope between the two longest chains measured, "
         "which leaves out the synchronisation's fixed cost. Intervals: the medians' (between trials, or within one "
@@ -170,19 +168,16 @@ def _launch(derived):
 
 def _chains(derived):
     chains = derived.get("chains") or []
-    title = "Launch overhead: a chain of small kernels"
-    if not chains:
-        return section(title, [paragraph("No add_kernel entry was measured.")])
-    body = [[str(chain["n"]), md(MODE_NAMES[mode]), seconds(item["median_s"]), _per_kernel(item),
-             percent_interval(item["busy_fraction"], item["busy_fraction_interval"]),
-             seconds(item["gap_per_kernel_s"]), seconds(item["outside_s"]),
-             "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"]
-            for chain in chains for mode in MODES if (item := chain["modes"].get(mode))]
     steps = next((item["timer_step_s"] for chain in chains for item in chain["modes"].values() if item["timer_step_s"]),
                  None)
-    return section(title, [table(["kernels n", "launched", "call", "per kernel (interval)",
-                                  "GPU busy: kernels' own time / call (interval)", "gap between kernels",
-                                  "before the first and after the last", "NVML utilisation"], body), paragraph(
+    return table_section("Launch overhead: a chain of small kernels", [
+        "kernels n", "launched", "call", "per kernel (interval)", "GPU busy: kernels' own time / call (interval)",
+        "gap between kernels", "before the first and after the last", "NVML utilisation"],
+        [item for chain in chains for mode in MODES if (item := chain["modes"].get(mode))], lambda item: [
+            str(item["n"]), md(MODE_NAMES[item["mode"]]), seconds(item["median_s"]), _per_kernel(item),
+            percent_interval(item["busy_fraction"], item["busy_fraction_interval"]), seconds(item["gap_per_kernel_s"]),
+            seconds(item["outside_s"]), "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"],
+        paragraph(
         "Each kernel adds a random value to 2^16 floats (256 KiB, in the L2 cache); the result is checked bit for "
         "bit against the host's additions. GPU busy: the sum of the kernels' spans (each kernel's first block's "
         "start to its last block's end on the GPU's global timer, median over the entry's calls) over the call's "
@@ -192,7 +187,7 @@ def _chains(derived):
         "synchronisation's return). "
         + (f"The global timer's smallest step here: {seconds(steps)}. " if steps else "")
         + "NVML utilisation: the share of its sample periods in which a kernel ran, where the telemetry read any "
-          "over the entry's samples (n/a: none fell inside).")])
+          "over the entry's samples (n/a: none fell inside)."), empty="No add_kernel entry was measured.")
 
 
 def _graphs(derived):

@@ -279,9 +279,10 @@ MEMORY_ROOF = MemoryRoof(
 
 def link_figures(document):
     """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
-    derived = (document["studies"].get("transfer") or {}).get("derived") or {}
+    derived, found = derived_of(document, "transfer"), []
     link = derived.get("link")
-    found = []
+    reference = ({"value": link["bytes_per_s"],
+                  "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"} if link else None)
     for direction, name in (("h2d", "host to device"), ("d2h", "device to host")):
         for mode in ("pinned", "pageable"):
             curve = _at(derived.get("curves") or [], "copy_engine", mode, direction)
@@ -289,9 +290,6 @@ def link_figures(document):
                 continue
             point = max(curve["points"], key=lambda point: point["n"])
             interval = inverse(point["n"], stats.Interval.of_record(point["interval_s"]))
-            reference = ({"value": link["bytes_per_s"],
-                          "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
-                         if link else None)
             entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode,
                                         "precision": direction, "n": point["n"]})  # direction: the precision slot
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode} host memory",
