@@ -31,8 +31,7 @@ def implementations(study):
 def hierarchy(study):
     """(GPU facts, host facts) of --describe's memory_hierarchy, {} where absent."""
     found = study.get("memory_hierarchy") if isinstance(study.get("memory_hierarchy"), dict) else {}
-    gpu, host = found.get("gpu"), found.get("host")
-    return (gpu if isinstance(gpu, dict) else {}), (host if isinstance(host, dict) else {})
+    return tuple(part if isinstance(part := found.get(key), dict) else {} for key in ("gpu", "host"))
 
 
 def theoretical_peak(gpu, rules):
@@ -161,11 +160,8 @@ def thrust_over_own(rows):
                 if row["device"] == "gpu" and row["mode"] == RESIDENT}
     found = []
     for (operation, kernel, precision), thrust in sorted(resident.items()):
-        if kernel != THRUST:
-            continue
-        pairs = [(own, _at_largest(thrust, resident[(operation, own, precision)])) for own in OWN_KERNELS
-                 if (operation, own, precision) in resident]
-        pairs = [(own, pair) for own, pair in pairs if pair]
+        pairs = [(own, pair) for own in OWN_KERNELS if kernel == THRUST and (operation, own, precision) in resident
+                 and (pair := _at_largest(thrust, resident[(operation, own, precision)]))]
         if not pairs:
             continue
         own_kernel, (mine, own) = max(pairs, key=lambda item: (item[1][1]["n"], item[1][1]["bytes_per_s"]))
