@@ -208,12 +208,6 @@ def derive(study):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-def _point_text(point):
-    """'triad by grid_stride, fp32, 768.0 MiB'."""
-    return (f"{md(point['operation'])} by {md(point['kernel'])}, {md(point['precision'])}, "
-            f"{byte_size(point['working_set_bytes'])}")
-
-
 def _peak_items(derived):
     peak = derived.get("theoretical")
     if peak:
@@ -228,7 +222,8 @@ def _peak_items(derived):
     hbm = derived.get("hbm")
     if hbm:
         share = hbm.get("fraction_of_peak")
-        items.append(f"Measured device memory bandwidth: **{gb_per_s(hbm['bytes_per_s'])}** ({_point_text(hbm)})"
+        items.append(f"Measured device memory bandwidth: **{gb_per_s(hbm['bytes_per_s'])}** ({md(hbm['operation'])} "
+                     f"by {md(hbm['kernel'])}, {md(hbm['precision'])}, {byte_size(hbm['working_set_bytes'])})"
                      + (f", {percent(share)} of the theoretical peak" if share is not None else "")
                      + ": the roofline's memory roof and the headline's figure.")
     elif derived.get("hbm_note"):
