@@ -327,7 +327,7 @@ def mandelbrot_guide(document):
 # --- the record -----------------------------------------------------------------------------------
 def pixel_rates(axes, counters, median_s):
     """Pixels per second from the image's width and height counters."""
-    pixels = (counters.get("width") or 0) * (counters.get("height") or 0)
+    pixels = _pixels(counters)
     return [formatting.rate(pixels / median_s, "pixels/s", " ")] if pixels else []
 
 
