@@ -4,9 +4,9 @@ kernel and the share of its wall time the GPU ran them (docs/studies.md, launch_
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
-from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.document import bullets, paragraph, section
 from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries
-from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
+from gpubench_driver.lib.formatting import md, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
 from gpubench_driver.lib.sections import failures_section, noise_note, table_blocks, table_section
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ

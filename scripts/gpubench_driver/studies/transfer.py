@@ -281,8 +281,8 @@ def link_figures(document):
     """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
     derived, found = derived_of(document, "transfer"), []
     link = derived.get("link")
-    reference = ({"value": link["bytes_per_s"],
-                  "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"} if link else None)
+    reference = {"value": link["bytes_per_s"],
+                 "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"} if link else None
     for direction, name in (("h2d", "host to device"), ("d2h", "device to host")):
         for mode in ("pinned", "pageable"):
             curve = _at(derived.get("curves") or [], "copy_engine", mode, direction)
