@@ -12,8 +12,7 @@ class PluginError(Exception):
 
 
 def discover(path, package):
-    """The plug-in modules of the package at `path` (every module but a private one, _name), in the
-    order of their records' positions."""
+    """The plug-in modules at `path` (every module but a private _name), in their records' order."""
     found = [importlib.import_module(f"{package}.{module.name}") for module in pkgutil.iter_modules(path)
              if not module.name.startswith("_")]
     for plugin in found:
@@ -39,9 +38,7 @@ CLAIMS = tuple(sorted((claim for study in STUDIES for claim in study.claims), ke
 
 
 def axis_names(name, record=None):
-    """{slot: name} of a study: what its --describe said (`axis_names` in its results record), slot by
-    slot, else what this registry knows (files and binaries from before axis_names), else the plain
-    names."""
+    """{slot: name} of a study: its --describe's `axis_names` slot by slot, else this registry's, else plain."""
     known = BY_NAME[name].axis_names if name in BY_NAME else dict(PLAIN_AXES)
     described = (record or {}).get("axis_names")
     if isinstance(described, dict):
@@ -51,8 +48,7 @@ def axis_names(name, record=None):
 
 
 def format_note(name, record=None):
-    """None where the study's precision slot holds a number format; else why its entries have no
-    peak, no fraction of it and no roofline point."""
+    """None where the precision slot holds a number format; else why the study has no peak or roofline."""
     slot = axis_names(name, record)["precision"]
     if slot == PLAIN_AXES["precision"]:
         return None
@@ -60,8 +56,7 @@ def format_note(name, record=None):
 
 
 def is_headline(study_name, entry):
-    """An entry the study compares with a reference (its record's comparisons: cuBLAS SGEMM at 4096,
-    each precision, the MLP step, the convolutions, the 256 MiB copies): the figures people quote."""
+    """An entry the study compares with a reference (its record's comparisons): the figures people quote."""
     record = BY_NAME.get(study_name)
     return bool(record) and any(
         (entry.get("impl"), entry.get("mode"), entry.get("precision")) == (c.impl, c.mode, c.precision)

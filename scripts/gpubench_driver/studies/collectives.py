@@ -25,8 +25,7 @@ def _point(entry):
 
 
 def curves(entries):
-    """One row per (collective, placement): its points in size order, its smallest message's latency
-    and its largest message's bandwidths."""
+    """One row per (collective, placement): its points, smallest message's latency, largest's bandwidths."""
     found = group_by((entry for entry in ok_entries(entries) if entry.get("message_bytes") and entry.get("ranks")
                       and entry.get("bus_factor") is not None), lambda entry: (entry["impl"], entry["mode"]), _point)
     rows = []
@@ -108,13 +107,15 @@ def _ranks(launch):
     """Who took part in a launch of one process per GPU (run --launcher): each rank's node and GPU."""
     if not launch:
         return []
-    hosts = dict.fromkeys(rank.get("host") for rank in launch.get("ranks") or [])
-    body = [[str(rank.get("rank")), md(rank.get("host") or "?"), str(rank.get("local_rank")), md(rank.get("cpu") or "?"),
-             md((rank.get("gpu") or {}).get("name") or f"none: {rank.get('gpu_reason')}"),
-             md((rank.get("gpu") or {}).get("pci_bus_id") or ""), md((rank.get("gpu") or {}).get("uuid") or "")]
-            for rank in launch.get("ranks") or []]
+    ranks = launch.get("ranks") or []
+    hosts = dict.fromkeys(rank.get("host") for rank in ranks)
+    command = " ".join(launch.get("command") or []).replace("`", "")
+    body = [[str(rank.get("rank")), md(rank.get("host") or "?"), str(rank.get("local_rank")),
+             md(rank.get("cpu") or "?"), md(gpu.get("name") or f"none: {rank.get('gpu_reason')}"),
+             md(gpu.get("pci_bus_id") or ""), md(gpu.get("uuid") or "")]
+            for rank in ranks for gpu in [rank.get("gpu") or {}]]
     return section("Collectives: the ranks, one process per GPU", [paragraph(
-        f"{launch.get('size')} ranks on {len(hosts)} node(s), started by `{' '.join(launch.get('command') or []).replace('`', '')}` "
+        f"{launch.get('size')} ranks on {len(hosts)} node(s), started by `{command}` "
         f"({md(launch.get('launcher') or '?')}'s variables; the ranks met over {md(launch.get('transport') or '?')}). "
         f"Rank 0 measured; every rank checked its own output."),
         table(["rank", "host", "local rank", "CPU", "GPU", "PCI bus id", "UUID"], body)])
@@ -126,13 +127,8 @@ def sections(study, document):
 
 
 # --- plots ----------------------------------------------------------------------------------------
-def _per_1e9(value):
-    return None if value is None else value / 1e9
-
-
 def plots(pyplot, study, plot_dir):
-    """Bus bandwidth against the message size (collectives_bus_bandwidth.png); with one rank, whose bus
-    factors are 0, the algorithm bandwidth (collectives_algorithm_bandwidth.png)."""
+    """Bus bandwidth over the message size; with one rank (bus factor 0), the algorithm bandwidth."""
     derived = study["derived"]
     series = charts.row_series(derived.get("curves") or [], ("impl", "mode"), "message_bytes")
     if not series:
@@ -141,12 +137,10 @@ def plots(pyplot, study, plot_dir):
         stem, what, key = "collectives_algorithm_bandwidth", "algorithm bandwidth (one rank: no bus)", "algorithm"
     else:
         stem, what, key = "collectives_bus_bandwidth", "bus bandwidth (nccl-tests' formulas)", "bus"
-    study_charts = charts.line_charts(plot_dir, (stem,), f"collectives: {what} against the message size",
-                                      series, (lambda series_key: series_key[1],),
-                                      ylabel="GB/s (10^9 bytes per second)",
-                                      value=lambda point: _per_1e9(point[f"{key}_bytes_per_s"]),
-                                      xlabel="message size (bytes, nccl-tests' size)")
-    return charts.draw(pyplot, study_charts)
+    return charts.draw(pyplot, charts.line_charts(
+        plot_dir, (stem,), f"collectives: {what} against the message size", series, (lambda series_key: series_key[1],),
+        ylabel="GB/s (10^9 bytes per second)", xlabel="message size (bytes, nccl-tests' size)",
+        value=lambda point: None if (rate := point[f"{key}_bytes_per_s"]) is None else rate / 1e9))
 
 
 # --- the record -----------------------------------------------------------------------------------

@@ -87,14 +87,10 @@ def _rates(ladder):
 
 def _launches(ladder):
     """What each rung's launch takes at the largest size it ran (cuBLAS's kernels are its own)."""
-    largest = {}
-    for point in ladder["points"]:
-        if point["rung"] != YARDSTICK and point["n"] >= largest.get(point["rung"], {"n": 0})["n"]:
-            largest[point["rung"]] = point
+    largest = {point["rung"]: point for point in ladder["points"] if point["rung"] != YARDSTICK}  # points in n order
     body = [[md(rung), str(point["n"]), whole(point["threads_per_block"]), whole(point["grid_blocks"]),
-             whole(point["registers_per_thread"]),
-             byte_size(point["shared_bytes_per_block"]), percent(point["theoretical_occupancy"], 0),
-             md(point["tiling"] or "")] for rung, point in largest.items()]
+             whole(point["registers_per_thread"]), byte_size(point["shared_bytes_per_block"]),
+             percent(point["theoretical_occupancy"], 0), md(point["tiling"] or "")] for rung, point in largest.items()]
     return table(["rung", "at n", "threads per block", "blocks", "registers per thread", "shared memory per block",
                   "theoretical occupancy", "tiling (and what limits occupancy)"], body)
 
@@ -125,8 +121,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
-    """Per ladder, each rung's rate as a fraction of cuBLAS's, a group of bars per rung with a bar per
-    size (gemm_ladder_<precision>.png)."""
+    """Per ladder, each rung's fraction of cuBLAS's rate: a group of bars per rung, a bar per size."""
     paths = []
     for ladder in study["derived"].get("ladders") or []:
         rungs = [rung for rung in ladder["rungs"] if rung != YARDSTICK]
@@ -150,6 +145,5 @@ def plots(pyplot, study, plot_dir):
     return paths
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="gemm_ladder", derive=lambda study, document, rounds: derive(study), summary=sections,
               plots=plots, rates=flop_rates, axes={"impl": "rung"}, experiment=True, position=150)

@@ -4,11 +4,11 @@ kernel and the share of its wall time the GPU ran them (docs/studies.md, launch_
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import entries_at, time_figure
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
-from gpubench_driver.lib.document import bullets, paragraph, section, table
+from gpubench_driver.lib.document import bullets, paragraph, section
 from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries
-from gpubench_driver.lib.formatting import md, percent, percent_interval, ratio, seconds
+from gpubench_driver.lib.formatting import md, percent_interval, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Study
-from gpubench_driver.lib.sections import failures_section, noise_note
+from gpubench_driver.lib.sections import failures_section, noise_note, table_blocks, table_section
 from gpubench_driver.lib.stats import finite, median_interval, medians_differ
 
 EMPTY, ADDS = "empty_kernel", "add_kernel"
@@ -18,8 +18,7 @@ LAUNCHES = (SYNC_EACH, STREAM, GRAPH)  # the ways of launching a chain kernel by
 
 
 def row(entry):
-    """One entry's figures: its time and per-kernel time with intervals; for a chain that stamps its kernels,
-    the busy and idle shares, the gaps between kernels and the time outside the chain's span."""
+    """One entry's times per call and per kernel; for a stamped chain its busy and idle shares and gaps."""
     median = entry["time_s"]["median"]
     interval = interval_record(entry)
     kernels, per = finite(entry.get("kernels")) or entry["n"], 1 / entry["n"]
@@ -58,8 +57,7 @@ def _at(items, impl, mode, n):
 
 
 def marginal(entries, impl, mode):
-    """The cost of one more kernel: the slope between the two longest chains measured, with the interval its
-    ends' intervals give; None below two lengths."""
+    """One more kernel's cost: the slope between the two longest chains, with its interval; None below two."""
     members = sorted((entry for entry in ok_entries(entries) if (entry["impl"], entry["mode"]) == (impl, mode)),
                      key=lambda entry: entry["n"])
     if len(members) < 2:
@@ -75,8 +73,7 @@ def marginal(entries, impl, mode):
 
 
 def launch_costs(entries, found):
-    """The empty kernel's figures: launch and wait at the shortest chain, stream and graph per kernel at each
-    length, and the cost of one more kernel each way."""
+    """The empty kernel: launch and wait, per kernel from a stream and a graph, one more kernel each way."""
     empty = [item for item in found if item["impl"] == EMPTY]
     synced = sorted((item for item in empty if item["mode"] == SYNC_EACH), key=lambda item: item["n"])
     return {"latency": synced[0] if synced else None,
@@ -94,18 +91,21 @@ def _speedup(entries, faster, slower, n):
             "saved_per_kernel_s": (slow["time_s"]["median"] - fast["time_s"]["median"]) / n}
 
 
+# What one way of launching a chain buys over another: (key, faster, slower, the summary's words).
+GAINS = (("graph_over_stream", GRAPH, STREAM, "a graph over the stream"),
+         ("graph_over_sync_each", GRAPH, SYNC_EACH, "a graph over synchronising each"),
+         ("fused_over_graph", FUSED, GRAPH, "one fused kernel over the graph"))
+
+
 def chains(entries, found):
     """Per length of the add_kernel chain: each way of launching it and what each buys over another."""
     lengths = sorted({item["n"] for item in found if item["impl"] == ADDS})
     return [{"n": n, "modes": {mode: item for mode in MODES if (item := _at(found, ADDS, mode, n))},
-             "graph_over_stream": _speedup(entries, GRAPH, STREAM, n),
-             "graph_over_sync_each": _speedup(entries, GRAPH, SYNC_EACH, n),
-             "fused_over_graph": _speedup(entries, FUSED, GRAPH, n)} for n in lengths]
+             **{key: _speedup(entries, faster, slower, n) for key, faster, slower, _ in GAINS}} for n in lengths]
 
 
 def idle_finding(chain_rows):
-    """The idle share of each way of launching, and the graph's gain over the stream, at the longest chain
-    measured all three ways; None without one."""
+    """Each launching's idle share and the graph's gain at the longest chain measured all three ways; None."""
     full = [item for item in chain_rows if all(mode in item["modes"] and item["modes"][mode]["idle_fraction"]
                                                  is not None for mode in LAUNCHES)]
     if not full:
@@ -158,10 +158,8 @@ def _launch(derived):
              for slope in launch.get("marginal") or []]
     if not items and not rows:
         return section(title, [paragraph("No empty-kernel entry was measured.")])
-    blocks = [bullets(items)] if items else []
-    if rows:
-        blocks += [table(["empty kernels", "kernels n", "call", "per kernel (interval)"], rows)]
-    return section(title, blocks + [paragraph(
+    return section(title, ([bullets(items)] if items else []) + table_blocks(
+        ["empty kernels", "kernels n", "call", "per kernel (interval)"], rows, list) + [paragraph(
         "An empty kernel (one thread, no work), host clock from the first launch to the stream's synchronisation. "
         "Per kernel: the call's median over n. One more kernel: the slope between the two longest chains measured, "
         "which leaves out the synchronisation's fixed cost. Intervals: the medians' (between trials, or within one "
@@ -170,19 +168,16 @@ def _launch(derived):
 
 def _chains(derived):
     chains = derived.get("chains") or []
-    title = "Launch overhead: a chain of small kernels"
-    if not chains:
-        return section(title, [paragraph("No add_kernel entry was measured.")])
-    body = [[str(chain["n"]), md(MODE_NAMES[mode]), seconds(item["median_s"]), _per_kernel(item),
-             percent_interval(item["busy_fraction"], item["busy_fraction_interval"]),
-             seconds(item["gap_per_kernel_s"]), seconds(item["outside_s"]),
-             "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"]
-            for chain in chains for mode in MODES if (item := chain["modes"].get(mode))]
     steps = next((item["timer_step_s"] for chain in chains for item in chain["modes"].values() if item["timer_step_s"]),
                  None)
-    return section(title, [table(["kernels n", "launched", "call", "per kernel (interval)",
-                                  "GPU busy: kernels' own time / call (interval)", "gap between kernels",
-                                  "before the first and after the last", "NVML utilisation"], body), paragraph(
+    return table_section("Launch overhead: a chain of small kernels", [
+        "kernels n", "launched", "call", "per kernel (interval)", "GPU busy: kernels' own time / call (interval)",
+        "gap between kernels", "before the first and after the last", "NVML utilisation"],
+        [item for chain in chains for mode in MODES if (item := chain["modes"].get(mode))], lambda item: [
+            str(item["n"]), md(MODE_NAMES[item["mode"]]), seconds(item["median_s"]), _per_kernel(item),
+            percent_interval(item["busy_fraction"], item["busy_fraction_interval"]), seconds(item["gap_per_kernel_s"]),
+            seconds(item["outside_s"]), "n/a" if item["gpu_util_mean"] is None else f"{item['gpu_util_mean']:.0f}%"],
+        paragraph(
         "Each kernel adds a random value to 2^16 floats (256 KiB, in the L2 cache); the result is checked bit for "
         "bit against the host's additions. GPU busy: the sum of the kernels' spans (each kernel's first block's "
         "start to its last block's end on the GPU's global timer, median over the entry's calls) over the call's "
@@ -192,17 +187,13 @@ def _chains(derived):
         "synchronisation's return). "
         + (f"The global timer's smallest step here: {seconds(steps)}. " if steps else "")
         + "NVML utilisation: the share of its sample periods in which a kernel ran, where the telemetry read any "
-          "over the entry's samples (n/a: none fell inside).")])
-
-
-GAINS = (("graph_over_stream", "a graph over the stream"), ("graph_over_sync_each", "a graph over synchronising each"),
-         ("fused_over_graph", "one fused kernel over the graph"))
+          "over the entry's samples (n/a: none fell inside)."), empty="No add_kernel entry was measured.")
 
 
 def _graphs(derived):
     items = [f"n = {found['n']}: {what} {ratio(found['ratio'])}{noise_note(found['beyond_noise'])}, "
              f"{seconds(found['saved_per_kernel_s'])} saved per kernel"
-             for chain in derived.get("chains") or [] for key, what in GAINS if (found := chain[key])]
+             for chain in derived.get("chains") or [] for key, _, _, what in GAINS if (found := chain[key])]
     finding = derived.get("idle_finding")
     blocks = [bullets(items)] if items else []
     if finding:
@@ -225,8 +216,7 @@ CHAIN_KERNELS = "kernels in the chain (n)"
 
 
 def plots(pyplot, study, plot_dir):
-    """The time per kernel (launch_overhead_per_kernel.png) and the GPU's busy share (launch_overhead_busy.png)
-    against the chain's length."""
+    """The time per kernel and the GPU's busy share against the chain's length."""
     rows = study["derived"].get("rows") or []
     per_kernel = group_by(rows, lambda row: (row["impl"], row["mode"]), lambda row: (row["n"], row))
     busy = group_by((row for row in rows if row["busy_fraction"] is not None), lambda row: (row["mode"],),

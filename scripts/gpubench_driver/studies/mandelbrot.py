@@ -49,8 +49,7 @@ def _fastest(entries):
 
 
 def _contraction(members, contracted):
-    """Per GPU mode and contracted implementation: the fastest separately rounded GPU entry's time over
-    its time (above 1: contraction is faster)."""
+    """Per GPU mode and contracted implementation: the fastest separately rounded entry's time over its."""
     found = []
     for mode in gpu_modes(members):
         measured = gpu_entries(members, mode)
@@ -83,13 +82,9 @@ def _configuration_row(members, contracted):
     return {"n": first["n"], "max_iterations": first["batch"], "precision": first["precision"],
             "width": first.get("width"), "height": first.get("height"), "escape_iterations": iterations,
             "iterations_per_pixel": _per_pixel(iterations, first), "warp_divergence": divergence,
-            "cpu": {cores: median_record(found) for cores, found in cpu.items() if found}, "gpu": gpu, "kernels": kernels,
+            "cpu": {cores: median_record(found) for cores, found in cpu.items() if found}, "gpu": gpu,
+            "kernels": kernels,
             "contraction": _contraction(members, contracted)}
-
-
-def contracted_ids(implementations):
-    """The implementations whose arithmetic contracts multiply-adds (--describe's `contracted`)."""
-    return {impl.get("id") for impl in implementations or [] if isinstance(impl, dict) and impl.get("contracted")}
 
 
 def configurations(entries, contracted=frozenset()):
@@ -110,8 +105,7 @@ def rates(entries):
 
 
 def guide_claim(rows):
-    """The guide's figures beside the ratios measured at its configuration, and its CPU time over this
-    machine's one compiled core (how much of the 885x was the interpreter); None where it was not measured."""
+    """The guide's figures beside the ratios at its configuration and its interpreter's share; None."""
     row = next((row for row in rows if is_guide(row)), None)
     if row is None:
         return None
@@ -123,7 +117,10 @@ def guide_claim(rows):
 
 
 def derive(entries, implementations=()):
-    rows = configurations(entries, contracted_ids(implementations))
+    # The implementations whose arithmetic contracts multiply-adds (--describe's `contracted`).
+    contracted = {impl.get("id") for impl in implementations or [] if isinstance(impl, dict)
+                  and impl.get("contracted")}
+    rows = configurations(entries, contracted)
     return {"configurations": rows, "rates": rates(entries), "guide_claim": guide_claim(rows),
             "failures": grouped_failures(entries)}
 
@@ -227,8 +224,7 @@ PGM_HEADER = re.compile(_SPACE + rb"*P5(?=\s)" + (_SPACE + rb"+(\d+)(?=\s|\Z)") 
 
 
 def read_pgm(path):
-    """(width, height, maxval, samples in file order, the comment) of a binary PGM (P5; 16-bit samples
-    big-endian); None when the file is absent or not one."""
+    """(width, height, maxval, samples, comment) of a binary PGM (P5, 16-bit big-endian); None if not one."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -283,8 +279,7 @@ def _configuration_bars(pyplot, path, row, guide):
 
 
 def plots(pyplot, study, plot_dir):
-    """The count image the run kept, the times at the guide's configuration beside the guide's, and pixels
-    per second over the image's rows per iteration limit where more than one image was measured."""
+    """The count image, the guide's configuration's times beside the guide's, pixels per second over n."""
     paths = []
     image = read_pgm(os.path.join(os.path.dirname(plot_dir), COUNT_IMAGE))
     if image:
@@ -332,7 +327,7 @@ def mandelbrot_guide(document):
 # --- the record -----------------------------------------------------------------------------------
 def pixel_rates(axes, counters, median_s):
     """Pixels per second from the image's width and height counters."""
-    pixels = (counters.get("width") or 0) * (counters.get("height") or 0)
+    pixels = _pixels(counters)
     return [formatting.rate(pixels / median_s, "pixels/s", " ")] if pixels else []
 
 

@@ -85,8 +85,7 @@ def _speedup_series(entries):
 
 
 def plots(pyplot, study, plot_dir):
-    """Time and rate of every implementation and mode (split by GPU mode past charts.MAX_SERIES, the CPU on
-    each); the best GPU's speedup over the best CPU per mode."""
+    """Time and rate of every implementation and mode; the best GPU's speedup over the best CPU per mode."""
     entries = study["entries"]
     series = charts.series(entries, lambda entry: (entry["impl"], entry["mode"]))
     by_mode = (lambda key: key[1],)
@@ -123,15 +122,11 @@ def small_matrix(document):
     n = min(sizes, key=lambda size: abs(math.log(size / SMALL_MATRIX)))
     cpu_s = best_cpu[n]["time_s"]["median"]
     speedups = {mode: cpu_s / best_gpu[mode][n]["time_s"]["median"] for mode in modes}
-    copies = [speedups[mode] for mode in modes if mode != "resident"]
-    if speedups["resident"] <= 1:
-        verdict = REFUTED
-    elif copies and all(value <= 1 for value in copies):
-        verdict = CONFIRMED
-    elif copies and any(value <= 1 for value in copies):
-        verdict = "depends on the host memory: pinned copies keep a gain, pageable ones eat it"
-    else:
-        verdict = REFUTED
+    eaten = [speedups[mode] <= 1 for mode in modes if mode != "resident"]  # the copies eat the gain
+    gains = speedups["resident"] > 1
+    verdict = (CONFIRMED if gains and eaten and all(eaten) else
+               "depends on the host memory: pinned copies keep a gain, pageable ones eat it" if gains and any(eaten)
+               else REFUTED)
     parts = ", ".join(f"{ratio(speedups[mode])} {mode.replace('transfer_', 'with ')} copies"
                       for mode in modes if mode != "resident")
     return {"verdict": verdict, "numbers": {"n": n, "speedups": speedups},

@@ -61,8 +61,7 @@ def _utilization_rise(derived, precision="fp32"):
 
 
 def _largest_batch(derived, gpu_bytes, precision="fp32"):
-    """(bytes per extra sample, the batch the GPU's memory would hold) from the device memory at the
-    smallest and largest batch measured."""
+    """(bytes per extra sample, the batch the GPU's memory would hold), from the smallest and largest batch."""
     series = next((row for row in derived.get("device_memory_series") or []
                    if row["mode"] == "resident" and row["precision"] == precision), None)
     if not series or not gpu_bytes:

@@ -41,8 +41,7 @@ def _point(entry, best):
 
 
 def _described_occupancy(implementations):
-    """{kernel: {threads per block: occupancy row}} from --describe, keeping only well-typed fields (the file
-    may come from anyone)."""
+    """{kernel: {threads per block: occupancy row}} of --describe, well-typed fields only."""
     found = {}
     for impl in implementations or []:
         if not isinstance(impl, dict) or not isinstance(impl.get("id"), str):
@@ -62,8 +61,7 @@ def _described_occupancy(implementations):
 
 
 def plateau_blocks(points, fraction=PLATEAU_FRACTION):
-    """The fewest blocks from which every larger grid measured stays at `fraction` of the best rate of
-    these points (one block size's curve, in block order); None without points."""
+    """The fewest blocks from which every larger grid stays at `fraction` of the curve's best; None."""
     if not points:
         return None
     best = max(point["fraction_of_best"] for point in points)
@@ -107,8 +105,7 @@ def kernels(entries, implementations=None):
 
 
 def walkthrough(rows):
-    """The walk-through's launch on each kernel measured at it, against the claimed tenth (interval_side);
-    the walk-through's own kernel first."""
+    """The walk-through's launch on each kernel measured at it, against the claimed tenth; its kernel first."""
     found = []
     for row in sorted(rows, key=lambda row: row["impl"] != WALKTHROUGH["kernel"]):
         point = next((point for point in row["points"] if point["blocks"] == WALKTHROUGH["blocks"]
@@ -244,8 +241,8 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
                 axes.text(column, row, f"{value:.0%}" if value >= 0.1 else f"{value:.1%}", ha="center", va="center",
                           fontsize="x-small", color="white" if value < 0.6 else "black")
     if launch["threads_per_block"] in threads and launch["blocks"] in blocks:
-        axes.add_patch(pyplot.Rectangle((blocks.index(launch["blocks"]) - 0.5, threads.index(launch["threads_per_block"])
-                                         - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+        corner = (blocks.index(launch["blocks"]) - 0.5, threads.index(launch["threads_per_block"]) - 0.5)
+        axes.add_patch(pyplot.Rectangle(corner, 1, 1, fill=False, edgecolor="red", linewidth=2))
     axes.set_xticks(range(len(blocks)), [str(value) for value in blocks], rotation=45)
     axes.set_yticks(range(len(threads)), [str(value) for value in threads])
     figure.colorbar(image, ax=axes, label="rate / the best launch measured")
@@ -256,8 +253,7 @@ def _occupancy_heat_map(pyplot, path, kernel, launch):
 
 
 def plots(pyplot, study, plot_dir):
-    """Per kernel: its rate by launch configuration (occupancy_<kernel>.png) and over the resident warps
-    (occupancy_<kernel>_warps.png)."""
+    """Per kernel: its rate by launch configuration (a heat map) and over the resident warps."""
     derived = study["derived"]
     paths, study_charts = [], []
     for kernel in derived.get("kernels") or []:
@@ -290,14 +286,13 @@ def walkthrough_launch(document):
     busy = (f", keeping {row['busy_multiprocessors']:.0f} of {row['multiprocessors']:.0f} multiprocessors and "
             f"{percent(row['warp_fraction'])} of the GPU's warp slots busy"
             if row["busy_multiprocessors"] is not None and row["multiprocessors"] else "")
-    return {"verdict": verdict, "numbers": {"fraction_of_best": row["fraction_of_best"],
-                                            "fraction_interval": row["fraction_interval"],
+    return {"verdict": verdict, "numbers": {**picked(row, "fraction_of_best", "fraction_interval"),
                                             "best_launch": [best["blocks"], best["threads_per_block"]],
-                                            "busy_fraction": row["busy_fraction"], "warp_fraction": row["warp_fraction"]},
-            "answer": f"The naive SGEMM (n = 1024) launched as {launch['blocks']} blocks of {launch['threads_per_block']} "
-                      f"threads ran at {percent_interval(row['fraction_of_best'], row['fraction_interval'])} of the "
-                      f"rate of the best launch measured ({best['blocks']} blocks of {best['threads_per_block']} "
-                      f"threads){busy}."}
+                                            **picked(row, "busy_fraction", "warp_fraction")},
+            "answer": f"The naive SGEMM (n = 1024) launched as {launch['blocks']} blocks of "
+                      f"{launch['threads_per_block']} threads ran at "
+                      f"{percent_interval(row['fraction_of_best'], row['fraction_interval'])} of the rate of the "
+                      f"best launch measured ({best['blocks']} blocks of {best['threads_per_block']} threads){busy}."}
 
 
 # --- the record -----------------------------------------------------------------------------------

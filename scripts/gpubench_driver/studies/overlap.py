@@ -20,8 +20,7 @@ def _apart(first, second):
 
 
 def pipeline_rows(entries):
-    """One row per pipelined entry whose serial run was measured: the time saved, and the ideal and its fraction
-    where the copy-only and compute-only runs at its chunk count were, each with whether it is beyond noise."""
+    """One row per pipelined entry with a serial run: the time saved, the ideal and its fraction, if measured."""
     measured = [e for e in ok_entries(entries) if e.get("batch")]
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in measured}
     rows = []
@@ -47,8 +46,7 @@ def pipeline_rows(entries):
 
 
 def best_rows(rows):
-    """Per workload, memory and n: the fastest pipeline, and in `ties` the others it does not beat beyond noise
-    (fastest first): the best is a winner only when `ties` is empty."""
+    """Per workload, memory and n: the fastest pipeline, with the others within its noise as `ties`."""
     groups = group_by(rows, lambda row: (row["workload"], row["memory"], row["n"]))
     best = []
     for key in sorted(groups):
@@ -101,8 +99,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
-    """One chart per workload, host memory and n: each schedule's time over the chunk count, with
-    the serial run and the ideal (the larger of copy-only and compute-only time) beside them."""
+    """Per workload, host memory and n: each schedule's time over the chunks, the serial run and the ideal."""
     study_charts = []
     for (workload, memory, n), mine in group_by(study["derived"].get("pipelines", []),
                                                 lambda row: (row["workload"], row["memory"], row["n"])).items():

@@ -41,8 +41,7 @@ def _point(entry):
 
 
 def route_rows(entries):
-    """One row per (engine, direction, route): its points in size order, latency, bandwidth and fraction of the
-    link (the largest copy's link_peak_bytes_per_s)."""
+    """One row per (engine, direction, route): its points, latency, bandwidth and fraction of the link."""
     moved = sorted((entry for entry in ok_entries(entries)
                     if entry.get("bytes_transferred") and entry["time_s"]["median"]), key=lambda entry: entry["n"])
     curves = group_by(moved, lambda entry: (entry["impl"], entry["mode"], entry["precision"]))
@@ -62,8 +61,7 @@ def route_rows(entries):
 
 
 def matrices(rows):
-    """Per (engine, direction): the ends in order and the bandwidth and latency grids, source down and
-    destination across (None where no route was measured)."""
+    """Per (engine, direction): the ends in order, bandwidth and latency grids (source down; None: not measured)."""
     found = []
     for (engine, direction), mine in group_by(rows, lambda row: (row["impl"], row["direction"])).items():
         ends = sorted({end for row in mine for end in (row["source"], row["destination"])}, key=end_order)
@@ -127,8 +125,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def _route_heat_map(pyplot, path, matrix, key, label, scale):
-    """One grid of a p2p matrix: source ends down, destination ends across, a route's value in its cell
-    (blank where no route was measured)."""
+    """One grid of a p2p matrix: source ends down, destination across, blank where not measured."""
     ends = matrix["ends"]
     grid = [[float("nan") if value is None else value * scale for value in row] for row in matrix[key]]
     figure, axes = pyplot.subplots(figsize=(max(4.5, 0.8 * len(ends) + 2.5), max(3.5, 0.7 * len(ends) + 1.5)))
@@ -137,10 +134,8 @@ def _route_heat_map(pyplot, path, matrix, key, label, scale):
         for column, value in enumerate(values):
             if not math.isnan(value):
                 axes.text(column, row, f"{value:.1f}", ha="center", va="center", fontsize="x-small", color="white")
-    axes.set_xticks(range(len(ends)))
-    axes.set_xticklabels(ends)
-    axes.set_yticks(range(len(ends)))
-    axes.set_yticklabels(ends)
+    axes.set_xticks(range(len(ends)), ends)
+    axes.set_yticks(range(len(ends)), ends)
     figure.colorbar(image, ax=axes, label=label)
     axes.set(xlabel="destination", ylabel="source",
              title=charts.plain(f"p2p {matrix['impl']}, {matrix['direction']}: {label}"))
@@ -152,8 +147,7 @@ HEAT_MAPS = (("bandwidth_bytes_per_s", "bandwidth", "GiB/s of the largest copy",
 
 
 def plots(pyplot, study, plot_dir):
-    """Per engine and direction, heat maps over the ends (the host and every GPU) of the bandwidth of the
-    largest copy (p2p_bandwidth_<engine>_<direction>.png) and the latency of the smallest."""
+    """Per engine and direction: heat maps of the largest copy's bandwidth and the smallest's latency."""
     paths = []
     for matrix in study["derived"].get("matrices") or []:
         for key, name, label, scale in HEAT_MAPS:
@@ -180,7 +174,6 @@ def check_figures(study, document, sheet):
     return found
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="p2p", derive=lambda study, document, rounds: derive(study), summary=sections, plots=plots,
               rates=copy_rates, axes={"impl": "engine", "mode": "direction", "precision": "route", "n": "bytes"},
               gpus_together=True,

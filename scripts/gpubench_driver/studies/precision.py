@@ -27,8 +27,7 @@ TABLE_SIZE = 4096  # the summary's tables: this size and the largest measured
 
 
 def speedups_over_fp32(entries):
-    """One row per ok entry: its time and rate, its speedup over the FP32 baseline (same device
-    library, mode and size), its errors on both input distributions and its tolerance."""
+    """One row per ok entry: time, rate, speedup over its device library's FP32, errors and tolerance."""
     index = {(e["impl"], e["mode"], e["precision"], e["n"]): e for e in ok_entries(entries)}
     rows = []
     for (impl, mode, precision, n), entry in sorted(index.items(), key=lambda item: (item[0][3], *item[0][:3])):
@@ -59,28 +58,22 @@ def tensor_core_claim(rows):
             "results": results}
 
 
-def _table_order(precisions):
-    """Sort key of a row: GPU first, then implementation, mode, and the study's order of precisions."""
-    order = order_of(p.get("id") for p in precisions or [] if isinstance(p, dict))
-    return lambda row: (row["device"] != "gpu", row["impl"], row["mode"], order(row["precision"]), row["precision"])
-
-
 def tables(rows, precisions):
-    """The summary's speed and accuracy tables: at TABLE_SIZE and at the largest size measured, each
-    with its rows (of speedups_over_fp32) in the table's order."""
+    """The speed and accuracy tables: at TABLE_SIZE and at the largest size, each with its rows in order."""
     measured = {row["n"] for row in rows}
     if not measured:
         return []
     sizes = {n: False for n in (TABLE_SIZE,) if n in measured}
     sizes[max(measured)] = True
-    key = _table_order(precisions)
-    return [{"n": n, "largest_measured": largest, "rows": sorted((row for row in rows if row["n"] == n), key=key)}
-            for n, largest in sorted(sizes.items())]
+    order = order_of(p.get("id") for p in precisions or [] if isinstance(p, dict))  # the study's precisions
+    return [{"n": n, "largest_measured": largest, "rows": sorted(
+        (row for row in rows if row["n"] == n),
+        key=lambda row: (row["device"] != "gpu", row["impl"], row["mode"], order(row["precision"]), row["precision"]))}
+        for n, largest in sorted(sizes.items())]
 
 
 def cpu_notes(entries, precisions):
-    """Per precision the CPU ran or skipped: why it was not measured, or the binary's caveat about it
-    on this CPU (e.g. BF16 without BF16 instructions)."""
+    """Per precision on the CPU: why it was not measured, or the binary's caveat about it."""
     notes = {p.get("id"): p.get("cpu_note") for p in precisions or [] if isinstance(p, dict)}
     found = []
     for precision, measured in group_by((entry for entry in entries if entry.get("device") == "cpu"),
@@ -161,8 +154,7 @@ def _result_item(name, result):
 
 
 def _sizes_not_compared(rows):
-    """A line naming the comparison's sizes this run has no row at (it measured no format there), and how
-    to compare at every one in a run."""
+    """The comparison's sizes this run has no row at, and how to compare at every one."""
     missing = [n for n in TORCH_SIZES if n not in {row["n"] for row in rows}]
     if not rows or not missing:
         return []
@@ -191,8 +183,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def pareto_points(rows):
-    """Per GPU implementation and precision, resident, the row at the largest size whose
-    speedup over FP32 and error were both measured."""
+    """Per GPU implementation and precision, resident: the largest size with speedup and error."""
     groups = group_by((row for row in rows if row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
                        and charts.placeable(row["rel_fro_error"])), lambda row: (row["impl"], row["precision"]))
     return [max(groups[key], key=lambda row: row["n"]) for key in sorted(groups)]
@@ -219,16 +210,8 @@ def _pareto_plot(pyplot, path, points):
     charts.finish(pyplot, figure, axes, path)
 
 
-def _input_width(precision):
-    """'32-bit' for fp32 and tf32, '16-bit' for bf16 and fp16_acc16, '8-bit' for int8 and fp8_e4m3: the
-    first number in a precision's name, the bits an input is stored in."""
-    bits = re.search(r"\d+", precision)
-    return f"{bits.group()}-bit" if bits else precision
-
-
 def plots(pyplot, study, plot_dir):
-    """The speed-accuracy chart, and FLOP/s over n split by input width when over charts.MAX_SERIES (the CPU on
-    each, e.g. precision_rate_16_bit.png)."""
+    """The speed-accuracy chart, and FLOP/s over n split by input width."""
     paths, points = [], pareto_points(study["derived"].get("speedups_over_fp32", []))
     if points:
         paths.append(charts.plot_path(plot_dir, "precision_pareto"))
@@ -236,8 +219,10 @@ def plots(pyplot, study, plot_dir):
     # Resident GPU and host CPU lines: the transfer modes would double the lines and say the same.
     series = charts.series(study["entries"], lambda entry: (entry["impl"], entry["mode"], entry["precision"])
                            if entry["mode"] in ("resident", charts.HOST_MODE) else None)
+    # Split by input width: the first number in a precision's name ('16-bit' for bf16 and fp16_acc16).
+    width = (lambda key: f"{bits.group()}-bit" if (bits := re.search(r"\d+", key[2])) else key[2],)
     return paths + charts.draw(pyplot, charts.line_charts(
-        plot_dir, ("precision_rate",), "precision: FLOP/s", series, (lambda key: _input_width(key[2]),),
+        plot_dir, ("precision_rate",), "precision: FLOP/s", series, width,
         charts.cpu_keys(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 
@@ -278,8 +263,7 @@ CHECK_SIZE = 8192
 
 
 def check_figures(study, document, sheet):
-    """Each format's cuBLAS GEMM at the check's size, against the datasheet's dense rate (its rate without
-    tensor cores where the entry says it ran on the CUDA cores alone)."""
+    """Each format's cuBLAS GEMM at the check's size against the datasheet's rate (with or without tensor cores)."""
     found = []
     for entry in sorted(entries_at(study, impl="cublas", mode="resident", n=CHECK_SIZE),
                         key=lambda entry: (order_of(PRECISIONS)(entry["precision"]), entry["precision"])):

@@ -36,8 +36,7 @@ def _primitive_entries(entries, primitive):
 
 
 def _by_library(entries):
-    """The entries with the library in the implementation's place: derive's crossovers and best-of
-    functions then name the library where they name an implementation."""
+    """The entries with the library in the implementation's place, for the generic crossovers."""
     return [{**entry, "impl": entry["precision"]} for entry in entries]
 
 
@@ -60,10 +59,8 @@ def curves(entries):
                                          row["mode"]))
 
 
-# --- crossovers -----------------------------------------------------------------------------------
 def crossovers(entries):
-    """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one (findings.crossovers
-    on that primitive's entries, the library in the implementation's place)."""
+    """Per primitive and GPU mode: from which n the fastest GPU library beats the fastest CPU one."""
     found = []
     for primitive in dict.fromkeys(entry["impl"] for entry in ok_entries(entries)):
         mine = _by_library(_primitive_entries(entries, primitive))
@@ -88,9 +85,7 @@ def _difference(slower, faster):
 
 
 def storage_costs(entries):
-    """Per primitive, GPU mode and n: the three GPU libraries' times, allocation_s = thrust - thrust_cached and
-    synchronisation_s = thrust_cached - cub (without thrust_cached, thrust - cub: both costs together), and what
-    one call asks for (the cached entry's counters: Thrust asks the same whatever its allocator)."""
+    """Per primitive, GPU mode and n: allocation (thrust - thrust_cached) and synchronisation costs."""
     found = {}
     for entry in ok_entries(entries):
         if entry["device"] == "gpu" and entry["precision"] in GPU_LIBRARIES:
@@ -119,8 +114,7 @@ def storage_costs(entries):
 
 # --- reduce against the memory bandwidth ----------------------------------------------------------
 def memory_bandwidth(document):
-    """(what reduce is held against, None) or (None, why nothing): the stream study's copy past the L2 cache where
-    it measured one (the issue's target names copy), else the run's memory roof (findings.roofline.bandwidth)."""
+    """(what reduce is held against, None), or (None, why not): stream's copy, else the memory roof."""
     stream = ((document["studies"].get("stream") or {}).get("derived") or {}).get("device_memory") or []
     copy = next((row["hbm"] for row in stream if row.get("operation") == "copy" and row.get("hbm")), None)
     if copy:
@@ -140,8 +134,7 @@ def memory_bandwidth(document):
 
 
 def reduce_bandwidth(entries, document):
-    """Each GPU library's resident reduce from REDUCE_FROM_BYTES of input: its effective bandwidth and
-    that over the device's memory bandwidth (memory_bandwidth), beside the target."""
+    """Each GPU library's resident reduce from REDUCE_FROM_BYTES against the memory bandwidth."""
     reference, note = memory_bandwidth(document)
     rows = []
     for entry in _primitive_entries(entries, "reduce"):
@@ -160,8 +153,7 @@ def reduce_bandwidth(entries, document):
 
 # --- the sort of 2^28 keys ------------------------------------------------------------------------
 def sort_target(entries):
-    """The sort of SORT_TARGET_N 32-bit keys: the fastest GPU library per mode against the fastest parallel CPU
-    sort (SORT_TARGET_CPU); a note where the run measured either side not at all."""
+    """The sort of SORT_TARGET_N keys: the fastest GPU library per mode against the parallel CPU sort."""
     mine = [entry for entry in _primitive_entries(entries, SORT_TARGET_PRIMITIVE) if entry["n"] == SORT_TARGET_N]
     parallel = [entry for entry in mine if entry["device"] == "cpu" and entry["precision"] in SORT_TARGET_CPU]
     cpu = min(parallel, key=lambda entry: entry["time_s"]["median"], default=None)
@@ -194,8 +186,7 @@ def derive(study):
 
 
 def derive_across(study, document):
-    """reduce against the device's memory bandwidth, which the run's memory roof (the findings across the
-    studies) and the stream study's findings give: derived after them."""
+    """reduce against the memory bandwidth, derived after the run's memory roof and stream's findings."""
     return {"reduce_bandwidth": reduce_bandwidth(study["entries"], document)}
 
 
@@ -351,9 +342,7 @@ PRIMITIVE_ELEMENTS = "elements per call (n)"
 
 
 def plots(pyplot, study, plot_dir):
-    """One chart per primitive: elements per second over n, a line per library and mode, with the
-    crossovers marked (e.g. primitives_sort_u32.png); and reduce's effective bandwidth over n beside the
-    device's memory bandwidth it is held against (primitives_reduce_bandwidth.png)."""
+    """Per primitive: elements per second over n, crossovers marked; reduce's bandwidth against memory's."""
     derived = study["derived"]
     rows = derived.get("curves") or []
     study_charts = []
@@ -382,7 +371,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="primitives", derive=lambda study, document, rounds: derive(study), derive_across=derive_across,
               summary=sections, plots=plots, rates=size_rates("elements"),
               axes={"impl": "primitive", "precision": "library", "n": "elements"}, position=120)

@@ -35,9 +35,7 @@ def series(entries):
 
 
 def roofs(points):
-    """The bandwidth and compute roof a series reached, their ridge point, and where its points turn (the largest
-    k at FOLLOWS of the bandwidth, the smallest at FOLLOWS of the compute roof); each point marked memory- or
-    compute-bound by its side of the ridge, with its rate over the roof there."""
+    """A series' roofs and ridge, where its points turn, and each point's bound and fraction of its roof."""
     bandwidth = max(point["bytes_per_s"] for point in points)
     compute = max(point["flop_per_s"] for point in points)
     ridge = compute / bandwidth
@@ -125,8 +123,7 @@ def _fitted_roofs(rows):
 
 
 def plots(pyplot, study, plot_dir):
-    """One chart per device and size: FLOP/s over the arithmetic intensity, a line per precision, with
-    the bandwidth and compute roof each reached (e.g. roofline_sweep_gpu_n33554432.png)."""
+    """One chart per device and size: FLOP/s over the intensity, a line per precision, with its roofs."""
     study_charts = []
     rows = study["derived"].get("series") or []
     for (device, n), mine in group_by(rows, lambda row: (row["device"], row["n"])).items():
@@ -163,7 +160,6 @@ CHECK = CheckPoint(
     budget="one resident entry per format (FP16, FP32, FP64), one trial, the throughput protocol's stopping rule")
 
 
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="roofline", batch_axis=True,
               derive=lambda study, document, rounds: derive(study["entries"]), summary=sections, plots=plots,
               roofline_marker="X", rates=flop_rates, axes={"n": "elements", "batch": "fma_per_element"},

@@ -7,8 +7,8 @@ import math
 from gpubench_driver.lib import charts, check_figures
 from gpubench_driver.lib.document import bullets, paragraph, section
 from gpubench_driver.lib.figures import LATENCY, PRECISION_NAMES, THROUGHPUT, between_runs, figure
-from gpubench_driver.lib.findings import (LEVEL_DROP, envelope, group_by, grouped_failures, interval_record, levels,
-                                          memory_traffic, ok_entries, positive)
+from gpubench_driver.lib.findings import (LEVEL_DROP, curve_rows, envelope, group_by, grouped_failures, interval_record,
+                                          levels, memory_traffic, ok_entries, picked, positive)
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, MemoryRoof, Study, traffic_rates
 from gpubench_driver.lib.sections import failures_section, noise_note, table_blocks, table_section
@@ -31,13 +31,11 @@ def implementations(study):
 def hierarchy(study):
     """(GPU facts, host facts) of --describe's memory_hierarchy, {} where absent."""
     found = study.get("memory_hierarchy") if isinstance(study.get("memory_hierarchy"), dict) else {}
-    gpu, host = found.get("gpu"), found.get("host")
-    return (gpu if isinstance(gpu, dict) else {}), (host if isinstance(host, dict) else {})
+    return tuple(part if isinstance(part := found.get(key), dict) else {} for key in ("gpu", "host"))
 
 
 def theoretical_peak(gpu, rules):
-    """The GPU's theoretical memory bandwidth from NVML's figures, or None; its rule the binary's (--describe's
-    rules, absent in older files)."""
+    """The GPU's theoretical memory bandwidth from NVML's figures (its rule the binary's), or None."""
     rate = positive(gpu.get("peak_bytes_per_s"))
     return None if rate is None else {
         "bytes_per_s": rate, **{key: positive(gpu.get(key)) for key in ("max_memory_clock_mhz", "bus_width_bits",
@@ -60,23 +58,10 @@ CURVE_FIELDS = ("impl", "operation", "kernel", "device", "mode", "precision")  #
 def curves(study):
     """One row per (operation, kernel, device, mode, precision): its points in size order."""
     names = implementations(study)
-    found = {}
-    for entry in ok_entries(study["entries"]):
-        if entry["impl"] in names and memory_traffic(entry) is not None:
-            operation, kernel = names[entry["impl"]]
-            found.setdefault((operation, kernel, entry["device"], entry["mode"], entry["precision"]), {
-                "impl": entry["impl"], "operation": operation, "kernel": kernel, "device": entry["device"],
-                "mode": entry["mode"], "precision": entry["precision"], "points": []})["points"].append(_point(entry))
-    rows = sorted(found.values(), key=lambda row: (row["operation"], row["device"], row["kernel"], row["mode"],
-                                                   row["precision"]))
-    for row in rows:
-        row["points"].sort(key=lambda point: point["n"])
-    return rows
-
-
-def _where(row, point):
-    return {**{field: row[field] for field in CURVE_FIELDS},
-            **{field: point[field] for field in ("n", "working_set_bytes", "median_s", "bytes_per_s", "interval_s")}}
+    measured = [{**entry, **dict(zip(("operation", "kernel"), names[entry["impl"]]))} for entry in
+                ok_entries(study["entries"]) if entry["impl"] in names and memory_traffic(entry) is not None]
+    return sorted(curve_rows(measured, CURVE_FIELDS, _point),
+                  key=lambda row: tuple(row[field] for field in ("operation", "device", "kernel", "mode", "precision")))
 
 
 def _fastest(points):
@@ -84,13 +69,14 @@ def _fastest(points):
 
 
 def _best(rows, keep):
-    """The fastest point among the rows' points that keep(point) accepts, with where it is; None."""
-    return _fastest(_where(row, point) for row in rows for point in row["points"] if keep(point))
+    """The fastest point among the rows' points that keep(point) accepts, with its curve's fields; None."""
+    return _fastest({**picked(row, *CURVE_FIELDS), **picked(point, "n", "working_set_bytes", "median_s",
+                                                            "bytes_per_s", "interval_s")}
+                    for row in rows for point in row["points"] if keep(point))
 
 
 def _beyond(capacity, rows):
-    """keep(point): the working set is past BEYOND_CACHE x capacity; without a capacity, the largest size
-    measured among the rows (known to be the furthest from the caches)."""
+    """keep(point): the working set is past BEYOND_CACHE x capacity; without one, the rows' largest size."""
     if capacity:
         return lambda point: point["working_set_bytes"] >= BEYOND_CACHE * capacity
     largest = max((point["n"] for row in rows for point in row["points"]), default=None)
@@ -99,8 +85,7 @@ def _beyond(capacity, rows):
 
 # --- device memory --------------------------------------------------------------------------------
 def device_memory(rows, l2_bytes, peak):
-    """Per operation and kernel, the fastest resident GPU point past the L2 cache (HBM) and in it (the L2
-    plateau), and the fastest HBM point of all, the device's memory bandwidth; each against the theoretical peak."""
+    """Per operation and kernel, the fastest resident GPU point past the L2 (HBM) and in it; the best HBM."""
     resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
     per_kernel = []
     for (operation, kernel), mine in group_by(resident, lambda row: (row["operation"], row["kernel"])).items():
@@ -123,8 +108,7 @@ def device_memory(rows, l2_bytes, peak):
 
 
 def host_memory(rows, host):
-    """Per operation, the fastest CPU point past BEYOND_CACHE x the last cache glibc reports (all sockets' L3s up
-    to four sockets), else at the largest size (`past_caches` false); the fastest of them, the host's DRAM's."""
+    """Per operation, the fastest CPU point past the last cache (else at the largest size); the best of them."""
     cpu = [row for row in rows if row["device"] == "cpu"]
     capacity = positive(host.get("l3_bytes")) or positive(host.get("l2_bytes"))
     per_operation = []
@@ -144,8 +128,7 @@ def _capacity_name(bytes_, capacities):
 
 
 def cache_edges(rows, l2_bytes, host):
-    """Per device, operation and precision: the levels and edges of the fastest kernel's curve at each size
-    (GPU: resident; CPU: every thread), each edge named after the cache whose capacity it is near, if one is."""
+    """Per device, operation and precision: the fastest kernels' levels and edges, each named by its cache."""
     threads = positive(host.get("threads")) or 1
     capacities = {"gpu": {"L2": l2_bytes},
                   "cpu": {"L1d (all threads)": (positive(host.get("l1d_bytes")) or 0) * threads,
@@ -172,17 +155,13 @@ def _at_largest(row, other):
 
 
 def thrust_over_own(rows):
-    """Per operation and precision, resident: Thrust's bandwidth over our fastest kernel's at the largest
-    size both measured, and whether they differ beyond noise."""
+    """Per operation and precision, resident: Thrust's bandwidth over our fastest kernel's at the largest n."""
     resident = {(row["operation"], row["kernel"], row["precision"]): row for row in rows
                 if row["device"] == "gpu" and row["mode"] == RESIDENT}
     found = []
     for (operation, kernel, precision), thrust in sorted(resident.items()):
-        if kernel != THRUST:
-            continue
-        pairs = [(own, _at_largest(thrust, resident[(operation, own, precision)])) for own in OWN_KERNELS
-                 if (operation, own, precision) in resident]
-        pairs = [(own, pair) for own, pair in pairs if pair]
+        pairs = [(own, pair) for own in OWN_KERNELS if kernel == THRUST and (operation, own, precision) in resident
+                 and (pair := _at_largest(thrust, resident[(operation, own, precision)]))]
         if not pairs:
             continue
         own_kernel, (mine, own) = max(pairs, key=lambda item: (item[1][1]["n"], item[1][1]["bytes_per_s"]))
@@ -195,8 +174,7 @@ def thrust_over_own(rows):
 
 
 def transfer_cost(rows):
-    """Per operation, kernel and precision: the transfer-inclusive call's time over the resident call's at
-    the largest size both measured (what copying the arrays in and the result out costs)."""
+    """Per operation, kernel and precision: the pinned call's time over the resident one's at the largest n."""
     by_key = {(row["operation"], row["kernel"], row["precision"], row["mode"]): row for row in rows
               if row["device"] == "gpu"}
     found = []
@@ -230,12 +208,6 @@ def derive(study):
 
 
 # --- summary.md -----------------------------------------------------------------------------------
-def _point_text(point):
-    """'triad by grid_stride, fp32, 768.0 MiB'."""
-    return (f"{md(point['operation'])} by {md(point['kernel'])}, {md(point['precision'])}, "
-            f"{byte_size(point['working_set_bytes'])}")
-
-
 def _peak_items(derived):
     peak = derived.get("theoretical")
     if peak:
@@ -250,7 +222,8 @@ def _peak_items(derived):
     hbm = derived.get("hbm")
     if hbm:
         share = hbm.get("fraction_of_peak")
-        items.append(f"Measured device memory bandwidth: **{gb_per_s(hbm['bytes_per_s'])}** ({_point_text(hbm)})"
+        items.append(f"Measured device memory bandwidth: **{gb_per_s(hbm['bytes_per_s'])}** ({md(hbm['operation'])} "
+                     f"by {md(hbm['kernel'])}, {md(hbm['precision'])}, {byte_size(hbm['working_set_bytes'])})"
                      + (f", {percent(share)} of the theoretical peak" if share is not None else "")
                      + ": the roofline's memory roof and the headline's figure.")
     elif derived.get("hbm_note"):
@@ -285,8 +258,8 @@ def _device_memory(derived):
 
 def _host_memory(derived):
     rows = [row["dram"] for row in derived.get("host_memory") or [] if row["dram"]]  # each names its operation
-    caches = derived.get("host_caches") or {}
-    return table_section("Stream: host memory", ["operation", "fastest", "precision", "working set"], rows, lambda row: [
+    caches, header = derived.get("host_caches") or {}, ["operation", "fastest", "precision", "working set"]
+    return table_section("Stream: host memory", header, rows, lambda row: [
         md(row["operation"]), gb_per_s(row["bytes_per_s"]), md(row["precision"]),
         byte_size(row["working_set_bytes"]) + ("" if row["past_caches"] else " (not past the caches)")],
         paragraph(f"OpenMP loops on {md(caches.get('threads'))} threads, each on the pages it first wrote, past "
@@ -350,9 +323,7 @@ WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
 
 
 def plots(pyplot, study, plot_dir):
-    """One chart per operation: GB/s over the working set, a line per kernel, mode and precision, with the
-    theoretical peak and the L2 size; split by precision, then mode, when over charts.MAX_SERIES (the CPU on
-    each), e.g. stream_triad_fp64.png."""
+    """One chart per operation: GB/s over the working set, with the theoretical peak and the L2 size."""
     derived = study["derived"]
     rows = derived.get("curves") or []
     peak, l2_bytes = derived.get("theoretical"), derived.get("l2_bytes")
@@ -380,8 +351,7 @@ CAPTION = "the stream study's fastest kernel past the L2 cache ({operation}, {ke
 
 
 def memory_bandwidth(study):
-    """The measured HBM bandwidth as the run's memory roof, or (None, None): none of the study's resident GPU
-    points lay past the L2 cache."""
+    """The measured HBM bandwidth as the run's memory roof, or (None, None) without one."""
     derived = study.get("derived") or {}
     best = derived.get("hbm")
     if not best:
@@ -395,8 +365,7 @@ def memory_bandwidth(study):
 
 
 def memory_figure(found, entry, interval, reference):
-    """The headline's device memory bandwidth, against the theoretical peak NVML's figures give (else the
-    datasheet's)."""
+    """The headline's device memory bandwidth, against NVML's theoretical peak (else the datasheet's)."""
     theoretical = found.get("theoretical_bytes_per_s")
     label = (f"Device memory bandwidth (stream {found.get('operation')}, {found.get('kernel')} kernel, "
              f"{PRECISION_NAMES.get(found['precision'], found['precision'])})")
@@ -418,7 +387,6 @@ def memory_summary(bandwidth):
 MEMORY_ROOF = MemoryRoof(
     rank=1, bandwidth=memory_bandwidth, absent="a stream study past the L2 cache", figure=memory_figure,
     caption=lambda bandwidth: charts.plain(CAPTION.format(**bandwidth)), summary=memory_summary)
-# --- the record -----------------------------------------------------------------------------------
 STUDY = Study(name="stream", derive=lambda study, document, rounds: derive(study),
               summary=sections, plots=plots, roofline_marker="v", rates=traffic_rates, axes={"n": "elements"},
               memory_roof=MEMORY_ROOF, measures_roofs=True, position=100,

@@ -30,9 +30,7 @@ def bandwidth(entry):
 
 
 def plateau_size(points, fraction=PLATEAU_FRACTION):
-    """(plateau bytes/s, size reaching `fraction` of it): the plateau is the rate of the largest copy (a small
-    host copy that fits in a cache can be faster and is no plateau); the size is the first from which every
-    larger one stays at or above the threshold, interpolated on log2(size) from the size before it."""
+    """(plateau: the largest copy's rate, the size from which every copy reaches `fraction` of it)."""
     plateau = points[-1]["bytes_per_s"]
     threshold = fraction * plateau
     first = len(points) - 1
@@ -47,8 +45,7 @@ def plateau_size(points, fraction=PLATEAU_FRACTION):
 
 
 def bandwidth_rows(entries):
-    """One row per (engine, memory, direction, device): its points in size order, the latency of its smallest
-    copy, its plateau and the size at which it reaches PLATEAU_FRACTION of it."""
+    """One row per (engine, memory, direction, device): points, smallest copy's latency, plateau."""
     rows = curve_rows([entry for entry in ok_entries(entries) if bandwidth(entry) is not None],
                       ("impl", "mode", "precision", "device"),
                       lambda entry: {"n": entry["n"], "median_s": entry["time_s"]["median"],
@@ -68,8 +65,7 @@ def _at(rows, engine, memory, direction):
 
 
 def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=LINK_DIRECTIONS):
-    """Per direction: numerator memory's bandwidth over denominator memory's at every size both measured and at
-    the largest, each with whether they differ beyond noise (one that does not finds no faster memory)."""
+    """Per direction: one memory's bandwidth over another's at each size both measured and the largest."""
     found = []
     for direction in directions:
         top, bottom = _at(rows, engine, numerator, direction), _at(rows, engine, denominator, direction)
@@ -87,8 +83,7 @@ def _ratio_rows(rows, numerator, denominator, engine="copy_engine", directions=L
 
 
 def link_rate(gpu):
-    """Theoretical bytes/s per direction of the GPU's PCIe link from nvidia-smi's maximum generation and width
-    (the current ones drop while the link idles)."""
+    """Theoretical bytes/s per direction of the PCIe link, from its maximum generation and width."""
     generation, width = (gpu or {}).get("pcie.link.gen.max"), (gpu or {}).get("pcie.link.width.max")
     if generation not in PCIE_GENERATIONS or not isinstance(width, int) or width <= 0:
         return None
@@ -133,12 +128,6 @@ def _link(derived, document):
             f"({link['bytes_per_s'] / 1e9:.1f} GB/s) per direction ({md(link['rule'])})."] + where
 
 
-def _setting(study):
-    setting = study.get("transparent_hugepage")
-    return [f"Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with madvise; "
-            f"its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
-
-
 def _curves_section(study, document):
     derived = study["derived"]
     rows = derived.get("curves") or []
@@ -146,13 +135,16 @@ def _curves_section(study, document):
     if not rows:
         return section(title, [paragraph("No copy was measured.")])
     use = {(u["impl"], u["mode"], u["direction"]): u["fraction_of_link"] for u in derived.get("link_use") or []}
+    setting = study.get("transparent_hugepage")
+    huge_pages = [f"Transparent huge pages on this system: {md(setting)} (pageable\\_thp asks for them with "
+                  f"madvise; its huge\\_page\\_bytes counter says how much the kernel gave)."] if setting else []
     header = ["engine", "host memory", "direction", "latency of the smallest copy", "plateau", "size at 90% of it",
               "plateau / link"]
     body = [[md(row["impl"]), md(row["mode"]), md(row["direction"]),
              f"{seconds(row['smallest_latency_s'])} ({byte_size(row['smallest_n'])})",
              gib_per_s(row["plateau_bytes_per_s"]), byte_size(row["size_at_90_percent"]),
              percent(use.get((row["impl"], row["mode"], row["direction"])), 0)] for row in rows]
-    return section(title, [bullets(_link(derived, document) + _setting(study)), table(header, body), paragraph(
+    return section(title, [bullets(_link(derived, document) + huge_pages), table(header, body), paragraph(
         "Latency: median time of the smallest copy, host clock from the call to its completion. Plateau: the "
         "bandwidth of the largest copy (bytes copied per second, GiB = 2^30 bytes; bidirectional counts both "
         "directions). Size at 90%: from where every larger copy reaches 90% of the plateau, interpolated on "
@@ -204,9 +196,7 @@ def sections(study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
-    """One chart per direction: GiB/s over the bytes per copy, a line per engine and host memory
-    (and the link's theoretical rate across the link); split by memory family, then engine, when over
-    charts.MAX_SERIES (e.g. transfer_bandwidth_h2d_page_locked.png)."""
+    """One chart per direction: GiB/s over the bytes per copy, with the link's theoretical rate."""
     derived = study["derived"]
     study_charts = []
     for direction, mine in group_by(derived.get("curves", []), lambda row: row["direction"]).items():
@@ -289,9 +279,10 @@ MEMORY_ROOF = MemoryRoof(
 
 def link_figures(document):
     """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
-    derived = (document["studies"].get("transfer") or {}).get("derived") or {}
+    derived, found = derived_of(document, "transfer"), []
     link = derived.get("link")
-    found = []
+    reference = {"value": link["bytes_per_s"],
+                 "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"} if link else None
     for direction, name in (("h2d", "host to device"), ("d2h", "device to host")):
         for mode in ("pinned", "pageable"):
             curve = _at(derived.get("curves") or [], "copy_engine", mode, direction)
@@ -299,9 +290,6 @@ def link_figures(document):
                 continue
             point = max(curve["points"], key=lambda point: point["n"])
             interval = inverse(point["n"], stats.Interval.of_record(point["interval_s"]))
-            reference = ({"value": link["bytes_per_s"],
-                          "what": f"PCIe Gen{link['generation']} x{link['width']}, theoretical per direction"}
-                         if link else None)
             entry = entry_of(document, {"study": "transfer", "impl": "copy_engine", "mode": mode,
                                         "precision": direction, "n": point["n"]})  # direction: the precision slot
             found.append(figure(f"link/{direction}/{mode}", f"Copy {name}, {mode} host memory",

@@ -34,8 +34,7 @@ def series(entries):
 
 
 def comparison(entries):
-    """Per size the CPU side measured: the best CPU entry, the best GPU entry of each mode against it (speedup,
-    beyond noise), and the copies' cost of each transfer mode (its time less its implementation's resident time)."""
+    """Per size: the best CPU entry, each GPU mode's best against it, and each transfer mode's copies."""
     best_cpu = best_by_size(cpu_entries(entries))
     best_gpu = {mode: best_by_size(gpu_entries(entries, mode)) for mode in gpu_modes(entries)}
     resident = {(entry["impl"], entry["n"]): entry for entry in gpu_entries(entries, RESIDENT)}
@@ -56,9 +55,7 @@ def comparison(entries):
 
 
 def expected_finding(rows):
-    """The expected finding, part by part: per transfer mode whether the copies cost more than the CPU's whole
-    computation at every size compared, and the sizes where the GPU beats the best CPU beyond noise in each mode;
-    None when no size has both sides."""
+    """The expected finding, part by part; None when no size has both sides."""
     compared = [row for row in rows if row["gpu"]]
     if not compared:
         return None
@@ -163,8 +160,7 @@ def _per_mode(rows, part, field):
 
 
 def plots(pyplot, study, plot_dir):
-    """The time of every implementation and mode over n; the best CPU's time over the GPU's per GPU mode
-    (the crossovers marked); the copies' time over the best CPU's whole time, per transfer mode."""
+    """Time over n; the best CPU's time over the best GPU's; the copies' time over the best CPU's."""
     derived = study["derived"]
     series = charts.row_series(derived.get("series") or [], ("impl", "mode"))
     rows = derived.get("comparison") or []
