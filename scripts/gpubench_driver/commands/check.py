@@ -39,7 +39,6 @@ def register(subparsers):
     parser.add_argument("--ranges", default=expected.EXPECTED, metavar="FILE",
                         help="the expected ranges (default: %(default)s, written by gpubench expected)")
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
-    parser.set_defaults(execute=execute)
     return parser
 
 

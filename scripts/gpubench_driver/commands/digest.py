@@ -284,7 +284,6 @@ def register(subparsers):
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "
                              "results/aa/<pair>.json.gz)")
-    parser.set_defaults(execute=execute)
     return parser
 
 
