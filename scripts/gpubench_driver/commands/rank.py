@@ -1,23 +1,14 @@
-"""The 'rank' command: machines side by side on their headline figures, absolute and per dollar.
-
-One row per results file (a run on one machine), one column per headline figure any of them has
-(findings["headline"], stages/headline.py, derived again from the entries as report does). A run without
-a figure shows an em dash. In a column whose figure has a better direction, every run that has the
-figure gets its rank: 1 plus the runs better than it beyond noise, judged by the noise model as compare
-judges an entry (noise_verdicts.py), so runs within noise of each other share a rank; the best in bold. A
-column where no run is better than another beyond noise ranks none ("within noise"). With a price per file
-(--price, as compare takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes
-rank.md, rank.html and rank.json.
+"""The 'rank' command: machines side by side on their headline figures (stages/headline.py), absolute and per
+dollar; in each column a run's rank is 1 plus the runs better than it beyond noise, judged by the noise model as
+compare judges an entry. Writes rank.md, rank.html and rank.json.
 """
-import json
 import math
-import os
 from itertools import combinations
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, figures, html_report, noise_model, noise_verdicts, outputs, results
+from gpubench_driver.lib import document as page, figures, noise_model, noise_verdicts, outputs, results
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import analyse, prices, session
+from gpubench_driver.stages import analyse, prices, render, session
 from gpubench_driver.stages.render_first_screen import value_text
 from gpubench_driver.commands import compare
 
@@ -253,25 +244,16 @@ def rank_record(runs):
 
 
 # --- writing ----------------------------------------------------------------------------------
-def default_out_dir():
-    return session.default_out_dir(f"rank-{session.default_run_id()}")
-
-
 def write(runs, out_dir, table=None):
     """rank.md, rank.html and rank.json in out_dir; returns the Markdown's path."""
-    found = blocks(runs, table)
-    os.makedirs(out_dir, exist_ok=True)
-    path = outputs.write_text(os.path.join(out_dir, "rank.md"), page.to_markdown(found))
-    outputs.write_text(os.path.join(out_dir, "rank.json"), json.dumps(rank_record(runs), indent=1))
-    html_report.write(found, [], out_dir, name="rank.html")
-    return path
+    return render.write_page(out_dir, "rank", blocks(runs, table), rank_record(runs))
 
 
 def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
     """The 'rank' command: load, price, write; returns rank.md's path."""
     runs = load_runs(paths, labels or [])
     table = prices.apply_prices(runs, price_specs, prices_path)
-    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    out_dir, _ = outputs.check_out_dir(out_dir or session.default_out_dir(f"rank-{session.default_run_id()}"))
     return write(runs, out_dir, table)
 
 
@@ -293,8 +275,6 @@ def register(subparsers):
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
     prices.add_price_arguments(parser, " (priced at one GPU's share)")
     parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
-
-    parser.set_defaults(execute=execute)
     return parser
 
 
