@@ -7,6 +7,7 @@ import sys
 
 from gpubench_driver.lib import document as page, noise_model, outputs
 from gpubench_driver.lib.formatting import md, percent
+from gpubench_driver.lib.sections import table_section
 from gpubench_driver.stages import fleet, render, session
 from gpubench_driver.stages.check_render import value_text
 
@@ -51,9 +52,8 @@ def blocks(nodes, skipped, groups, verdict):
     lines = [f"{len(nodes)} node(s) read, {len(skipped)} skipped. Verdict: **{verdict}**"
              + (f": drain {', '.join(md(node['name']) for node in drain)}." if drain else ".")]
     found = [page.Heading(1, "gpubench fleet"), page.paragraph(*lines)]
-    if drain:
-        found += page.section("Nodes to drain", [page.table(["node", "below"], [
-            [md(node["name"]), md("; ".join(node["below"]))] for node in drain])])
+    found += table_section("Nodes to drain", ["node", "below"], drain,
+                           lambda node: [md(node["name"]), md("; ".join(node["below"]))])
     found += page.section("Nodes", [page.table(["node", "from", "GPUs", "verdict", "notes"], [
         [md(node["name"]), md(node["path"]), ", ".join(map(str, node["gpus"])), node["verdict"],
          md("; ".join(node["errors"] + [f"host-paced below: {text}" for text in node["host"]])) or "-"]
