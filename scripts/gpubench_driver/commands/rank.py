@@ -6,7 +6,7 @@ import math
 from itertools import combinations
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, figures, noise_model, noise_verdicts, outputs, results
+from gpubench_driver.lib import document as page, figures, noise_model, noise_verdicts, outputs
 from gpubench_driver.lib.formatting import md, percent
 from gpubench_driver.stages import analyse, prices, render, session
 from gpubench_driver.stages.render_first_screen import value_text
@@ -23,8 +23,7 @@ def default_label(document):
 
 
 def load_runs(paths, labels=None):
-    """compare.Source per results file, its findings (so its headline) derived again: a file cut off
-    before its end, or written by an older driver, gets today's figures."""
+    """compare.Source per results file, its findings derived again (an older or cut-off file gets today's figures)."""
     runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
     for run in runs:
         analyse.derive_findings(run.document, 0)
@@ -49,8 +48,7 @@ def first_figures(figure_maps, keys):
 
 # --- per dollar -------------------------------------------------------------------------------
 def per_dollar(figure, usd_per_hour):
-    """The figure at a price as a figure of its own: a rate per USD-hour, or the USD an MLP epoch
-    costs; None for the figures a price does not apply to (sizes, energy)."""
+    """The figure at a price: a rate per USD-hour, or the USD an MLP epoch costs; None for sizes and energy."""
     if figure["unit"] in RATE_UNITS:
         scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
     elif figure["unit"] == "s" and figure["key"] in studies.PRICED_FIGURES:
@@ -82,10 +80,8 @@ def _side(figure):
 
 
 def comparison(model, first, second):
-    """The noise model's Comparison of two runs' figures, as compare compares the entry they are read
-    from: the ratio of the values shown (second over first), the kind of the first's entry at the
-    geometric mean of the two entries' median times (the model's widest where a figure names no
-    protocol or time), the trials each has. Figures name no entry, so no entry's A/A history."""
+    """The noise model's Comparison of two runs' figures (second over first), as compare compares their entry:
+    the first's kind at the two median times' geometric mean (else the widest kind); no entry's A/A history."""
     noise = [figure.get("between_runs") or {} for figure in (first, second)]
     times = [found.get("median_s") for found in noise]
     known = noise[0].get("protocol") is not None and all(times)
@@ -96,9 +92,8 @@ def comparison(model, first, second):
 
 
 def _apart(first, second):
-    """Whether two figures' own intervals leave them apart: always for a figure of its entry's time, whose
-    noise the model knows; for energy (its window's own uncertainty, which the time's noise leaves out)
-    only where the intervals do not overlap or either has none."""
+    """Whether two figures' own intervals leave them apart: always for a time's figure, whose noise the model knows;
+    for energy (its window's own uncertainty) only where the intervals do not overlap or either has none."""
     bounds = [figure.get(bound) for figure in (first, second) for bound in ("low", "high")]
     if first.get("timed_as") != figures.ENERGY or None in bounds:
         return True
@@ -106,10 +101,8 @@ def _apart(first, second):
 
 
 def ranks(figures, better, model):
-    """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
-    figure is better beyond noise (noise_verdicts.decide calls the pair faster or slower, the column's pairs
-    one family, and _apart), so rows within noise of each other share a rank. {} where no direction is
-    better or fewer than two rows hold a figure."""
+    """{row: rank} of the rows holding a figure: 1 plus the rows whose figure is better beyond noise (the column's
+    pairs one family, and _apart); {} where no direction is better or fewer than two rows hold a figure."""
     held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}
@@ -130,7 +123,6 @@ def ordinal(number):
 
 
 def spread_text(figure):
-    """The interval as the largest distance from the value, a share of it (±x%); '' where unknown."""
     share = figures.spread(figure)
     return "" if share is None else f" ±{percent(share)}"
 
@@ -139,9 +131,7 @@ WITHIN_NOISE = "within noise"
 
 
 def cell(figure, rank, column_ranks=None):
-    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank}): bold
-    where first, "joint" where it shares its rank, "within noise" where no run of the column is ranked
-    above another."""
+    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank})."""
     if figure is None:
         return MISSING
     text = value_text(figure["value"], figure["unit"]) + spread_text(figure)
@@ -223,8 +213,7 @@ def _runs_section(runs):
 
 
 def blocks(runs, table=None, model=None):
-    """The rank page as blocks (document.py): rank.md and rank.html are written from them; model: the
-    noise model (scripts/noise_model.json unless given)."""
+    """The rank page as blocks (document.py), for rank.md and rank.html."""
     model = model or noise_model.load()
     figure_maps = [figures_of(run) for run in runs]
     return ([page.Heading(1, "gpubench rank")] + _figures_section(runs, figure_maps, model)
@@ -258,7 +247,7 @@ def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, o
 
 
 # --- the command line ------------------------------------------------------------------------------
-ERRORS = (results.ResultsError, prices.PriceTableError, noise_model.NoiseModelError, outputs.WriteError)
+ERRORS = compare.ERRORS
 
 
 def register(subparsers):
