@@ -55,10 +55,8 @@ def _figure_rows(node, gpu, model, figures, times):
         rows.append({"node": node, "gpu": gpu, "model": model, "study": study, "key": row["key"],
                      "label": row["label"], "where": row["where"], "unit": "of link rate" if use_fraction
                      else row["unit"], "value": fraction if use_fraction else row["value"], "better": row["better"],
-                     "protocol": protocol, "median_s": times.get(entry) if protocol else None,
-                     "bound": bound,
-                     "history": (study, entry),
-                     "check_below": row.get("status") == health.BELOW})
+                     "protocol": protocol, "median_s": times.get(entry) if protocol else None, "bound": bound,
+                     "history": (study, entry), "check_below": row.get("status") == health.BELOW})
     return rows
 
 
