@@ -156,9 +156,8 @@ def all_verdicts(sources, model=None):
     return found
 
 
-def comparison_record(sources, decided, model=None):
+def comparison_record(sources, decided, model):
     """compare.json's content."""
-    model = model or noise_model.load()
     files = [{"number": number, "label": source.label, "path": source.path, "run": source.document["run"]["id"]}
              for number, source in enumerate(sources, start=1)]
     comparisons = []
@@ -352,9 +351,8 @@ def _missing_section(sources):
                                          else page.paragraph("Nothing: every file holds the same ok entries.")])
 
 
-def blocks(sources, decided, table=None, model=None):
+def blocks(sources, decided, table, model):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
-    model = model or noise_model.load()
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
         "#k's median over #1's (below 1: #k faster).", *prices.prices_note(sources, table)])]

@@ -18,13 +18,10 @@ RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour; seconds are price
 
 
 # --- loading ----------------------------------------------------------------------------------
-def default_label(document):
-    return f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})"
-
-
 def load_runs(paths, labels=None):
     """compare.Source per results file, its findings derived again (an older or cut-off file gets today's figures)."""
-    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
+    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=lambda document:
+                                f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})")
     for run in runs:
         analyse.derive_findings(run.document, 0)
     return runs
@@ -122,19 +119,16 @@ def ordinal(number):
     return f"{number}{suffix}"
 
 
-def spread_text(figure):
-    share = figures.spread(figure)
-    return "" if share is None else f" ±{percent(share)}"
-
-
 WITHIN_NOISE = "within noise"
+BETTER_TEXT = {"higher": "higher is better", "lower": "lower is better"}
 
 
 def cell(figure, rank, column_ranks=None):
     """The figure's value and spread, and its rank among column_ranks (the column's {row: rank})."""
     if figure is None:
         return MISSING
-    text = value_text(figure["value"], figure["unit"]) + spread_text(figure)
+    share = figures.spread(figure)  # the interval's largest distance from the value
+    text = value_text(figure["value"], figure["unit"]) + ("" if share is None else f" ±{percent(share)}")
     if rank is None:
         return text
     shared = list((column_ranks or {}).values()).count(rank) > 1
@@ -154,13 +148,9 @@ def ranked_table(labels, figure_maps, keys, title, model):
 
 
 # --- the page ---------------------------------------------------------------------------------
-def _better_text(better):
-    return {"higher": "higher is better", "lower": "lower is better"}.get(better, "not ranked")
-
-
 def _legend(figure_maps, keys):
     """Each column's figure, as the first run that has it names it."""
-    return page.bullets(f"`{key}`: {md(figure['label'])}; {_better_text(figure['better'])}; timed as "
+    return page.bullets(f"`{key}`: {md(figure['label'])}; {BETTER_TEXT.get(figure['better'], 'not ranked')}; timed as "
                         f"{md(figure.get('timed_as'))}" for key, figure in first_figures(figure_maps, keys).items())
 
 
