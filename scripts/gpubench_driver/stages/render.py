@@ -65,11 +65,11 @@ def _like(document):
     if not isinstance(repeated, dict):
         return []
     found = repeated.get("differences") or []
-    blocks = [paragraph(f"Repeats the configuration of run {md(repeated.get('run_id'))} ({md(repeated.get('path'))}).")]
-    blocks.append(table(["", "recorded there", "here"],
-                        [[md(d.get("what")), md(d.get("recorded")), md(d.get("here"))] for d in found]) if found
-                  else paragraph("Its recorded environment is the same as this one in every field compared."))
-    return section("Compared with the recorded run", blocks)
+    return section("Compared with the recorded run", [
+        paragraph(f"Repeats the configuration of run {md(repeated.get('run_id'))} ({md(repeated.get('path'))})."),
+        table(["", "recorded there", "here"], [[md(d.get("what")), md(d.get("recorded")), md(d.get("here"))]
+                                               for d in found]) if found
+        else paragraph("Its recorded environment is the same as this one in every field compared.")])
 
 
 def _figures(paths, out_dir):
