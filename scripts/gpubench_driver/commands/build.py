@@ -18,7 +18,6 @@ def register(subparsers):
     parser.add_argument("--build-dir", help="CMake build directory (default: <repo>/build)")
     parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)
     add_cmake_arg(parser)
-    parser.set_defaults(execute=execute)
     return parser
 
 

@@ -39,7 +39,6 @@ def register(subparsers):
     parser.add_argument("--ranges", default=expected.EXPECTED, metavar="FILE",
                         help="the expected ranges (default: %(default)s, written by gpubench expected)")
     parser.add_argument("--no-setup", action="store_true", help="do not check or install prerequisites")
-    parser.set_defaults(execute=execute)
     return parser
 
 
@@ -82,9 +81,7 @@ def execute(args, argv):
 
 
 def _check_in(out_dir, options, selection, argv, ranges):
-    started = session.utc_now()
-    record = {"id": options.run_id, "started": started,
-              "command_line": session.command_line(argv),
+    record = {"id": options.run_id, "started": session.utc_now(), "command_line": session.command_line(argv),
               "git": environment.capture_git(session.SOURCE_DIR), "build_dir": options.build_dir}
     models = expected.load(ranges)  # a ranges file that cannot be read stops the check before it measures
     check_verdicts.noise()  # and so does a noise model that cannot be read
@@ -114,16 +111,15 @@ def _check_in(out_dir, options, selection, argv, ranges):
     return found["exit_status"]
 
 
-def measure_part(options, argv, out_dir, gpus_seen, model_of, models):
+def measure_part(options, argv, out_dir, gpus_seen, model, models):
     """(the judged figures of one GPU's check points (gpus_seen 1) or of the GPUs together, the document they came
-    from or None); model_of: (the document's first GPU record) -> its model's name in the ranges file."""
+    from or None); model: their model's key in the ranges file."""
     plans, missing = check_measure.plan(options, gpus_seen)
     if not plans:
         return missing, None
     document = check_measure.new_document(options, argv, plans)
     failed = check_measure.measure(plans, document, out_dir)
     collected = check_measure.collect(document)
-    model = model_of(first_gpu(document))
     figures = collected["figures"]
     for row in figures:
         row.update(check_verdicts.judge_figure(row, model, models))
@@ -139,7 +135,7 @@ def check_one(gpu, options, argv, out_dir, models):
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # the binaries and nvidia-smi's records: this GPU's
     together = int(os.environ.get(TOGETHER_VARIABLE, "1"))
     model = check_verdicts.model_key(gpu.name, together)
-    figures, document = measure_part(options, argv, out_dir, 1, lambda record: model, models)
+    figures, document = measure_part(options, argv, out_dir, 1, model, models)
     checks = []
     if document is not None:
         record = first_gpu(document)
@@ -182,7 +178,7 @@ def check_node(chosen, options, argv, out_dir, models):
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpu.uuid for gpu in chosen)
     name = node_model(chosen)
     folder = outputs.subfolder(os.path.dirname(out_dir), os.path.basename(out_dir))
-    figures, document = measure_part(options, argv, folder, len(chosen), lambda record: name, models)
+    figures, document = measure_part(options, argv, folder, len(chosen), name, models)
     return {"gpus": [gpu.index for gpu in chosen], "name": name, "model": name,
             "results": os.path.join(NODE_DIR, "results.json") if document is not None else None,
             "figures": figures, "checks": []}

@@ -1,6 +1,6 @@
 """Command line of the driver: the top parser and dispatch. Each command is a module of COMMANDS
-(commands/<command>.py): its register(subparsers) adds its parser, its execute(args, argv) runs it and
-returns the exit status, and its ERRORS are the failures it reports as exit 1. The exits every command
+(commands/<command>.py): its register(subparsers) adds and returns its parser, its execute(args, argv) runs it
+and returns the exit status, and its ERRORS are the failures it reports as exit 1. The exits every command
 shares are here."""
 import argparse
 import signal
@@ -22,7 +22,7 @@ def build_parser():
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command_parser = command.register(subparsers)
-        command_parser.set_defaults(command_parser=command_parser)
+        command_parser.set_defaults(command_parser=command_parser, execute=command.execute)
     return parser
 
 

@@ -2,17 +2,16 @@
 interval, verdict and minimum detectable effect from the noise model (docs/methodology.md, The noise
 model), and cost per dollar where each file has a price. Writes compare.md, compare.html and compare.json.
 """
-import json
 import math
 import os
 import statistics
 from dataclasses import dataclass
 
 from gpubench_driver import studies
-from gpubench_driver.lib import (document as page, html_report, noise_model, noise_verdicts, outputs, results, stats,
-                                 verdicts)
+from gpubench_driver.lib import document as page, noise_model, noise_verdicts, outputs, results, stats, verdicts
+from gpubench_driver.lib.figures import first_gpu
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
-from gpubench_driver.stages import collect, options as opts, prices, session
+from gpubench_driver.stages import collect, options as opts, prices, render, session
 
 RULE = " --- "  # the tables' delimiter cells: '| --- | --- |'
 
@@ -30,8 +29,7 @@ class Source:
 
 # --- loading and labels ------------------------------------------------------------
 def gpu_name(document):
-    gpus = document["machine"].get("gpus") or []
-    return gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None
+    return first_gpu(document).get("name")
 
 
 def load_sources(paths, labels, least=2, command="compare", label_of=None):
@@ -41,11 +39,9 @@ def load_sources(paths, labels, least=2, command="compare", label_of=None):
     if labels and len(labels) != len(paths):
         raise opts.UsageError(f"--label: give one per file ({len(paths)}), or none; got {len(labels)}")
     label_of = label_of or (lambda document: f"{document['run']['id']} {gpu_name(document) or 'no GPU'}")
-    sources = []
-    for index, path in enumerate(paths):
-        document = collect.load(path)  # a file of every GPU of a node: the node's median
-        sources.append(Source(path, labels[index] if labels else label_of(document), document))
-    return sources
+    documents = [collect.load(path) for path in paths]  # a file of every GPU of a node: the node's median
+    return [Source(path, labels[index] if labels else label_of(document), document)
+            for index, (path, document) in enumerate(zip(paths, documents))]
 
 
 # --- matching ------------------------------------------------------------------------
@@ -160,9 +156,8 @@ def all_verdicts(sources, model=None):
     return found
 
 
-def comparison_record(sources, decided, model=None):
+def comparison_record(sources, decided, model):
     """compare.json's content."""
-    model = model or noise_model.load()
     files = [{"number": number, "label": source.label, "path": source.path, "run": source.document["run"]["id"]}
              for number, source in enumerate(sources, start=1)]
     comparisons = []
@@ -213,44 +208,41 @@ def _interval_text(judged):
 
 
 def _verdict_cells(judged, number):
+    if judged is None:
+        return ["n/a"] * 3
     return [_interval_text(judged), _verdict_text(judged, number),
             f"{percent(judged.verdict.comparison.mde)} ({judged.trials[0]} vs {judged.trials[1]} trials)"]
 
 
-def _verdict_columns(number):
-    return [f"#{number}/#1 (interval)", f"#{number} vs #1", f"#{number} detectable"]
+def _verdict_columns(decided):
+    return [column for n in decided for column in (f"#{n}/#1 (interval)", f"#{n} vs #1", f"#{n} detectable")]
+
+
+def _judged_cells(decided, key):
+    """The verdict cells of an entry (study, name) against #1, file by file."""
+    return [cell for n, by_entry in decided.items() for cell in _verdict_cells(by_entry.get(key), n)]
 
 
 def _time_table(sources, study_name, names, decided):
-    others = range(2, len(sources) + 1)
-    header = ["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)),
-              *(column for n in others for column in _verdict_columns(n))]
-    rows = []
-    for name in names:
-        entries = [_entries_by_name(source.document["studies"][study_name])[name] for source in sources]
-        cells = [cell for n in others for cell in _verdict_cells(decided[n][(study_name, name)], n)]
-        rows.append([md(name), *(seconds(entry["time_s"]["median"]) for entry in entries), *cells])
-    return page.table(header, rows, rule=RULE)
+    by_name = [_entries_by_name(source.document["studies"][study_name]) for source in sources]
+    rows = [[md(name), *(seconds(entries[name]["time_s"]["median"]) for entries in by_name),
+             *_judged_cells(decided, (study_name, name))] for name in names]
+    return page.table(["entry", *(f"#{n} median" for n in range(1, len(sources) + 1)), *_verdict_columns(decided)],
+                      rows, rule=RULE)
 
 
 DIFFERENCES_SHOWN = 20
 
 
 def _headline_section(sources, decided):
-    header = ["entry", "#1 median", *(column for n in decided for column in _verdict_columns(n))]
     rows = []
     for study_name in shared_studies(sources):
-        names, _ = match_entries(sources, study_name)
         first = _entries_by_name(sources[0].document["studies"][study_name])
-        for name in names:
-            if studies.is_headline(study_name, first[name]):
-                cells = []
-                for n, by_entry in decided.items():
-                    judged = by_entry.get((study_name, name))
-                    cells += _verdict_cells(judged, n) if judged else ["n/a", "n/a", "n/a"]
-                rows.append([md(name), seconds(first[name]["time_s"]["median"]), *cells])
+        rows += [[md(name), seconds(first[name]["time_s"]["median"]), *_judged_cells(decided, (study_name, name))]
+                 for name in match_entries(sources, study_name)[0] if studies.is_headline(study_name, first[name])]
     return [page.paragraph("Headline entries (those each study compares with PyTorch or numpy):"),
-            page.table(header, rows, rule=RULE) if rows else page.paragraph("None shared.")]
+            page.table(["entry", "#1 median", *_verdict_columns(decided)], rows, rule=RULE) if rows
+            else page.paragraph("None shared.")]
 
 
 def _kinds_table(by_entry):
@@ -313,7 +305,8 @@ def _verdicts_section(sources, decided, model):
     return page.section("Verdicts", blocks)
 
 
-def _cost_cells(study_name, study, entry, usd_per_hour):
+def _cost_cells(study_name, study, name, usd_per_hour):
+    entry = _entries_by_name(study)[name]
     if prices.cost_kind(study_name) == "epoch":
         return [prices.usd(prices.usd_per_epoch(entry, study.get("epoch_samples"), usd_per_hour))]
     rate = prices.tflops_per_usd_hour(entry, usd_per_hour)
@@ -324,13 +317,8 @@ def _cost_table(sources, study_name, names):
     columns = (["USD per epoch"] if prices.cost_kind(study_name) == "epoch"
                else ["USD per 1000 GEMMs", "TFLOP/s per USD/h"])
     header = ["entry", *(f"#{n} {column}" for n in range(1, len(sources) + 1) for column in columns)]
-    rows = []
-    for name in names:
-        cells = [md(name)]
-        for source in sources:
-            study = source.document["studies"][study_name]
-            cells += _cost_cells(study_name, study, _entries_by_name(study)[name], source.usd_per_hour)
-        rows.append(cells)
+    rows = [[md(name), *(cell for source in sources for cell in _cost_cells(
+        study_name, source.document["studies"][study_name], name, source.usd_per_hour))] for name in names]
     return page.table(header, rows, rule=RULE)
 
 
@@ -355,20 +343,16 @@ def _files_section(sources):
 
 
 def _missing_section(sources):
-    lines = []
-    for name, numbers in partial_studies(sources).items():
-        lines.append(f"study {md(name)}: only in {', '.join(f'#{n}' for n in numbers)}")
-    for study_name in shared_studies(sources):
-        _, others = match_entries(sources, study_name)
-        for name, states in others.items():
-            lines.append(f"{md(name)}: " + ", ".join(f"#{n} {md(state)}" for n, state in enumerate(states, start=1)))
+    lines = [f"study {md(name)}: only in {', '.join(f'#{n}' for n in numbers)}"
+             for name, numbers in partial_studies(sources).items()]
+    lines += [f"{md(name)}: " + ", ".join(f"#{n} {md(state)}" for n, state in enumerate(states, start=1))
+              for study in shared_studies(sources) for name, states in match_entries(sources, study)[1].items()]
     return page.section("Not compared", [page.bullets(lines) if lines
                                          else page.paragraph("Nothing: every file holds the same ok entries.")])
 
 
-def blocks(sources, decided, table=None, model=None):
+def blocks(sources, decided, table, model):
     """The comparison page as blocks (document.py): compare.md and compare.html are written from them."""
-    model = model or noise_model.load()
     found = [page.Heading(1, "gpubench comparison"), _files_section(sources), page.bullets([
         "Times are each entry's median (over its trials' medians where it was measured in several); #k/#1 is "
         "#k's median over #1's (below 1: #k faster).", *prices.prices_note(sources, table)])]
@@ -376,12 +360,6 @@ def blocks(sources, decided, table=None, model=None):
     for study_name in shared_studies(sources):
         found += _study_section(sources, study_name, decided)
     return found + _missing_section(sources)
-
-
-def render(sources, table=None):
-    """compare.md's text."""
-    model = noise_model.load()
-    return page.to_markdown(blocks(sources, all_verdicts(sources, model), table, model))
 
 
 def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
@@ -396,13 +374,8 @@ def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, o
 def write(sources, decided, out_dir, table=None, model=None):
     """compare.md, compare.html and compare.json in out_dir; returns compare.md's path."""
     model = model or noise_model.load()
-    found = blocks(sources, decided, table, model)
-    os.makedirs(out_dir, exist_ok=True)
-    path = outputs.write_text(os.path.join(out_dir, "compare.md"), page.to_markdown(found) + "\n")
-    outputs.write_text(os.path.join(out_dir, "compare.json"),
-                       json.dumps(comparison_record(sources, decided, model), indent=1))
-    html_report.write(found, [], out_dir, name="compare.html")
-    return path
+    return render.write_page(out_dir, "compare", blocks(sources, decided, table, model),
+                             comparison_record(sources, decided, model), page_end="\n")
 
 
 # --- the command line ------------------------------------------------------------------------------
@@ -422,7 +395,6 @@ def register(subparsers):
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
     prices.add_price_arguments(parser)
     parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
-    parser.set_defaults(execute=execute)
     return parser
 
 

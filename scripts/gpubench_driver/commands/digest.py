@@ -93,8 +93,7 @@ def make(paths):
 
 def write(document, path):
     """gzip level 9 without a timestamp (the same bytes each time) when the name ends in .gz, else plain JSON."""
-    text = json.dumps(results.without_non_finite(document), separators=(",", ":"), allow_nan=False) + "\n"
-    data = text.encode("utf-8")
+    data = (json.dumps(results.without_non_finite(document), separators=(",", ":"), allow_nan=False) + "\n").encode()
     if path.endswith(".gz"):
         data = gzip.compress(data, 9, mtime=0)
     with outputs.replacing(path, binary=True) as stream:
@@ -284,7 +283,6 @@ def register(subparsers):
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="the digest to write (gzip-compressed where the name ends in .gz, e.g. "
                              "results/aa/<pair>.json.gz)")
-    parser.set_defaults(execute=execute)
     return parser
 
 

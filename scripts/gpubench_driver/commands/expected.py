@@ -80,7 +80,6 @@ def register(subparsers):
                         help="results.json (or .json.gz) files, directories holding one, run digests "
                              "(gpubench digest) or check.json files (gpubench check)")
     parser.add_argument("--file", default=EXPECTED, help="the ranges file (default: %(default)s)")
-    parser.set_defaults(execute=execute)
     return parser
 
 

@@ -2,13 +2,13 @@
 per node and GPU the figures below the fleet's median of their GPU model beyond noise, the peer links below the
 median fraction of their link's rate, and the nodes to drain. Writes fleet.md, fleet.html and fleet.json; exit
 status 0 healthy, 1 a node to drain, 2 could not judge (a node unreadable, too few GPUs of a model, no noise model)."""
-import json
 import os
 import sys
 
-from gpubench_driver.lib import document as page, html_report, noise_model, outputs
+from gpubench_driver.lib import document as page, noise_model, outputs
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import fleet, session
+from gpubench_driver.lib.sections import table_section
+from gpubench_driver.stages import fleet, render, session
 from gpubench_driver.stages.check_render import value_text
 
 SCHEMA, VERSION = "gpubench-fleet", 1
@@ -31,7 +31,6 @@ def register(subparsers):
     parser.add_argument("--out", help="output directory (default: results/runs/fleet-<UTC time>)")
     parser.add_argument("--noise-model", default=noise_model.FILE, metavar="FILE",
                         help="the noise model (default: %(default)s)")
-    parser.set_defaults(execute=execute)
     return parser
 
 
@@ -53,9 +52,8 @@ def blocks(nodes, skipped, groups, verdict):
     lines = [f"{len(nodes)} node(s) read, {len(skipped)} skipped. Verdict: **{verdict}**"
              + (f": drain {', '.join(md(node['name']) for node in drain)}." if drain else ".")]
     found = [page.Heading(1, "gpubench fleet"), page.paragraph(*lines)]
-    if drain:
-        found += page.section("Nodes to drain", [page.table(["node", "below"], [
-            [md(node["name"]), md("; ".join(node["below"]))] for node in drain])])
+    found += table_section("Nodes to drain", ["node", "below"], drain,
+                           lambda node: [md(node["name"]), md("; ".join(node["below"]))])
     found += page.section("Nodes", [page.table(["node", "from", "GPUs", "verdict", "notes"], [
         [md(node["name"]), md(node["path"]), ", ".join(map(str, node["gpus"])), node["verdict"],
          md("; ".join(node["errors"] + [f"host-paced below: {text}" for text in node["host"]])) or "-"]
@@ -109,12 +107,9 @@ def execute(args, argv):
     groups = fleet.judge(nodes, model)
     fleet.node_verdicts(nodes)
     verdict = fleet.fleet_verdict(nodes, skipped, groups)
-    found = blocks(nodes, skipped, groups, verdict)
     try:
-        path = outputs.write_text(os.path.join(out_dir, "fleet.md"), page.to_markdown(found))
-        outputs.write_text(os.path.join(out_dir, "fleet.json"),
-                           json.dumps(record(nodes, skipped, groups, verdict), indent=1, allow_nan=False) + "\n")
-        html_report.write(found, [], out_dir, name="fleet.html")
+        path = render.write_page(out_dir, "fleet", blocks(nodes, skipped, groups, verdict),
+                                 record(nodes, skipped, groups, verdict), record_end="\n", allow_nan=False)
     except outputs.WriteError as error:
         print(f"gpubench fleet: error: {error}", file=sys.stderr)
         return fleet.EXIT_STATUS[fleet.NOT_JUDGED]

@@ -19,7 +19,6 @@ def register(subparsers):
                              "folders holding one")
     parser.add_argument("--out", default=noise_model.FILE, metavar="FILE",
                         help="the noise model file to write (default: %(default)s)")
-    parser.set_defaults(execute=execute)
     return parser
 
 

@@ -1,23 +1,14 @@
-"""The 'rank' command: machines side by side on their headline figures, absolute and per dollar.
-
-One row per results file (a run on one machine), one column per headline figure any of them has
-(findings["headline"], stages/headline.py, derived again from the entries as report does). A run without
-a figure shows an em dash. In a column whose figure has a better direction, every run that has the
-figure gets its rank: 1 plus the runs better than it beyond noise, judged by the noise model as compare
-judges an entry (noise_verdicts.py), so runs within noise of each other share a rank; the best in bold. A
-column where no run is better than another beyond noise ranks none ("within noise"). With a price per file
-(--price, as compare takes it), a second table gives the rates per USD-hour and the USD per MLP epoch. Writes
-rank.md, rank.html and rank.json.
+"""The 'rank' command: machines side by side on their headline figures (stages/headline.py), absolute and per
+dollar; in each column a run's rank is 1 plus the runs better than it beyond noise, judged by the noise model as
+compare judges an entry. Writes rank.md, rank.html and rank.json.
 """
-import json
 import math
-import os
 from itertools import combinations
 
 from gpubench_driver import studies
-from gpubench_driver.lib import document as page, figures, html_report, noise_model, noise_verdicts, outputs, results
+from gpubench_driver.lib import document as page, figures, noise_model, noise_verdicts, outputs
 from gpubench_driver.lib.formatting import md, percent
-from gpubench_driver.stages import analyse, prices, session
+from gpubench_driver.stages import analyse, prices, render, session
 from gpubench_driver.stages.render_first_screen import value_text
 from gpubench_driver.commands import compare
 
@@ -27,14 +18,10 @@ RATE_UNITS = ("FLOP/s", "OP/s", "B/s")  # priced per USD-hour; seconds are price
 
 
 # --- loading ----------------------------------------------------------------------------------
-def default_label(document):
-    return f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})"
-
-
 def load_runs(paths, labels=None):
-    """compare.Source per results file, its findings (so its headline) derived again: a file cut off
-    before its end, or written by an older driver, gets today's figures."""
-    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=default_label)
+    """compare.Source per results file, its findings derived again (an older or cut-off file gets today's figures)."""
+    runs = compare.load_sources(paths, labels, least=1, command="rank", label_of=lambda document:
+                                f"{document['run']['id']} ({compare.gpu_name(document) or 'no GPU'})")
     for run in runs:
         analyse.derive_findings(run.document, 0)
     return runs
@@ -58,8 +45,7 @@ def first_figures(figure_maps, keys):
 
 # --- per dollar -------------------------------------------------------------------------------
 def per_dollar(figure, usd_per_hour):
-    """The figure at a price as a figure of its own: a rate per USD-hour, or the USD an MLP epoch
-    costs; None for the figures a price does not apply to (sizes, energy)."""
+    """The figure at a price: a rate per USD-hour, or the USD an MLP epoch costs; None for sizes and energy."""
     if figure["unit"] in RATE_UNITS:
         scale, unit, better = 1 / usd_per_hour, figure["unit"], figure["better"]
     elif figure["unit"] == "s" and figure["key"] in studies.PRICED_FIGURES:
@@ -91,10 +77,8 @@ def _side(figure):
 
 
 def comparison(model, first, second):
-    """The noise model's Comparison of two runs' figures, as compare compares the entry they are read
-    from: the ratio of the values shown (second over first), the kind of the first's entry at the
-    geometric mean of the two entries' median times (the model's widest where a figure names no
-    protocol or time), the trials each has. Figures name no entry, so no entry's A/A history."""
+    """The noise model's Comparison of two runs' figures (second over first), as compare compares their entry:
+    the first's kind at the two median times' geometric mean (else the widest kind); no entry's A/A history."""
     noise = [figure.get("between_runs") or {} for figure in (first, second)]
     times = [found.get("median_s") for found in noise]
     known = noise[0].get("protocol") is not None and all(times)
@@ -105,9 +89,8 @@ def comparison(model, first, second):
 
 
 def _apart(first, second):
-    """Whether two figures' own intervals leave them apart: always for a figure of its entry's time, whose
-    noise the model knows; for energy (its window's own uncertainty, which the time's noise leaves out)
-    only where the intervals do not overlap or either has none."""
+    """Whether two figures' own intervals leave them apart: always for a time's figure, whose noise the model knows;
+    for energy (its window's own uncertainty) only where the intervals do not overlap or either has none."""
     bounds = [figure.get(bound) for figure in (first, second) for bound in ("low", "high")]
     if first.get("timed_as") != figures.ENERGY or None in bounds:
         return True
@@ -115,10 +98,8 @@ def _apart(first, second):
 
 
 def ranks(figures, better, model):
-    """{row: rank} of the rows holding a figure (None: the run has none): 1 plus the number of rows whose
-    figure is better beyond noise (noise_verdicts.decide calls the pair faster or slower, the column's pairs
-    one family, and _apart), so rows within noise of each other share a rank. {} where no direction is
-    better or fewer than two rows hold a figure."""
+    """{row: rank} of the rows holding a figure: 1 plus the rows whose figure is better beyond noise (the column's
+    pairs one family, and _apart); {} where no direction is better or fewer than two rows hold a figure."""
     held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}
@@ -138,22 +119,16 @@ def ordinal(number):
     return f"{number}{suffix}"
 
 
-def spread_text(figure):
-    """The interval as the largest distance from the value, a share of it (±x%); '' where unknown."""
-    share = figures.spread(figure)
-    return "" if share is None else f" ±{percent(share)}"
-
-
 WITHIN_NOISE = "within noise"
+BETTER_TEXT = {"higher": "higher is better", "lower": "lower is better"}
 
 
 def cell(figure, rank, column_ranks=None):
-    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank}): bold
-    where first, "joint" where it shares its rank, "within noise" where no run of the column is ranked
-    above another."""
+    """The figure's value and spread, and its rank among column_ranks (the column's {row: rank})."""
     if figure is None:
         return MISSING
-    text = value_text(figure["value"], figure["unit"]) + spread_text(figure)
+    share = figures.spread(figure)  # the interval's largest distance from the value
+    text = value_text(figure["value"], figure["unit"]) + ("" if share is None else f" ±{percent(share)}")
     if rank is None:
         return text
     shared = list((column_ranks or {}).values()).count(rank) > 1
@@ -173,13 +148,9 @@ def ranked_table(labels, figure_maps, keys, title, model):
 
 
 # --- the page ---------------------------------------------------------------------------------
-def _better_text(better):
-    return {"higher": "higher is better", "lower": "lower is better"}.get(better, "not ranked")
-
-
 def _legend(figure_maps, keys):
     """Each column's figure, as the first run that has it names it."""
-    return page.bullets(f"`{key}`: {md(figure['label'])}; {_better_text(figure['better'])}; timed as "
+    return page.bullets(f"`{key}`: {md(figure['label'])}; {BETTER_TEXT.get(figure['better'], 'not ranked')}; timed as "
                         f"{md(figure.get('timed_as'))}" for key, figure in first_figures(figure_maps, keys).items())
 
 
@@ -232,8 +203,7 @@ def _runs_section(runs):
 
 
 def blocks(runs, table=None, model=None):
-    """The rank page as blocks (document.py): rank.md and rank.html are written from them; model: the
-    noise model (scripts/noise_model.json unless given)."""
+    """The rank page as blocks (document.py), for rank.md and rank.html."""
     model = model or noise_model.load()
     figure_maps = [figures_of(run) for run in runs]
     return ([page.Heading(1, "gpubench rank")] + _figures_section(runs, figure_maps, model)
@@ -253,30 +223,21 @@ def rank_record(runs):
 
 
 # --- writing ----------------------------------------------------------------------------------
-def default_out_dir():
-    return session.default_out_dir(f"rank-{session.default_run_id()}")
-
-
 def write(runs, out_dir, table=None):
     """rank.md, rank.html and rank.json in out_dir; returns the Markdown's path."""
-    found = blocks(runs, table)
-    os.makedirs(out_dir, exist_ok=True)
-    path = outputs.write_text(os.path.join(out_dir, "rank.md"), page.to_markdown(found))
-    outputs.write_text(os.path.join(out_dir, "rank.json"), json.dumps(rank_record(runs), indent=1))
-    html_report.write(found, [], out_dir, name="rank.html")
-    return path
+    return render.write_page(out_dir, "rank", blocks(runs, table), rank_record(runs))
 
 
 def run(paths, labels=None, price_specs=(), prices_path=prices.DEFAULT_PRICES, out_dir=None):
     """The 'rank' command: load, price, write; returns rank.md's path."""
     runs = load_runs(paths, labels or [])
     table = prices.apply_prices(runs, price_specs, prices_path)
-    out_dir, _ = outputs.check_out_dir(out_dir or default_out_dir())
+    out_dir, _ = outputs.check_out_dir(out_dir or session.default_out_dir(f"rank-{session.default_run_id()}"))
     return write(runs, out_dir, table)
 
 
 # --- the command line ------------------------------------------------------------------------------
-ERRORS = (results.ResultsError, prices.PriceTableError, noise_model.NoiseModelError, outputs.WriteError)
+ERRORS = compare.ERRORS
 
 
 def register(subparsers):
@@ -293,8 +254,6 @@ def register(subparsers):
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id (GPU name))")
     prices.add_price_arguments(parser, " (priced at one GPU's share)")
     parser.add_argument("--out", help="output directory (default: results/runs/rank-<UTC time>)")
-
-    parser.set_defaults(execute=execute)
     return parser
 
 

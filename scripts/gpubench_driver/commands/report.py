@@ -23,7 +23,6 @@ def register(subparsers):
     parser = subparsers.add_parser("report", help="regenerate summary.md and plots from a results.json")
     parser.add_argument("results", help="a results.json (or .json.gz) or the directory holding it")
     parser.add_argument("--out", help="where to write (default: beside results.json)")
-    parser.set_defaults(execute=execute)
     return parser
 
 

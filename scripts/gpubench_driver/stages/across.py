@@ -73,12 +73,10 @@ def fraction_of_peak_rows(studies, peaks):
         if key not in best or entry["flop_per_s"] > best[key][1]["flop_per_s"]:
             best[key] = (name, entry)
     peak = {row["precision"]: row["flop_per_s"] for row in peaks}
-    order = {precision: index for index, precision in enumerate(peak)}
-    studies_order = {name: index for index, name in enumerate(studies)}
     return [{**_where(name, entry), "flop_per_s": entry["flop_per_s"], "peak_flop_per_s": peak[entry["precision"]],
              "fraction_of_peak": entry["flop_per_s"] / peak[entry["precision"]]}
-            for name, entry in sorted(best.values(), key=lambda item: (studies_order[item[0]],
-                                                                       order[item[1]["precision"]]))]
+            for name, entry in sorted(best.values(), key=lambda item: (list(studies).index(item[0]),
+                                                                       list(peak).index(item[1]["precision"])))]
 
 
 def device_bandwidth(studies):

@@ -74,9 +74,9 @@ def plan(options, gpus_seen):
         if impls == [] or modes == []:
             missing.append(not_measured(record.name, f"this build of it has none of {point_text(check)}"))
             continue
-        plans.append(CheckPlan(record.name, binary, description, replace(
+        plans.append(CheckPlan(record.name, binary, description, replace(  # the rest: the check's (check.options_of)
             options, studies=[record.name], sizes=list(check.sizes), batches=list(check.batches or []) or None,
-            impls=impls, modes=modes, caps={}, cpu_only=False, refine_rounds=0, reference=False, trials=1)))
+            impls=impls, modes=modes)))
     return plans, missing
 
 

@@ -87,11 +87,12 @@ def _checks_lines(part):
 
 def one_gpu_lines(part):
     """A GPU's table: figure, value, basis, verdict; then its checks."""
-    lines = [_gpu_title(part), _line("figure", f"{'value':<{VALUE_WIDTH}}", f"{'verdict':<14}", "judged against")]
-    for row in part["figures"]:
-        lines.append(_line(row["label"], f"{value_text(row):<{VALUE_WIDTH}}", f"{verdict_text(row):<14}",
-                           basis_text(row)))
-    return lines + _checks_lines(part)
+    return [_gpu_title(part), _line("figure", f"{'value':<{VALUE_WIDTH}}", f"{'verdict':<14}", "judged against"),
+            *map(_figure_line, part["figures"]), *_checks_lines(part)]
+
+
+def _figure_line(row):
+    return _line(row["label"], f"{value_text(row):<{VALUE_WIDTH}}", f"{verdict_text(row):<14}", basis_text(row))
 
 
 def several_gpus_lines(parts):
@@ -128,12 +129,7 @@ def node_lines(node):
         middle = pairs[len(pairs) // 2]
         lines.append(_line(f"{pairs[0]['study']}: {len(pairs)} figures", f"least {value_text(pairs[0])} "
                            f"({pairs[0]['label']}), median {value_text(middle)}"))
-    for row in rows:
-        if row in pairs and row["status"] != FIGURE_BELOW:
-            continue
-        lines.append(_line(row["label"], f"{value_text(row):<{VALUE_WIDTH}}", f"{verdict_text(row):<14}",
-                           basis_text(row)))
-    return lines
+    return lines + [_figure_line(row) for row in rows if row not in pairs or row["status"] == FIGURE_BELOW]
 
 
 def console(found, check_path, measure_s):

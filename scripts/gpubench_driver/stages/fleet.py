@@ -55,10 +55,8 @@ def _figure_rows(node, gpu, model, figures, times):
         rows.append({"node": node, "gpu": gpu, "model": model, "study": study, "key": row["key"],
                      "label": row["label"], "where": row["where"], "unit": "of link rate" if use_fraction
                      else row["unit"], "value": fraction if use_fraction else row["value"], "better": row["better"],
-                     "protocol": protocol, "median_s": times.get(entry) if protocol else None,
-                     "bound": bound,
-                     "history": (study, entry),
-                     "check_below": row.get("status") == health.BELOW})
+                     "protocol": protocol, "median_s": times.get(entry) if protocol else None, "bound": bound,
+                     "history": (study, entry), "check_below": row.get("status") == health.BELOW})
     return rows
 
 
@@ -78,17 +76,13 @@ def read_check(name, path):
     checked at once), the node part's figures (the node's model) with its peer links, and what the check failed."""
     document, folder = check_results.load(path), os.path.dirname(path)
     rows, failed, errors = [], [], [str(error) for error in document.get("errors") or []]
-    for part in document["gpus"]:
-        model = part.get("model") if isinstance(part.get("model"), str) else part["name"]
-        rows += _figure_rows(name, part.get("index"), model, part["figures"], _entry_times(folder, part))
-        failed += [f"GPU {part.get('index')}: {what}" for what in _part_failures(part)]
-        errors += [f"GPU {part.get('index')}: {what}" for what in _unmeasured(part)]
     node = document.get("node")
-    if node:
-        rows += _figure_rows(name, None, node.get("model") if isinstance(node.get("model"), str) else node["name"],
-                             node["figures"], _entry_times(folder, node))
-        failed += [f"between GPUs: {what}" for what in _part_failures(node)]
-        errors += [f"between GPUs: {what}" for what in _unmeasured(node)]
+    for part, gpu, where in ([(part, part.get("index"), f"GPU {part.get('index')}") for part in document["gpus"]]
+                             + ([(node, None, "between GPUs")] if node else [])):
+        model = part.get("model") if isinstance(part.get("model"), str) else part["name"]
+        rows += _figure_rows(name, gpu, model, part["figures"], _entry_times(folder, part))
+        failed += [f"{where}: {what}" for what in _part_failures(part)]
+        errors += [f"{where}: {what}" for what in _unmeasured(part)]
     return {"name": name, "path": path, "source": "check", "check_verdict": document.get("verdict"),
             "failed": (failed or ["the check's verdict: below"]) if document.get("verdict") == "below" else [],
             "errors": errors,
@@ -217,8 +211,7 @@ def node_verdicts(nodes):
 
 
 def fleet_verdict(nodes, skipped, groups):
-    verdicts_seen = {node["verdict"] for node in nodes}
-    if DRAIN in verdicts_seen:
+    seen = {node["verdict"] for node in nodes}
+    if DRAIN in seen:
         return DRAIN
-    judged = any(group["kind"] for group in groups)
-    return NOT_JUDGED if skipped or NOT_JUDGED in verdicts_seen or not judged else HEALTHY
+    return NOT_JUDGED if skipped or NOT_JUDGED in seen or not any(group["kind"] for group in groups) else HEALTHY

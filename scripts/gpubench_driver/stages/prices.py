@@ -41,9 +41,7 @@ def add_price_arguments(parser, priced_as=""):
 
 def instance_gpu_price(record):
     """USD per GPU-hour of a price table instance: quoted so, or its instance-hour price over its GPUs."""
-    if "usd_per_gpu_hour" in record:
-        return record["usd_per_gpu_hour"]
-    return record["usd_per_hour"] / record["gpus"]
+    return record["usd_per_gpu_hour"] if "usd_per_gpu_hour" in record else record["usd_per_hour"] / record["gpus"]
 
 
 def _check_instance(instance, record, path):
@@ -154,10 +152,8 @@ def usd(value):
 def price_cell(source):
     if source.usd_per_hour is None:
         return "none"
-    record = source.instance_record
-    if record is None:
-        return f"{source.usd_per_hour:.4g} USD/h"
-    return f"{source.usd_per_hour:.4g} USD/h ({md(source.instance)}: {_share(record)})"
+    shared = "" if source.instance_record is None else f" ({md(source.instance)}: {_share(source.instance_record)})"
+    return f"{source.usd_per_hour:.4g} USD/h{shared}"
 
 
 def _share(record):

@@ -1,6 +1,7 @@
 """summary.md and summary.html: the page's frame (header, warnings, run --like, plots) around the first screen
 (render_first_screen), each study's sections (its plug-in's `summary`) and those across the studies
 (render_across). Every section reads findings analyse.derive_findings computed; none computes one itself."""
+import json
 import os
 
 from gpubench_driver import studies
@@ -64,11 +65,11 @@ def _like(document):
     if not isinstance(repeated, dict):
         return []
     found = repeated.get("differences") or []
-    blocks = [paragraph(f"Repeats the configuration of run {md(repeated.get('run_id'))} ({md(repeated.get('path'))}).")]
-    blocks.append(table(["", "recorded there", "here"],
-                        [[md(d.get("what")), md(d.get("recorded")), md(d.get("here"))] for d in found]) if found
-                  else paragraph("Its recorded environment is the same as this one in every field compared."))
-    return section("Compared with the recorded run", blocks)
+    return section("Compared with the recorded run", [
+        paragraph(f"Repeats the configuration of run {md(repeated.get('run_id'))} ({md(repeated.get('path'))})."),
+        table(["", "recorded there", "here"], [[md(d.get("what")), md(d.get("recorded")), md(d.get("here"))]
+                                               for d in found]) if found
+        else paragraph("Its recorded environment is the same as this one in every field compared.")])
 
 
 def _figures(paths, out_dir):
@@ -123,3 +124,13 @@ def write_outputs(document, out_dir):
 def render(document, plots_by_study, out_dir):
     """summary.md's text."""
     return to_markdown(blocks(document, plots_by_study, out_dir))
+
+
+def write_page(out_dir, name, blocks, record, page_end="", record_end="", **dumps):
+    """A command's page: <name>.md and <name>.html from its blocks, <name>.json from its record; returns the
+    Markdown's path."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = outputs.write_text(os.path.join(out_dir, f"{name}.md"), to_markdown(blocks) + page_end)
+    outputs.write_text(os.path.join(out_dir, f"{name}.json"), json.dumps(record, indent=1, **dumps) + record_end)
+    html_report.write(blocks, [], out_dir, name=f"{name}.html")
+    return path

@@ -123,14 +123,12 @@ def _joules_within(row):
 
 def _energy_gemm(findings):
     found = findings["energy_per_gemm"]
-    if not found["rows"]:
-        return []
-    body = [[md(row["study"]), md(row["precision"]), md(row["impl"]), md(row["mode"]), md(row["n"]),
-             _joules_within(row), joules(row.get("energy_above_idle_j")), _gflop_per_joule(row),
-             _in_units(row.get("call_power_w"), "W"), _in_units(row["sm_clock_mhz"], "MHz")] for row in found["rows"]]
-    return section("Across the studies: energy per GEMM (NVML)", [
-        table(["study", "precision", "impl", "mode", "n", "energy per GEMM", "above idle", "GFLOP per joule",
-               "power", "median SM clock"], body),
+    return table_section("Across the studies: energy per GEMM (NVML)", [
+        "study", "precision", "impl", "mode", "n", "energy per GEMM", "above idle", "GFLOP per joule", "power",
+        "median SM clock"], found["rows"], lambda row: [
+            md(row["study"]), md(row["precision"]), md(row["impl"]), md(row["mode"]), md(row["n"]),
+            _joules_within(row), joules(row.get("energy_above_idle_j")), _gflop_per_joule(row),
+            _in_units(row.get("call_power_w"), "W"), _in_units(row["sm_clock_mhz"], "MHz")],
         paragraph(("Every size measured with an energy reading. " if found["every_size"] else
                    "Each series at its largest size with an energy reading (every size: `findings.energy` in "
                    "results.json). ")
@@ -142,7 +140,7 @@ def _energy_gemm(findings):
                     "idle and memory power included; above idle subtracts the power NVML read before the process's "
                     "first GPU entry. GFLOP per joule: the GEMM's FLOP (int8: operations) over it. Only resident "
                     "entries whose calls take at least 100 us are measured: shorter calls, and calls timed on the "
-                    "host, leave the GPU idle between them.")])
+                    "host, leave the GPU idle between them."))
 
 
 def _energy_calls(findings):

@@ -2,8 +2,9 @@
 the health verdict (findings["health"]) and the claims answered (findings["claims"]). Only what
 the run measured is shown: a figure, check or claim the run has no data for is left out."""
 from gpubench_driver.lib import figures
-from gpubench_driver.lib.document import Panel, bullets, paragraph, section, table
+from gpubench_driver.lib.document import Panel, bullets, paragraph, section
 from gpubench_driver.lib.formatting import joules, md, percent, rate, seconds
+from gpubench_driver.lib.sections import table_section
 from gpubench_driver.stages import health
 
 
@@ -56,23 +57,20 @@ def health_text(judged):
 
 def headline_section(document):
     findings = document.get("findings") or {}
-    rows = (findings.get("headline") or {}).get("figures") or []
-    if not rows:
-        return []
     judged = {row["key"]: row for row in (findings.get("health") or {}).get("figures", [])}
-    body = [[md(row["label"]), value_text(row["value"], row["unit"]), interval_text(row),
-             md((row.get("timed_as") or "").split(":")[0]),
-             reference_text(row), health_text(judged.get(row["key"]))] for row in rows]
     sheet = (findings.get("headline") or {}).get("datasheet")
-    notes = [paragraph("Interval: where the median lies over the run's independent trials (with the default three, "
-                       "their lowest to highest median, which holds the true median with 75% probability; a 95% "
-                       "interval from six trials on); energy: ± the window's own uncertainty. Timed as: "
-                       "**throughput** = device time of back-to-back calls, warm L2, sustained; **latency** = one "
-                       "call on the host clock (copies included); **cpu** = the host clock. Every figure's entry: "
-                       "`findings.headline` in results.json."
-                       + (f" Datasheet: {md(sheet['model'])}, {md(sheet['source'])}." if sheet else ""))]
-    return section("Headline", [table(["figure", "measured", "interval", "timed as", "against", "health"], body),
-                   *notes])
+    note = paragraph("Interval: where the median lies over the run's independent trials (with the default three, "
+                     "their lowest to highest median, which holds the true median with 75% probability; a 95% "
+                     "interval from six trials on); energy: ± the window's own uncertainty. Timed as: "
+                     "**throughput** = device time of back-to-back calls, warm L2, sustained; **latency** = one "
+                     "call on the host clock (copies included); **cpu** = the host clock. Every figure's entry: "
+                     "`findings.headline` in results.json."
+                     + (f" Datasheet: {md(sheet['model'])}, {md(sheet['source'])}." if sheet else ""))
+    return table_section("Headline", ["figure", "measured", "interval", "timed as", "against", "health"],
+                         (findings.get("headline") or {}).get("figures") or [], lambda row: [
+        md(row["label"]), value_text(row["value"], row["unit"]), interval_text(row),
+        md((row.get("timed_as") or "").split(":")[0]), reference_text(row), health_text(judged.get(row["key"]))],
+        note)
 
 
 def health_section(document):
@@ -120,13 +118,9 @@ def health_section(document):
 
 
 def claims_section(document):
-    found = (document.get("findings") or {}).get("claims") or {}
-    answered = found.get("answered") or []
-    if not answered:
-        return []
-    rows = [[f"\"{md(row['claim'])}\" (*{md(row['source'])}*)", f"**{md(row['verdict'])}**", md(row["answer"])]
-            for row in answered]
-    return section("Claims, measured here", [table(["claim", "verdict", "on this machine"], rows)])
+    answered = ((document.get("findings") or {}).get("claims") or {}).get("answered") or []
+    return table_section("Claims, measured here", ["claim", "verdict", "on this machine"], answered, lambda row: [
+        f"\"{md(row['claim'])}\" (*{md(row['source'])}*)", f"**{md(row['verdict'])}**", md(row["answer"])])
 
 
 def first_screen(document):
