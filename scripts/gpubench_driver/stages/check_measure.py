@@ -80,10 +80,10 @@ def plan(options, gpus_seen):
     return plans, missing
 
 
-def _described(binary):
-    """The binary's --describe, or why there is none."""
+def _described(binary, flags=()):
+    """The binary's --describe under these flags, or why there is none."""
     try:
-        return runner.describe(binary)
+        return runner.describe(binary, flags)
     except runner.RunnerError as error:
         return str(error)
 
@@ -112,16 +112,26 @@ def measure(plans, document, out_dir):
     progress = runner.Progress(0)
     scratch_dir = outputs.subfolder(out_dir, outputs.SCRATCH)
     failed = []
-    for item in plans:
-        study = runner.Study(item.name, item.binary, item.options, document["studies"][item.name], save, progress,
-                             journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
-                             scratch_dir=scratch_dir)
+    studies_run = [runner.Study(item.name, item.binary, item.options, document["studies"][item.name], save,
+                                progress, journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
+                                scratch_dir=scratch_dir) for item in plans]
+    # Every sweep described at once, as the plan's descriptions were (each start initialises CUDA).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(studies_run))) as pool:
+        descriptions = list(pool.map(_sweep_described, studies_run))
+    for study, description in zip(studies_run, descriptions):
         try:
-            study.plan()
+            if isinstance(description, str):
+                raise runner.RunnerError(description)
+            study.plan(description)
             study.sweep(1)
         except runner.RunnerError as error:
-            failed.append(not_measured(item.name, str(error)))
+            failed.append(not_measured(study.name, str(error)))
     return failed
+
+
+def _sweep_described(study):
+    """The --describe of a study's sweep, or why there is none."""
+    return _described(*study.sweep_request())
 
 
 def collect(document):

@@ -5,7 +5,7 @@ import json
 import os
 
 from gpubench_driver import studies
-from gpubench_driver.lib import charts, html_report, outputs, resumable
+from gpubench_driver.lib import charts, html_report, outputs, resumable, trial_rule
 from gpubench_driver.lib.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables,
                                           paragraph, section, table, to_markdown)
 from gpubench_driver.lib.formatting import md
@@ -49,7 +49,7 @@ def _header(document):
     revision = md(git.get("revision")) + (" (uncommitted changes)" if git.get("dirty") else "")
     return [Heading(1, f"gpubench run {md(run['id'])}"), bullets([
         f"Status: {md(run['status'])}; started {md(run['started'])}, finished {md(run.get('finished'))}",
-        *resumable.summary_lines(run), f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
+        *resumable.summary_lines(run), *trial_rule.summary_lines(document), f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
 
 
 def _warnings(document):

@@ -59,9 +59,9 @@ def headline_section(document):
     findings = document.get("findings") or {}
     judged = {row["key"]: row for row in (findings.get("health") or {}).get("figures", [])}
     sheet = (findings.get("headline") or {}).get("datasheet")
-    note = paragraph("Interval: where the median lies over the run's independent trials (with the default three, "
-                     "their lowest to highest median, which holds the true median with 75% probability; a 95% "
-                     "interval from six trials on); energy: ± the window's own uncertainty. Timed as: "
+    note = paragraph("Interval: where the median lies over the run's independent trials (their lowest to "
+                     "highest median, which holds the true median with 50% probability for two trials, 75% for "
+                     "three; a 95% interval from six trials on); energy: ± the window's own uncertainty. Timed as: "
                      "**throughput** = device time of back-to-back calls, warm L2, sustained; **latency** = one "
                      "call on the host clock (copies included); **cpu** = the host clock. Every figure's entry: "
                      "`findings.headline` in results.json."

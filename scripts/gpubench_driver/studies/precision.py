@@ -281,10 +281,11 @@ def check_figures(study, document, sheet):
 
 CHECK = CheckPoint(
     sizes=(CHECK_SIZE,), impls=("cublas",), modes=("resident",), figures=check_figures,
-    plateau="n = 8192: the size from which cuBLAS's GEMM rate stops growing on H100-class GPUs (issue 31); "
+    plateau="n = 8192: the size from which cuBLAS's GEMM rate stops growing on H100-class GPUs; "
             "every format the GPU runs, at that one size",
     budget="one resident cuBLAS entry per format (FP64 to INT8), one trial, the throughput protocol's stopping "
-           "rule; the FP64 reference of the 8192 problem on the host is most of its time")
+           "rule; the inputs of the 8192 problem and 256 rows of their FP64 product, on the host, are most of "
+           "its time")
 
 
 STUDY = Study(name="precision",
