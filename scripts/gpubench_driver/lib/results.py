@@ -26,16 +26,13 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
              "placement_rule": str, "launches": list, "elements": int, "busy_rule": str,
              "topology": dict, "axes": list, "points": dict, "rules": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
-# clock_limited, a boolean.
-ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
-                   "power_limited_fraction", "thermal_limited_fraction", "telemetry_samples")
+# CLOCK_LIMITED, a boolean.
 CLOCK_LIMITED = "clock_limited"
+ENTRY_TELEMETRY = tuple(key for key in telemetry.ENTRY_FIELDS if key != CLOCK_LIMITED)
 # An entry's fields typed one by one; any other is a number or null (a counter of any name, or a driver's figure).
 ENTRY_OTHER_FIELDS = frozenset(("name", "impl", "device", "mode", "precision", "message", "label", "axes", "status",
                                 "phase", "time_s", "latency_s", "cold_l2_s", "protocol", "converged", CLOCK_LIMITED,
                                 "measurement", "trials", "choices_varied"))
-# Extra keys of a study telemetry record's samples (NVML): numbers or null.
-SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
 # Bounds no run comes near, so that a hostile value is refused at load, not overflowing in the report: one
 # call's time from a picosecond to a day, numbers up to 1e30, text up to LONGEST_TEXT (longer is cut at load).
 SHORTEST_TIME_S = 1e-12
@@ -254,7 +251,7 @@ def _validate_telemetry(record, path):
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")
-        for key in dict.fromkeys(("t_s", *telemetry.FIELDS.values(), *SAMPLE_EXTRAS)):
+        for key in ("t_s", *telemetry.SAMPLE_KEYS):
             _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
         _expect_type(sample.get("throttle_reasons"), _OPTIONAL_LIST, f"{path}.samples[{index}].throttle_reasons")
 
@@ -450,18 +447,13 @@ def file_in(directory):
     return None
 
 
-def _read_text(path):
-    """The file's text; a name ending in .gz is gunzipped first."""
-    with outputs.open_text(path) as stream:
-        return stream.read()
-
-
 def load(path):
     """The validated document of results.json or results.json.gz, or of a folder holding one (results.json first)."""
     if os.path.isdir(path):
         path = file_in(path) or os.path.join(path, FILE)
     try:
-        text = _read_text(path)
+        with outputs.open_text(path) as stream:
+            text = stream.read()
     except outputs.READ_ERRORS as error:
         raise ResultsError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:
