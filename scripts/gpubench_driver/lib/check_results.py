@@ -1,7 +1,5 @@
-"""check.json, what `gpubench check` writes (docs/results-schema.md, "check.json"): its schema and version, and
-reading one back, as `gpubench expected` does to record a healthy GPU's figures at the check's points. A file
-from elsewhere is checked field by field before use: a foreign schema, a newer version or a wrong type is a
-CheckFileError naming the field, never a traceback."""
+"""check.json, what `gpubench check` writes (docs/results-schema.md): its schema, and reading one back (as
+`gpubench expected` does), checked field by field: a bad one is a CheckFileError naming the field."""
 import json
 import os
 
