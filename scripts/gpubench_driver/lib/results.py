@@ -121,12 +121,9 @@ def validate(document):
 
 
 def _validate_run(run):
-    for key in ("id", "started"):
-        _expect_type(run.get(key), str, f"run.{key}")
-    _expect_type(run.get("finished"), _OPTIONAL_STR, "run.finished")
+    _expect_fields(run, {"id": str, "started": str, "finished": _OPTIONAL_STR}, "run")
     _expect_one_of(run.get("status"), RUN_STATUSES, "run.status")
-    _expect_type(run.get("command_line"), list, "run.command_line")
-    _expect_type(run.get("options"), dict, "run.options")
+    _expect_fields(run, {"command_line": list, "options": dict}, "run")
     _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": _OPTIONAL_BOOL}, "run.git")
     _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
                                      "differences": _OPTIONAL_LIST}, "run.like")
@@ -230,6 +227,11 @@ _IMPLEMENTATION = {"id": str, "device": _OPTIONAL_STR, **_optional("modes", "pre
                    "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR}
 _PRECISION = {"id": str, **_optional("inputs", "accumulate", "output", types=_OPTIONAL_STR),
               **_optional("input_bytes", "output_bytes")}
+# axes: absent in older files; gpu: in a gathered run of every GPU of a node (run --gpus), the nvidia-smi index
+# of the entry's GPU, absent otherwise.
+_ENTRY = {"name": str, **_optional("impl", "device", "mode", "precision", "message", "label", "phase",
+                                   types=_OPTIONAL_STR),
+          **_optional("axes", "measurement", "choices_varied", types=_OPTIONAL_DICT), "gpu": (int, type(None))}
 _LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width", "out_height",
                   "out_width", "flop_per_sample")
 _SPREAD = _optional("min", "median", "max")  # NaN is written null
@@ -270,13 +272,7 @@ def _validate_measured(record, path):
 
 def _validate_entry(entry, path):
     _validate_measured(entry, path)
-    _expect_type(entry.get("name"), str, f"{path}.name")
-    for key in ("impl", "device", "mode", "precision", "message", "label", "phase"):
-        _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("axes", "measurement", "choices_varied"):  # axes: absent in older files
-        _expect_type(entry.get(key), _OPTIONAL_DICT, f"{path}.{key}")
-    # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.
-    _expect_type(entry.get("gpu"), (int, type(None)), f"{path}.gpu")
+    _expect_fields(entry, _ENTRY, path)
     for name, value in (entry.get("axes") or {}).items():
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     for key, value in entry.items():
@@ -307,8 +303,7 @@ def _validate_times(times, path):
     _expect_type(times, _OPTIONAL_DICT, path)
     if not isinstance(times, dict):
         return
-    for key in TIME_FIELDS:
-        _expect_type(times.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    _expect_fields(times, _optional(*TIME_FIELDS), path)
     _expect(times.get("over") in (None, "trials"), f"{path}.over",
             f"expected 'trials' or nothing, got {times.get('over')!r}")
     _expect_type(times.get("samples"), list, f"{path}.samples")
