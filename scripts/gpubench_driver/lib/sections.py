@@ -26,16 +26,12 @@ def noise_note(beyond_noise):
     return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
 
 
-# The header cells of crossover_cells.
-CROSSOVER_HEADER = ("GPU timed as", "crossover {axis}", "bracket", "GPU impl", "how")
-
-
 def crossover_header(axis="n"):
-    return [cell.format(axis=axis) for cell in CROSSOVER_HEADER]
+    return ["GPU timed as", f"crossover {axis}", "bracket", "GPU impl", "how"]
 
 
 def crossover_cells(found, axis="n"):
-    """The cells of a crossover along the axis ('n' or 'batch'), as CROSSOVER_HEADER names them."""
+    """The cells of a crossover along the axis ('n' or 'batch'), as crossover_header names them."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
     estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
     interval = found.get(f"estimate_{axis}_interval")  # findings.over_trials: it holds the estimate
