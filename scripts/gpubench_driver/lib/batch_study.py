@@ -1,6 +1,5 @@
-"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution), at each size n:
-crossover batch, throughput and its saturation, device memory and GPU utilization against the batch; and what
-only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
+"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution) at each size n, and
+what only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional

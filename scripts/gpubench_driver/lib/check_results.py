@@ -79,9 +79,8 @@ def load(path):
 
 
 def recorded_runs(path):
-    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
-    of a node counts as one healthy run of its model (its key says how many GPUs were checked at once), and one of
-    the node's model ("<GPU model> x<GPUs>") for the figures between its GPUs; a part that measured nothing, none."""
+    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, and one of the
+    node's model ("<GPU model> x<GPUs>") for the figures between its GPUs."""
     document = load(path)
     revision = (document["run"].get("git") or {}).get("revision")
     parts = [(f"gpu{part.get('index')}", part) for part in document["gpus"]]

@@ -370,9 +370,8 @@ def _validate_findings(findings):
 
 # --- writing and reading --------------------------------------------------------
 def write(document, path, checked=True):
-    """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The run's
-    saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves); its last
-    save and every load validate."""
+    """Validate (`checked`: the run's saves after every size skip it, 0.4 s of a 14 MB file), then replace the file
+    atomically so a crash never leaves half a file."""
     clean = without_non_finite(document)
     if checked:
         validate(clean)
