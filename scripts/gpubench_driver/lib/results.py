@@ -238,6 +238,7 @@ _SPREAD = _optional("min", "median", "max")  # NaN is written null
 _TELEMETRY_SUMMARY = {**_optional("samples", "max_power_w", "max_temperature_c", "throttled_fraction"),
                       "throttle_reasons": _OPTIONAL_LIST}
 _SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
+_SAMPLE = {**_optional("t_s", *telemetry.SAMPLE_KEYS), "throttle_reasons": _OPTIONAL_LIST}
 
 
 def _validate_telemetry(record, path):
@@ -253,9 +254,7 @@ def _validate_telemetry(record, path):
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")
-        for key in ("t_s", *telemetry.SAMPLE_KEYS):
-            _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
-        _expect_type(sample.get("throttle_reasons"), _OPTIONAL_LIST, f"{path}.samples[{index}].throttle_reasons")
+        _expect_fields(sample, _SAMPLE, f"{path}.samples[{index}]")
 
 
 def _validate_measured(record, path):
