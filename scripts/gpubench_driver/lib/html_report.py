@@ -9,6 +9,8 @@ import string
 
 from gpubench_driver.lib import document, outputs
 
+escape = html.escape  # quotes too: text goes into attributes
+
 HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
@@ -19,10 +21,6 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "summary.css"
 
 # No script, no outside request: only the inline stylesheet and data: images.
 CONTENT_SECURITY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-
-def escape(text):
-    return html.escape(text, quote=True)
 
 
 # --- inline Markdown ------------------------------------------------------------------------
