@@ -107,11 +107,6 @@ def references_not_run(document):
     return f"Not run: {why}."
 
 
-def run_notes(name, run):
-    """A reference run's note (skipped, failed) and its per-dtype notes, one list item each."""
-    return [f"{md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
-
-
 def reference_section(title, document, runs, blocks, result_item=None, only_timed=False):
     """A study's section on its reference runs (runs: their keys): why the run timed none, else blocks(items) (none:
     no section) of each run's notes and result_item(key, result) of its results, a run it lacks 'not run'."""
@@ -122,7 +117,7 @@ def reference_section(title, document, runs, blocks, result_item=None, only_time
              else [(key, references.get(key) or {"note": "not run"}) for key in runs])
     items = []
     for key, run in timed:
-        items += run_notes(key, run)
+        items += [f"{md(key)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
         items += dict.fromkeys(result_item(key, result) for result in run.get("results") or []) if result_item else []
     found = blocks(items)
     return section(title, found) if found else []
