@@ -31,16 +31,12 @@ def trial_medians(entry):
             if record.get("status") == "ok" and stats.finite((record.get("time_s") or {}).get("median"))]
 
 
-def pair_offsets(entries):
-    """|a/b - 1| with a the larger, for every pair of trials of every entry."""
-    return [max(a, b) / min(a, b) - 1 for entry in entries
-            for a, b in combinations(trial_medians(entry), 2) if min(a, b) > 0]
-
-
 def floor_row(target, entries):
     """One kind's row of the floor; None when no entry of the kind has two trials."""
     measured = [entry for entry in entries if target.holds(entry) and len(trial_medians(entry)) >= 2]
-    offsets = pair_offsets(measured)
+    # |a/b - 1| with a the larger, for every pair of trials of every entry
+    offsets = [max(a, b) / min(a, b) - 1 for entry in measured
+               for a, b in combinations(trial_medians(entry), 2) if min(a, b) > 0]
     if not offsets:
         return None
     within = sum(offset <= target.band for offset in offsets) / len(offsets)
