@@ -1,5 +1,6 @@
-"""How a run stops: the processes the driver starts end with it, even when it is killed outright, and a stop
-signal that comes during the run's final write waits for that write, so that its files agree."""
+"""How a run stops: the processes the driver starts end with it, even when it is killed outright
+(kill -9, an out-of-memory kill), and a stop signal that comes during the run's final write waits for
+that write to finish, so that results.json, the summary and the plots agree."""
 import ctypes
 import os
 import signal
@@ -47,28 +48,22 @@ def dies_with_driver():
     return in_child
 
 
-def _handle_stops(handler):
-    """Sets handler for STOP_SIGNALS; returns the handlers it replaced (for _restore)."""
-    return {signum: signal.signal(signum, handler) for signum in (getattr(signal, name) for name in STOP_SIGNALS)}
-
-
-def _restore(previous):
-    for signum, handler in previous.items():
-        signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
-
-
 def popen(command, **kwargs):
-    """subprocess.Popen of a child that dies with the driver. A stop signal that comes while it forks is held
-    until the child exists, then sent to it and raised: a KeyboardInterrupt raised in a fork hook (with a
-    preexec_fn) is printed as "Exception ignored" and lost. Only the main thread runs signal handlers."""
+    """subprocess.Popen of a child that dies with the driver (dies_with_driver). A stop signal that comes
+    while it forks is noted and acted on once the child exists: with a preexec_fn the interpreter runs its
+    fork hooks (logging's lock release), and a KeyboardInterrupt raised in one is printed as "Exception
+    ignored" and lost, so the run would go on. The child is then sent the same signal. Only the main thread
+    runs signal handlers, so only there is anything to hold."""
     if threading.current_thread() is not threading.main_thread():
         return subprocess.Popen(command, preexec_fn=dies_with_driver(), **kwargs)
     noted = []
-    previous = _handle_stops(lambda signum, _: noted.append(signum))
+    previous = {getattr(signal, name): signal.signal(getattr(signal, name), lambda signum, _: noted.append(signum))
+                for name in STOP_SIGNALS}
     try:
         process = subprocess.Popen(command, preexec_fn=dies_with_driver(), **kwargs)
     finally:
-        _restore(previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
     if noted:
         process.send_signal(noted[0])
         signal.raise_signal(noted[0])  # the driver's own handler, as if it had come now
@@ -110,11 +105,14 @@ class DeferredStop:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self._previous = _handle_stops(self._note)
+            for name in STOP_SIGNALS:
+                signum = getattr(signal, name)
+                self._previous[signum] = signal.signal(signum, self._note)
         return self
 
     def __exit__(self, *exception):
-        _restore(self._previous)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
         return False
 
     def _note(self, signum, frame):
