@@ -91,12 +91,6 @@ def _loop_ratios(derived, spec):
                   f"({baseline}'s median time over theirs).")])
 
 
-def _saturation_cell(row):
-    """The saturation batch and what its step measured (saturation), or none and why."""
-    batch = "none" if row["saturation_batch"] is None else str(row["saturation_batch"])
-    return f"{batch}: {md(row['saturation_note'])}"
-
-
 def _throughput(study, spec):
     derived = study["derived"]
     axes, best = _axes(derived), f"best_{rate_key(spec)}"
@@ -104,12 +98,14 @@ def _throughput(study, spec):
         md(spec.size_name), *_axis_titles(axes), "best rate", "FLOP/s there", "at batch", "saturation batch"],
         derived.get("throughput") or [], lambda row: [
             str(row["n"]), *_axis_cells(row, axes), rate(row[best], f"{spec.unit}/s", " "),
-            rate(row["best_flop_per_s"]), str(row["best_batch"]), _saturation_cell(row)], paragraph(
-        f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
-        f"{SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: "
-        f"the step's gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
-        f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
-        f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured."),
+            rate(row["best_flop_per_s"]), str(row["best_batch"]),
+            f"{'none' if row['saturation_batch'] is None else row['saturation_batch']}: {md(row['saturation_note'])}"],
+        paragraph(
+            f"Saturation batch: the smallest batch b from which the next measured batch gains less than "
+            f"{SATURATION_GAIN:.0%} in {spec.unit}/s per doubling (a step of 2^k counts as k doublings: the step's "
+            f"gain to the power 1/k), or gains within noise: the intervals of the two batches' median times "
+            f"(per item; results.json `interval_s`) overlap, or even the largest gain those intervals allow is "
+            f"below {SATURATION_GAIN:.0%}. The note says which, and what the step measured."),
         empty="No entry was measured.")
 
 

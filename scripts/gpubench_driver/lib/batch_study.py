@@ -1,6 +1,5 @@
-"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution), at each size n:
-crossover batch, throughput and its saturation, device memory and GPU utilization against the batch; and what
-only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
+"""Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution) at each size n, and
+what only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -86,10 +85,6 @@ def crossovers(entries):
 
 
 # --- throughput and saturation ---------------------------------------------------------
-def _plural(count, noun):
-    return f"{count:.3g} {noun}" + ("" if count == 1 else "s")
-
-
 def _step(low, high, key):
     """(no gain, note) of one measured step of the batch: its gain in items/s per doubling (the step's ratio to
     the power 1/k for 2^k) is within noise, or below SATURATION_GAIN even at the most the intervals allow."""
@@ -99,7 +94,7 @@ def _step(low, high, key):
         return ratio ** (1 / doublings) - 1
     gain = per_doubling(high[key] / low[key])
     note = (f"from batch {low['batch']} to {high['batch']} ({high['batch'] / low['batch']:.3g}x, "
-            f"{_plural(doublings, 'doubling')}): {gain:+.1%} per doubling")
+            f"{doublings:.3g} doubling{'' if doublings == 1 else 's'}): {gain:+.1%} per doubling")
     before, after = time_per_item(low, key), time_per_item(high, key)
     if not (before.known and after.known):
         basis = (before if not before.known else after).basis
@@ -188,8 +183,8 @@ def utilization(entries, described):
 
 # --- one batched call against a loop of calls -----------------------------------------
 def loop_ratios(entries, study):
-    """Throughput of each of study.against_loop over study.loop_baseline's at every point both measured, and the
-    largest ratio of each implementation and mode."""
+    """Throughput of each of study.against_loop over study.loop_baseline's at every point both measured, the largest
+    ratio of each implementation and mode, and per n and mode each implementation's largest and at the largest batch."""
     baseline = study.loop_baseline
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,
@@ -199,7 +194,17 @@ def loop_ratios(entries, study):
     rows.sort(key=lambda row: (row["n"], row["mode"], row["batch"], row["impl"]))
     largest = best_per(rows, lambda row: (row["impl"], row["mode"]), lambda row, other: row["ratio"] > other["ratio"])
     order = sorted(largest, key=lambda key: (study.against_loop.index(key[0]), key[1]))
-    return {"baseline": baseline, "rows": rows, "largest": [largest[key] for key in order]}
+    impls = [impl for impl in study.against_loop if any(row["impl"] == impl for row in rows)]
+    table = []
+    for n, mode in dict.fromkeys((row["n"], row["mode"]) for row in rows):
+        cells = []
+        for impl in impls:
+            measured = [row for row in rows if (row["n"], row["mode"], row["impl"]) == (n, mode, impl)]
+            cells.append({"impl": impl, "largest": max(measured, key=lambda row: row["ratio"], default=None),
+                          "at_largest_batch": max(measured, key=lambda row: row["batch"], default=None)})
+        table.append({"n": n, "mode": mode, "cells": cells})
+    return {"baseline": baseline, "rows": rows, "largest": [largest[key] for key in order], "impls": impls,
+            "table": table}
 
 
 # --- the algorithm the library chose ------------------------------------------------------
@@ -225,21 +230,6 @@ def series_axes(entries):
     """What tells a series apart in the tables: implementation, mode, and precision where there are several."""
     precisions = {entry["precision"] for entry in entries}
     return ["impl", "mode", "precision"] if len(precisions) > 1 else ["impl", "mode"]
-
-
-def loop_ratio_table(found, study):
-    """Per n and mode: for each of study.against_loop measured, its rows with the largest ratio and batch."""
-    rows = found["rows"]
-    impls = [impl for impl in study.against_loop if any(row["impl"] == impl for row in rows)]
-    table = []
-    for n, mode in dict.fromkeys((row["n"], row["mode"]) for row in rows):
-        cells = []
-        for impl in impls:
-            measured = [row for row in rows if (row["n"], row["mode"], row["impl"]) == (n, mode, impl)]
-            cells.append({"impl": impl, "largest": max(measured, key=lambda row: row["ratio"], default=None),
-                          "at_largest_batch": max(measured, key=lambda row: row["batch"], default=None)})
-        table.append({"n": n, "mode": mode, "cells": cells})
-    return {"impls": impls, "table": table}
 
 
 def device_memory_series(rows):
@@ -275,7 +265,6 @@ def derive(study, record):
         cpu_precisions=sorted({str(e["precision"]) for e in entries if e.get("device") == "cpu"}))
     if study.loop_baseline:
         derived["loop_ratios"] = loop_ratios(entries, study)
-        derived["loop_ratios"].update(loop_ratio_table(derived["loop_ratios"], study))
     if study.epoch_samples:
         derived["epoch_times"] = epoch_times(rows, study, record.get("epoch_samples") or study.epoch_samples)
     if study.chooses_algorithm:

@@ -14,11 +14,6 @@ def entries_at(study, device="gpu", **axes):
             if entry.get("device") == device and all(entry.get(axis) == value for axis, value in axes.items())]
 
 
-def point_of(study_name, entry):
-    """The findings row naming an entry's point ({study, impl, mode, precision, n, batch})."""
-    return {"study": study_name, **{axis: entry.get(axis) for axis in POINT_AXES}}
-
-
 def of_entry(row, entry):
     """A figure with the name of the entry it was read from, which the check reports the measurement of."""
     return {**row, "entry": entry["name"]}
@@ -31,8 +26,8 @@ def timed_as(entry):
 def _entry_figure(study_name, entry, key, label, value, interval, unit, better, reference=None, where=None,
                   scales="rate"):
     """A figure of the entry at its point (figures.figure), named by it (of_entry)."""
-    return of_entry(figure(key, label, value, interval, unit, better, timed_as(entry),
-                           where or where_text(point_of(study_name, entry)), reference,
+    where = where or where_text({"study": study_name, **{axis: entry.get(axis) for axis in POINT_AXES}})
+    return of_entry(figure(key, label, value, interval, unit, better, timed_as(entry), where, reference,
                            between_runs=between_runs(entry, value, scales)), entry)
 
 

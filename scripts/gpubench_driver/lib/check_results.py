@@ -1,7 +1,5 @@
-"""check.json, what `gpubench check` writes (docs/results-schema.md, "check.json"): its schema and version, and
-reading one back, as `gpubench expected` does to record a healthy GPU's figures at the check's points. A file
-from elsewhere is checked field by field before use: a foreign schema, a newer version or a wrong type is a
-CheckFileError naming the field, never a traceback."""
+"""check.json, what `gpubench check` writes (docs/results-schema.md): its schema, and reading one back (as
+`gpubench expected` does), checked field by field: a bad one is a CheckFileError naming the field."""
 import json
 import os
 
@@ -81,9 +79,8 @@ def load(path):
 
 
 def recorded_runs(path):
-    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, so that each GPU
-    of a node counts as one healthy run of its model (its key says how many GPUs were checked at once), and one of
-    the node's model ("<GPU model> x<GPUs>") for the figures between its GPUs; a part that measured nothing, none."""
+    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, and one of the
+    node's model ("<GPU model> x<GPUs>") for the figures between its GPUs."""
     document = load(path)
     revision = (document["run"].get("git") or {}).get("revision")
     parts = [(f"gpu{part.get('index')}", part) for part in document["gpus"]]

@@ -78,8 +78,7 @@ def transparent_hugepages(text):
 
 
 def capture_machine():
-    cpuinfo = _read("/proc/cpuinfo")
-    cpu = parse_cpuinfo(cpuinfo) if cpuinfo else parse_cpuinfo("")
+    cpu = parse_cpuinfo(_read("/proc/cpuinfo") or "")
     if cpu["threads"] is None:
         cpu["threads"] = os.cpu_count()
     uname = platform.uname()

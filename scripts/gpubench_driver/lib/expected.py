@@ -1,6 +1,5 @@
-"""Expected ranges of the headline figures per GPU model (scripts/expected_ranges.json, written by `gpubench
-expected RUN...`), which the health check sets a run against: each figure's values in the committed runs, kept
-per point it was read from (its `where`), so a run is judged only against runs that measured the same point."""
+"""Expected ranges of the headline figures per GPU model (scripts/expected_ranges.json, from `gpubench expected`),
+kept per point a figure was read from (its `where`): a run is judged only against runs of the same point."""
 import json
 import os
 

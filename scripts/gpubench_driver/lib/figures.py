@@ -1,6 +1,5 @@
-"""What every headline figure is made of: the datasheet a run is set against, one figure with its
-interval and what tells it from another run's (between_runs), and the entry a findings row names.
-The figures themselves are the analyse stage's (stages/headline.py) and the study plug-ins'."""
+"""What every headline figure is made of (the figures themselves: stages/headline.py and the plug-ins): the
+datasheet a run is set against, one figure with its interval and its noise between runs."""
 import json
 import os
 
@@ -55,9 +54,8 @@ def figure(key, label, value, interval=(None, None), unit="", better=None, timed
 
 
 def between_runs(entry, value, scales="rate"):
-    """What rank's noise judgement reads of a figure computed from one entry's median time: the figure at each of
-    its trials (a "rate" scales as 1/time, a "time" as the time, None: no trial values), the protocol and median
-    time that pick its noise model, and the smallest change worth a verdict."""
+    """What rank's noise judgement reads of a figure from one entry's median time: the figure at each trial (a "rate"
+    scales as 1/time, a "time" as the time, None: none), what picks its noise model, the smallest change judged."""
     time_s = entry["time_s"]
     median = time_s["median"]
     trials = []

@@ -30,11 +30,8 @@ def ok_entries(entries):
             and all(e.get(axis) for axis in ("impl", "device", "mode", "precision"))]
 
 
-# What a time compares. "time": each entry's headline, which for a GPU entry with resident operands
-# is its device time with launch latency held out (a step inside a longer GPU pipeline), and for one
-# whose timed region holds copies the host-observed time of a call. "latency": for the resident GPU
-# entries, one call as a CPU program waiting on it sees it (launch and synchronisation included);
-# the CPU's entries keep their own time, which is already what such a program sees.
+# What a time compares: each entry's headline time, or for the resident GPU entries one call as a CPU program
+# waiting on it sees it (launch and synchronisation included; a CPU entry's time already is that).
 MEASURES = ("time", "latency")
 
 
@@ -120,13 +117,8 @@ BATCH = Axis("batch", "batch", "batches")  # batched GEMM: the products per call
 
 
 def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
-    """Where the GPU (best implementation of one mode) starts to beat the best CPU along the
-    axis; best_cpu and best_gpu map each value of the axis to the fastest entry there.
-
-    The GPU wins at a value when its median time is lower and the two differ beyond noise
-    (_gpu_wins). lower: largest measured value at which it does not win (the CPU is at least as
-    fast, or within noise); upper: smallest value from which the GPU wins at every larger measured
-    value. Values measured on one side only are ignored."""
+    """Where the GPU (best of one mode) starts to beat the best CPU along the axis ({value: fastest entry} each):
+    upper, the smallest value from which it wins (_gpu_wins) at every larger one; lower, the value before it."""
     values = sorted(set(best_cpu) & set(best_gpu))
     estimate = f"estimate_{axis.name}"
     result = {"mode": mode, "measure": measure, "timed_as": measure_label(best_gpu.values(), measure), "lower": None,
@@ -140,7 +132,8 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
         result["method"] = (f"no crossover: the CPU is at least as fast at the largest measured {axis.noun} "
                             f"({axis.name}={values[-1]})")
         return result
-    first = _first_of_final_run(gpu_wins)
+    final_wins = next((index for index, won in enumerate(reversed(gpu_wins)) if not won), len(gpu_wins))
+    first = len(gpu_wins) - final_wins
     result["upper"] = values[first]
     result["gpu_impl"] = best_gpu[values[first]]["impl"]
     if first == 0:
@@ -160,8 +153,7 @@ def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
 
 
 def _gpu_wins(cpu, gpu, measure):
-    """The GPU entry is faster beyond noise (stats.beyond_spread); without an interval (one sample)
-    its median alone decides, and _note_noise says so."""
+    """The GPU entry is faster beyond noise; without an interval its median alone decides (_note_noise says so)."""
     faster = _median(gpu, measure) < _median(cpu)
     return faster and _beyond_noise(cpu, gpu, measure) is not False
 
@@ -171,8 +163,7 @@ def _beyond_noise(cpu, gpu, measure):
 
 
 def _note_noise(result, best_cpu, best_gpu, values, axis, measure):
-    """Add to the result's note the values where the GPU's lower median was within noise (not
-    counted as a win), and whether an interval was missing somewhere (the medians alone decided)."""
+    """The result's note, adding where the GPU's lower median was within noise and where no interval decided."""
     verdicts = {value: _beyond_noise(best_cpu[value], best_gpu[value], measure) for value in values
                 if _median(best_gpu[value], measure) < _median(best_cpu[value])}
     notes = [result["note"]] if result["note"] else []
@@ -183,14 +174,6 @@ def _note_noise(result, best_cpu, best_gpu, values, axis, measure):
         notes.append("where an entry had one sample (no interval) its median alone decided")
     result["note"] = "; ".join(notes) or None
     return result
-
-
-def _first_of_final_run(flags):
-    """Index where the final run of True values starts (flags[-1] is True)."""
-    index = len(flags) - 1
-    while index > 0 and flags[index - 1]:
-        index -= 1
-    return index
 
 
 def _speedup(best_cpu, best_gpu, value, measure="time"):
@@ -207,11 +190,8 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
 
 
 def crossovers(entries, axis=SIZE, with_latency=True):
-    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) on the
-    entries' headline times, and for a mode whose entries also measured one call's host-observed
-    latency (resident operands), a second one on that latency. Where every entry was measured in
-    several trials, each crossover also gets `estimate_<axis>_trials`, its estimate on each trial's
-    figures alone (None where a trial brackets none), and from them its estimate and interval
+    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) and MEASURES (latency
+    where measured); where every entry has several trials, each also read over the trials' own estimates
     (over_trials)."""
     found = _crossovers(entries, axis, with_latency)
     # The trials every measured entry has: a third trial that ran at some sizes only (the default run's
@@ -228,11 +208,8 @@ def crossovers(entries, axis=SIZE, with_latency=True):
 
 
 def over_trials(result, axis, listed):
-    """A crossover of the trials' median curve, read again over its trials' own estimates (listed, None
-    where a trial brackets none): where two or more trials cross and so does the median curve, the
-    estimate is the median of the trials' estimates and `estimate_<axis>_interval` the order-statistic
-    interval of that median (stats.median_interval: min..max below six trials, its coverage in its
-    basis), which holds the estimate by construction; else the median curve's estimate, no interval."""
+    """A crossover of the trials' median curve read over its trials' own estimates (listed, None where a trial
+    brackets none): where two or more cross and so does the median curve, their median and its interval."""
     estimate = f"estimate_{axis.name}"
     crossing = sorted(value for value in listed if value is not None)
     result[f"{estimate}_trials"] = listed
@@ -272,9 +249,8 @@ def refinement_size(found):
 
 
 def refinement_plan(entries):
-    """{n: (impls, modes)} to measure next: each unresolved crossover's midpoint, with only
-    the implementations that were fastest at its bracket ends (the candidates to win there)
-    in the host mode and that crossover's GPU mode."""
+    """{n: (impls, modes)} to measure next: each unresolved crossover's midpoint, with the implementations fastest
+    at its bracket ends in the host mode and its GPU mode."""
     best_cpu = best_by_size(cpu_entries(entries))
     measured = {e["n"] for e in entries if e.get("n")}
     plan = {}
@@ -339,11 +315,6 @@ def headline_speedups(entries, sizes=HEADLINE_SIZES):
     return {"sizes": list(sizes), "rows": rows}
 
 
-def best_cpu_by_size(entries):
-    return [{"n": n, "impl": entry["impl"], "median_s": _median(entry)}
-            for n, entry in sorted(best_by_size(cpu_entries(entries)).items())]
-
-
 # --- skipped and failed entries --------------------------------------------------------
 def failed_entries(entries):
     """Every entry that is not ok: its name, status and message."""
@@ -387,7 +358,8 @@ def derive(entries, refinement_rounds):
         "speedups": speedups(entries),
         "headline_speedups": headline_speedups(entries),
         "best_rates": best_rates(entries),
-        "best_cpu_by_size": best_cpu_by_size(entries),
+        "best_cpu_by_size": [{"n": n, "impl": entry["impl"], "median_s": _median(entry)}
+                             for n, entry in sorted(best_by_size(cpu_entries(entries)).items())],
         "failed_entries": failed_entries(entries),
     }
 
@@ -398,10 +370,8 @@ LEVEL_DROP = 0.75
 
 
 def levels(points):
-    """The levels of a bandwidth curve [{"from_bytes", "to_bytes", "bytes_per_s" (its fastest), "points"}] and the
-    edges between them [{"last_bytes", "next_bytes", "near_bytes" (their geometric mean)}]. The first level
-    begins at the first point within LEVEL_DROP of the fastest rate (those before are launch-bound); a level
-    ends where the rate falls below LEVEL_DROP of its own fastest."""
+    """The levels of a bandwidth curve and the edges between them: the first level begins at the first point within
+    LEVEL_DROP of the fastest rate (those before are launch-bound); a level ends below LEVEL_DROP of its fastest."""
     ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
     if not ordered:
         return [], []

@@ -26,24 +26,25 @@ def seconds(value):
     return _in_units(value, (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)))
 
 
+DECIMAL_PREFIXES = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def _prefixed(value, prefixes, unit, digits, separator=""):
+    """The value under the first of prefixes ((prefix, scale), largest first) it reaches, else whole."""
+    for prefix, scale in prefixes:
+        if value >= scale:
+            return f"{value / scale:.{digits}f} {prefix}{separator}{unit}"
+    return f"{value:.0f} {unit}"
+
+
 def rate(per_s, unit="FLOP/s", separator=""):
     """12.3e9 -> '12.30 GFLOP/s'; rate(12.3e3, "products/s", " ") -> '12.30 k products/s'."""
-    if _no_number(per_s):
-        return "n/a"
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if per_s >= scale:
-            return f"{per_s / scale:.2f} {prefix}{separator}{unit}"
-    return f"{per_s:.0f} {unit}"
+    return "n/a" if _no_number(per_s) else _prefixed(per_s, DECIMAL_PREFIXES, unit, 2, separator)
 
 
 def byte_size(value):
     """Binary units: 49152 -> '48.0 KiB'."""
-    if value is None:
-        return "n/a"
-    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if value >= scale:
-            return f"{value / scale:.1f} {unit}"
-    return f"{value:.0f} B"
+    return "n/a" if value is None else _prefixed(value, (("Gi", 2 ** 30), ("Mi", 2 ** 20), ("Ki", 2 ** 10)), "B", 1)
 
 
 def joules(value):

@@ -108,7 +108,11 @@ _SEPARATORS = re.compile(r"[ \t\r\n,]*")
 
 def _recover_truncated(text):
     decoder = json.JSONDecoder()
-    context = _decode_value_after(text, '"context"', decoder)
+    found = re.search(r'"context"\s*:\s*', text)
+    try:
+        context = decoder.raw_decode(text, found.end())[0] if found else {}
+    except ValueError:
+        context = {}
     context = context if isinstance(context, dict) else {}
     start = re.search(r'"benchmarks"\s*:\s*\[', text)
     if start is None:
@@ -129,16 +133,6 @@ def _recover_truncated(text):
             benchmarks.append(item)
     return GbenchOutput(context, benchmarks, truncated=True,
                         notes=[f"truncated output: recovered {len(benchmarks)} complete benchmark objects"])
-
-
-def _decode_value_after(text, key, decoder):
-    match = re.search(re.escape(key) + r"\s*:\s*", text)
-    if match is None:
-        return None
-    try:
-        return decoder.raw_decode(text, match.end())[0]
-    except ValueError:
-        return None
 
 
 def _failure(run):
@@ -221,7 +215,7 @@ def _entry(run_name, group, plan, counters=()):
     entry = blank_entry(key, plan.get(key), counters)
     runs = group["iterations"] + list(group["aggregates"].values())
     failure = next((f for f in map(_failure, runs) if f), None)
-    entry["repetitions"] = _repetitions(group)
+    entry["repetitions"] = stats.finite(runs[0].get("repetitions")) if runs else None
     if failure:
         entry.update(status=failure[0], message=failure[1])
         return entry
@@ -248,11 +242,6 @@ def combine_utilization(runs):
     """The utilization counters over every repetition (stats.combine_repetitions)."""
     return stats.combine_repetitions(runs, UTILIZATION_SAMPLES, weighted=UTILIZATION_MEANS,
                                      maxima=UTILIZATION_MAXIMA)
-
-
-def _repetitions(group):
-    runs = group["iterations"] or list(group["aggregates"].values())
-    return stats.finite(runs[0].get("repetitions")) if runs else None
 
 
 def _time_from_aggregates(aggregates):

@@ -9,6 +9,8 @@ import string
 
 from gpubench_driver.lib import document, outputs
 
+escape = html.escape  # quotes too: text goes into attributes
+
 HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
@@ -19,10 +21,6 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "summary.css"
 
 # No script, no outside request: only the inline stylesheet and data: images.
 CONTENT_SECURITY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-
-def escape(text):
-    return html.escape(text, quote=True)
 
 
 # --- inline Markdown ------------------------------------------------------------------------
@@ -135,13 +133,6 @@ def to_html(blocks, images=None):
 
 
 # --- the page -------------------------------------------------------------------------------
-def _title(blocks):
-    for block in blocks:
-        if isinstance(block, document.Heading) and block.level == 1:
-            return re.sub(r"<[^>]*>", "", inline(block.text))  # already escaped text, tags dropped
-    return "gpubench report"
-
-
 def embedded_images(plot_paths, out_dir):
     """{path relative to out_dir: data: URI of the PNG, or None if it cannot be read as one}."""
     images = {}
@@ -160,10 +151,12 @@ def embedded_images(plot_paths, out_dir):
 def render(blocks, plot_paths, out_dir):
     """The whole page: the blocks in HTML, each figure's plot embedded."""
     body = to_html(blocks, embedded_images(plot_paths, out_dir))
+    title = next((re.sub(r"<[^>]*>", "", inline(block.text)) for block in blocks  # escaped text, tags dropped
+                  if isinstance(block, document.Heading) and block.level == 1), "gpubench report")
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{_title(blocks)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+            f"<title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
             f"</body>\n</html>\n")
 
 

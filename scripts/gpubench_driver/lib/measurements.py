@@ -1,6 +1,5 @@
-"""The binaries' measurements file (--measurements-out, bench/harness/timed_loop.hpp): one JSON object per
-finished entry (protocol, warm-up, samples, stop reason, energy), joined to the entries read from Google
-Benchmark's output; the entry's time is its headline samples' median (protocols: docs/methodology.md)."""
+"""The binaries' measurements file (--measurements-out): one JSON object per finished entry, joined to the entries
+read from Google Benchmark's output; the entry's time is its headline samples' median (docs/methodology.md)."""
 import json
 
 from gpubench_driver.lib import stats
@@ -18,8 +17,7 @@ FIELDS = ("protocol", "latency_s", "cold_l2_s", "burst_s", "converged", "energy_
 
 
 def json_objects(text):
-    """The JSON objects of a file of one per line; a line that is not a complete object (a crash or a
-    kill mid-line) is skipped. The binaries' measurements file and the driver's journal are such files."""
+    """The JSON objects of a file of one per line (measurements, journal); an incomplete line is skipped."""
     found = []
     for line in text.splitlines():
         try:
@@ -49,8 +47,7 @@ def usable(measurement):
 
 
 class Tail:
-    """The measurements file as the binary appends to it: the measurement of an entry that has just
-    finished, reading only the lines added since the last call."""
+    """The measurement of an entry that has just finished, reading only the lines added since the last call."""
 
     def __init__(self, path):
         self.path = path
@@ -114,8 +111,7 @@ def _clock_limited(entry, busy_clock_mhz):
 
 
 def join(entries, measured):
-    """Apply each ok entry's measurement; an ok entry without one is an error (its time would be
-    Google Benchmark's single figure, without samples)."""
+    """Apply each ok entry's measurement; an ok entry without one is an error (it would have no samples)."""
     for entry in entries:
         entry.update(dict.fromkeys(FIELDS))
         entry["measurement"] = None

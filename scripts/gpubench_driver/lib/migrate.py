@@ -10,8 +10,7 @@ LAYOUT_1_NAME = re.compile(r"^[^/]+/(?P<impl>[^/]+)/(?P<device>[^/]+)/(?P<mode>[
 
 
 def journal_axis_fields(line, axis_names):
-    """The axis fields of a journal line's entry: its own, or a layout-1 line's from its name under its study's
-    axis_names ({slot: name}); None where unknown."""
+    """The axis fields of a journal line's entry: its own, or a layout-1 line's from its name; None where unknown."""
     if line.get("layout", 1) >= JOURNAL_LAYOUT:
         return line.get("axis_fields") if isinstance(line.get("axis_fields"), dict) else None
     return axis_fields_of_name(line["name"], axis_names)

@@ -1,12 +1,6 @@
-"""How far this machine varies from itself, read from one run's trials: each pair of an entry's
-trials is two separate processes measuring the same thing, as an A/A pair of runs does. Per kind of
-entry, the share of trial pairs that agree within the band an A/A pair should meet, and the floor:
-the difference within which the target share of them lies. Where the share falls short, the report
-says the host cannot give that agreement and names the floor (docs/methodology.md: the between-process
-variance is the host's, and no user-space setting removed it).
-
-A run's estimate is the median of its trials, so two runs agree more closely than two single trials:
-the floor is what one process can tell apart, an upper bound on what two runs of K trials can."""
+"""How far this machine varies from itself, read from one run's trials (each pair of an entry's trials is an A/A
+pair of processes): per kind of entry, the share of trial pairs within the band an A/A pair should meet, and the
+floor within which the target share lies (docs/methodology.md)."""
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable
@@ -37,17 +31,12 @@ def trial_medians(entry):
             if record.get("status") == "ok" and stats.finite((record.get("time_s") or {}).get("median"))]
 
 
-def pair_offsets(entries):
-    """|a/b - 1| with a the larger, for every pair of trials of every entry."""
-    return [max(a, b) / min(a, b) - 1 for entry in entries
-            for a, b in combinations(trial_medians(entry), 2) if min(a, b) > 0]
-
-
 def floor_row(target, entries):
-    """One kind's row: entries with two trials or more, their trial pairs, the share within the band,
-    the floor, and whether the target holds; None when no entry of the kind has two trials."""
+    """One kind's row of the floor; None when no entry of the kind has two trials."""
     measured = [entry for entry in entries if target.holds(entry) and len(trial_medians(entry)) >= 2]
-    offsets = pair_offsets(measured)
+    # |a/b - 1| with a the larger, for every pair of trials of every entry
+    offsets = [max(a, b) / min(a, b) - 1 for entry in measured
+               for a, b in combinations(trial_medians(entry), 2) if min(a, b) > 0]
     if not offsets:
         return None
     within = sum(offset <= target.band for offset in offsets) / len(offsets)

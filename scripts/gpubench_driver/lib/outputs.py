@@ -9,6 +9,8 @@ import os
 import re
 import tempfile
 import zlib
+from dataclasses import dataclass
+from typing import Optional
 
 # scripts/gpubench_driver/lib/outputs.py: the repository, and scripts/ (the driver, its data files, the references)
 SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,7 +37,6 @@ def open_text(path):
 
 
 def write_error(error, path):
-    """The WriteError of an OSError met writing path."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return WriteError(f"disk full writing {path} ({error.strerror or os.strerror(error.errno)})")
     return WriteError(f"cannot write {path}: {error.strerror or error}")
@@ -137,13 +138,12 @@ def check_out_dir(path, what="--out"):
 
 
 # --- the run's lock ------------------------------------------------------------------------------
+@dataclass
 class RunFolder:
     """A run's output folder and the lock its driver holds on it for the whole run."""
-
-    def __init__(self, path, handle, made):
-        self.path = path
-        self.handle = handle
-        self.made = made  # this run made the folder: it may remove it again, empty
+    path: str
+    handle: Optional[int]  # None once released
+    made: bool  # this run made the folder: it may remove it again, empty
 
     def release(self, remove_if_empty=False):
         """Give up the lock, first removing the lock file, the emptied scratch folder and (remove_if_empty) a

@@ -26,16 +26,13 @@ DESCRIBED = {"layers": list, "cudnn": dict, "algorithms": dict, "engine_notes": 
              "placement_rule": str, "launches": list, "elements": int, "busy_rule": str,
              "topology": dict, "axes": list, "points": dict, "rules": dict}
 # Per-entry NVML telemetry of the GPU entries (absent in older files, null when not measured): numbers, and
-# clock_limited, a boolean.
-ENTRY_TELEMETRY = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "energy_j_per_op", "temperature_c_max",
-                   "power_limited_fraction", "thermal_limited_fraction", "telemetry_samples")
+# CLOCK_LIMITED, a boolean.
 CLOCK_LIMITED = "clock_limited"
+ENTRY_TELEMETRY = tuple(key for key in telemetry.ENTRY_FIELDS if key != CLOCK_LIMITED)
 # An entry's fields typed one by one; any other is a number or null (a counter of any name, or a driver's figure).
 ENTRY_OTHER_FIELDS = frozenset(("name", "impl", "device", "mode", "precision", "message", "label", "axes", "status",
                                 "phase", "time_s", "latency_s", "cold_l2_s", "protocol", "converged", CLOCK_LIMITED,
                                 "measurement", "trials", "choices_varied"))
-# Extra keys of a study telemetry record's samples (NVML): numbers or null.
-SAMPLE_EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
 # Bounds no run comes near, so that a hostile value is refused at load, not overflowing in the report: one
 # call's time from a picosecond to a day, numbers up to 1e30, text up to LONGEST_TEXT (longer is cut at load).
 SHORTEST_TIME_S = 1e-12
@@ -124,12 +121,9 @@ def validate(document):
 
 
 def _validate_run(run):
-    for key in ("id", "started"):
-        _expect_type(run.get(key), str, f"run.{key}")
-    _expect_type(run.get("finished"), _OPTIONAL_STR, "run.finished")
+    _expect_fields(run, {"id": str, "started": str, "finished": _OPTIONAL_STR}, "run")
     _expect_one_of(run.get("status"), RUN_STATUSES, "run.status")
-    _expect_type(run.get("command_line"), list, "run.command_line")
-    _expect_type(run.get("options"), dict, "run.options")
+    _expect_fields(run, {"command_line": list, "options": dict}, "run")
     _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": _OPTIONAL_BOOL}, "run.git")
     _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
                                      "differences": _OPTIONAL_LIST}, "run.like")
@@ -233,12 +227,18 @@ _IMPLEMENTATION = {"id": str, "device": _OPTIONAL_STR, **_optional("modes", "pre
                    "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR}
 _PRECISION = {"id": str, **_optional("inputs", "accumulate", "output", types=_OPTIONAL_STR),
               **_optional("input_bytes", "output_bytes")}
+# axes: absent in older files; gpu: in a gathered run of every GPU of a node (run --gpus), the nvidia-smi index
+# of the entry's GPU, absent otherwise.
+_ENTRY = {"name": str, **_optional("impl", "device", "mode", "precision", "message", "label", "phase",
+                                   types=_OPTIONAL_STR),
+          **_optional("axes", "measurement", "choices_varied", types=_OPTIONAL_DICT), "gpu": (int, type(None))}
 _LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width", "out_height",
                   "out_width", "flop_per_sample")
 _SPREAD = _optional("min", "median", "max")  # NaN is written null
 _TELEMETRY_SUMMARY = {**_optional("samples", "max_power_w", "max_temperature_c", "throttled_fraction"),
                       "throttle_reasons": _OPTIONAL_LIST}
 _SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
+_SAMPLE = {**_optional("t_s", *telemetry.SAMPLE_KEYS), "throttle_reasons": _OPTIONAL_LIST}
 
 
 def _validate_telemetry(record, path):
@@ -254,9 +254,7 @@ def _validate_telemetry(record, path):
     _expect_type(record.get("samples", []), list, f"{path}.samples")
     for index, sample in enumerate(record.get("samples", [])):
         _expect_type(sample, dict, f"{path}.samples[{index}]")
-        for key in dict.fromkeys(("t_s", *telemetry.FIELDS.values(), *SAMPLE_EXTRAS)):
-            _expect_type(sample.get(key), _OPTIONAL_NUMBER, f"{path}.samples[{index}].{key}")
-        _expect_type(sample.get("throttle_reasons"), _OPTIONAL_LIST, f"{path}.samples[{index}].throttle_reasons")
+        _expect_fields(sample, _SAMPLE, f"{path}.samples[{index}]")
 
 
 def _validate_measured(record, path):
@@ -273,13 +271,7 @@ def _validate_measured(record, path):
 
 def _validate_entry(entry, path):
     _validate_measured(entry, path)
-    _expect_type(entry.get("name"), str, f"{path}.name")
-    for key in ("impl", "device", "mode", "precision", "message", "label", "phase"):
-        _expect_type(entry.get(key), _OPTIONAL_STR, f"{path}.{key}")
-    for key in ("axes", "measurement", "choices_varied"):  # axes: absent in older files
-        _expect_type(entry.get(key), _OPTIONAL_DICT, f"{path}.{key}")
-    # A gathered run of every GPU of a node (run --gpus): the nvidia-smi index of the entry's GPU; absent otherwise.
-    _expect_type(entry.get("gpu"), (int, type(None)), f"{path}.gpu")
+    _expect_fields(entry, _ENTRY, path)
     for name, value in (entry.get("axes") or {}).items():
         _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
     for key, value in entry.items():
@@ -310,8 +302,7 @@ def _validate_times(times, path):
     _expect_type(times, _OPTIONAL_DICT, path)
     if not isinstance(times, dict):
         return
-    for key in TIME_FIELDS:
-        _expect_type(times.get(key), _OPTIONAL_NUMBER, f"{path}.{key}")
+    _expect_fields(times, _optional(*TIME_FIELDS), path)
     _expect(times.get("over") in (None, "trials"), f"{path}.over",
             f"expected 'trials' or nothing, got {times.get('over')!r}")
     _expect_type(times.get("samples"), list, f"{path}.samples")
@@ -378,9 +369,8 @@ def _validate_findings(findings):
 
 # --- writing and reading --------------------------------------------------------
 def write(document, path, checked=True):
-    """Validate (`checked`), then replace the file atomically so a crash never leaves half a file. The run's
-    saves after every size skip the validation (0.4 s of a 14 MB file, each of dozens of saves); its last
-    save and every load validate."""
+    """Validate (`checked`: the run's saves after every size skip it, 0.4 s of a 14 MB file), then replace the file
+    atomically so a crash never leaves half a file."""
     clean = without_non_finite(document)
     if checked:
         validate(clean)
@@ -450,18 +440,13 @@ def file_in(directory):
     return None
 
 
-def _read_text(path):
-    """The file's text; a name ending in .gz is gunzipped first."""
-    with outputs.open_text(path) as stream:
-        return stream.read()
-
-
 def load(path):
     """The validated document of results.json or results.json.gz, or of a folder holding one (results.json first)."""
     if os.path.isdir(path):
         path = file_in(path) or os.path.join(path, FILE)
     try:
-        text = _read_text(path)
+        with outputs.open_text(path) as stream:
+            text = stream.read()
     except outputs.READ_ERRORS as error:
         raise ResultsError(f"cannot read {path}: {error or type(error).__name__}") from None
     try:

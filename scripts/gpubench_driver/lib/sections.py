@@ -26,16 +26,12 @@ def noise_note(beyond_noise):
     return {True: "", False: ", within noise"}.get(beyond_noise, ", no interval")
 
 
-# The header cells of crossover_cells.
-CROSSOVER_HEADER = ("GPU timed as", "crossover {axis}", "bracket", "GPU impl", "how")
-
-
 def crossover_header(axis="n"):
-    return [cell.format(axis=axis) for cell in CROSSOVER_HEADER]
+    return ["GPU timed as", f"crossover {axis}", "bracket", "GPU impl", "how"]
 
 
 def crossover_cells(found, axis="n"):
-    """The cells of a crossover along the axis ('n' or 'batch'), as CROSSOVER_HEADER names them."""
+    """The cells of a crossover along the axis ('n' or 'batch'), as crossover_header names them."""
     bracket = f"{found.get('lower') or 'n/a'} .. {found.get('upper') or 'n/a'}"
     estimate = str(found.get(f"estimate_{axis}") or found.get("upper") or "none")
     interval = found.get(f"estimate_{axis}_interval")  # findings.over_trials: it holds the estimate
@@ -111,11 +107,6 @@ def references_not_run(document):
     return f"Not run: {why}."
 
 
-def run_notes(name, run):
-    """A reference run's note (skipped, failed) and its per-dtype notes, one list item each."""
-    return [f"{md(name)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
-
-
 def reference_section(title, document, runs, blocks, result_item=None, only_timed=False):
     """A study's section on its reference runs (runs: their keys): why the run timed none, else blocks(items) (none:
     no section) of each run's notes and result_item(key, result) of its results, a run it lacks 'not run'."""
@@ -126,7 +117,7 @@ def reference_section(title, document, runs, blocks, result_item=None, only_time
              else [(key, references.get(key) or {"note": "not run"}) for key in runs])
     items = []
     for key, run in timed:
-        items += run_notes(key, run)
+        items += [f"{md(key)}: {md(note)}" for note in [run.get("note"), *(run.get("notes") or [])] if note]
         items += dict.fromkeys(result_item(key, result) for result in run.get("results") or []) if result_item else []
     found = blocks(items)
     return section(title, found) if found else []

@@ -45,7 +45,8 @@ def summarize(samples):
     mean = statistics.fmean(ordered)
     # Sample standard deviation (n-1), as Google Benchmark's own stddev aggregate.
     stddev = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
-    q1, q3 = _quartiles(ordered)
+    # 'inclusive' interpolates between the measured values, so q1/q3 stay within min..max.
+    q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else (ordered[0],) * 3
     return {"median": statistics.median(ordered), "min": ordered[0], "max": ordered[-1], "q1": q1, "q3": q3,
             "mean": mean, "stddev": stddev, "cv": stddev / mean if mean > 0 else None, "samples": list(samples)}
 
@@ -54,14 +55,6 @@ def nearest_rank_percentile(values, fraction):
     """The smallest value with at least `fraction` of the values at or below it (None for none)."""
     ordered = sorted(values)
     return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)] if ordered else None
-
-
-def _quartiles(ordered):
-    if len(ordered) < 2:
-        return ordered[0], ordered[0]
-    # 'inclusive' interpolates between the measured values, so q1/q3 stay within min..max.
-    q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
-    return q1, q3
 
 
 def from_aggregates(values):
@@ -96,18 +89,14 @@ class Interval:
         return Interval(self.low / items, self.high / items, self.basis) if self.known else self
 
 
-def _half_binomial_pmf(count, k):
-    """P(Binomial(count, 1/2) = k), in logarithms: comb(count, k) / 2^count overflows from a thousand samples."""
-    return math.exp(math.lgamma(count + 1) - math.lgamma(k + 1) - math.lgamma(count - k + 1) - count * math.log(2))
-
-
 def _order_statistic_rank(count, confidence):
     """(k, coverage): x(k)..x(count + 1 - k) of the sorted samples covers the median with probability
     1 - 2 P(Binomial(count, 1/2) < k); k the largest reaching confidence, else 1 (min..max)."""
     below = 0.0  # P(Binomial(count, 1/2) < k)
     rank, coverage = 1, 1 - 2 * 0.5 ** count
     for k in range(1, (count + 1) // 2 + 1):
-        below += _half_binomial_pmf(count, k - 1)
+        # P(Binomial(count, 1/2) = k - 1) in logarithms: comb(count, k - 1) / 2^count overflows from 1000 samples
+        below += math.exp(math.lgamma(count + 1) - math.lgamma(k) - math.lgamma(count - k + 2) - count * math.log(2))
         if 1 - 2 * below < confidence:
             break
         rank, coverage = k, 1 - 2 * below

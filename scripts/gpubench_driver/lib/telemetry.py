@@ -6,11 +6,10 @@ import time
 
 from gpubench_driver.lib import stats
 
-# Keys of a sample in results.json (the binaries write the same keys, 'reasons' as a bit mask);
-# FIELDS are the ones the study summary reads.
-FIELDS = {"sm_clock_mhz": "sm_clock_mhz", "mem_clock_mhz": "mem_clock_mhz", "power_w": "power_w",
-          "temperature_c": "temperature_c"}
-EXTRAS = ("energy_j", "gpu_util", "mem_util", "memory_used_mib")
+# Number keys of a sample in results.json, as the binaries write them ('reasons', a bit mask, is read apart);
+# the first four are the ones the study summary reads.
+SAMPLE_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "energy_j", "gpu_util", "mem_util",
+               "memory_used_mib")
 # Bits of the reasons mask (NVML's clocksEventReason / clocksThrottleReason values).
 REASON_BITS = (
     (0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
@@ -76,7 +75,7 @@ class StudySeries:
 
     def _sample(self, raw):
         sample = {"t_s": round(raw["unix_s"] - self.started, 3)}
-        sample.update({key: stats.finite(raw.get(key)) for key in (*FIELDS.values(), *EXTRAS)})
+        sample.update({key: stats.finite(raw.get(key)) for key in SAMPLE_KEYS})
         sample["throttle_reasons"] = reason_names(raw.get("reasons"))
         return sample
 

@@ -1,6 +1,5 @@
-"""Independent trials of one entry, each a separate process of the study binary (docs/methodology.md): the
-combined entry's `time_s` summarises the trials' medians (`over`: "trials"), each trial's own figures are kept
-under `trials`, and a trial that failed makes the entry an error (a wrong answer is never averaged away)."""
+"""Independent trials of one entry, each a separate process (docs/methodology.md): the entry's `time_s` summarises
+the trials' medians, each trial's figures kept under `trials`; a failed trial makes the entry an error."""
 import random
 import statistics
 
@@ -21,8 +20,7 @@ TRIAL_FIELDS = ("status", "message", "label", "time_s", "protocol", "latency_s",
 
 
 def size_order(sizes, trial, seed):
-    """The sizes in a trial's order: the first trial's as given, later ones shuffled (from the run's seed) so that
-    heat or order effects do not line up with an entry across trials."""
+    """The sizes in a trial's order: later trials shuffled (the run's seed), so order effects do not line up."""
     if trial == 1:
         return list(sizes)
     shuffled = list(sizes)
@@ -53,8 +51,7 @@ def combine(previous, new, trial):
 
 
 def before(entry, trial):
-    """The entry as its trials before `trial` left it (None for the first): what an unfinished attempt at
-    trial `trial` added is taken back, so that the trial can run again (run --resume)."""
+    """The entry as its trials before `trial` left it (None for the first), for run --resume to run it again."""
     records = entry.get("trials")
     if trial <= 1:
         return None
@@ -102,8 +99,7 @@ def most(entries):
 
 
 def view(entries, trial):
-    """The entries as trial `trial` alone measured them (an entry whose trial failed or is missing left out, one
-    measured once kept): derivations run on each view give a derived figure's spread."""
+    """The entries as trial `trial` alone measured them (one whose trial failed or is missing left out)."""
     found = []
     for entry in entries:
         records = entry.get("trials")

@@ -1,6 +1,5 @@
-"""What an entry is held to outside a comparison's own verdicts (noise_verdicts.py): whether it is a GPU
-entry of 100 us or more (the kind the A/A targets hold to 2%), and the smallest change worth a verdict for
-it (its kind's equivalence band)."""
+"""What an entry is held to outside a comparison's own verdicts (noise_verdicts.py): its A/A target's kind and
+the smallest change worth a verdict."""
 from gpubench_driver.lib import noise_model, noise_verdicts
 
 
@@ -10,6 +9,5 @@ def long_gpu_entry(entry):
 
 
 def min_effect(entry):
-    """The equivalence band of the entry's kind (noise_verdicts.band_of): 2% for a device-timed entry of
-    100 us or more, 5% for the rest."""
+    """The equivalence band of the entry's kind (noise_verdicts.band_of)."""
     return noise_verdicts.band_of(noise_model.kind_of(entry.get("protocol"), entry["time_s"]["median"]))
