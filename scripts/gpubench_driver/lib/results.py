@@ -375,8 +375,8 @@ def write(document, path, checked=True):
     if checked:
         validate(clean)
     with outputs.replacing(path) as stream:
-        json.dump(clean, stream, separators=(",", ":"), allow_nan=False)  # compact: a third of the time
-        stream.write("\n")
+        # One string, compact: json.dump streams through the pure-Python encoder, twice the time of dumps
+        stream.write(json.dumps(clean, separators=(",", ":"), allow_nan=False) + "\n")
     return clean
 
 
