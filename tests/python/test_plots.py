@@ -147,7 +147,7 @@ class WritePlotsTest(unittest.TestCase):
         cls.studies = {"matmul": crowded_matmul_study(), **support.conv_document()["studies"],
                        **support.precision_document()["studies"]}
         with tempfile.TemporaryDirectory() as out, saved.patch:
-            cls.found = plots.write_plots(cls.studies, out)
+            cls.found = plots.write_plots(cls.studies, out, workers=1)  # drawn here, where the spy sees it
             cls.exist = {name: [os.path.isfile(path) for path in paths] for name, paths in cls.found.items()}
             cls.in_plot_dir = {os.path.dirname(path) for paths in cls.found.values() for path in paths}
             cls.plot_dir = os.path.join(out, "plots")
@@ -157,6 +157,13 @@ class WritePlotsTest(unittest.TestCase):
 
     def names(self, study):
         return [os.path.basename(path) for path in self.found[study]]
+
+    def test_forked_workers_draw_the_same_files(self):
+        with tempfile.TemporaryDirectory() as out:
+            found = plots.write_plots(self.studies, out, workers=3)
+            self.assertEqual({name: [os.path.basename(path) for path in paths] for name, paths in found.items()},
+                             {name: self.names(name) for name in self.found})
+            self.assertTrue(all(os.path.isfile(path) for paths in found.values() for path in paths))
 
     def test_paths_are_by_study_in_study_order(self):
         self.assertIsInstance(self.found, dict)

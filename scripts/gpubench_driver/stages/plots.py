@@ -1,5 +1,7 @@
 """The render stage's plots: each study's PNGs (its plug-in's `plots`) and the roofline chart across the
 studies, named after their study; None without matplotlib."""
+import concurrent.futures
+import multiprocessing
 import os
 import textwrap
 
@@ -76,17 +78,27 @@ def write_roofline(roof, out_dir):
     return path
 
 
-def write_plots(studies, out_dir):
-    """{study name: paths of its PNGs} of each study that drew any (its record's `plots`); None without
-    matplotlib."""
-    pyplot = charts.load_pyplot()
-    if pyplot is None:
+_DRAWING = None  # (the studies, the plot folder) of write_plots, which its forked workers inherit
+
+
+def write_plots(studies, out_dir, workers=None):
+    """{study name: paths of its PNGs} of each study that drew any (its record's `plots`), the studies drawn in
+    up to `workers` forked processes at once (default: one per core; matplotlib's drawing was most of a
+    report's time: 23 s of the H100 suite's); None without matplotlib."""
+    if charts.load_pyplot() is None:
         return None
-    plot_dir = outputs.subfolder(out_dir, charts.PLOT_DIR)
-    found = {}
-    for name, study in studies.items():
-        record = registry.BY_NAME.get(name)
-        paths = record.plots(pyplot, study, plot_dir) if record and record.plots else []
-        if paths:
-            found[name] = paths
-    return found
+    global _DRAWING
+    _DRAWING = (studies, outputs.subfolder(out_dir, charts.PLOT_DIR))
+    drawn = [name for name in studies if getattr(registry.BY_NAME.get(name), "plots", None)]
+    workers = min(len(drawn), workers or os.cpu_count() or 1)
+    if workers > 1:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            paths = list(pool.map(_draw, drawn))
+    else:
+        paths = [_draw(name) for name in drawn]
+    return {name: found for name, found in zip(drawn, paths) if found}
+
+
+def _draw(name):
+    studies, plot_dir = _DRAWING
+    return registry.BY_NAME[name].plots(charts.load_pyplot(), studies[name], plot_dir) or []
