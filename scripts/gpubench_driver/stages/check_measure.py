@@ -1,7 +1,6 @@
 """gpubench check's plan, run and collect: every study with a check point (Study.check) measured once there
 by the runner every run uses, into a results document derived as any run's; then each study's check figures,
 and what kept a study from giving any as figures not measured."""
-import concurrent.futures
 import os
 from dataclasses import dataclass, replace
 
@@ -55,9 +54,8 @@ def plan(options, gpus_seen):
     missing += [not_measured(record.name, f"{binaries[record.name]} was not built") for record in chosen
                 if record not in built]
     # Every binary described at once: each start of a study binary initialises CUDA, which takes a while.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(built) or 1) as pool:
-        described = dict(zip([record.name for record in built], pool.map(_described, [binaries[record.name]
-                                                                                        for record in built])))
+    described = dict(zip([record.name for record in built],
+                         runner.describe_all([(binaries[record.name], ()) for record in built], errors_as_text=True)))
     for record in built:
         check, binary, description = record.check, binaries[record.name], described[record.name]
         if isinstance(description, str):
@@ -78,14 +76,6 @@ def plan(options, gpus_seen):
             options, studies=[record.name], sizes=list(check.sizes), batches=list(check.batches or []) or None,
             impls=impls, modes=modes)))
     return plans, missing
-
-
-def _described(binary, flags=()):
-    """The binary's --describe under these flags, or why there is none."""
-    try:
-        return runner.describe(binary, flags)
-    except runner.RunnerError as error:
-        return str(error)
 
 
 def not_measured(study, why):
@@ -116,8 +106,7 @@ def measure(plans, document, out_dir):
                                 progress, journal_path=os.path.join(out_dir, journal.FILE), artifacts_dir=out_dir,
                                 scratch_dir=scratch_dir) for item in plans]
     # Every sweep described at once, as the plan's descriptions were (each start initialises CUDA).
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(studies_run))) as pool:
-        descriptions = list(pool.map(_sweep_described, studies_run))
+    descriptions = runner.describe_all([study.sweep_request() for study in studies_run], errors_as_text=True)
     for study, description in zip(studies_run, descriptions):
         try:
             if isinstance(description, str):
@@ -127,11 +116,6 @@ def measure(plans, document, out_dir):
         except runner.RunnerError as error:
             failed.append(not_measured(study.name, str(error)))
     return failed
-
-
-def _sweep_described(study):
-    """The --describe of a study's sweep, or why there is none."""
-    return _described(*study.sweep_request())
 
 
 def collect(document):

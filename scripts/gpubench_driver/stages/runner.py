@@ -47,10 +47,18 @@ def binary_environment(launched=False):
                                          if name not in RANK_VARIABLES}
 
 
-def describe_all(requests):
-    """describe() of each (binary, flags), in order, several at once; the first error raised."""
+def describe_all(requests, errors_as_text=False):
+    """describe() of each (binary, flags), in order, several at once; the first error raised, or with
+    errors_as_text each failed one's message in its place."""
+    def one(request):
+        try:
+            return describe(*request)
+        except RunnerError as error:
+            if errors_as_text:
+                return str(error)
+            raise
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(DESCRIBE_WORKERS, len(requests)))) as pool:
-        return list(pool.map(lambda request: describe(*request), requests))
+        return list(pool.map(one, requests))
 
 
 def describe(binary, flags=()):
