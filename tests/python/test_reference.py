@@ -4,6 +4,9 @@ cannot run into a note."""
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import unittest
 from unittest import mock
 
@@ -112,21 +115,89 @@ class RunReferencesTest(unittest.TestCase):
 
     def test_a_run_calls_its_script_with_its_arguments(self):
         printed = json.dumps({"results": [{"n": 56}], "notes": ["x"]})
+        done = subprocess.CompletedProcess("script", 0, printed, "")
+        with mock.patch.object(reference, "find_interpreter", return_value="/usr/bin/python3"), \
+                mock.patch.object(reference, "_WORKERS", {"/usr/bin/python3": mock.Mock(alive=True)}) as workers, \
+                mock.patch("builtins.print"):
+            workers["/usr/bin/python3"].run.return_value = done
+            run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"], PROTOCOL)
+        script, arguments, _ = workers["/usr/bin/python3"].run.call_args[0]
+        self.assertEqual(script, os.path.join(support.SCRIPTS_DIR, "reference_conv2d.py"))
+        self.assertEqual(arguments[0], "--protocol")
+        self.assertEqual(json.loads(arguments[1]), PROTOCOL)  # the study's own, as its --describe gave it
+        self.assertEqual(arguments[2:], ["torch", "56,28,14,7", "1,32,256", "float32,tf32,float16", "nchw,nhwc"])
+        self.assertEqual(run, {"python": "/usr/bin/python3", "results": [{"n": 56}], "notes": ["x"]})
+
+    def test_a_run_that_starts_processes_of_its_own_runs_alone(self):
+        printed = json.dumps({"results": [], "notes": []})
         with mock.patch.object(reference, "find_interpreter", return_value="/usr/bin/python3"), \
                 mock.patch.object(reference.stopping, "run", return_value=mock.Mock(returncode=0, stdout=printed)) \
                 as called, mock.patch("builtins.print"):
-            run = reference.run_library(reference.RUNS["conv2d"]["torch_conv2d"], PROTOCOL)
-        command = called.call_args[0][0]
-        self.assertEqual(command[:4], ["/usr/bin/python3", os.path.join(support.SCRIPTS_DIR, "reference_conv2d.py"),
-                                       "--protocol", mock.ANY])
-        self.assertEqual(json.loads(command[3]), PROTOCOL)  # the study's own, as its --describe gave it
-        self.assertEqual(command[4:], ["torch", "56,28,14,7", "1,32,256", "float32,tf32,float16", "nchw,nhwc"])
-        self.assertEqual(run, {"python": "/usr/bin/python3", "results": [{"n": 56}], "notes": ["x"]})
+            reference.run_library(reference.RUNS["collectives"]["torch_allreduce"], PROTOCOL)
+        self.assertEqual(called.call_args[0][0][:3], ["/usr/bin/python3", os.path.join(
+            support.SCRIPTS_DIR, "reference_allreduce.py"), "--protocol"])
 
     def test_without_an_interpreter(self):
         with mock.patch.object(reference, "find_interpreter", return_value=None):
             self.assertEqual(reference.run_library(reference.RUNS["mlp_training"]["torch_mlp"], PROTOCOL), {
                 "note": "skipped: no Python interpreter with PyTorch with a usable CUDA device was found"})
+
+
+class WorkerTest(unittest.TestCase):
+    """scripts/reference_worker.py: the scripts of a run in one interpreter, each as if run on its own."""
+
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+        self.worker = reference.Worker(sys.executable)
+        self.addCleanup(self.worker.close)
+
+    def script(self, name, text):
+        path = os.path.join(self.folder.name, name)
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return path
+
+    def test_scripts_share_the_interpreter_and_keep_their_own_argv_output_and_exit(self):
+        first = self.script("first.py", "import os, sys\nsys.modules['imported_once'] = os\n"
+                                        "print(os.getpid(), sys.argv[1:])\nsys.exit(3)\n")
+        second = self.script("second.py", "import os, sys\nprint(os.getpid(), 'imported_once' in sys.modules)\n"
+                                          "print('to stderr', file=sys.stderr)\n")
+        one = self.worker.run(first, ["a", "b"], 60)
+        two = self.worker.run(second, [], 60)
+        self.assertEqual(one.returncode, 3)
+        pid, argv = one.stdout.split(" ", 1)
+        self.assertEqual(argv.strip(), "['a', 'b']")
+        self.assertEqual(two.stdout.split(), [pid, "True"])
+        self.assertEqual((two.returncode, two.stderr), (0, "to stderr\n"))
+        self.assertEqual(int(pid), self.worker.process.pid)
+
+    def test_a_script_that_fails_is_its_own_failure(self):
+        failing = self.script("failing.py", "raise RuntimeError('no GPU here')\n")
+        quiet = self.script("quiet.py", "print('still here')\n")
+        failed = self.worker.run(failing, [], 60)
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("RuntimeError: no GPU here", failed.stderr)
+        self.assertEqual(self.worker.run(quiet, [], 60).stdout, "still here\n")
+
+    def test_a_script_over_its_time_ends_the_worker(self):
+        slow = self.script("slow.py", "import time\ntime.sleep(60)\n")
+        with self.assertRaises(subprocess.TimeoutExpired):
+            self.worker.run(slow, [], 0.5)
+        self.assertFalse(self.worker.alive)
+
+    def test_a_script_that_ends_the_interpreter_is_a_failure(self):
+        ending = self.script("ending.py", "import os\nos._exit(7)\n")
+        ended = self.worker.run(ending, [], 60)
+        self.assertNotEqual(ended.returncode, 0)
+        self.assertFalse(self.worker.alive)
+
+    def test_the_runs_workers_are_its_own_and_closed_at_its_end(self):
+        with mock.patch.object(reference, "_WORKERS", {"python": self.worker}):
+            self.assertEqual(reference.worker_pids(), {self.worker.process.pid})
+            reference.close_workers()
+            self.assertEqual(reference.worker_pids(), set())
+        self.assertFalse(self.worker.alive)
 
 
 class SessionTest(unittest.TestCase):

@@ -15,13 +15,15 @@ PLAIN_AXES = {"impl": "impl", "mode": "mode", "precision": "precision", "n": "n"
 class Run:
     """One reference run: a script in scripts/ and its arguments, under an interpreter that has `library` (a key
     of reference.PROBES); a `gpu` run only when the study's GPU part ran. sizes_at, batches_at: the arguments
-    that list the sizes and batches it times (those the study ran)."""
+    that list the sizes and batches it times (those the study ran); own_process: run in an interpreter of its
+    own rather than the run's reference worker (one that starts processes of its own)."""
     library: str
     script: str
     args: tuple
     gpu: bool
     sizes_at: int = None
     batches_at: int = None
+    own_process: bool = False
 
 
 @dataclass(frozen=True)

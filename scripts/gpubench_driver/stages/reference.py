@@ -1,7 +1,9 @@
 """Reference timings from numpy and PyTorch, and how the study compares with them."""
+import contextlib
 import functools
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
@@ -51,6 +53,71 @@ def _first_with(library, pythons):
     return None
 
 
+class Worker:
+    """One interpreter running reference scripts in turn (scripts/reference_worker.py): PyTorch imported and
+    CUDA started once per run, not once per script. It lives from the run's first reference to the run's end
+    (close_workers), holding only its CUDA context between references."""
+    SCRIPT = "reference_worker.py"
+
+    def __init__(self, python):
+        self.process = stopping.popen([python, os.path.join(outputs.SCRIPTS_DIR, self.SCRIPT)], text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def run(self, script, args, timeout):
+        """subprocess.CompletedProcess of the script as `python script args`; TimeoutExpired after `timeout`
+        s (the worker killed: its script may still hold the GPU)."""
+        try:
+            self.process.stdin.write(json.dumps({"script": script, "args": list(args)}) + "\n")
+            self.process.stdin.flush()
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.process.stdout, selectors.EVENT_READ)
+                if not selector.select(timeout):
+                    self.close()
+                    raise subprocess.TimeoutExpired(script, timeout)
+            reply = json.loads(self.process.stdout.readline())
+        except (OSError, ValueError):  # the worker died (a script ended its interpreter, an out-of-memory kill)
+            self.close()
+            return subprocess.CompletedProcess(script, self.process.returncode or 1, "",
+                                               f"the reference worker ended ({self.process.returncode})")
+        return subprocess.CompletedProcess(script, reply["returncode"], reply["stdout"], reply["stderr"])
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):  # a write the dead worker never read
+                stream.close()
+
+    @property
+    def alive(self):
+        return self.process.poll() is None
+
+
+_WORKERS = {}  # {interpreter: Worker} of this run
+
+
+def worker_pids():
+    """The reference workers' processes: the run's own, not others competing for the GPU."""
+    return {worker.process.pid for worker in _WORKERS.values() if worker.alive}
+
+
+def close_workers():
+    while _WORKERS:
+        _WORKERS.popitem()[1].close()
+
+
+def _run_script(python, run, arguments):
+    """The script's CompletedProcess: in the interpreter's worker, or in a process of its own (run.own_process)."""
+    script = os.path.join(outputs.SCRIPTS_DIR, run.script)
+    if run.own_process:  # no GPU work runs on unwatched: stopping.run kills it with the driver
+        return stopping.run([python, script, *arguments], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    worker = _WORKERS.get(python)
+    if worker is None or not worker.alive:
+        worker = _WORKERS[python] = Worker(python)
+    return worker.run(script, arguments, RUN_TIMEOUT_S)
+
+
 def run_library(run, protocol):
     """{"python", "results", "notes"} or {"note"} of one reference run, timed by the study's protocol."""
     python = find_interpreter(run.library)
@@ -58,9 +125,8 @@ def run_library(run, protocol):
         need = "numpy" if run.library == "numpy" else "PyTorch with a usable CUDA device"
         return {"note": f"skipped: no Python interpreter with {need} was found"}
     print(f"reference: {run.script} {' '.join(run.args)} ({python})", flush=True)
-    command = [python, os.path.join(outputs.SCRIPTS_DIR, run.script), "--protocol", json.dumps(protocol), *run.args]
     try:
-        result = stopping.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)  # no GPU work runs on unwatched
+        result = _run_script(python, run, ["--protocol", json.dumps(protocol), *run.args])
     except subprocess.TimeoutExpired:
         return {"python": python, "note": f"failed: {run.script} took over {RUN_TIMEOUT_S} s"}
     if result.returncode != 0:

@@ -143,7 +143,9 @@ def finish_study(study, document, options):
         return
     study.starts(end)
     if not options.cpu_only:
-        warning = environment.gpu_processes_warning(environment.capture_gpu_processes(), f"after study {study.name}")
+        others = [process for process in environment.capture_gpu_processes()
+                  if process["pid"] not in reference.worker_pids()]
+        warning = environment.gpu_processes_warning(others, f"after study {study.name}")
         if warning:
             print(f"WARNING: {warning}", flush=True)
             document["warnings"].append(warning)
@@ -171,6 +173,13 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
                             launcher=(options.launcher or ()) if plan.description.get("ranks_together") else (),
                             scratch_dir=scratch_dir, noise=noise)
                for plan in plans]
+    try:
+        return _measure(studies, plans, options, document, save)
+    finally:
+        reference.close_workers()
+
+
+def _measure(studies, plans, options, document, save):
     try:
         for study, description in zip(studies, runner.describe_all([study.sweep_request() for study in studies])):
             study.plan(description)

@@ -149,8 +149,9 @@ ALLREDUCE_SIZES = (33,)  # log2 bytes: the 8 GiB all-reduce of issue 18's target
 # --modes names no placement); torch's call is in place, which moves the same bytes.
 ALLREDUCE_TARGET = ("bus bandwidth within 2% of torch.distributed's all-reduce over the same GPUs and NCCL: a time "
                     "ratio within 0.98-1.02")
+# In a process of its own: it spawns one process per GPU with torch.multiprocessing.
 REFERENCES = {"torch_allreduce": Run("torch", "reference_allreduce.py", ("torch", csv(ALLREDUCE_SIZES)), gpu=True,
-                                     sizes_at=1)}
+                                     sizes_at=1, own_process=True)}
 COMPARISONS = (Comparison("collectives", "all_reduce", "out_of_place", "fp32", "torch_allreduce",
                           "torch.distributed all_reduce", {"workload": "all_reduce"},
                           tuple((n, None) for n in ALLREDUCE_SIZES), ALLREDUCE_TARGET),)
