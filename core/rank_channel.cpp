@@ -242,15 +242,28 @@ class MpiChannel : public RankChannel {
 };
 #endif
 
-int port_number(const char* text) {
+int port_number(const char* name, const char* text) {
   char* end = nullptr;
   const long port = std::strtol(text, &end, 10);
   if (end == text || *end != '\0' || port < 1 || port > 65535)
-    throw std::runtime_error(std::string("MASTER_PORT=") + text + " is not a port number");
+    throw std::runtime_error(std::string(name) + "=" + text + " is not a port number");
   return static_cast<int>(port);
 }
 
 }  // namespace
+
+int rank_meeting_port(const EnvironmentReader& read) {
+  if (const char* chosen = read("GPUBENCH_RANK_PORT")) return port_number("GPUBENCH_RANK_PORT", chosen);
+  const char* master = read("MASTER_PORT");
+  if (!master) throw std::runtime_error("MASTER_PORT is not set");
+  const int port = port_number("MASTER_PORT", master);
+  const char* agent_store = read("TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && std::string(agent_store) == "True") {
+    if (port == 65535) throw std::runtime_error("MASTER_PORT=65535 is torchrun's store: set GPUBENCH_RANK_PORT");
+    return port + 1;
+  }
+  return port;
+}
 
 bool started_by_mpi_launcher(const EnvironmentReader& read) {
   return read("OMPI_COMM_WORLD_SIZE") || read("PMIX_RANK") || read("PMI_RANK");
@@ -272,13 +285,12 @@ std::unique_ptr<RankChannel> open_rank_channel(double timeout_s) {
 #endif
   if (!launched || launched->size < 2) return nullptr;
   const char* address = std::getenv("MASTER_ADDR");
-  const char* port = std::getenv("MASTER_PORT");
-  if (!address || !port)
+  if (!address || !(std::getenv("MASTER_PORT") || std::getenv("GPUBENCH_RANK_PORT")))
     throw std::runtime_error("started by " + launched->launcher + " as rank " + std::to_string(launched->rank) + " of " +
                              std::to_string(launched->size) +
                              " without MPI: set MASTER_ADDR and MASTER_PORT (rank 0's host and a free port) for "
                              "the ranks to meet, or start under mpirun or srun --mpi=pmix");
-  return open_tcp_channel(*launched, address, port_number(port), timeout_s);
+  return open_tcp_channel(*launched, address, rank_meeting_port(), timeout_s);
 }
 
 }  // namespace gpubench

@@ -42,6 +42,12 @@ class RankChannel {
 // PMI_RANK), so that MPI_Init finds its world rather than making one of its own.
 bool started_by_mpi_launcher(const EnvironmentReader& read = process_environment);
 
+// The TCP port the ranks meet at without MPI: GPUBENCH_RANK_PORT where set, else MASTER_PORT, or the
+// port above it where torchrun's agent holds MASTER_PORT for its own store (TORCHELASTIC_USE_AGENT_STORE=True:
+// its workers' torch.distributed joins that store; a process of ours could only fail to bind it). Throws
+// std::runtime_error where neither is set or the value is no port number.
+int rank_meeting_port(const EnvironmentReader& read = process_environment);
+
 // The channel of this launch, opened by every rank at once (collective): over MPI where built with
 // it and started by an MPI launcher (rank, size and local rank then MPI's own), else over TCP from
 // the launcher's rank variables (rank_from_environment) and MASTER_ADDR/MASTER_PORT. nullptr where

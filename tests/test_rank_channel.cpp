@@ -119,5 +119,23 @@ TEST(RankChannel, MpiOnlyUnderAnMpiLauncher) {
   EXPECT_FALSE(started_by_mpi_launcher(reader({{"RANK", "0"}, {"WORLD_SIZE", "2"}})));  // torchrun
 }
 
+TEST(RankChannel, MeetingPortStepsAsideFromTorchrunsStore) {
+  const auto reader = [](std::map<std::string, std::string> variables) {
+    return [variables = std::move(variables)](const char* name) -> const char* {
+      const auto found = variables.find(name);
+      return found == variables.end() ? nullptr : found->second.c_str();
+    };
+  };
+  EXPECT_EQ(rank_meeting_port(reader({{"MASTER_PORT", "29500"}})), 29500);
+  EXPECT_EQ(rank_meeting_port(reader({{"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}})), 29501);
+  EXPECT_EQ(rank_meeting_port(reader({{"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}})), 29500);
+  EXPECT_EQ(rank_meeting_port(reader({{"MASTER_PORT", "29500"}, {"GPUBENCH_RANK_PORT", "4000"},
+                                      {"TORCHELASTIC_USE_AGENT_STORE", "True"}})),
+            4000);
+  EXPECT_THROW(rank_meeting_port(reader({})), std::runtime_error);
+  EXPECT_THROW(rank_meeting_port(reader({{"MASTER_PORT", "port"}})), std::runtime_error);
+  EXPECT_THROW(rank_meeting_port(reader({{"MASTER_PORT", "70000"}})), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace gpubench
