@@ -233,9 +233,9 @@ class CollectiveEntry : public PreparedEntry {
   int timing_device() const { return comms_.members.front().device; }
 
   // "<rel_fro_error> <max_rel_error>", and " <why>" when wrong: a verdict as text, for the rank channel.
-  static std::string verdict_line(const Verification& verdict) {
+  static std::string verdict_line(const CollectiveVerification& verdict) {
     char errors[64];
-    std::snprintf(errors, sizeof errors, "%.17g %.17g", verdict.rel_fro_error, verdict.max_rel_error);
+    std::snprintf(errors, sizeof errors, "%.17g %.17g", verdict.errors.rel_fro_error, verdict.errors.max_rel_error);
     return errors + (verdict.passed() ? "" : " " + verdict.describe());
   }
 
