@@ -360,7 +360,8 @@ CollectiveProblem problem_for(const CollectiveRow& row, int log2_bytes, int rank
     throw EntrySkipped("a message of 2^" + std::to_string(log2_bytes) + " bytes holds less than one FP32 value per rank of " +
                        std::to_string(ranks));
   }
-  const std::uint64_t configuration = static_cast<std::uint64_t>(log2_bytes) * 16 + static_cast<std::uint64_t>(row.collective);
+  const std::uint64_t configuration =
+      static_cast<std::uint64_t>(log2_bytes) * 16 + static_cast<std::uint64_t>(row.collective);
   return {counts, configuration_seed(configuration, 0)};
 }
 

@@ -74,7 +74,8 @@ GPUBENCH_HOST_DEVICE ExpectedElement expected_element(Collective collective, con
     case Collective::all_reduce:
     case Collective::reduce_scatter: {
       // reduce-scatter's output is slice `rank` of the sum; all-reduce's the whole of it.
-      const std::size_t at = collective == Collective::reduce_scatter ? static_cast<std::size_t>(rank) * counts.recv + i : i;
+      const std::size_t at =
+          collective == Collective::reduce_scatter ? static_cast<std::size_t>(rank) * counts.recv + i : i;
       double sum = 0, magnitude = 0;
       for (int r = 0; r < ranks; ++r) {
         const double x = input(r, at);

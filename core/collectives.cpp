@@ -51,7 +51,9 @@ double bus_bandwidth_factor(Collective collective, int ranks) {
 
 std::string CollectiveVerification::describe() const {
   std::string text = errors.describe() + "; " + std::to_string(wrong_elements) + " elements wrong";
-  if (wrong_elements > 0) text += " (beyond their bound, or NaN or Inf), the first at index " + std::to_string(first_wrong_element);
+  if (wrong_elements > 0) {
+    text += " (beyond their bound, or NaN or Inf), the first at index " + std::to_string(first_wrong_element);
+  }
   return text;
 }
 
@@ -63,7 +65,8 @@ CollectiveVerification collective_verification(const CollectiveErrorSums& sums) 
   v.errors.non_finite = static_cast<std::size_t>(sums.non_finite);
   v.errors.rel_fro_error = relative(std::sqrt(sums.diff_sq), std::sqrt(sums.ref_sq));
   v.errors.max_rel_error = relative(sums.max_diff, sums.max_ref);
-  v.errors.tolerance = {relative(std::sqrt(sums.bound_sq), std::sqrt(sums.ref_sq)), relative(sums.max_bound, sums.max_ref)};
+  v.errors.tolerance = {relative(std::sqrt(sums.bound_sq), std::sqrt(sums.ref_sq)),
+                        relative(sums.max_bound, sums.max_ref)};
   v.wrong_elements = static_cast<std::size_t>(sums.wrong);
   v.first_wrong_element = sums.wrong > 0 ? static_cast<std::size_t>(sums.first_wrong) : 0;
   return v;
@@ -86,7 +89,9 @@ CollectiveVerification verify_collective(Collective collective, const float* out
                                          const std::vector<std::vector<float>>& inputs, int rank,
                                          const CollectiveCounts& counts) {
   const int ranks = static_cast<int>(inputs.size());
-  if (ranks < 1 || rank < 0 || rank >= ranks) throw std::invalid_argument("verify_collective: rank outside the inputs' ranks");
+  if (ranks < 1 || rank < 0 || rank >= ranks) {
+    throw std::invalid_argument("verify_collective: rank outside the inputs' ranks");
+  }
   const auto input = [&inputs](int r, std::size_t j) { return inputs[static_cast<std::size_t>(r)][j]; };
   CollectiveErrorSums sums = CollectiveErrorSums::none();
   const long elements = static_cast<long>(counts.recv);

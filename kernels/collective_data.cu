@@ -64,13 +64,16 @@ __global__ void __launch_bounds__(kThreads) merge_blocks(CollectiveErrorSums* bl
 
 void fill_collective_input(float* send, std::size_t count, std::uint64_t problem_seed, int rank, cudaStream_t stream) {
   if (count == 0) return;  // a grid of zero blocks is a launch error
-  fill_input<<<blocks_for(count, kFillBlocks), kThreads, 0, stream>>>(send, count, collective_rank_seed(problem_seed, rank));
+  const std::uint64_t rank_seed = collective_rank_seed(problem_seed, rank);
+  fill_input<<<blocks_for(count, kFillBlocks), kThreads, 0, stream>>>(send, count, rank_seed);
   CUDA_CHECK_LAUNCH();
 }
 
 CollectiveVerification check_collective_output(Collective collective, const float* output, std::uint64_t problem_seed,
                                                int ranks, int rank, const CollectiveCounts& counts, cudaStream_t stream) {
-  if (ranks < 1 || rank < 0 || rank >= ranks) throw std::invalid_argument("check_collective_output: rank outside the ranks");
+  if (ranks < 1 || rank < 0 || rank >= ranks) {
+    throw std::invalid_argument("check_collective_output: rank outside the ranks");
+  }
   const unsigned blocks = blocks_for(counts.recv, kCheckBlocks);
   DeviceBuffer<CollectiveErrorSums> block_sums(blocks + 1);  // the last: the whole output's
   check_output<<<blocks, kThreads, 0, stream>>>(output, collective, SeededInputs{problem_seed}, ranks, rank, counts,
