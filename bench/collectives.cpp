@@ -10,17 +10,21 @@
 //   nccl-tests' size, the larger of a rank's two buffers (core/collectives.hpp).
 // Timing: CUDA events on the default (legacy) stream of rank 0's GPU, which orders itself with the
 // communicators' blocking streams, so the events bracket rank 0's collective: a collective ends on
-// every rank together, and nccl-tests reports the slowest rank the same way. Each entry's first call
-// is checked on every rank against the host's expected values (copies exactly, sums within a stated
-// bound) on random inputs, every process holding every rank's inputs; rank 0 reports the worst
-// rank's errors and the first wrong rank. Algorithm and bus bandwidth are derived by the driver from
-// the counters message_bytes and bus_factor (nccl-tests' formulas, docs/methodology.md).
+// every rank together, and nccl-tests reports the slowest rank the same way. Inputs and check as in
+// nccl-tests: each rank's input is filled on its own GPU from a seed (element by element, a
+// counter-based generator), and each entry's first call is checked on every rank's GPU against
+// values recomputed there from the seeds of the ranks that contribute (copies exactly, sums within a
+// stated bound; kernels/collective_data.cuh), so no process holds any rank's input on the host; rank
+// 0 reports the worst rank's errors and the first wrong rank. Algorithm and bus bandwidth are
+// derived by the driver from the counters message_bytes and bus_factor (nccl-tests' formulas,
+// docs/methodology.md).
 // Entries: collectives/<collective>/gpu/<placement>/fp32/n:<log2 bytes>; docs/interface.md.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -28,7 +32,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "core/collectives.hpp"
@@ -38,6 +41,7 @@
 #include "core/rank_channel.hpp"
 #include "harness/ranks.hpp"
 #include "harness/study.hpp"
+#include "collective_data.cuh"
 
 namespace gpubench {
 namespace {
@@ -168,16 +172,21 @@ struct GraphExecDeleter {
 using Graph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
 using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
 
+// One (collective, size): its buffers' elements and the seed every rank's input is drawn from.
+struct CollectiveProblem {
+  CollectiveCounts counts;
+  std::uint64_t seed = 0;
+};
+
 // This process's ranks' buffers, each on its GPU; in place, NCCL's conventions: all-gather's input
 // is the rank's slice of its output, reduce-scatter's output the rank's slice of its input, the
 // others one buffer. Made in two steps, each on every rank at once (harness/ranks.hpp): the buffers
 // (and the graph), then the first call and its check.
 class CollectiveEntry : public PreparedEntry {
  public:
-  CollectiveEntry(const CollectiveRow& row, const ModeInfo& mode, const CollectiveCounts& counts,
-                  const std::vector<std::vector<float>>& inputs)
-      : row_(row), mode_(mode), counts_(counts), comms_(communicators()) {
-    for (const Member& member : comms_.members) allocate(member, inputs[member.rank]);
+  CollectiveEntry(const CollectiveRow& row, const ModeInfo& mode, const CollectiveProblem& problem)
+      : row_(row), mode_(mode), counts_(problem.counts), seed_(problem.seed), comms_(communicators()) {
+    for (const Member& member : comms_.members) allocate(member);
     CUDA_CHECK(cudaSetDevice(timing_device()));
     if (mode_.graph) capture();
     counters["message_bytes"] = static_cast<double>(counts_.message_bytes());
@@ -187,17 +196,16 @@ class CollectiveEntry : public PreparedEntry {
     add_memory_traffic(4.0 * static_cast<double>(counts_.send), 4.0 * static_cast<double>(counts_.recv));
   }
 
-  // The first call, and this process's ranks' outputs checked: one line per rank for rank 0.
-  std::vector<std::string> first_call(const std::vector<std::vector<float>>& inputs) {
+  // The first call, and this process's ranks' outputs checked, each on its GPU after the call on its
+  // stream: one line per rank for rank 0.
+  std::vector<std::string> first_call() {
     run_once();
     std::vector<std::string> verdicts;
-    std::vector<float> output(counts_.recv);
     for (std::size_t i = 0; i < comms_.members.size(); ++i) {
       const Member& member = comms_.members[i];
       CUDA_CHECK(cudaSetDevice(member.device));
-      CUDA_CHECK(cudaStreamSynchronize(member.stream));
-      CUDA_CHECK(cudaMemcpy(output.data(), recv_[i], 4 * counts_.recv, cudaMemcpyDefault));
-      verdicts.push_back(verdict_line(verify_collective(row_.collective, output.data(), inputs, member.rank, counts_)));
+      verdicts.push_back(verdict_line(
+          check_collective_output(row_.collective, recv_[i], seed_, comms_.ranks, member.rank, counts_, member.stream)));
     }
     CUDA_CHECK(cudaSetDevice(timing_device()));
     return verdicts;
@@ -233,13 +241,13 @@ class CollectiveEntry : public PreparedEntry {
   int timing_device() const { return comms_.members.front().device; }
 
   // "<rel_fro_error> <max_rel_error>", and " <why>" when wrong: a verdict as text, for the rank channel.
-  static std::string verdict_line(const Verification& verdict) {
+  static std::string verdict_line(const CollectiveVerification& verdict) {
     char errors[64];
-    std::snprintf(errors, sizeof errors, "%.17g %.17g", verdict.rel_fro_error, verdict.max_rel_error);
+    std::snprintf(errors, sizeof errors, "%.17g %.17g", verdict.errors.rel_fro_error, verdict.errors.max_rel_error);
     return errors + (verdict.passed() ? "" : " " + verdict.describe());
   }
 
-  void allocate(const Member& member, const std::vector<float>& input) {
+  void allocate(const Member& member) {
     CUDA_CHECK(cudaSetDevice(member.device));
     const std::size_t largest = std::max(counts_.send, counts_.recv);
     require_device_memory(4.0 * (single_buffer() ? largest : counts_.send + counts_.recv));
@@ -254,9 +262,13 @@ class CollectiveEntry : public PreparedEntry {
     } else if (row_.collective == Collective::reduce_scatter) {
       recv = send + static_cast<std::size_t>(member.rank) * counts_.recv;
     }
-    // Poisoned first (all-ones bytes are NaN), so that an element never written fails the check.
+    // Poisoned first (all-ones bytes are NaN), so that an element never written fails the check; then
+    // the input (in place, all-gather's lies in the output), both on the legacy default stream, which
+    // the communicator's blocking stream orders itself with. Waited for, so that a fault shows in
+    // this step, which every rank takes together.
     CUDA_CHECK(cudaMemset(recv, 0xFF, 4 * counts_.recv));
-    CUDA_CHECK(cudaMemcpy(send, input.data(), 4 * counts_.send, cudaMemcpyHostToDevice));
+    fill_collective_input(send, counts_.send, seed_, member.rank, nullptr);
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
     send_.push_back(send);
     recv_.push_back(recv);
   }
@@ -332,6 +344,7 @@ class CollectiveEntry : public PreparedEntry {
   const CollectiveRow& row_;
   const ModeInfo& mode_;
   CollectiveCounts counts_;
+  std::uint64_t seed_;
   Communicators& comms_;
   std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers_;
   std::vector<const float*> send_;  // per member
@@ -340,32 +353,16 @@ class CollectiveEntry : public PreparedEntry {
   std::vector<GraphExec> graphs_;  // declared after captured_: destroyed before the graphs they came from
 };
 
-// Every rank's input for one (collective, size): random, seeded by the size, the collective and the rank.
-struct CollectiveProblem {
-  CollectiveCounts counts;
-  std::vector<std::vector<float>> inputs;
-};
-
-const CollectiveProblem& problem_for(const CollectiveRow& row, int log2_bytes, int ranks) {
-  static ProblemCache<std::pair<int, int>, CollectiveProblem> cache;
+// The problem of one (collective, size): its counts, and a seed of its own, from the size and the collective.
+CollectiveProblem problem_for(const CollectiveRow& row, int log2_bytes, int ranks) {
   const CollectiveCounts counts = collective_counts(row.collective, std::size_t{1} << log2_bytes, ranks);
   if (counts.send == 0 || counts.recv == 0) {
     throw EntrySkipped("a message of 2^" + std::to_string(log2_bytes) + " bytes holds less than one FP32 value per rank of " +
                        std::to_string(ranks));
   }
-  // Host bytes at the peak: every rank's input, one output read back and the check's expected copy,
-  // in each process of this node.
-  require_host_memory(4.0 * (static_cast<double>(counts.send) * ranks + 2.0 * static_cast<double>(counts.recv)) *
-                      ranks_on_this_node());
-  return cache.get({static_cast<int>(row.collective), log2_bytes}, [&] {
-    CollectiveProblem problem;
-    problem.counts = counts;
-    for (int rank = 0; rank < ranks; ++rank) {
-      const std::uint64_t configuration = static_cast<std::uint64_t>(log2_bytes) * 16 + static_cast<std::uint64_t>(row.collective);
-      problem.inputs.push_back(random_uniform(counts.send, configuration_seed(configuration, rank)));
-    }
-    return problem;
-  });
+  const std::uint64_t configuration =
+      static_cast<std::uint64_t>(log2_bytes) * 16 + static_cast<std::uint64_t>(row.collective);
+  return {counts, configuration_seed(configuration, 0)};
 }
 
 // Several ranks: each step on every rank at once, so that a rank that cannot go on (no memory for
@@ -373,14 +370,12 @@ const CollectiveProblem& problem_for(const CollectiveRow& row, int log2_bytes, i
 std::unique_ptr<PreparedEntry> prepare(const Entry& entry) {
   const auto& row = row_of<CollectiveRow>(entry);
   const Communicators& comms = communicators();
-  const CollectiveProblem* problem = nullptr;
   std::unique_ptr<CollectiveEntry> made;
   on_every_rank([&] {
-    problem = &problem_for(row, entry.n, comms.ranks);
-    made = std::make_unique<CollectiveEntry>(row, mode_info(entry.mode), problem->counts, problem->inputs);
+    made = std::make_unique<CollectiveEntry>(row, mode_info(entry.mode), problem_for(row, entry.n, comms.ranks));
   });
   std::vector<std::string> verdicts;
-  on_every_rank([&] { verdicts = made->first_call(problem->inputs); });
+  on_every_rank([&] { verdicts = made->first_call(); });
   if (RankChannel* channel = rank_channel()) verdicts = channel->gather(verdicts.front());
   if (!verdicts.empty()) made->record_verdicts(verdicts);  // rank 0's entry; the others' are never reported
   return made;
@@ -407,8 +402,9 @@ Json describe_study() {
            "communicators' streams"},
           {"bus_bandwidth", kBusBandwidthRule},
           {"check",
-           "every rank's output of the first call: copies exactly, sums within 2(n-1) u sum_r |x_r| of the FP64 sum "
-           "(u = 2^-24)"}};
+           "every rank's output of the first call, on its own GPU: each rank's input filled there from a seed (SplitMix64, "
+           "uniform in [-1, 1)), each output element recomputed there from the contributing ranks' seeds; copies exactly, "
+           "sums within 2(n-1) u sum_r |x_r| of the FP64 sum (u = 2^-24), element by element"}};
 }
 
 StudyDefinition definition() {
@@ -423,8 +419,8 @@ StudyDefinition definition() {
   study.axes.n_unit = "log2 bytes";
   // The driver's default suite: every collective out of place at 2^16 (64 KiB: latency-bound) and 2^28 (256
   // MiB: near the links' rate on NVLink), 10 entries; --quick: 2^24. The 8 GiB all-reduce of the issue's
-  // target (whose setup and check alone take seconds: eight ranks' 8 GiB inputs) and torch.distributed's
-  // beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the sweep from 8 B to 8 GiB: --full.
+  // target and torch.distributed's beside it: --sizes 33 --impls all_reduce. In place, CUDA graphs and the
+  // sweep from 8 B to 8 GiB: --full.
   study.quick.sizes = {24};
   study.quick.modes = {"out_of_place"};
   study.suite.sizes = {16, 28};

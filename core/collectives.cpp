@@ -2,6 +2,10 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/collective_elements.hpp"
 
 namespace gpubench {
 
@@ -45,86 +49,58 @@ double bus_bandwidth_factor(Collective collective, int ranks) {
   throw std::invalid_argument("unknown collective");
 }
 
-namespace {
-
-// Output element i of `rank` in a copying collective: which rank's input it is, and where in it.
-struct Source {
-  std::size_t rank;
-  std::size_t index;
-};
-
-Source copied_from(Collective collective, int rank, std::size_t ranks, std::size_t i, const CollectiveCounts& counts) {
-  switch (collective) {
-    case Collective::all_gather: return {i / counts.send, i % counts.send};
-    case Collective::broadcast: return {0, i};
-    case Collective::all_to_all: {
-      // Chunk q of this rank's output is chunk `rank` of rank q's input.
-      const std::size_t chunk = counts.recv / ranks;
-      return {i / chunk, static_cast<std::size_t>(rank) * chunk + i % chunk};
-    }
-    default: throw std::invalid_argument(std::string(collective_name(collective)) + " does not copy");
+std::string CollectiveVerification::describe() const {
+  std::string text = errors.describe() + "; " + std::to_string(wrong_elements) + " elements wrong";
+  if (wrong_elements > 0) {
+    text += " (beyond their bound, or NaN or Inf), the first at index " + std::to_string(first_wrong_element);
   }
+  return text;
 }
 
-Verification verify_copy(Collective collective, const float* output, const std::vector<std::vector<float>>& inputs,
-                         int rank, const CollectiveCounts& counts) {
-  std::vector<float> expected(counts.recv);
-  const long elements = static_cast<long>(counts.recv);
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < elements; ++i) {
-    const Source source = copied_from(collective, rank, inputs.size(), static_cast<std::size_t>(i), counts);
-    expected[i] = inputs[source.rank][source.index];
-  }
-  return verify_exact(output, expected.data(), counts.recv);
-}
-
-Verification verify_sum(Collective collective, const float* output, const std::vector<std::vector<float>>& inputs,
-                        int rank, const CollectiveCounts& counts) {
-  // reduce-scatter's output is slice `rank` of the sum; all-reduce's the whole of it.
-  const std::size_t offset = collective == Collective::reduce_scatter ? static_cast<std::size_t>(rank) * counts.recv : 0;
-  const double bound = 2.0 * static_cast<double>(inputs.size() - 1) * kFp32UnitRoundoff;
-  double diff_sq = 0, ref_sq = 0, bound_sq = 0, max_diff = 0, max_ref = 0, max_bound = 0;
-  std::size_t non_finite = 0;
-  const long elements = static_cast<long>(counts.recv);
-#pragma omp parallel for schedule(static) reduction(+ : diff_sq, ref_sq, bound_sq, non_finite) \
-    reduction(max : max_diff, max_ref, max_bound)
-  for (long i = 0; i < elements; ++i) {
-    double sum = 0, magnitude = 0;
-    for (const std::vector<float>& input : inputs) {
-      sum += input[offset + i];
-      magnitude += std::fabs(static_cast<double>(input[offset + i]));
-    }
-    if (!std::isfinite(output[i])) {
-      ++non_finite;
-      continue;
-    }
-    const double diff = std::fabs(static_cast<double>(output[i]) - sum);
-    diff_sq += diff * diff;
-    ref_sq += sum * sum;
-    bound_sq += bound * magnitude * bound * magnitude;
-    max_diff = std::fmax(max_diff, diff);
-    max_ref = std::fmax(max_ref, std::fabs(sum));
-    max_bound = std::fmax(max_bound, bound * magnitude);
-  }
-  // Errors relative to the reference, as every check reports them; the element bound, summed and
-  // maximised the same way, relative to the same reference, is the tolerance.
+CollectiveVerification collective_verification(const CollectiveErrorSums& sums) {
   const auto relative = [](double value, double reference) {
     return reference > 0 ? value / reference : (value > 0 ? INFINITY : 0.0);
   };
-  Verification v;
-  v.non_finite = non_finite;
-  v.rel_fro_error = relative(std::sqrt(diff_sq), std::sqrt(ref_sq));
-  v.max_rel_error = relative(max_diff, max_ref);
-  v.tolerance = {relative(std::sqrt(bound_sq), std::sqrt(ref_sq)), relative(max_bound, max_ref)};
+  CollectiveVerification v;
+  v.errors.non_finite = static_cast<std::size_t>(sums.non_finite);
+  v.errors.rel_fro_error = relative(std::sqrt(sums.diff_sq), std::sqrt(sums.ref_sq));
+  v.errors.max_rel_error = relative(sums.max_diff, sums.max_ref);
+  v.errors.tolerance = {relative(std::sqrt(sums.bound_sq), std::sqrt(sums.ref_sq)),
+                        relative(sums.max_bound, sums.max_ref)};
+  v.wrong_elements = static_cast<std::size_t>(sums.wrong);
+  v.first_wrong_element = sums.wrong > 0 ? static_cast<std::size_t>(sums.first_wrong) : 0;
   return v;
 }
 
-}  // namespace
+std::vector<float> seeded_input(std::uint64_t problem_seed, int rank, std::size_t count) {
+  std::vector<float> values(count);
+  const SeededInputs inputs{problem_seed};
+  const long elements = static_cast<long>(count);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < elements; ++i) values[i] = inputs(rank, static_cast<std::size_t>(i));
+  return values;
+}
 
-Verification verify_collective(Collective collective, const float* output, const std::vector<std::vector<float>>& inputs,
-                               int rank, const CollectiveCounts& counts) {
-  return sums(collective) ? verify_sum(collective, output, inputs, rank, counts)
-                          : verify_copy(collective, output, inputs, rank, counts);
+// Each thread's sums merged into one, in whatever grouping OpenMP chooses.
+#pragma omp declare reduction(merge_sums : CollectiveErrorSums : omp_out.merge(omp_in)) \
+    initializer(omp_priv = CollectiveErrorSums::none())
+
+CollectiveVerification verify_collective(Collective collective, const float* output,
+                                         const std::vector<std::vector<float>>& inputs, int rank,
+                                         const CollectiveCounts& counts) {
+  const int ranks = static_cast<int>(inputs.size());
+  if (ranks < 1 || rank < 0 || rank >= ranks) {
+    throw std::invalid_argument("verify_collective: rank outside the inputs' ranks");
+  }
+  const auto input = [&inputs](int r, std::size_t j) { return inputs[static_cast<std::size_t>(r)][j]; };
+  CollectiveErrorSums sums = CollectiveErrorSums::none();
+  const long elements = static_cast<long>(counts.recv);
+#pragma omp parallel for schedule(static) reduction(merge_sums : sums)
+  for (long i = 0; i < elements; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    sums.add(at, output[at], expected_element(collective, input, ranks, rank, counts, at));
+  }
+  return collective_verification(sums);
 }
 
 }  // namespace gpubench
