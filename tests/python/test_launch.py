@@ -43,6 +43,11 @@ def free_port():
         return probe.getsockname()[1]
 
 
+# A launch's time, at most: over TCP (rank 0 orders every batch of the others) an all-reduce entry of a 4-rank
+# torchrun launch took about 6.5 s on a 4-GPU H200 node, and the two-GPU test's 18 entries ran out of 120 s.
+LAUNCH_TIMEOUT_S = 400
+
+
 def launch_by_environment(command, launcher, ranks, rendezvous=True):
     """`command` as `ranks` plain processes with `launcher`'s rank variables (and rank 0's address);
     [(returncode, stdout, stderr)] by rank. A free port can be taken by another process (tests run in
@@ -54,7 +59,13 @@ def launch_by_environment(command, launcher, ranks, rendezvous=True):
                                       env={**clean_environment(), **meet, rank_name: str(rank),
                                            size_name: str(ranks), local_name: str(rank)})
                      for rank in reversed(range(ranks))]  # the others first: they wait for rank 0
-        outputs = [process.communicate(timeout=120) for process in reversed(processes)]
+        try:
+            outputs = [process.communicate(timeout=LAUNCH_TIMEOUT_S) for process in reversed(processes)]
+        finally:
+            for process in processes:  # a rank that outlived the timeout must not hold its GPU past the test
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
         results = [(process.returncode, *output) for process, output in zip(reversed(processes), outputs)]
         if not any("Address already in use" in stderr for _, _, stderr in results):
             break
