@@ -193,6 +193,8 @@ class AgainstRunTest(unittest.TestCase):
         self.assertEqual(record["passes"][0]["states"], {"same": 1, "faster": 0, "slower": 0, "unclear": 1,
                                                          "hopeless": 1})
         self.assertEqual(record["passes"][-1]["states"]["slower"], 1)
+        self.assertEqual({row["name"]: row["state"] for row in record["verdicts"]},
+                         {NAME.format(64): "same", NAME.format(128): "hopeless", NAME.format(256): "slower"})
         self.assertEqual(record["stopped"], "no entry left that more trials may decide")
         self.assertEqual(document["run"]["options"]["studies"], ["matmul"])  # A's options, as --like takes them
         self.assertIn("run --against, pass 1: one more trial of 1 of 3 units", process.stdout)

@@ -87,7 +87,8 @@ def validate_against(record, path="run.against"):
     if record is None:
         return
     expect_fields(record, {"path": str, "run_id": (str, type(None)), "budget_s": (int, float),
-                           "spent_s": (int, float), "passes": list, "stopped": (str, type(None))}, path)
+                           "spent_s": (int, float), "passes": list, "stopped": (str, type(None)),
+                           "verdicts": (list, type(None))}, path)
     for name in ("budget_s", "spent_s"):
         expect(record[name] >= 0, f"{path}.{name}", "expected 0 or more seconds")
     for index, found in enumerate(record["passes"]):

@@ -67,7 +67,7 @@ def _unit_seconds(study, names):
 def _judge(studies, options, record, earlier, model):
     """The decision of the next pass: which units get one more trial, and the states of every entry compared."""
     states = dict.fromkeys(STATES, 0)
-    more, judged = [], 0
+    more, judged, verdicts = [], 0, []
     left = max(record["budget_s"] - record["spent_s"], 0.0)
     for study in studies:
         theirs = {entry["name"]: entry for entry in (earlier["studies"].get(study.name) or {}).get("entries", [])}
@@ -85,6 +85,7 @@ def _judge(studies, options, record, earlier, model):
                     if found is not None:
                         looks.append((name, found))
                         states[found.state] += 1
+                        verdicts.append({"study": study.name, "name": name, **found.record()})
             if not looks:
                 continue
             judged += 1
@@ -93,6 +94,7 @@ def _judge(studies, options, record, earlier, model):
                 name, found = undecided[0]
                 more.append({**resumable.unit(phase, count + 1, n, round_number), "study": study.name, "entry": name,
                              "ratio": found.ratio, "interval": [found.low, found.high]})
+    record["verdicts"] = verdicts  # each entry's look at the last pass judged
     return {"pass": len(record["passes"]) + 1, "units": judged, "more": more, "states": states}
 
 
