@@ -90,7 +90,8 @@ class SequentialRuleTest(unittest.TestCase):
     def test_trials_that_cannot_decide_are_not_added(self):
         """With the kind's own sigma_w (7%) and an earlier run of three trials, A's median and the runs' parts
         leave a 10% change undecidable at the 5% band: the run stops adding trials at the first pass in most
-        sequences (three quarters or more) rather than spend the budget; at the most trials an undecided entry is hopeless."""
+        sequences (three quarters or more) rather than spend the budget; at the most trials an undecided entry is
+        hopeless."""
         stops = [first_decided(looks(*found)) for found in simulate(known(CPU.prior_sd, CPU.ratio), math.log(1.1), 3,
                                                                    seed=13)]
         self.assertGreater(sum(look.state == sequential.HOPELESS and look.trials == 2 for look in stops) / SEQUENCES,

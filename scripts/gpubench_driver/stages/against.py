@@ -119,7 +119,8 @@ def extra_passes(studies, options, document, save, earlier=None):
         record["stopped"] = NO_MODEL
         return
     by_name = {study.name: study for study in studies}
-    studies[0].progress.trials = f"up to {sequential.MOST_TRIALS}" if studies else None
+    for study in studies[:1]:  # the studies share one Progress: its lines' "(trial k of ...)"
+        study.progress.trials = f"up to {sequential.MOST_TRIALS}"
     number = 0
     while True:
         number += 1
@@ -148,8 +149,8 @@ def extra_passes(studies, options, document, save, earlier=None):
             names = _units(study).get((unit["phase"], unit.get("round"), unit["n"]), [])
             study.progress.total += len(names)
             started = time.monotonic()
-            study.measure_unit(unit["n"], names, unit["phase"], _flags(study, unit["phase"], unit.get("round"), unit["n"]),
-                            unit["trial"], unit.get("round"))
+            flags = _flags(study, unit["phase"], unit.get("round"), unit["n"])
+            study.measure_unit(unit["n"], names, unit["phase"], flags, unit["trial"], unit.get("round"))
             record["spent_s"] += time.monotonic() - started
             save()
     save()
