@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy
@@ -265,6 +266,37 @@ class AgainstRunTest(unittest.TestCase):
         process = self.gpubench("run", "--budget", "5", "--out", os.path.join(self.root, "refused"))
         self.assertEqual(process.returncode, 2)
         self.assertIn("--budget: only with --against", process.stderr)
+
+
+@unittest.skipUnless(os.access(test_resume.MATMUL, os.X_OK), "GPUBENCH_BUILD_DIR unset or gpubench_matmul not built")
+class BuiltStudyTest(unittest.TestCase):
+    """The built matmul study's CPU entries at two sizes, run --against an earlier run of them with a budget of
+    five seconds: every extra trial is one a recorded pass asked for, and the passes stop within the budget and
+    one unit."""
+
+    def test_extra_trials_are_those_the_passes_asked_for(self):
+        with tempfile.TemporaryDirectory() as root:
+            env = dict(os.environ, TMPDIR=root)
+            flags = ("--no-setup", "--no-build", "--build-dir", test_resume.BUILD_DIR)
+            earlier, out = os.path.join(root, "a"), os.path.join(root, "b")
+            process = test_resume.gpubench("run", *flags, "--studies", "matmul", "--cpu-only", "--sizes", "64,128",
+                                           "--no-refine", "--out", earlier, env=env)
+            self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+            process = test_resume.gpubench("run", *flags, "--against", earlier, "--budget", "5", "--out", out, env=env)
+            self.assertEqual(process.returncode, 0, process.stdout + process.stderr)
+            document = results.load(out)
+            record = document["run"]["against"]
+            asked = {(unit["n"], unit["trial"]) for found in record["passes"] for unit in found["more"]}
+            measured = {(unit["n"], unit["trial"]) for unit in document["studies"]["matmul"]["units"]
+                        if unit["phase"] == "sweep"}
+            own = {(n, trial) for n in (64, 128) for trial in (1, 2)} | {
+                (item["n"], 3) for decision in document["studies"]["matmul"].get("third_trial") or []
+                for item in decision["third"]}
+            self.assertEqual(measured - own, measured & asked)  # every extra trial one a pass asked for
+            self.assertTrue(own <= measured)
+            self.assertIsNotNone(record["stopped"])
+            self.assertEqual(len(record["verdicts"]), len(document["studies"]["matmul"]["entries"]))
+            self.assertLess(record["spent_s"], 5 + 30)
 
 
 if __name__ == "__main__":
