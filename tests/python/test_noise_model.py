@@ -115,6 +115,13 @@ class VarianceComponentsTest(unittest.TestCase):
         self.assertEqual([[run["id"] for run in members] for members in noise_model.replicate_sets(runs)],
                          [["run0", "run2", "run3"], ["run1"]])
 
+    def test_runs_of_another_trial_policy_or_with_extra_trials_are_no_replicates(self):
+        runs = simulated_runs(seed=4, entries=10)
+        runs[1]["options"]["trial_policy"] = "adaptive"
+        runs[2]["options"]["against"] = "/earlier/results.json"
+        self.assertEqual([[run["id"] for run in members] for members in noise_model.replicate_sets(runs)],
+                         [["run0", "run3"], ["run1"], ["run2"]])
+
     def test_too_few_runs_are_refused_with_what_is_needed(self):
         with self.assertRaisesRegex(noise_model.NoiseModelError, "A/A pair"):
             noise_model.fit(simulated_runs(seed=4, entries=10, runs=1))

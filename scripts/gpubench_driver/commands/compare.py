@@ -11,7 +11,7 @@ from gpubench_driver import studies
 from gpubench_driver.lib import document as page, noise_model, noise_verdicts, outputs, results, stats, verdicts
 from gpubench_driver.lib.figures import first_gpu
 from gpubench_driver.lib.formatting import md, percent, ratio, seconds
-from gpubench_driver.stages import collect, options as opts, prices, render, session
+from gpubench_driver.stages import against, collect, options as opts, prices, render, resume, session
 
 RULE = " --- "  # the tables' delimiter cells: '| --- | --- |'
 
@@ -395,9 +395,33 @@ def register(subparsers):
     parser.add_argument("--label", action="append", help="a name per file, in order (default: run id and GPU name)")
     prices.add_price_arguments(parser)
     parser.add_argument("--out", help="output directory (default: results/runs/compare-<UTC time>)")
+    parser.add_argument("--decide", action="store_true",
+                        help="with two results, A B, where B is the folder of a run of this machine (complete or "
+                             "not; A may be any machine's file): first extend B with extra trials of the units "
+                             "whose comparison with A is undecided, as run --resume B --against A does (a sequential "
+                             "rule, until each is decided or the budget is spent; docs/usage.md), then compare. A "
+                             "kill on the way leaves B to run --resume. On A's machine, compare --decide B A adds "
+                             "A's trials in turn: the trials of A, which B's cannot shrink, then shrink too")
+    parser.add_argument("--budget", metavar="SECONDS", help=f"with --decide: the seconds the extra trials may take "
+                                                            f"(default {against.DEFAULT_BUDGET_S:.0f})")
+    parser.add_argument("--build-dir", help="with --decide: the CMake build directory of B's study binaries "
+                                            "(default: <repo>/build)")
+    parser.add_argument("--no-build", action="store_true", help="with --decide: use the binaries already built")
     return parser
 
 
 def execute(args, argv):
+    status = 0
+    if args.decide:
+        if len(args.results) != 2:
+            raise opts.UsageError("--decide: give two results, A (the earlier run, any machine's) and B (the folder "
+                                  "of this machine's run to extend)")
+        budget = against.parse_budget(args.budget) if args.budget is not None else None
+        status = resume.extend(args.results[1], args.results[0], budget,
+                               os.path.abspath(args.build_dir or session.default_build_dir()), not args.no_build, argv)
+        if status == session.EXIT_STATUS["interrupted"]:
+            return status
+    elif args.budget is not None or args.build_dir is not None or args.no_build:
+        raise opts.UsageError("--budget, --build-dir, --no-build: only with --decide")
     print(f"comparison: {run(args.results, args.label, args.price, args.prices, args.out)}")
-    return 0
+    return status

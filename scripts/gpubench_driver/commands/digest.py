@@ -15,7 +15,7 @@ SCHEMA_VERSION = 1
 # The run options that decide what a run measured and how often (run.options; absent ones are null).
 OPTIONS = {"quick": bool, "full": bool, "trials": int, "refine_rounds": int, "reference": bool, "telemetry": bool,
            "cpu_only": bool, "repeatability": bool, "studies": list, "sizes": list, "batches": list, "impls": list,
-           "modes": list}
+           "modes": list, "trial_policy": str, "against": str, "budget_s": (int, float)}
 # The fields of a headline figure kept (headline.figure): what expected and rank read of one.
 FIGURE_TEXT = ("key", "label", "unit", "better", "where", "device")
 FIGURE_NUMBERS = ("value", "low", "high")

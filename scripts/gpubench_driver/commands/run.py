@@ -7,7 +7,7 @@ from gpubench_driver import studies
 from gpubench_driver.commands import repeatability
 from gpubench_driver.commands.build import add_cmake_arg
 from gpubench_driver.lib import figures, noise_model, outputs, results, trial_rule
-from gpubench_driver.stages import build, gpus, like, options as opts, prices, resume, runner, session
+from gpubench_driver.stages import against, build, gpus, like, options as opts, prices, resume, runner, session
 
 # How a run fails besides its options (exit 1): the build, a study binary, a results file it reads
 # (--like) or writes, the datasheet peaks, the repeatability pair's comparison.
@@ -86,6 +86,19 @@ def register(subparsers):
                                                          "the sizes and batches each swept, options; "
                                                          "flags given here still win) and report where this "
                                                          "machine's environment differs from the one it recorded")
+    parser.add_argument("--against", metavar="RESULTS",
+                        help="after this run's own trials, add trials only to the units (a study at one size) holding "
+                             "an entry whose comparison with RESULTS (an earlier run's results.json or .json.gz, or "
+                             "its folder: another machine's or this one's) is not decided yet, one pass at a time, "
+                             "until each is decided (same, faster or slower at the equivalence band of compare) or "
+                             "more trials of this run cannot decide it, or the budget is spent. A sequential rule "
+                             "(a confidence sequence, docs/methodology.md) keeps the chance of a wrong verdict at "
+                             "any pass within compare's 10%%. Without other flags, the run takes RESULTS' studies, "
+                             "sizes and options, as --like does. With --resume DIR: the run in DIR (complete or not) "
+                             "is extended so (compare --decide does this)")
+    parser.add_argument("--budget", metavar="SECONDS",
+                        help=f"with --against: the seconds of measuring the extra trials may take at most "
+                             f"(default {against.DEFAULT_BUDGET_S:.0f}: the default suite's own time on an H100)")
     parser.set_defaults(execute=execute)
     return parser
 
@@ -120,7 +133,18 @@ def resolve_run_options(args):
         trial_policy=trial_rule.FIXED if args.trials is not None or args.quick else trial_rule.ADAPTIVE,
         noise_model=given(args.noise_model, os.path.abspath),
         repeatability=args.repeatability, gpus=given(args.gpus, gpus.parse_selection),
-        launcher=given(args.launcher, opts.parse_launcher), cmake_args=list(args.cmake_arg))
+        launcher=given(args.launcher, opts.parse_launcher), cmake_args=list(args.cmake_arg),
+        against=given(args.against, os.path.abspath),
+        budget_s=_budget(args))
+
+
+def _budget(args):
+    """--budget's seconds (with --against: the default where not given); None without --against."""
+    if args.budget is not None and args.against is None:
+        raise opts.UsageError("--budget: only with --against (the time of the extra trials it adds)")
+    if args.against is None:
+        return None
+    return against.parse_budget(args.budget) if args.budget is not None else against.DEFAULT_BUDGET_S
 
 
 def _trials(text, quick):
@@ -139,9 +163,16 @@ _NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_
 _ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
 
 
-def resolve_like(args, options):
-    """The run's options with the recorded run's wherever the command line gave none."""
-    run_id, recorded, swept, document = like.recorded_configuration(args.like)
+def resolve_like(args, options, path=None):
+    """The run's options with the recorded run's (of --like, else of `path`: --against's) wherever the command
+    line gave none."""
+    path = path or args.like
+    try:
+        run_id, recorded, swept, document = like.recorded_configuration(path)
+    except results.ResultsError as error:
+        if args.like:
+            raise
+        raise opts.UsageError(f"--against: {error}") from None
     # Without --trials, the trials as the recorded run chose them (a file without a policy ran them fixed).
     policy = (document["run"].get("options") or {}).get("trial_policy")
     taken = {} if args.trials is not None else {"trial_policy": trial_rule.ADAPTIVE if policy == trial_rule.ADAPTIVE
@@ -150,8 +181,8 @@ def resolve_like(args, options):
         argument = _ARGUMENT_OF.get(name, name)
         if getattr(args, argument) in (_NOT_GIVEN.get(name), False) and not (name == "reference" and args.reference):
             taken[name] = value
-    print(f"run --like {args.like}: repeating run {run_id}", flush=True)
-    return replace(options, **taken, like=os.path.abspath(args.like),
+    print(f"run {'--like' if args.like else '--against'} {path}: repeating run {run_id}", flush=True)
+    return replace(options, **taken, like=os.path.abspath(args.like) if args.like else None,
                    study_sizes=None if args.sizes is not None or args.batches is not None else swept)
 
 
@@ -159,9 +190,14 @@ def execute(args, argv):
     options = resolve_run_options(args)
     if args.resume:
         return resume.run(args, options, argv)
-    options = resolve_like(args, options) if args.like else options
+    if args.like or args.against:
+        options = resolve_like(args, options, None if args.like else args.against)
+    if options.against:
+        against.load_earlier(options.against)  # a file that is no run refused before anything is built
     if options.gpus is not None:
-        if options.repeatability or options.cpu_only or options.launcher:
-            raise opts.UsageError("--gpus: not with --repeatability, --cpu-only or --launcher")
+        if options.repeatability or options.cpu_only or options.launcher or options.against:
+            raise opts.UsageError("--gpus: not with --repeatability, --cpu-only, --launcher or --against")
         return gpus.run(options, argv)
+    if options.repeatability and options.against:
+        raise opts.UsageError("--repeatability and --against: choose one")
     return repeatability.run(options, argv) if options.repeatability else session.run(options, argv)

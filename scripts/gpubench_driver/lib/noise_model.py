@@ -52,7 +52,10 @@ MIN_PAIRS = 5             # entries of A/A pairs to fit its between-run part
 SMALLEST_VARIANCE = 1e-8  # identical trial medians (a timer's quantum) still need a logarithm
 RUN_FIELDS = ("id", "status", "started", "revision")
 MACHINE_FIELDS = ("gpu", "gpus", "host", "cpu", "driver_version")
-OPTION_FIELDS = ("quick", "full", "trials")
+# The options that shape how often a run measured each entry: runs that differ in one are no repeats of each other
+# (trial_policy: two trials and a third where they disagree, or a fixed number; against: run --against's extra
+# trials of the undecided units, against that earlier run).
+OPTION_FIELDS = ("quick", "full", "trials", "trial_policy", "against")
 
 
 class NoiseModelError(Exception):

@@ -128,6 +128,7 @@ def _validate_run(run):
     _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
                                      "differences": _OPTIONAL_LIST}, "run.like")
     resumable.validate(run.get("resumed"))  # run --resume's records
+    resumable.validate_against(run.get("against"))  # run --against's passes
 
 
 # The fields of the machine, the software and the references that the report reads: typed here,

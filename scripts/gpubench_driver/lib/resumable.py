@@ -81,6 +81,31 @@ def _check_third_trial(decisions, path):
                    "expected a positive integer")
 
 
+def validate_against(record, path="run.against"):
+    """run.against (run --against's passes of extra trials, stages/against.py), as a resume replays it and the
+    summary reads it: absent, or its fields typed; ResultsError naming the field otherwise."""
+    if record is None:
+        return
+    expect_fields(record, {"path": str, "run_id": (str, type(None)), "budget_s": (int, float),
+                           "spent_s": (int, float), "passes": list, "stopped": (str, type(None)),
+                           "verdicts": (list, type(None))}, path)
+    for name in ("budget_s", "spent_s"):
+        expect(record[name] >= 0, f"{path}.{name}", "expected 0 or more seconds")
+    for index, found in enumerate(record["passes"]):
+        where = f"{path}.passes[{index}]"
+        expect_fields(found, {"pass": int, "units": int, "more": list, "states": dict}, where)
+        expect(found is not None, where, "expected an object")
+        expect(all(has_type(count, int) for count in found["states"].values()), f"{where}.states", "expected counts")
+        for item, chosen in enumerate(found["more"]):
+            at = f"{where}.more[{item}]"
+            expect_fields(chosen, {"study": str, "phase": str, "n": int, "trial": int}, at)
+            expect(chosen is not None and chosen["phase"] in (SWEEP, REFINEMENT), f"{at}.phase",
+                   f"expected {SWEEP} or {REFINEMENT}")
+            for name in ("n", "trial", "round"):
+                expect(chosen.get(name) is None or _positive_int(chosen[name]), f"{at}.{name}",
+                       "expected a positive integer")
+
+
 def plan_record(plan):
     """findings.refinement_plan's {n: (impls, modes)} as `refinement_plans` keeps it (JSON keys are text)."""
     return [{"n": n, "impls": list(impls), "modes": list(modes)} for n, (impls, modes) in plan.items()]

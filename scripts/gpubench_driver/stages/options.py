@@ -54,6 +54,8 @@ class RunOptions:
     gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
     launcher: list = None    # run --launcher: the command that starts a study of several ranks (mpirun -np 16 ...)
     cmake_args: list = field(default_factory=list)  # run --cmake-arg: options for CMake's configure
+    against: str = None      # run --against: the earlier run's results file whose comparison extra trials decide
+    budget_s: float = None   # run --budget: the seconds of those extra trials at most (with against)
 
     def as_dict(self):
         return {name: value for name, value in vars(self).items() if name != "notes"}

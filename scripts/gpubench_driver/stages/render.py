@@ -9,7 +9,7 @@ from gpubench_driver.lib import charts, html_report, outputs, resumable, trial_r
 from gpubench_driver.lib.document import (Beside, Figures, Heading, Table, bullets, figure_of, folded_long_tables,
                                           paragraph, section, table, to_markdown)
 from gpubench_driver.lib.formatting import md
-from gpubench_driver.stages import plots, render_across, render_first_screen
+from gpubench_driver.stages import against, plots, render_across, render_first_screen
 
 
 def machine_line(document):
@@ -49,7 +49,8 @@ def _header(document):
     revision = md(git.get("revision")) + (" (uncommitted changes)" if git.get("dirty") else "")
     return [Heading(1, f"gpubench run {md(run['id'])}"), bullets([
         f"Status: {md(run['status'])}; started {md(run['started'])}, finished {md(run.get('finished'))}",
-        *resumable.summary_lines(run), *trial_rule.summary_lines(document), f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
+        *resumable.summary_lines(run), *trial_rule.summary_lines(document), *against.summary_lines(run),
+        f"Git revision: {revision}", f"Machine: {machine_line(document)}"])]
 
 
 def _warnings(document):

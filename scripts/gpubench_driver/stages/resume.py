@@ -3,9 +3,10 @@ lib/resumable.py). A flag that contradicts the recorded options is refused (the 
 units left run in the run's order, an unfinished unit whole again, and run.resumed records the resume.
 """
 import os
+import types
 
 from gpubench_driver.lib import environment, outputs, results, resumable, schema, trial_rule, trials
-from gpubench_driver.stages import journal, like, options as opts, runner, session
+from gpubench_driver.stages import against, journal, like, options as opts, runner, session
 
 # The flags that shape what a run measures, by the run option each sets: with --resume, each must match the run.
 MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
@@ -35,6 +36,20 @@ def run(args, given, argv):
         return _resume_in(folder.path, args, given, argv)
     finally:
         folder.release()
+
+
+def extend(folder, earlier, budget_s, build_dir, build, argv):
+    """run --resume FOLDER --against EARLIER: this machine's run in FOLDER (complete or not; its folder, or the
+    results.json in it) given extra trials against EARLIER until decided (compare --decide); its exit status."""
+    if os.path.isfile(folder) and os.path.basename(folder) == results.FILE:
+        folder = os.path.dirname(os.path.abspath(folder))
+    args = types.SimpleNamespace(resume=folder, trials=None, launcher=None, out=None,
+                                 budget=None if budget_s is None else budget_s)
+    given = opts.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={}, cpu_only=False,
+                            out=None, run_id=session.default_run_id(), refine_rounds=0, build_dir=build_dir,
+                            build=build, reference=False, quick=False, against=os.path.abspath(earlier),
+                            budget_s=against.DEFAULT_BUDGET_S if budget_s is None else budget_s)
+    return run(args, given, argv)
 
 
 def _refuse_what_is_no_run(out_dir):
@@ -83,6 +98,26 @@ def _recorded_trial_choice(document, path):
     return {"trial_policy": policy, "noise_model": model}
 
 
+def _recorded_against(document, path, given, budget_given):
+    """{against, budget_s}: the run's recorded run --against (its file, its budget), else the command line's
+    (--resume DIR --against FILE extends the run so); a UsageError where the two contradict."""
+    recorded = document["run"]["options"]
+    then, budget = recorded.get("against"), recorded.get("budget_s")
+    if then is not None and not isinstance(then, str) or budget is not None and not (
+            schema.has_type(budget, (int, float)) and budget >= 0):
+        raise opts.UsageError(f"--resume: {path}: run.options.against and budget_s: expected a path and seconds")
+    if then is None:
+        return {"against": given.against, "budget_s": given.budget_s}
+    if given.against is not None and given.against != then:
+        raise opts.UsageError(f"--resume: --against {given.against} contradicts the run, which added trials against "
+                              f"{then}: a run is extended against one earlier run (leave --against out, or start a "
+                              f"new run)")
+    if budget_given and given.budget_s != budget:
+        raise opts.UsageError(f"--resume: --budget {given.budget_s:g} contradicts the run's {budget:g} s "
+                              f"(leave --budget out)")
+    return {"against": then, "budget_s": budget}
+
+
 def resumed_options(document, chosen, swept, args, given, out_dir):
     """The run's recorded options, with the build's from the command line; a UsageError names a flag that
     contradicts them or that starts another kind of run."""
@@ -124,7 +159,8 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
         refine_rounds=chosen["refine_rounds"], build_dir=given.build_dir, build=given.build,
         reference=chosen["reference"], quick=chosen["quick"], full=chosen["full"], telemetry=chosen["telemetry"],
         trials=chosen["trials"], trial_policy=kept["trial_policy"], noise_model=kept["noise_model"],
-        study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args)
+        study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args,
+        **_recorded_against(document, out_dir, given, args.budget is not None))
 
 
 def flag_of(dest):
@@ -174,13 +210,18 @@ def _journal_entries_left(document, path):
 def _resume_in(out_dir, args, given, argv):
     document, chosen, swept = _load(out_dir)
     run = document["run"]
-    if run["status"] == "complete":
+    extending = given.against is not None and run["options"].get("against") is None
+    if run["status"] == "complete" and not extending:
         # A kill between the final write's results.json and its summary leaves a complete run undrawn.
         undrawn = ("" if os.path.exists(os.path.join(out_dir, "summary.md"))
                    else f" (its summary is missing: scripts/gpubench report {out_dir} draws it)")
         print(f"run {run['id']} in {out_dir} is complete: nothing to resume{undrawn}", flush=True)
         return 0
     options = resumed_options(document, chosen, swept, args, given, out_dir)
+    if extending:  # run --resume DIR --against FILE: recorded so that a resume of this extension goes on with it
+        run["options"].update(against=options.against, budget_s=options.budget_s)
+    if options.against:
+        against.load_earlier(options.against)  # refused before anything is measured
     plans, warnings = session.describe_studies(options)
     _check_plans(plans, warnings, document)
     here = results.new_document({})

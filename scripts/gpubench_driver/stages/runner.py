@@ -364,6 +364,11 @@ class Study:
                 self._run_size(n, planned, "refinement", flags, trial, round_number)
         return True
 
+    def measure_unit(self, n, planned, phase, flags, trial, round_number=None):
+        """One unit (the entries `planned` of size n, this trial) measured and saved, unless a resume kept it:
+        run --against's extra trials (stages/against.py)."""
+        self._run_size(n, planned, phase, flags, trial, round_number)
+
     def _add_to_plan(self, planned):
         self.planned.update(planned)
         record = studies.BY_NAME.get(self.name)

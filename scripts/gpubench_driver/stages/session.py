@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 
 from gpubench_driver import studies
 from gpubench_driver.lib import environment, outputs, results, resumable, stopping, trial_rule
-from gpubench_driver.stages import (analyse, build, health, journal, like, options as options_module, reference, render,
-                                    runner)
+from gpubench_driver.stages import (against, analyse, build, health, journal, like, options as options_module,
+                                    reference, render, runner)
 
 SOURCE_DIR = outputs.SOURCE_DIR
 STOPPED_EARLY = "the run stopped early: "  # the warning of a run a RunnerError ended (a resume that finishes drops it)
@@ -194,6 +194,8 @@ def _measure(studies, plans, options, document, save):
                 study.sweep(trial)
                 if trial == options.trials:
                     finish_study(study, document, options)
+        if options.against:  # after every study's own trials: passes over the units still undecided
+            against.extra_passes(studies, options, document, save)
     except (runner.Interrupted, KeyboardInterrupt):
         print("interrupted: writing what finished", flush=True)
         return "interrupted"
