@@ -37,6 +37,14 @@ def built_with_mpi(binary):
     return "libmpi" in linked.stdout
 
 
+def write_text(folder, name, text):
+    """folder/name holding text (UTF-8); its path."""
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    return path
+
+
 def write_executable(path, text):
     with open(path, "w", encoding="utf-8") as stream:
         stream.write(text)

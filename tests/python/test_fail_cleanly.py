@@ -12,7 +12,7 @@ import time
 import unittest
 import unittest.mock
 
-from support import ENTRY, fixture
+from support import ENTRY, fixture, write_text
 from test_run_studies import FakeMachine
 
 from gpubench_driver.lib import stopping
@@ -264,10 +264,7 @@ class HostileFileTest(unittest.TestCase):
         self.addCleanup(self.directory.cleanup)
 
     def write(self, name, text):
-        path = os.path.join(self.directory.name, name)
-        with open(path, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        return path
+        return write_text(self.directory.name, name, text)
 
     def test_deeply_nested_json_is_refused_everywhere(self):
         path = self.write("deep.json", "[" * 100000 + "]" * 100000)

@@ -153,10 +153,7 @@ class WorkerTest(unittest.TestCase):
         self.addCleanup(self.worker.close)
 
     def script(self, name, text):
-        path = os.path.join(self.folder.name, name)
-        with open(path, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        return path
+        return support.write_text(self.folder.name, name, text)
 
     def test_scripts_share_the_interpreter_and_keep_their_own_argv_output_and_exit(self):
         first = self.script("first.py", "import os, sys\nsys.modules['imported_once'] = os\n"
