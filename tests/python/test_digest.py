@@ -13,6 +13,7 @@ import unittest
 import support
 
 from gpubench_driver.commands import digest, expected
+from gpubench_driver.lib import noise_model
 from gpubench_driver.stages import analyse, journal
 
 # A quick run of three trials, cut by its time limit (some entries have fewer trials): 139 entries.
@@ -135,6 +136,12 @@ class VersionTest(unittest.TestCase):
     """A digest of version 2 carries each entry's memory mode, which tells a host-paced entry; one of version 1
     (the committed A/A digests made before it) has none and still reads, its entries judged as before."""
 
+    def test_the_mode_tells_the_host_paced_entries_of_a_run(self):
+        [run] = digest.make([QUICK_RUN])["runs"]
+        staged = {entry["mode"] for entry in run["entries"] if noise_model.host_staged(entry)}
+        self.assertTrue(staged and all("pageable" in mode for mode in staged), staged)
+        self.assertIn("resident", {entry["mode"] for entry in run["entries"]} - staged)
+
     def test_a_version_2_digest_round_trips_with_the_mode(self):
         document = one_run()
         document["schema_version"] = digest.SCHEMA_VERSION
@@ -143,6 +150,7 @@ class VersionTest(unittest.TestCase):
             path = digest.write(document, os.path.join(directory, "v2.json.gz"))
             [run] = digest.runs_in(path)
         self.assertEqual(run["entries"][0]["mode"], "transfer_pageable")
+        self.assertEqual(noise_model.kind_of(run["entries"][0], 2e-3), "host-paced-long")
 
     def test_a_version_1_digest_without_the_mode_still_reads(self):
         document = one_run()
@@ -151,7 +159,7 @@ class VersionTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             path = digest.write(document, os.path.join(directory, "v1.json.gz"))
             [run] = digest.runs_in(path)
-        self.assertNotIn("mode", run["entries"][0])
+        self.assertEqual(noise_model.kind_of(run["entries"][0], 2e-3), "throughput-long")
 
     def test_the_committed_digests_read(self):
         folder = os.path.join(support.SOURCE_DIR, "results", "aa")
