@@ -26,14 +26,18 @@ SLOWDOWNS = (0.05, 0.10, 0.20)
 STEADY = 0.01
 # The rows: the model's kinds, the groups the issue's targets name, and the steady part of the first
 # (entries whose own width, as the model fitted without the pair knows it, is under STEADY).
+DEVICE_TIMED_LONG = ("throughput-long", "throughput-noisy-long", "host-paced-long")
 GROUPS = {
     "throughput-long": lambda kind, width: kind == "throughput-long",
     f"throughput-long, own sigma_w < {STEADY:.0%}": lambda kind, width: kind == "throughput-long" and width < STEADY,
+    "throughput-noisy-long": lambda kind, width: kind == "throughput-noisy-long",
+    "host-paced-long": lambda kind, width: kind == "host-paced-long",
+    "all device-timed, 100 us or more (the kinds above)": lambda kind, width: kind in DEVICE_TIMED_LONG,
     "throughput-short": lambda kind, width: kind == "throughput-short",
     "latency-long": lambda kind, width: kind == "latency-long",
     "latency-short": lambda kind, width: kind == "latency-short",
     "cpu": lambda kind, width: kind in ("cpu-long", "cpu-short"),
-    "GPU other than throughput-long": lambda kind, width: kind in ("throughput-short", "latency-long", "latency-short"),
+    "GPU other than device-timed long": lambda kind, width: kind not in (*DEVICE_TIMED_LONG, "cpu-long", "cpu-short"),
 }
 
 
@@ -52,19 +56,24 @@ def pairs_to_evaluate(runs):
 
 
 def common_entries(first, second):
-    """[(key, protocol, A medians, B medians)] of the entries ok in both runs."""
+    """[(key, A's entry, A medians, B medians)] of the entries ok in both runs."""
     b = {noise_model.entry_key(entry): entry for entry in second["entries"]}
     found = []
     for entry in first["entries"]:
         other = b.get(noise_model.entry_key(entry))
         medians = noise_model.trial_medians(entry)
         if medians and other is not None and noise_model.trial_medians(other) and entry["protocol"] is not None:
-            found.append((noise_model.entry_key(entry), entry["protocol"], medians, noise_model.trial_medians(other)))
+            found.append((noise_model.entry_key(entry), entry, medians, noise_model.trial_medians(other)))
     return found
 
 
-def kind(protocol, first, second):
-    return noise_model.kind_of(protocol, math.sqrt(statistics.median(first) * statistics.median(second)))
+def kind(model, key, entry, first, second, judged=False):
+    """The entry's kind, by its A/A history in the model (fitted without the pair); judged: the kind compare
+    judges it as (commands/compare.py), the model's widest where the model has none of the entry's own."""
+    median_s = math.sqrt(statistics.median(first) * statistics.median(second))
+    if judged:
+        return noise_verdicts.kind_in(model, entry, median_s, key)[0]
+    return noise_model.kind_of(entry, median_s, noise_model.shown_noisy(model.history(key)))
 
 
 class Method:
@@ -74,8 +83,9 @@ class Method:
         self.baseline = [self.comparison(index) for index in range(len(entries))]
 
     def comparison(self, index, factor=1.0):
-        key, protocol, first, second = self.entries[index]
-        return noise_verdicts.compare(self.model, key, kind(protocol, first, second), noise_verdicts.Side(tuple(first)),
+        key, entry, first, second = self.entries[index]
+        return noise_verdicts.compare(self.model, key, kind(self.model, key, entry, first, second, judged=True),
+                                      noise_verdicts.Side(tuple(first)),
                                       noise_verdicts.Side(tuple(value * factor for value in second)))
 
     def verdicts(self, factors):
@@ -124,8 +134,8 @@ def tail_rows(label, entries, kinds, widths):
     noisy in their own trials (sigma_w of 2% or more)."""
     rows = []
     for kind_name in noise_model.KINDS:
-        found = [(abs(math.log(statistics.median(b) / statistics.median(a))), key[0], protocol, width)
-                 for (key, protocol, a, b), k, width in zip(entries, kinds, widths) if k == kind_name]
+        found = [(abs(math.log(statistics.median(b) / statistics.median(a))), key[0], entry["protocol"], width)
+                 for (key, entry, a, b), k, width in zip(entries, kinds, widths) if k == kind_name]
         if len(found) < 5:
             continue
         cut = stats.nearest_rank_percentile([offset for offset, *_ in found], 0.95)
@@ -161,7 +171,7 @@ def main(argv):
             document["entries"] = []
         model = noise_model.read(document)
         entries = common_entries(first, second)
-        kinds = [kind(protocol, a, b) for _, protocol, a, b in entries]
+        kinds = [kind(model, key, entry, a, b) for key, entry, a, b in entries]
         widths = [model.kinds[k].within(model.history(key), [])[0] ** 0.5 if k in model.kinds else math.inf
                   for (key, *_), k in zip(entries, kinds)]
         for group, row in evaluate(Method(model, entries), kinds, widths, args.isolated_sample).items():

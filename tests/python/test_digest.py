@@ -13,6 +13,7 @@ import unittest
 import support
 
 from gpubench_driver.commands import digest, expected
+from gpubench_driver.lib import noise_model
 from gpubench_driver.stages import analyse, journal
 
 # A quick run of three trials, cut by its time limit (some entries have fewer trials): 139 entries.
@@ -53,8 +54,8 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual(len(run["entries"]), len(entries))
         trial_counts = set()
         for kept, (study, entry) in zip(run["entries"], entries):
-            self.assertEqual((kept["study"], kept["name"], kept["device"], kept["protocol"], kept["status"]),
-                             (study, entry["name"], entry["device"], entry["protocol"], entry["status"]))
+            self.assertEqual((kept["study"], kept["name"], kept["device"], kept["mode"], kept["protocol"], kept["status"]),
+                             (study, entry["name"], entry["device"], entry.get("mode"), entry["protocol"], entry["status"]))
             self.assertEqual(kept["median_s"], entry["time_s"]["median"] if entry["status"] == "ok" else None)
             records = entry.get("trials") or []
             self.assertEqual([(t["trial"], t["status"]) for t in kept["trials"]],
@@ -131,6 +132,43 @@ def one_run():
                                    "protocol": "cpu", "status": "error", "median_s": None, "trials": []}]}]}
 
 
+class VersionTest(unittest.TestCase):
+    """A digest of version 2 carries each entry's memory mode, which tells a host-paced entry; one of version 1
+    (the committed A/A digests made before it) has none and still reads, its entries judged as before."""
+
+    def test_the_mode_tells_the_host_paced_entries_of_a_run(self):
+        [run] = digest.make([QUICK_RUN])["runs"]
+        staged = {entry["mode"] for entry in run["entries"] if noise_model.host_staged(entry)}
+        self.assertTrue(staged and all("pageable" in mode for mode in staged), staged)
+        self.assertIn("resident", {entry["mode"] for entry in run["entries"]} - staged)
+
+    def test_a_version_2_digest_round_trips_with_the_mode(self):
+        document = one_run()
+        document["schema_version"] = digest.SCHEMA_VERSION
+        document["runs"][0]["entries"][0]["mode"] = "transfer_pageable"
+        with tempfile.TemporaryDirectory() as directory:
+            path = digest.write(document, os.path.join(directory, "v2.json.gz"))
+            [run] = digest.runs_in(path)
+        self.assertEqual(run["entries"][0]["mode"], "transfer_pageable")
+        self.assertEqual(noise_model.kind_of(run["entries"][0], 2e-3), "host-paced-long")
+
+    def test_a_version_1_digest_without_the_mode_still_reads(self):
+        document = one_run()
+        self.assertEqual(document["schema_version"], 1)
+        self.assertNotIn("mode", document["runs"][0]["entries"][0])
+        with tempfile.TemporaryDirectory() as directory:
+            path = digest.write(document, os.path.join(directory, "v1.json.gz"))
+            [run] = digest.runs_in(path)
+        self.assertEqual(noise_model.kind_of(run["entries"][0], 2e-3), "throughput-long")
+
+    def test_the_committed_digests_read(self):
+        folder = os.path.join(support.SOURCE_DIR, "results", "aa")
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".json.gz"):
+                with self.subTest(name=name):
+                    self.assertTrue(digest.runs_in(os.path.join(folder, name)))
+
+
 class DamagedDigestTest(unittest.TestCase):
     def refused(self, change, field):
         document = one_run()
@@ -148,7 +186,8 @@ class DamagedDigestTest(unittest.TestCase):
         entry = lambda document: run(document)["entries"][0]  # noqa: E731
         cases = [
             (lambda d: d.update(schema="gpubench-results"), "schema"),
-            (lambda d: d.update(schema_version=2), "schema_version"),
+            (lambda d: d.update(schema_version=3), "schema_version"),
+            (lambda d: entry(d).update(mode=["pageable"]), "runs[0].entries[0].mode"),
             (lambda d: d.update(runs=[]), "runs: no run"),
             (lambda d: d.update(runs={"r1": {}}), "runs: expected list"),
             (lambda d: d["runs"].append(copy.deepcopy(d["runs"][0])), "runs[1].id"),

@@ -24,11 +24,12 @@ from gpubench_driver.lib.noise_verdicts import Side
 KIND = "throughput-long"
 
 
-def simulated_runs(seed, entries=300, runs=4, trials=3, prior_sd=0.01, prior_df=8.0, floor_sd=0.004, ratio=0.5,
+def simulated_runs(seed, entries=300, runs=4, trials=3, prior_sd=0.004, prior_df=8.0, floor_sd=0.004, ratio=0.5,
                    sigma_w=None):
     """Run digests of one machine, one revision: `runs` runs of `entries` device-timed entries of about
     1 ms, each entry's sigma_w^2 drawn from the scaled inverse chi-square prior (or sigma_w for all) and
-    sigma_b^2 = floor_sd^2 + ratio * sigma_w^2."""
+    sigma_b^2 = floor_sd^2 + ratio * sigma_w^2. The default prior is of steady entries: few spread 1%
+    (noise_model.NOISY_WITHIN_SD) or more, a kind of their own."""
     rng = numpy.random.default_rng(seed)
     within = (numpy.full(entries, sigma_w ** 2) if sigma_w is not None
               else prior_df * prior_sd ** 2 / rng.chisquare(prior_df, entries))
@@ -73,18 +74,18 @@ class VarianceComponentsTest(unittest.TestCase):
         cls.fitted = cls.document["kinds"][KIND]
 
     def test_the_within_run_prior_is_recovered(self):
-        self.assertAlmostEqual(self.fitted["within"]["prior_sd"], 0.01, delta=0.001)
+        self.assertAlmostEqual(self.fitted["within"]["prior_sd"], 0.004, delta=0.0004)
         self.assertLess(abs(math.log(self.fitted["within"]["prior_df"] / 8.0)), math.log(2))
 
     def test_the_between_run_variance_of_a_typical_entry_is_recovered(self):
-        # floor 0.4% and ratio 0.5 at sigma_w 1%: sigma_b = sqrt(0.004^2 + 0.5 * 0.01^2) = 0.81%
-        self.assertAlmostEqual(self.fitted["typical"]["sigma_b"], math.sqrt(0.004 ** 2 + 0.5 * 0.01 ** 2),
-                               delta=0.0012)
+        # floor 0.4% and ratio 0.5 at sigma_w 0.4%: sigma_b = sqrt(0.004^2 + 0.5 * 0.004^2) = 0.49%
+        self.assertAlmostEqual(self.fitted["typical"]["sigma_b"], math.sqrt(0.004 ** 2 + 0.5 * 0.004 ** 2),
+                               delta=0.0008)
 
     def test_the_pooled_anova_recovers_one_variance_per_kind(self):
-        found = noise_model.fit(simulated_runs(seed=5, sigma_w=0.01, floor_sd=0.02, ratio=0.0))
+        found = noise_model.fit(simulated_runs(seed=5, sigma_w=0.004, floor_sd=0.02, ratio=0.0))
         anova = found["kinds"][KIND]["pooled_anova"]
-        self.assertAlmostEqual(anova["sigma_w"], 0.01, delta=0.0005)
+        self.assertAlmostEqual(anova["sigma_w"], 0.004, delta=0.0002)
         self.assertAlmostEqual(anova["sigma_b"], 0.02, delta=0.002)
         self.assertEqual((anova["df_within"], anova["df_between"]), (300 * 4 * 2, 300 * 3))
 
@@ -256,9 +257,9 @@ class VerdictTest(unittest.TestCase):
     def test_an_entry_of_a_kind_the_model_lacks_is_held_to_its_widest(self):
         model = Model({KIND: KindModel(0.01, math.inf, 0.0, 0.0), "cpu-long": KindModel(0.05, math.inf, 0.0, 0.0)},
                       {}, {})
-        self.assertEqual(noise_verdicts.kind_in(model, "throughput", 1e-3), (KIND, True))
+        self.assertEqual(noise_verdicts.kind_in(model, {"protocol": "throughput"}, 1e-3), (KIND, True))
         self.assertEqual(noise_verdicts.kind_in(model, None, 1e-3), ("cpu-long", False))
-        self.assertEqual(noise_verdicts.kind_in(model, "latency", 1e-3), ("cpu-long", False))
+        self.assertEqual(noise_verdicts.kind_in(model, {"protocol": "latency"}, 1e-3), ("cpu-long", False))
 
     def test_a_range_margin_is_the_band_and_two_runs_difference(self):
         model = Model({KIND: KindModel(0.01, math.inf, 0.005, 1.0), "throughput-short": KindModel(0.02, 4.0, 0.0, 0.0)},
@@ -276,6 +277,66 @@ class VerdictTest(unittest.TestCase):
         self.assertAlmostEqual(comparison.ratio, 1.08)
         self.assertAlmostEqual(comparison.sd, 0.01 * math.sqrt(1 + noise_model.median_variance(5)))
         self.assertGreater(noise_verdicts.beyond_noise(comparison), 0.02)
+
+
+class KindTest(unittest.TestCase):
+    """The kinds of entries: by protocol and median time, device-timed entries the host paces (by their memory
+    mode) and those their own A/A trials call noisy apart from the steady ones; fitted each on its own."""
+
+    def test_the_kind_of_synthetic_entries(self):
+        gpu = {"device": "gpu", "protocol": "throughput", "mode": "resident"}
+        cases = [((gpu, 1e-3, False), "throughput-long"), ((gpu, 1e-5, False), "throughput-short"),
+                 ((gpu, 1e-3, True), "throughput-noisy-long"), ((gpu, 1e-5, True), "throughput-noisy-short"),
+                 (({**gpu, "mode": "pageable"}, 1e-3, False), "host-paced-long"),
+                 (({**gpu, "mode": "transfer_pageable"}, 1e-5, True), "host-paced-short"),
+                 (({**gpu, "mode": "pinned"}, 1e-3, False), "throughput-long"),
+                 (({**gpu, "mode": None}, 1e-3, False), "throughput-long"),  # a digest of version 1: no mode
+                 (({**gpu, "protocol": "latency", "mode": "pageable"}, 1e-3, True), "latency-long"),
+                 (({"device": "cpu", "protocol": "cpu"}, 1e-5, True), "cpu-short"),
+                 (({"device": "gpu", "protocol": None}, 1e-3, False), None), ((None, 1e-3, False), None)]
+        for (entry, median_s, noisy), kind in cases:
+            with self.subTest(entry=entry, median_s=median_s, noisy=noisy):
+                self.assertEqual(noise_model.kind_of(entry, median_s, noisy), kind)
+                if kind is not None:
+                    self.assertIn(kind, noise_model.KINDS)
+        self.assertTrue(noise_model.host_paced({**gpu, "mode": "pageable_thp"}))
+        self.assertFalse(noise_model.host_paced(gpu))
+
+    def test_a_history_of_trials_spread_one_percent_or_more_is_noisy(self):
+        threshold = noise_model.NOISY_WITHIN_SD
+        self.assertFalse(noise_model.shown_noisy((threshold * 0.99, 4.0)))
+        self.assertTrue(noise_model.shown_noisy((threshold, 4.0)))
+        self.assertFalse(noise_model.shown_noisy(None))  # unseen: as the steady ones, on their prior
+
+    def test_a_comparison_reads_the_kind_of_the_entry_history(self):
+        model = Model({KIND: KindModel(0.003, math.inf, 0.0, 0.0),
+                       "throughput-noisy-long": KindModel(0.03, math.inf, 0.0, 0.0)},
+                      {("s", "noisy"): (0.02, 8.0), ("s", "steady"): (0.002, 8.0)}, {})
+        entry = {"device": "gpu", "protocol": "throughput"}
+        self.assertEqual(noise_verdicts.kind_in(model, entry, 1e-3, ("s", "noisy")), ("throughput-noisy-long", True))
+        self.assertEqual(noise_verdicts.kind_in(model, entry, 1e-3, ("s", "steady")), (KIND, True))
+        self.assertEqual(noise_verdicts.kind_in(model, entry, 1e-3, ("s", "new")), (KIND, True))
+        self.assertEqual(noise_verdicts.kind_in(model, entry, 1e-3), (KIND, True))  # a figure: no entry history
+        # The model measured no host-paced entries: such an entry is held to its widest kind.
+        self.assertEqual(noise_verdicts.kind_in(model, {**entry, "mode": "pageable"}, 1e-3), ("throughput-noisy-long", False))
+
+    def test_each_kind_is_fitted_on_its_own_entries(self):
+        """Steady entries (sigma_w 0.3%), noisy ones (3%) and pageable ones (3%) of one run set: each kind's
+        prior is its own entries' width, the steady one not widened by the others."""
+        runs = simulated_runs(seed=5, entries=120, sigma_w=0.003, floor_sd=0.001, ratio=0.1)
+        noisy = simulated_runs(seed=6, entries=60, sigma_w=0.03, floor_sd=0.001, ratio=0.1)
+        paced = simulated_runs(seed=7, entries=60, sigma_w=0.03, floor_sd=0.001, ratio=0.1)
+        for run, noisy_run, paced_run in zip(runs, noisy, paced):
+            for row in noisy_run["entries"]:
+                run["entries"].append({**row, "name": row["name"].replace("cublas", "noisy")})
+            for row in paced_run["entries"]:
+                run["entries"].append({**row, "name": row["name"].replace("resident", "pageable"), "mode": "pageable"})
+        kinds = noise_model.fit(runs)["kinds"]
+        self.assertEqual(set(kinds), {KIND, "throughput-noisy-long", "host-paced-long"})
+        self.assertAlmostEqual(kinds[KIND]["within"]["prior_sd"], 0.003, delta=0.0006)
+        self.assertAlmostEqual(kinds["host-paced-long"]["within"]["prior_sd"], 0.03, delta=0.006)
+        self.assertGreater(kinds["throughput-noisy-long"]["within"]["prior_sd"], 0.02)
+        self.assertEqual(kinds["host-paced-long"]["measured_on"]["entries"], 60)
 
 
 class MissingScipyTest(unittest.TestCase):

@@ -146,7 +146,8 @@ def all_verdicts(sources, model=None):
         comparisons, families, details = [], [], []
         for study_name, name, first, other in pairs:
             a, b = noise_verdicts.side_of(first), noise_verdicts.side_of(other)
-            kind, own = noise_verdicts.kind_in(model, first.get("protocol"), math.sqrt(a.median * b.median))
+            kind, own = noise_verdicts.kind_in(model, first, math.sqrt(a.median * b.median),
+                                               (study_name, name))
             comparisons.append(noise_verdicts.compare(model, (study_name, name), kind, a, b))
             families.append(HEADLINE_FAMILY if studies.is_headline(study_name, first) else study_name)
             details.append(((len(a.medians), len(b.medians)), own))

@@ -11,7 +11,8 @@ from gpubench_driver.lib.figures import first_gpu
 from gpubench_driver.stages import analyse, journal
 
 SCHEMA = "gpubench-run-digest"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each entry's memory mode (`mode`)
+READABLE_VERSIONS = (1, 2)  # a digest of version 1 has no `mode`: its entries read as of no mode
 # The run options that decide what a run measured and how often (run.options; absent ones are null).
 OPTIONS = {"quick": bool, "full": bool, "trials": int, "refine_rounds": int, "reference": bool, "telemetry": bool,
            "cpu_only": bool, "repeatability": bool, "studies": list, "sizes": list, "batches": list, "impls": list,
@@ -34,7 +35,7 @@ def _trial_medians(entry):
 
 def _entry(study, entry):
     return {"study": study, "name": entry["name"], "gpu": entry.get("gpu"), "device": entry.get("device"),
-            "protocol": entry.get("protocol"), "status": entry["status"],
+            "mode": entry.get("mode"), "protocol": entry.get("protocol"), "status": entry["status"],
             "median_s": (entry.get("time_s") or {}).get("median") if entry["status"] == "ok" else None,
             "trials": _trial_medians(entry)}
 
@@ -186,7 +187,7 @@ def _validate_run(run, where):
 def _validate_entry(entry, at):
     _typed(entry, dict, at, optional=False)
     _fields(entry, at, str, ("study", "name"), optional=False)
-    _fields(entry, at, str, ("device",))
+    _fields(entry, at, str, ("device", "mode"))
     _fields(entry, at, int, ("gpu",))
     _expect(entry.get("protocol") in (None, *measurements.PROTOCOLS), f"{at}.protocol",
             f"expected one of {', '.join(measurements.PROTOCOLS)} or null, got {entry.get('protocol')!r:.40}")
@@ -207,8 +208,8 @@ def validate(document):
     _typed(document, dict, "digest", optional=False)
     _expect(document.get("schema") == SCHEMA, "schema",
             f"expected '{SCHEMA}', got {document.get('schema')!r:.60} (not a gpubench run digest)")
-    _expect(document.get("schema_version") == SCHEMA_VERSION, "schema_version",
-            f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r:.40}")
+    _expect(document.get("schema_version") in READABLE_VERSIONS, "schema_version",
+            f"expected one of {', '.join(map(str, READABLE_VERSIONS))}, got {document.get('schema_version')!r:.40}")
     derived_by = document.get("figures_derived_by")
     _typed(derived_by, dict, "figures_derived_by", optional=False)
     _fields(derived_by, "figures_derived_by", str, ("revision",))
@@ -276,8 +277,8 @@ def register(subparsers):
         "digest", help="a run's compact data: identity, headline figures, every entry's and trial's median",
         description="Write a run digest of the given runs into one file: per run its id, status, revision, "
                     "machine, the options that shape what it measured, its headline figures (derived again, as "
-                    "expected reads them) and per entry its study, name, device, protocol, status, median and each "
-                    "trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
+                    "expected reads them) and per entry its study, name, device, memory mode, protocol, status, median "
+                    "and each trial's median (docs/results-schema.md, \"Run digests\"). A few kilobytes where the run's "
                     "results.json has megabytes; expected and noise-model read it as they read the run.")
     parser.add_argument("results", nargs="+", help="results.json (or .json.gz) files, or directories holding one")
     parser.add_argument("--out", required=True, metavar="FILE",

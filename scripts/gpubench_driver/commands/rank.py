@@ -82,7 +82,7 @@ def comparison(model, first, second):
     noise = [figure.get("between_runs") or {} for figure in (first, second)]
     times = [found.get("median_s") for found in noise]
     known = noise[0].get("protocol") is not None and all(times)
-    kind, _ = noise_verdicts.kind_in(model, noise[0].get("protocol") if known else None,
+    kind, _ = noise_verdicts.kind_in(model, {"protocol": noise[0]["protocol"]} if known else None,
                                      math.sqrt(times[0] * times[1]) if known else 1.0)
     return noise_verdicts.compare(model, None, kind, _side(first), _side(second),
                                   ratio=second["value"] / first["value"])

@@ -35,11 +35,19 @@ except ImportError:  # said when used (MissingScipy): the driver's other command
 
 FILE = os.path.join(outputs.SCRIPTS_DIR, "noise_model.json")
 SCHEMA = "gpubench-noise-model"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the kinds apart from throughput's steady entries (host-paced, noisy)
 LONG_ENTRY_S = 1e-4
-KINDS = {  # by the digest's protocol and the entry's median time
+# An entry timed on the device whose own A/A trials spread this much (within_sd, log) or more is judged
+# apart from the steady ones: at a +-2% band its interval cannot fit inside (two trials a side and the
+# between-run part), and its width would widen the steady entries' prior and between-run part.
+NOISY_WITHIN_SD = 0.01
+KINDS = {  # by the entry's protocol, memory mode and A/A history, and its median time (kind_of)
     "throughput-long": "device-timed back-to-back calls (protocol throughput), 100 us or more",
     "throughput-short": "device-timed back-to-back calls (protocol throughput), under 100 us",
+    "throughput-noisy-long": "device-timed calls whose own A/A trials spread 1% or more, 100 us or more",
+    "throughput-noisy-short": "device-timed calls whose own A/A trials spread 1% or more, under 100 us",
+    "host-paced-long": "device-timed calls the host paces (copies of pageable memory), 100 us or more",
+    "host-paced-short": "device-timed calls the host paces (copies of pageable memory), under 100 us",
     "latency-long": "one call on the host clock (protocol latency), 100 us or more",
     "latency-short": "one call on the host clock (protocol latency), under 100 us",
     "cpu-long": "CPU entries (protocol cpu), 100 us or more",
@@ -73,21 +81,38 @@ def require_scipy():
 
 
 # --- what an entry is -----------------------------------------------------------------------------
-def kind_of(protocol, median_s):
-    """The kind of an entry timed by `protocol` with a median of median_s seconds; None without a
-    protocol (files from before them)."""
+def kind_of(entry, median_s, noisy=False):
+    """The kind of an entry (a results file's or a digest's: its protocol, device and memory mode) with a
+    median of median_s seconds; None without a protocol (files from before them). A device-timed entry the
+    host paces, or one its own A/A trials show noisy (noisy: shown_noisy), is a kind apart."""
+    protocol = (entry or {}).get("protocol")
     if protocol is None:
         return None
-    return f"{protocol}-{'long' if median_s >= LONG_ENTRY_S else 'short'}"
+    length = "long" if median_s >= LONG_ENTRY_S else "short"
+    if protocol == "throughput" and host_staged(entry):
+        return f"host-paced-{length}"
+    if protocol == "throughput" and noisy:
+        return f"throughput-noisy-{length}"
+    return f"{protocol}-{length}"
+
+
+def shown_noisy(history):
+    """Whether an entry's A/A history ((within_sd, within_df); None: none, judged as the steady ones) says
+    its trials spread NOISY_WITHIN_SD or more."""
+    return history is not None and history[0] >= NOISY_WITHIN_SD
+
+
+def host_staged(entry):
+    """Whether the CPU stages an entry's copies through its own memory: a copy from pageable memory (the
+    binary's memory-mode axis, results.json's and a digest's `mode`; a digest of schema 1 has none)."""
+    return "pageable" in (entry.get("mode") or "")
 
 
 def host_paced(entry):
     """Whether the host paces an entry as much as its GPU does: CPU work, a call timed on the host clock
-    (protocol latency: the copies and launches inside it), a copy from pageable memory (the CPU stages it
-    through its own memory; the binary's memory-kind axis). Such an entry says nothing of one GPU against
-    another of its node."""
-    return (entry.get("device") != "gpu" or entry.get("protocol") != "throughput"
-            or "pageable" in (entry.get("mode") or ""))
+    (protocol latency: the copies and launches inside it), a copy the CPU stages (host_staged). Such an
+    entry says nothing of one GPU against another of its node."""
+    return entry.get("device") != "gpu" or entry.get("protocol") != "throughput" or host_staged(entry)
 
 
 def trial_medians(entry):
@@ -280,13 +305,13 @@ class Pair:
 
 
 def _measured(run):
-    """{(study, name): (protocol, [log trial medians])} of a run's ok entries with a protocol (a gathered
+    """{(study, name): (entry, [log trial medians])} of a run's ok entries with a protocol (a gathered
     run: the first GPU's)."""
     found = {}
     for entry in run["entries"]:
         medians = trial_medians(entry)
         if medians and entry.get("protocol") is not None and entry_key(entry) not in found:
-            found[entry_key(entry)] = (entry["protocol"], [math.log(value) for value in medians])
+            found[entry_key(entry)] = (entry, [math.log(value) for value in medians])
     return found
 
 
@@ -294,27 +319,31 @@ def observations(runs):
     """What a fit reads, per kind: `groups` {(key, run id): logs} of every entry of every run (an entry's
     kind: that of its median in the run), `pairs` [Pair] of every entry of every A/A pair (a replicate
     set's runs two by two in start order; the kind of the geometric mean of the two medians) and
-    `sets` [[logs per run] per entry of a replicate set of two runs or more], for the pooled ANOVA."""
+    `sets` [[logs per run] per entry of a replicate set of two runs or more], for the pooled ANOVA. An
+    entry's history, which its kind reads, is that of all the runs: what the fitted file's `entries` say."""
     found = {kind: {"groups": {}, "pairs": [], "sets": []} for kind in KINDS}
-    for members in replicate_sets(runs):
-        measured = [_measured(run) for run in members]
+    measured_sets = [(members, [_measured(run) for run in members]) for members in replicate_sets(runs)]
+    known = histories({(key, run["id"]): logs for members, measured in measured_sets
+                       for run, entries in zip(members, measured) for key, (_, logs) in entries.items()})
+
+    def kind(key, entry, medians):
+        return kind_of(entry, math.exp(statistics.fmean(medians)), shown_noisy(known.get(key)))
+    for members, measured in measured_sets:
         for run, entries in zip(members, measured):
-            for key, (protocol, logs) in entries.items():
-                kind = kind_of(protocol, math.exp(statistics.median(logs)))
-                if kind in found:
-                    found[kind]["groups"][(key, run["id"])] = logs
+            for key, (entry, logs) in entries.items():
+                if (found_kind := kind(key, entry, [statistics.median(logs)])) in found:
+                    found[found_kind]["groups"][(key, run["id"])] = logs
         for key in set().union(*measured):
             present = [entries[key] for entries in measured if key in entries]
-            kind = kind_of(present[0][0], math.exp(statistics.fmean(statistics.median(logs) for _, logs in present)))
-            if len(present) >= 2 and kind in found:
-                found[kind]["sets"].append([logs for _, logs in present])
+            found_kind = kind(key, present[0][0], [statistics.median(logs) for _, logs in present])
+            if len(present) >= 2 and found_kind in found:
+                found[found_kind]["sets"].append([logs for _, logs in present])
         for (first, a), (second, b) in zip(list(zip(members, measured))[0::2], list(zip(members, measured))[1::2]):
             for key in a.keys() & b.keys():
                 pair = Pair(key, (first["id"], second["id"]), a[key][1], b[key][1])
-                kind = kind_of(a[key][0], math.exp(statistics.fmean((statistics.median(pair.first),
-                                                                      statistics.median(pair.second)))))
-                if kind in found:
-                    found[kind]["pairs"].append(pair)
+                found_kind = kind(key, a[key][0], [statistics.median(pair.first), statistics.median(pair.second)])
+                if found_kind in found:
+                    found[found_kind]["pairs"].append(pair)
     return found
 
 

@@ -35,11 +35,12 @@ def band_of(kind):
     return BANDS.get(kind, DEFAULT_BAND)
 
 
-def kind_in(model, protocol, median_s):
-    """(the kind an entry is judged as, whether that is its own): the kind of its protocol and median
-    where the model has it, else the model's widest (an entry of a file from before the protocols, or of a
-    kind the A/A runs did not measure)."""
-    kind = noise_model.kind_of(protocol, median_s)
+def kind_in(model, entry, median_s, key=None):
+    """(the kind an entry is judged as, whether that is its own): the kind of the entry (a mapping with its
+    protocol, and its device and mode where known; None: unknown), its median and its A/A history in the
+    model (key: (study, name); None: a figure, none) where the model has that kind, else the model's widest (an entry of a file from
+    before the protocols, or of a kind the A/A runs did not measure)."""
+    kind = noise_model.kind_of(entry, median_s, key is not None and noise_model.shown_noisy(model.history(key)))
     if kind in model.kinds:
         return kind, True
     return max(model.kinds, key=lambda name: model.kinds[name].side(None, [0.0])[0][0]
@@ -175,7 +176,7 @@ def range_margin(model, protocol, median_s=None):
     difference of two runs' medians of one trial each, the kind's typical entry. Stdlib only: the health
     check reads it on every report, scipy or not."""
     if median_s is not None:
-        kind, _ = kind_in(model, protocol, median_s)
+        kind, _ = kind_in(model, {"protocol": protocol}, median_s)
         candidates = [kind]
     else:
         candidates = [kind for kind in (f"{protocol}-long", f"{protocol}-short") if kind in model.kinds] or [

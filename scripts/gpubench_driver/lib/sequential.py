@@ -141,6 +141,6 @@ def judge(model, key, entry_a, entry_b, known, reachable=MOST_TRIALS):
     if logs_a is None or logs_b is None:
         return None
     median_s = math.exp(statistics.median(logs_b))
-    kind, _ = noise_verdicts.kind_in(model, entry_b.get("protocol"), median_s)
+    kind, _ = noise_verdicts.kind_in(model, entry_b, median_s, key)
     spread = variances(model.kinds[kind], model.history(key), logs_a, logs_b[:known])
     return look(spread, estimate(logs_a, logs_b), len(logs_b), noise_verdicts.band_of(kind), reachable)

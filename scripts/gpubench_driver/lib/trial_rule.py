@@ -4,7 +4,7 @@ noise model's width between the trials of one run (noise_model.py). docs/methodo
 suite and how long it takes"."""
 import math
 
-from gpubench_driver.lib import noise_model
+from gpubench_driver.lib import noise_model, noise_verdicts
 
 ADAPTIVE, FIXED = "adaptive", "fixed"  # run.options.trial_policy; a file without one ran its trials fixed
 EVERY_UNIT = 2        # the trials every unit gets under the adaptive policy (options.trials: the most)
@@ -35,10 +35,11 @@ def _trial_medians(entry):
 def _within_sd(model, study, entry, median_s):
     """The noise model's sd of one trial's log median for this entry (its kind's prior, moderated by its own
     A/A trials); None where the model has no kind for it."""
-    kind = noise_model.kind_of(entry.get("protocol"), median_s)
-    if kind not in model.kinds:
+    key = (study, entry["name"])
+    kind, own = noise_verdicts.kind_in(model, entry, median_s, key)
+    if not own:
         return None
-    return math.sqrt(model.kinds[kind].within(model.history((study, entry["name"])), [])[0])
+    return math.sqrt(model.kinds[kind].within(model.history(key), [])[0])
 
 
 def judge(study, entries, model):

@@ -10,4 +10,4 @@ def long_gpu_entry(entry):
 
 def min_effect(entry):
     """The equivalence band of the entry's kind (noise_verdicts.band_of)."""
-    return noise_verdicts.band_of(noise_model.kind_of(entry.get("protocol"), entry["time_s"]["median"]))
+    return noise_verdicts.band_of(noise_model.kind_of(entry, entry["time_s"]["median"]))

@@ -155,7 +155,8 @@ def noise_of(model, members):
     times = [member["median_s"] for member in members]
     known = None not in times
     if known or row["protocol"] is None:
-        candidates = [noise_verdicts.kind_in(model, row["protocol"], statistics.median(times) if known else 1.0)[0]]
+        candidates = [noise_verdicts.kind_in(model, {"protocol": row["protocol"]},
+                                                  statistics.median(times) if known else 1.0)[0]]
     else:
         candidates = [kind for kind in (f"{row['protocol']}-long", f"{row['protocol']}-short") if kind in model.kinds]
         candidates = candidates or [noise_verdicts.kind_in(model, None, 1.0)[0]]

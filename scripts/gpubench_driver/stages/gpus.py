@@ -233,7 +233,7 @@ def _judge(rows, model):
     comparisons, families, places = [], [], []
     for row, measured in rows:
         key = (row["study"], row["entry"])
-        kind, _ = noise_verdicts.kind_in(model, measured[0][1].get("protocol"), row["node_median_s"])
+        kind, _ = noise_verdicts.kind_in(model, measured[0][1], row["node_median_s"], key)
         sides = [noise_verdicts.side_of(entry) for _, entry in measured]
         if len(measured) == 2:
             comparisons.append(noise_verdicts.compare(model, key, kind, *sides))
