@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 import support
@@ -50,23 +51,37 @@ LAUNCH_TIMEOUT_S = 400
 
 def launch_by_environment(command, launcher, ranks, rendezvous=True):
     """`command` as `ranks` plain processes with `launcher`'s rank variables (and rank 0's address);
-    [(returncode, stdout, stderr)] by rank. A free port can be taken by another process (tests run in
-    parallel) before rank 0 listens on it: then the launch is tried again on another."""
+    [(returncode, stdout, stderr)] by rank. Each rank writes into files, not pipes: a rank blocked on a full
+    pipe that the test is not reading yet would stall the others in their next collective. A rank still
+    running after LAUNCH_TIMEOUT_S is killed (its returncode then negative, its output kept for the failure
+    message). A free port can be taken by another process (tests run in parallel) before rank 0 listens on
+    it: then the launch is tried again on another."""
     rank_name, size_name, local_name = LAUNCHER_VARIABLES[launcher]
     for _ in range(3):
         meet = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())} if rendezvous else {}
-        processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      env={**clean_environment(), **meet, rank_name: str(rank),
-                                           size_name: str(ranks), local_name: str(rank)})
-                     for rank in reversed(range(ranks))]  # the others first: they wait for rank 0
+        logs = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(ranks)]
+        processes = {rank: subprocess.Popen(command, stdout=logs[rank][0], stderr=logs[rank][1], text=True,
+                                            env={**clean_environment(), **meet, rank_name: str(rank),
+                                                 size_name: str(ranks), local_name: str(rank)})
+                     for rank in reversed(range(ranks))}  # the others first: they wait for rank 0
+        deadline = time.monotonic() + LAUNCH_TIMEOUT_S
         try:
-            outputs = [process.communicate(timeout=LAUNCH_TIMEOUT_S) for process in reversed(processes)]
+            for process in processes.values():
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
         finally:
-            for process in processes:  # a rank that outlived the timeout must not hold its GPU past the test
+            for process in processes.values():  # a rank that outlived the timeout must not hold its GPU
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-        results = [(process.returncode, *output) for process, output in zip(reversed(processes), outputs)]
+        results = []
+        for rank in range(ranks):
+            for stream in logs[rank]:
+                stream.seek(0)
+            results.append((processes[rank].returncode, logs[rank][0].read(), logs[rank][1].read()))
+            for stream in logs[rank]:
+                stream.close()
         if not any("Address already in use" in stderr for _, _, stderr in results):
             break
     return results
