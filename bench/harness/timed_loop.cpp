@@ -40,21 +40,42 @@ double sm_clock_mhz() {
   return recorder.running() ? recorder.sm_clock_mhz() : kUnknown;
 }
 
+// The most calls rank 0 orders at once in a launch of several ranks. A follower enqueues its calls
+// before it answers and rank 0 enqueues its own only after the answer, so the follower's calls wait on
+// the GPU for rank 0's; an order longer than the CUDA launch queue (about a thousand kernels) would block
+// the follower's host in mid-order and never be answered (a 64 KiB all-reduce's warm-up batch is
+// thousands of calls). In orders of this many the follower is never more than one order ahead.
+constexpr int kCallsPerOrder = 256;
+
+// Makes `calls` calls of `call`, the other ranks' first, order by order; `begin` runs after the first
+// order is answered, before the first call (where the timing starts).
+template <class Begin, class Call>
+void call_in_orders(int calls, Begin&& begin, Call&& call) {
+  const int per_order = rank_channel() ? kCallsPerOrder : std::max(calls, 1);
+  order_calls(std::min(per_order, calls));
+  begin();
+  for (int done = 0; done < calls;) {
+    if (done > 0) order_calls(std::min(per_order, calls - done));
+    const int now = std::min(per_order, calls - done);
+    for (int i = 0; i < now; ++i) call();
+    done += now;
+  }
+}
+
 // `calls` calls on the host clock: around the loop (work on this thread and its helpers), or the
 // sum of the entry's own timed calls (entries with untimed work between calls, or GPU work the
 // clock waits for).
 double host_timed_calls(PreparedEntry& entry, Clock clock, int calls) {
-  order_calls(calls);
   if (clock == Clock::wall) {
-    const double start = now_s();
-    for (int i = 0; i < calls; ++i) {
+    double start = 0;
+    call_in_orders(calls, [&] { start = now_s(); }, [&] {
       entry.run_once();
       benchmark::ClobberMemory();
-    }
+    });
     return now_s() - start;
   }
   double total = 0;
-  for (int i = 0; i < calls; ++i) total += entry.timed_call(clock);
+  call_in_orders(calls, [] {}, [&] { total += entry.timed_call(clock); });
   return total;
 }
 
@@ -101,11 +122,9 @@ GpuInstruments& gpu_instruments() {
   return *instruments;
 }
 
-// Enqueues `calls` back-to-back calls between the timer's events (the other ranks' first).
+// Enqueues `calls` back-to-back calls between the timer's events (the other ranks' first, order by order).
 void enqueue_calls(PreparedEntry& entry, int calls, EventTimer& events) {
-  order_calls(calls);
-  events.start();
-  for (int i = 0; i < calls; ++i) entry.run_once();
+  call_in_orders(calls, [&] { events.start(); }, [&] { entry.run_once(); });
   events.stop();
 }
 
