@@ -165,6 +165,10 @@ def main(argv):
     os.makedirs(args.out, exist_ok=True)
     plan = [("unloaded", None)] * args.unloaded + [("loaded", load)] * args.loaded
     trials, counts = [], {}
+
+    def write_summary():  # after every check: an interrupted trial keeps the checks it finished
+        with open(os.path.join(args.out, "trial.json"), "w", encoding="utf-8") as stream:
+            json.dump({"load": describe(load), "check_args": check_args, "trials": trials}, stream, indent=1)
     try:
         for kind, chosen in plan:
             counts[kind] = counts.get(kind, 0) + 1
@@ -175,11 +179,15 @@ def main(argv):
             print(f"{kind} {counts[kind]}: exit {trial['exit_status']}, {trial['verdict']}, {trial['seconds']} s, "
                   f"named: {names or 'none'} -> {'as expected' if trial['as_expected'] else 'NOT as expected'}",
                   flush=True)
+            write_summary()
+    except KeyboardInterrupt:
+        print(f"slow_gpu_trial: interrupted after {len(trials)} of {len(plan)} checks "
+              f"({os.path.join(args.out, 'trial.json')} holds those)", file=sys.stderr)
+        return 130
     except (OSError, RuntimeError, ValueError) as error:
         print(f"slow_gpu_trial: {error}", file=sys.stderr)
         return 2
-    with open(os.path.join(args.out, "trial.json"), "w", encoding="utf-8") as stream:
-        json.dump({"load": describe(load), "check_args": check_args, "trials": trials}, stream, indent=1)
+    write_summary()
     return 0 if all(trial["as_expected"] for trial in trials) else 1
 
 

@@ -1,6 +1,12 @@
 """scripts/slow_gpu_trial.py's reading of a check: which GPUs and pairs it named below, and whether that is
 what a load on one GPU or one link should give (the trial itself needs GPUs: it runs on the device)."""
+import contextlib
+import io
+import json
+import os
+import tempfile
 import unittest
+from unittest import mock
 
 import support  # noqa: F401  (puts scripts/ on the path)
 import slow_gpu_trial
@@ -54,6 +60,22 @@ class NamedTest(unittest.TestCase):
         self.assertFalse(slow_gpu_trial.as_expected(named, link, set()))  # the loaded pair not found
         self.assertFalse(slow_gpu_trial.as_expected({**named, 0: ["BF16 GEMM (cuBLAS)"]}, link, {(0, 1)}))
         self.assertFalse(slow_gpu_trial.as_expected({**named, 2: ["processes check"]}, link, {(0, 1)}))
+
+
+class InterruptTest(unittest.TestCase):
+    def test_an_interrupted_trial_keeps_its_finished_checks_and_says_so_without_a_traceback(self):
+        finished = {"folder": "unloaded-1", "load": "none", "exit_status": 0, "seconds": 1.0, "verdict": "healthy",
+                    "named": {}, "pairs_below": [], "as_expected": True}
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(slow_gpu_trial, "one_check", side_effect=[finished, KeyboardInterrupt()]), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as errors:
+            status = slow_gpu_trial.main(["--out", out, "--unloaded", "2", "--loaded", "0"])
+            with open(os.path.join(out, "trial.json"), encoding="utf-8") as stream:
+                kept = json.load(stream)
+        self.assertEqual(status, 130)
+        self.assertEqual([trial["folder"] for trial in kept["trials"]], ["unloaded-1"])
+        self.assertIn("interrupted after 1 of 2 checks", errors.getvalue())
+        self.assertNotIn("Traceback", errors.getvalue())
 
 
 if __name__ == "__main__":
