@@ -410,7 +410,15 @@ class EndToEndTest(unittest.TestCase):
         with open(os.path.join(self.directory.name, "bin", "nvidia-smi"), "w", encoding="utf-8") as stream:
             stream.write(FAKE_NVIDIA_SMI.replace("NVIDIA H100 80GB HBM3\\n';;", "NVIDIA H100 80GB HBM3\\n"
                                                  "1, GPU-bbbb, 00000000:2A:00.0, NVIDIA H100 80GB HBM3\\n';;", 1))
-        done, found, out = self.check("node")
+        # The committed ranges without any record of GPUs checked together: nothing judges these fakes.
+        with open(expected.EXPECTED, encoding="utf-8") as stream:
+            document = json.load(stream)
+        document["models"] = {name: model for name, model in document["models"].items()
+                              if check_verdicts.TOGETHER_MARK not in name and not name.endswith(" x2")}
+        alone = os.path.join(self.directory.name, "alone-ranges.json")
+        with open(alone, "w", encoding="utf-8") as stream:
+            json.dump(document, stream)
+        done, found, out = self.check("node", "--ranges", alone)
         self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
         self.assertEqual([(part["index"], part["results"]) for part in found["gpus"]],
                          [(0, os.path.join("gpu0", "results.json")), (1, os.path.join("gpu1", "results.json"))])
