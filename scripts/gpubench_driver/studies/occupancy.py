@@ -1,7 +1,6 @@
-"""The occupancy study's plug-in (its findings, sections, plots and claim): each kernel's rate against its
-launch configuration (threads per block x blocks) as a fraction of its best, beside where the grid lands and
-each block size's theoretical occupancy, and the walk-through's 16 x 128 launch placed on that curve
-(docs/studies.md, occupancy)."""
+"""The occupancy study's plug-in: each kernel's rate against its launch configuration (threads per block x
+blocks) as a fraction of its best, where the grid lands, each block size's theoretical occupancy, and the
+walk-through's 16 x 128 launch on that curve (docs/studies.md, occupancy)."""
 import math
 
 from gpubench_driver.lib import charts
@@ -133,7 +132,6 @@ def derive(study):
             "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 AGAINST = {"below": "below a tenth beyond the interval", "above": "above a tenth beyond the interval",
            "within noise": "within the interval of a tenth"}
 
@@ -224,7 +222,6 @@ def sections(study, document):
             + failures_section(study, "Occupancy: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiprocessors)"
 
 
@@ -272,7 +269,6 @@ def plots(pyplot, study, plot_dir):
     return paths + charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 def walkthrough_launch(document):
     launch = WALKTHROUGH
     row = next((row for row in derived_of(document, "occupancy").get("walkthrough") or []
@@ -295,7 +291,6 @@ def walkthrough_launch(document):
                       f"best launch measured ({best['blocks']} blocks of {best['threads_per_block']} threads){busy}."}
 
 
-# --- the record -----------------------------------------------------------------------------------
 CLAIMS = (
     Claim("walkthrough_launch", "An SGEMM launched as 16 blocks of 128 threads uses less than a tenth of a big GPU",
           "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",),
