@@ -106,15 +106,13 @@ def _targets_section(derived):
 
 def sections(study, document):
     derived = study["derived"]
-    blocks = _targets_section(derived)
-    for ladder in derived["ladders"]:
-        blocks += section(f"GEMM ladder: {md(ladder['title'])}", [
+    return _targets_section(derived) + [block for ladder in derived["ladders"] for block in section(
+        f"GEMM ladder: {md(ladder['title'])}", [
             paragraph("Each rung's rate (FLOP/s of 2 n^3 per call) and its fraction of cuBLAS's at that size, in "
                       "the ladder's order (docs/gemm-ladder.md says what each rung changes):"),
             *folded_long_tables([_rates(ladder)]),
             paragraph("What each rung's main kernel takes (the CUDA occupancy API), at the largest size it ran:"),
-            _launches(ladder)])
-    return blocks + failures_section(study, "GEMM ladder: skipped and failed entries")
+            _launches(ladder)])] + failures_section(study, "GEMM ladder: skipped and failed entries")
 
 
 def plots(pyplot, study, plot_dir):

@@ -9,7 +9,7 @@ from gpubench_driver.lib.document import folded_long_tables, paragraph, section,
 from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
-from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
@@ -151,26 +151,24 @@ def _share_text(part, whole, what):
 
 
 def _walkthrough(derived):
-    rows = derived.get("walkthrough") or []
     launch = derived["walkthrough_launch"]
-    title = "Occupancy: the walk-through's launch of 16 blocks of 128 threads"
-    if not rows:
-        return section(title, [paragraph(f"Not measured: no kernel ran at {launch['blocks']} blocks of "
-                                         f"{launch['threads_per_block']} threads.")])
-    body = [[md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
-             f"{_launch(row['best'])} ({_rate_text(row['best'])})",
-             _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
-             _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
-             AGAINST[row["against_claim"]]] for row in rows]
-    return section(title, [table(["kernel", "rate at 16 x 128, of the best measured (interval)",
-                                  "best launch measured: blocks x threads (rate)", "busy multiprocessors",
-                                  "resident warps", "against the claimed tenth"], body), paragraph(
+    return table_section("Occupancy: the walk-through's launch of 16 blocks of 128 threads", [
+        "kernel", "rate at 16 x 128, of the best measured (interval)",
+        "best launch measured: blocks x threads (rate)", "busy multiprocessors", "resident warps",
+        "against the claimed tenth"], derived.get("walkthrough") or [],
+        lambda row: [md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
+                     f"{_launch(row['best'])} ({_rate_text(row['best'])})",
+                     _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
+                     _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
+                     AGAINST[row["against_claim"]]], paragraph(
         f"The claim: such a launch of the naive SGEMM uses less than a tenth of a big GPU. Its measured fraction: the "
         f"kernel's device time at the best launch configuration this run measured over its time at "
         f"{launch['blocks']} x {launch['threads_per_block']} (both the same grid-stride work, so the inverse ratio "
         "of their rates); the interval from both times' intervals. A run that measured few configurations may miss "
         "the best, which makes the fraction an upper bound. Busy multiprocessors: min(blocks, multiprocessors); "
-        "resident warps: the grid's first wave, against every multiprocessor's maximum.")])
+        "resident warps: the grid's first wave, against every multiprocessor's maximum."),
+        empty=f"Not measured: no kernel ran at {launch['blocks']} blocks of "
+              f"{launch['threads_per_block']} threads.")
 
 
 def _launch_grid(kernel):
@@ -201,19 +199,16 @@ def _block_sizes(kernel):
 
 
 def _kernels(derived):
-    blocks = []
-    for kernel in derived.get("kernels") or []:
-        best = kernel["best"]
-        blocks += section(f"Occupancy: {md(kernel['impl'])}", [
-            paragraph(f"Best launch measured: {_launch(best)} (blocks x threads per block), {_rate_text(best)}. Each "
-                      "launch configuration's rate as a share of it:"),
+    return [block for kernel in derived.get("kernels") or [] for block in section(
+        f"Occupancy: {md(kernel['impl'])}", [
+            paragraph(f"Best launch measured: {_launch(kernel['best'])} (blocks x threads per block), "
+                      f"{_rate_text(kernel['best'])}. Each launch configuration's rate as a share of it:"),
             *folded_long_tables([_grid(kernel)]),
-            paragraph("Per block size: the kernel's resources and theoretical occupancy (the occupancy API: resident "
-                      "warps over the multiprocessor's maximum, and the resources that stop it there), beside the best "
-                      f"rate it reached and the fewest blocks from which it stays at {derived['plateau_fraction']:.0%} "
-                      "of that rate (none: it falls again at the largest grids):"),
-            _block_sizes(kernel)])
-    return blocks
+            paragraph("Per block size: the kernel's resources and theoretical occupancy (the occupancy API: "
+                      "resident warps over the multiprocessor's maximum, and the resources that stop it there), "
+                      "beside the best rate it reached and the fewest blocks from which it stays at "
+                      f"{derived['plateau_fraction']:.0%} of that rate (none: it falls again at the largest grids):"),
+            _block_sizes(kernel)])]
 
 
 def sections(study, document):
