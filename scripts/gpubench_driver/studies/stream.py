@@ -348,8 +348,7 @@ def memory_bandwidth(study):
     best = derived.get("hbm")
     if not best:
         return None, None
-    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
-            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
+    return {"study": "stream", **picked(best, "impl", "mode", "precision", "n", "median_s", "bytes_per_s"),
             "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
             "fraction_of_theoretical": best.get("fraction_of_peak"),
             "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),

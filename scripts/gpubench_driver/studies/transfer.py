@@ -8,7 +8,8 @@ from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
-from gpubench_driver.lib.findings import curve_rows, group_by, grouped_failures, interval_record, ok_entries, positive
+from gpubench_driver.lib.findings import (curve_rows, group_by, grouped_failures, interval_record, ok_entries, picked,
+                                          positive)
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
@@ -93,8 +94,7 @@ def link_rate(gpu):
 
 def link_use(rows, link):
     """Each copy-engine and zero-copy curve across the link: its plateau over the link's rate."""
-    return [{"impl": row["impl"], "mode": row["mode"], "direction": row["direction"],
-             "plateau_bytes_per_s": row["plateau_bytes_per_s"],
+    return [{**picked(row, "impl", "mode", "direction", "plateau_bytes_per_s"),
              "fraction_of_link": row["plateau_bytes_per_s"] / link["bytes_per_s"]}
             for row in rows if link and row["direction"] in LINK_DIRECTIONS]
 
@@ -296,11 +296,9 @@ def link_figures(document):
 
 def check_figures(study, document, sheet):
     """The headline's pinned copies each way (link_figures), read from the check's entries."""
-    found = []
-    for entry in entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES):
-        found += [of_entry(row, entry) for row in link_figures(document)
-                  if row["key"] == f"link/{entry['precision']}/pinned"]
-    return found
+    copies = entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES)
+    return [of_entry(row, entry) for entry in copies for row in link_figures(document)
+            if row["key"] == f"link/{entry['precision']}/pinned"]
 
 
 CHECK_BYTES = 256 << 20  # gpubench check's copies
