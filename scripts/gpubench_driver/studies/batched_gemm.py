@@ -1,7 +1,6 @@
-"""The batched_gemm study's plug-in: many small FP32 GEMMs per call (cuBLAS batched, strided, as a graph and
-as a loop of calls; the CPU's). Its findings, sections and plots are every batch study's (lib/batch_study.py,
-lib/batch_report.py); what sets it apart is its BatchStudy: what an item is, its operands' size, and the
-loop of cuBLAS calls its batched calls are set against."""
+"""The batched_gemm study's plug-in: many small FP32 GEMMs per call (cuBLAS batched, strided, as a graph, as
+a loop of calls; the CPU's). Findings, sections and plots are every batch study's (lib/batch_study.py,
+lib/batch_report.py); its BatchStudy says what an item is, its operands' size, the loop it is set against."""
 from gpubench_driver.lib import batch_report
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.registry import item_rates

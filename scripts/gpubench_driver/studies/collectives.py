@@ -1,7 +1,6 @@
-"""The collectives study's plug-in (its findings, sections and plots): per collective and placement, the
-algorithm and bus bandwidth (nccl-tests' factors) against the message size, the smallest message's latency
-and the all-reduce at the largest message. With one rank the bus bandwidth is None, not 0: nothing crosses a
-link (docs/studies.md, collectives). n is log2 of the message bytes."""
+"""The collectives study's plug-in: per collective and placement, algorithm and bus bandwidth (nccl-tests'
+factors) against message size, the smallest message's latency, the largest all-reduce; with one rank the bus
+bandwidth is None (nothing crosses a link; docs/studies.md). n is log2 of the message bytes."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.check_figures import bandwidth_figure, entries_at
 from gpubench_driver.lib.document import paragraph, section, table
@@ -67,7 +66,6 @@ def derive(study):
             "largest_all_reduce": largest_all_reduce(rows), "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 FORMULAS = ("Algorithm bandwidth: message bytes / median time (nccl-tests' size: the larger of a rank's two "
             "buffers). Bus bandwidth: algorithm bandwidth x nccl-tests' factor (doc/PERFORMANCE.md): all-reduce "
             "2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, broadcast 1, n the ranks; comparable "
@@ -126,7 +124,6 @@ def sections(study, document):
             + failures_section(study, "Collectives: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
     """Bus bandwidth over the message size; with one rank (bus factor 0), the algorithm bandwidth."""
     derived = study["derived"]
@@ -143,7 +140,6 @@ def plots(pyplot, study, plot_dir):
         value=lambda point: None if (rate := point[f"{key}_bytes_per_s"]) is None else rate / 1e9))
 
 
-# --- the record -----------------------------------------------------------------------------------
 ALLREDUCE_SIZES = (30, 33)  # log2 bytes: the 1 GiB and 8 GiB all-reduces the multi-GPU targets name
 # Against the study's out-of-place entry, the one the suite's placement and --impls all_reduce run (the driver's
 # --modes names no placement); torch's call is in place, which moves the same bytes.

@@ -1,7 +1,6 @@
-"""The conv2d study's plug-in: forward convolutions of ResNet-50's layers (n names the layer) by cuDNN in
-both layouts and on the CPU, against torch.nn.functional.conv2d. Its findings, sections and plots are every
-batch study's (lib/batch_study.py, lib/batch_report.py), with the algorithm cuDNN chose; its FLOP are
-nominal (the direct algorithm's)."""
+"""The conv2d study's plug-in: forward convolutions of ResNet-50's layers (n names the layer) by cuDNN in both
+layouts and on the CPU, against torch.nn.functional.conv2d. Findings, sections and plots are every batch
+study's (lib/batch_report.py), with cuDNN's chosen algorithm; FLOP are nominal (the direct algorithm's)."""
 from gpubench_driver.lib import batch_report
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.registry import Comparison, Run, csv, item_rates

@@ -1,7 +1,6 @@
-"""The gemm_ladder study's plug-in (its findings, sections and plots): each rung's rate at each size as a
-fraction of cuBLAS's at the same size and precision (the inverse ratio of their device times, with its
-interval), beside what its launch takes, and the issue's targets for the best own rung of each ladder
-(docs/studies.md, gemm_ladder; docs/gemm-ladder.md)."""
+"""The gemm_ladder study's plug-in: each rung's rate at each size as a fraction of cuBLAS's (the inverse ratio
+of their device times, with its interval), beside what its launch takes, and the issue's targets for each
+ladder's best own rung (docs/studies.md, gemm_ladder; docs/gemm-ladder.md)."""
 from gpubench_driver.lib import charts
 from gpubench_driver.lib.document import folded_long_tables, paragraph, section, table
 from gpubench_driver.lib.findings import grouped_failures, ok_entries
@@ -65,7 +64,6 @@ def derive(study):
     return {"ladders": ladders, "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 VERDICT_TEXTS = {"met": "met (the interval is above it)", "short": "short (the interval is below it)",
                  "within noise": "not decided: the interval holds it"}
 
@@ -108,18 +106,15 @@ def _targets_section(derived):
 
 def sections(study, document):
     derived = study["derived"]
-    blocks = _targets_section(derived)
-    for ladder in derived["ladders"]:
-        blocks += section(f"GEMM ladder: {md(ladder['title'])}", [
+    return _targets_section(derived) + [block for ladder in derived["ladders"] for block in section(
+        f"GEMM ladder: {md(ladder['title'])}", [
             paragraph("Each rung's rate (FLOP/s of 2 n^3 per call) and its fraction of cuBLAS's at that size, in "
                       "the ladder's order (docs/gemm-ladder.md says what each rung changes):"),
             *folded_long_tables([_rates(ladder)]),
             paragraph("What each rung's main kernel takes (the CUDA occupancy API), at the largest size it ran:"),
-            _launches(ladder)])
-    return blocks + failures_section(study, "GEMM ladder: skipped and failed entries")
+            _launches(ladder)])] + failures_section(study, "GEMM ladder: skipped and failed entries")
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
     """Per ladder, each rung's fraction of cuBLAS's rate: a group of bars per rung, a bar per size."""
     paths = []

@@ -129,7 +129,6 @@ def derive(entries):
             "idle_finding": idle_finding(chain_rows), "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {SYNC_EACH: "synchronised after each", STREAM: "back to back on a stream", GRAPH: "one CUDA graph",
               FUSED: "fused into one kernel"}
 LAUNCHED = {SYNC_EACH: "with a synchronisation after each kernel", STREAM: "launched back to back from a stream",
@@ -211,7 +210,6 @@ def sections(study, document):
             + failures_section(study, "Launch overhead: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 CHAIN_KERNELS = "kernels in the chain (n)"
 
 
@@ -234,7 +232,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 MOSTLY_IDLE = 0.5  # the host-synchronised chain's idle share from which gaps are "much of its time"
 
 
@@ -262,7 +259,6 @@ def idle_gaps(document):
                       f"GPU ran none of them: {shares}{graph}."}
 
 
-# --- the record -----------------------------------------------------------------------------------
 CLAIMS = (
     Claim("idle_gaps", "A GPU must never idle between kernels: a chain of small kernels spends much of its time in "
           "launch gaps, which CUDA graphs remove",

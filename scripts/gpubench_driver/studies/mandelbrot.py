@@ -1,7 +1,6 @@
-"""The mandelbrot study's plug-in (its findings, sections, plots and claim): per configuration (image,
-iteration limit, precision) the GPU against compiled C++ on one core and on all, the rates, the warp
-divergence, the pixels a contracted (FMA) kernel counts otherwise, and the guide's 885x beside the ratios
-measured at its configuration (docs/studies.md, mandelbrot)."""
+"""The mandelbrot study's plug-in: per configuration (image, iteration limit, precision) the GPU against C++
+on one core and on all, rates, warp divergence, the pixels a contracted (FMA) kernel counts otherwise, and
+the guide's 885x beside the ratios at its configuration (docs/studies.md, mandelbrot)."""
 import os
 import re
 import textwrap
@@ -125,7 +124,6 @@ def derive(entries, implementations=()):
             "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 CORES = {ONE_CORE: "one core", ALL_CORES: "all cores"}
 MODES = {RESIDENT: "kernel alone (counts left on the device)", COPY_BACK: "with the count image copied back"}
 
@@ -216,7 +214,6 @@ def sections(study, document):
             + failures_section(study, "Mandelbrot: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 COUNT_IMAGE = "mandelbrot_counts.pgm"  # written into the run's folder by the study binary (--artifacts-dir)
 # A binary PGM's header: P5, width, height and maxval, white space and comments between them, one white space after.
 _SPACE = rb"(?:\s|#[^\n]*(?=\n|\Z))"
@@ -302,7 +299,6 @@ def plots(pyplot, study, plot_dir):
     return paths + charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 def mandelbrot_guide(document):
     claim = derived_of(document, "mandelbrot").get("guide_claim")
     resident = ((claim or {}).get("ratios") or {}).get(RESIDENT) or {}
@@ -324,7 +320,6 @@ def mandelbrot_guide(document):
                       + (f", {ratio(interpreter)} this machine's compiled loop on one core." if interpreter else ".")}
 
 
-# --- the record -----------------------------------------------------------------------------------
 def pixel_rates(axes, counters, median_s):
     """Pixels per second from the image's width and height counters."""
     pixels = _pixels(counters)

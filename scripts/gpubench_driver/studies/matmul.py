@@ -72,7 +72,6 @@ def sections(study, document):
             + failed_entries_section(study) + _references(derived, document))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def _speedup_series(entries):
     """{("best GPU", mode): [(n, best CPU time / best GPU time of that mode)]} at the sizes both measured."""
     best_cpu = findings.best_by_size(findings.cpu_entries(entries))
@@ -104,7 +103,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 SMALL_MATRIX = 200
 
 
@@ -135,7 +133,6 @@ def small_matrix(document):
                       + "."}
 
 
-# --- headline figures -----------------------------------------------------------------------------
 MODE_NAMES = {"resident": "data resident", "transfer_pinned": "with pinned copies",
               "transfer_pageable": "with pageable copies"}
 
@@ -158,7 +155,6 @@ def crossover_figures(document):
     return found
 
 
-# --- the record -----------------------------------------------------------------------------------
 NUMPY_SIZES = (4096,)
 REFERENCES = {"numpy": Run("numpy", "reference_matmul.py", ("numpy", csv(NUMPY_SIZES)), gpu=False, sizes_at=1),
               "torch": Run("torch", "reference_matmul.py", ("torch", csv(TORCH_SIZES), "float32"), gpu=True,

@@ -1,7 +1,6 @@
-"""The mlp_training study's plug-in: SGD steps of the MLP 784 -> n -> n -> 10 (n its hidden width) on the GPU
-and the CPU, against an eager PyTorch step. Its findings, sections and plots are every batch study's
-(lib/batch_report.py), with the time per epoch; here are its headline figures (the fastest epoch on each
-device) and its claims on small models and on the batch size."""
+"""The mlp_training study's plug-in: SGD steps of the MLP 784 -> n -> n -> 10 (n its hidden width), GPU and
+CPU, against an eager PyTorch step. Findings, sections, plots: every batch study's (lib/batch_report.py);
+here: headline figures (the fastest epoch per device) and claims on small models and the batch size."""
 from gpubench_driver.lib import batch_report, figures, stats
 from gpubench_driver.lib.batch_study import BatchStudy
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
@@ -23,7 +22,6 @@ REFERENCES = {"torch_mlp": Run("torch", "reference_mlp.py", ("torch", csv(MLP_BA
 COMPARISONS = tuple(Comparison("mlp_training", "cublas_kernels", "resident", precision, "torch_mlp", "torch eager step",
                                {"dtype": dtype}, tuple((MLP_WIDTH, b) for b in MLP_BATCHES), MLP_TARGET)
                     for precision, dtype in MLP_DTYPES.items())
-# --- claims ---------------------------------------------------------------------------------------
 MNIST_FACTOR = 2.0
 
 
@@ -107,7 +105,6 @@ CLAIMS = (
 )
 
 
-# --- headline figures -----------------------------------------------------------------------------
 def _epoch_point(derived, samples, device, mode=None):
     """(epoch_s, interval, row, point) of the fastest epoch on a device (and mode), or None."""
     best = None

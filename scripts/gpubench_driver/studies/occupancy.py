@@ -1,7 +1,6 @@
-"""The occupancy study's plug-in (its findings, sections, plots and claim): each kernel's rate against its
-launch configuration (threads per block x blocks) as a fraction of its best, beside where the grid lands and
-each block size's theoretical occupancy, and the walk-through's 16 x 128 launch placed on that curve
-(docs/studies.md, occupancy)."""
+"""The occupancy study's plug-in: each kernel's rate against its launch configuration (threads per block x
+blocks) as a fraction of its best, where the grid lands, each block size's theoretical occupancy, and the
+walk-through's 16 x 128 launch on that curve (docs/studies.md, occupancy)."""
 import math
 
 from gpubench_driver.lib import charts
@@ -10,7 +9,7 @@ from gpubench_driver.lib.document import folded_long_tables, paragraph, section,
 from gpubench_driver.lib.findings import group_by, grouped_failures, interval_record, ok_entries, picked
 from gpubench_driver.lib.formatting import byte_size, gb_per_s, md, percent, percent_interval, rate, whole
 from gpubench_driver.lib.registry import Study, flop_rates
-from gpubench_driver.lib.sections import failures_section
+from gpubench_driver.lib.sections import failures_section, table_section
 from gpubench_driver.lib.stats import finite, interval_side, time_ratio_interval
 
 # The walk-through's launch and its claim (the binary's --describe "walkthrough" says the same).
@@ -133,7 +132,6 @@ def derive(study):
             "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 AGAINST = {"below": "below a tenth beyond the interval", "above": "above a tenth beyond the interval",
            "within noise": "within the interval of a tenth"}
 
@@ -153,26 +151,24 @@ def _share_text(part, whole, what):
 
 
 def _walkthrough(derived):
-    rows = derived.get("walkthrough") or []
     launch = derived["walkthrough_launch"]
-    title = "Occupancy: the walk-through's launch of 16 blocks of 128 threads"
-    if not rows:
-        return section(title, [paragraph(f"Not measured: no kernel ran at {launch['blocks']} blocks of "
-                                         f"{launch['threads_per_block']} threads.")])
-    body = [[md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
-             f"{_launch(row['best'])} ({_rate_text(row['best'])})",
-             _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
-             _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
-             AGAINST[row["against_claim"]]] for row in rows]
-    return section(title, [table(["kernel", "rate at 16 x 128, of the best measured (interval)",
-                                  "best launch measured: blocks x threads (rate)", "busy multiprocessors",
-                                  "resident warps", "against the claimed tenth"], body), paragraph(
+    return table_section("Occupancy: the walk-through's launch of 16 blocks of 128 threads", [
+        "kernel", "rate at 16 x 128, of the best measured (interval)",
+        "best launch measured: blocks x threads (rate)", "busy multiprocessors", "resident warps",
+        "against the claimed tenth"], derived.get("walkthrough") or [],
+        lambda row: [md(row["impl"]), percent_interval(row["fraction_of_best"], row["fraction_interval"]),
+                     f"{_launch(row['best'])} ({_rate_text(row['best'])})",
+                     _share_text(row["busy_multiprocessors"], row["multiprocessors"], "multiprocessors"),
+                     _share_text(row["resident_warps"], row["max_resident_warps"], "warps"),
+                     AGAINST[row["against_claim"]]], paragraph(
         f"The claim: such a launch of the naive SGEMM uses less than a tenth of a big GPU. Its measured fraction: the "
         f"kernel's device time at the best launch configuration this run measured over its time at "
         f"{launch['blocks']} x {launch['threads_per_block']} (both the same grid-stride work, so the inverse ratio "
         "of their rates); the interval from both times' intervals. A run that measured few configurations may miss "
         "the best, which makes the fraction an upper bound. Busy multiprocessors: min(blocks, multiprocessors); "
-        "resident warps: the grid's first wave, against every multiprocessor's maximum.")])
+        "resident warps: the grid's first wave, against every multiprocessor's maximum."),
+        empty=f"Not measured: no kernel ran at {launch['blocks']} blocks of "
+              f"{launch['threads_per_block']} threads.")
 
 
 def _launch_grid(kernel):
@@ -203,19 +199,16 @@ def _block_sizes(kernel):
 
 
 def _kernels(derived):
-    blocks = []
-    for kernel in derived.get("kernels") or []:
-        best = kernel["best"]
-        blocks += section(f"Occupancy: {md(kernel['impl'])}", [
-            paragraph(f"Best launch measured: {_launch(best)} (blocks x threads per block), {_rate_text(best)}. Each "
-                      "launch configuration's rate as a share of it:"),
+    return [block for kernel in derived.get("kernels") or [] for block in section(
+        f"Occupancy: {md(kernel['impl'])}", [
+            paragraph(f"Best launch measured: {_launch(kernel['best'])} (blocks x threads per block), "
+                      f"{_rate_text(kernel['best'])}. Each launch configuration's rate as a share of it:"),
             *folded_long_tables([_grid(kernel)]),
-            paragraph("Per block size: the kernel's resources and theoretical occupancy (the occupancy API: resident "
-                      "warps over the multiprocessor's maximum, and the resources that stop it there), beside the best "
-                      f"rate it reached and the fewest blocks from which it stays at {derived['plateau_fraction']:.0%} "
-                      "of that rate (none: it falls again at the largest grids):"),
-            _block_sizes(kernel)])
-    return blocks
+            paragraph("Per block size: the kernel's resources and theoretical occupancy (the occupancy API: "
+                      "resident warps over the multiprocessor's maximum, and the resources that stop it there), "
+                      "beside the best rate it reached and the fewest blocks from which it stays at "
+                      f"{derived['plateau_fraction']:.0%} of that rate (none: it falls again at the largest grids):"),
+            _block_sizes(kernel)])]
 
 
 def sections(study, document):
@@ -224,7 +217,6 @@ def sections(study, document):
             + failures_section(study, "Occupancy: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 RESIDENT_WARPS = "warps resident at once (the grid's first wave, all multiprocessors)"
 
 
@@ -272,7 +264,6 @@ def plots(pyplot, study, plot_dir):
     return paths + charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 def walkthrough_launch(document):
     launch = WALKTHROUGH
     row = next((row for row in derived_of(document, "occupancy").get("walkthrough") or []
@@ -295,7 +286,6 @@ def walkthrough_launch(document):
                       f"best launch measured ({best['blocks']} blocks of {best['threads_per_block']} threads){busy}."}
 
 
-# --- the record -----------------------------------------------------------------------------------
 CLAIMS = (
     Claim("walkthrough_launch", "An SGEMM launched as 16 blocks of 128 threads uses less than a tenth of a big GPU",
           "a well-known profiling walk-through of a naive SGEMM kernel", walkthrough_launch, studies=("occupancy",),

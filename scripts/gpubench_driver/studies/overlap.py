@@ -62,7 +62,6 @@ def derive(entries):
     return {"pipelines": rows, "best": best_rows(rows), "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 HEADER = ("workload", "host memory", "n", "serial", "best pipeline", "ties within noise", "time saved", "ideal",
           "fraction of the ideal")
 
@@ -97,7 +96,6 @@ def sections(study, document):
             + failures_section(study, "Overlap: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
     """Per workload, host memory and n: each schedule's time over the chunks, the serial run and the ideal."""
     study_charts = []
@@ -115,7 +113,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the record -----------------------------------------------------------------------------------
 # Its entries are whole pipelined runs: no rate on the progress line.
 STUDY = Study(name="overlap", batch_axis=True, derive=lambda study, document, rounds: derive(study["entries"]),
               summary=sections, plots=plots, rates=no_rates,

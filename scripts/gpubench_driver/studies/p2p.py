@@ -1,7 +1,6 @@
-"""The p2p study's plug-in: per route (an ordered GPU pair, host to GPU, GPU to host), engine and direction, the
-latency of its smallest copy, the bandwidth of its largest and that over the link's rate from NVML, and their
-matrices over the ends for the heat maps (docs/studies.md, p2p). Axes: impl = engine, mode = direction,
-precision = route ("<source>-<destination>", each "host" or "gpu<index>"), n = bytes per copy."""
+"""The p2p study's plug-in: per route (GPU pair, host to GPU, GPU to host), engine and direction, the smallest
+copy's latency, the largest's bandwidth and its share of NVML's link rate, with heat maps (docs/studies.md).
+Axes: impl = engine, mode = direction, precision = route ("gpu0-gpu1", "host-gpu3"), n = bytes per copy."""
 import math
 
 from gpubench_driver.lib import charts
@@ -79,7 +78,6 @@ def derive(study):
             "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 def _gpu_item(gpu):
     if gpu.get("unavailable_reason"):
         return f"{md(gpu['gpu'])}: NVML gave no links ({md(gpu['unavailable_reason'])})"
@@ -123,7 +121,6 @@ def sections(study, document):
             + failures_section(study, "P2P: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def _route_heat_map(pyplot, path, matrix, key, label, scale):
     """One grid of a p2p matrix: source ends down, destination across, blank where not measured."""
     ends = matrix["ends"]

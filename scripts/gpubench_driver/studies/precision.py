@@ -94,7 +94,6 @@ def derive(entries, precisions=None):
             "cpu_notes": cpu_notes(entries, precisions), "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 TABLE_HEADER = ("precision", "impl", "mode", "median time", "rate", "speedup over FP32", "rel. error (uniform)",
                 "rel. error (normal)", "tolerance")
 
@@ -181,7 +180,6 @@ def sections(study, document):
             + _references(derived, document))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def pareto_points(rows):
     """Per GPU implementation and precision, resident: the largest size with speedup and error."""
     groups = group_by((row for row in rows if row["mode"] == "resident" and charts.placeable(row["speedup_over_fp32"])
@@ -226,7 +224,6 @@ def plots(pyplot, study, plot_dir):
         charts.cpu_keys(series), ylabel="FLOP/s (int8: operations/s)", value=lambda entry: entry.get("flop_per_s")))
 
 
-# --- claims ---------------------------------------------------------------------------------------
 TENSOR_FACTOR = 8.0
 
 
@@ -243,7 +240,6 @@ def tensor_cores(document):
             "answer": f"cuBLAS GEMM against cuBLAS FP32 at the same size, data resident: {found}."}
 
 
-# --- the record -----------------------------------------------------------------------------------
 # The study's precision -> (the reference, its dtype): every format PyTorch has a GEMM of, FP32 with them so
 # that the study's own FP32 entry is checked at its sizes (the matmul suite stops at 4096).
 PRECISION_DTYPES = {"fp32": ("torch", "float32"), "tf32": ("torch", "tf32"), "fp16": ("torch", "float16"),

@@ -1,7 +1,6 @@
-"""The primitives study's plug-in: elements per second and effective bandwidth (the binary's memory traffic
-counters over the median time) of every primitive, library and mode; where the GPU beats the CPU; what Thrust's
-temporary storage and synchronisation cost; reduce against the memory bandwidth; the sort of 2^28 keys
-(docs/studies.md, primitives). Axes: impl = primitive, precision = library, n = elements."""
+"""The primitives study's plug-in: elements per second and effective bandwidth of each primitive, library and
+mode; where the GPU beats the CPU; Thrust's temporary storage and synchronisation; reduce against memory
+bandwidth; sorting 2^28 keys (docs/studies.md). Axes: impl = primitive, precision = library, n = elements."""
 import textwrap
 
 from gpubench_driver.lib import charts
@@ -40,7 +39,6 @@ def _by_library(entries):
     return [{**entry, "impl": entry["precision"]} for entry in entries]
 
 
-# --- curves ---------------------------------------------------------------------------------------
 def _point(entry):
     median = entry["time_s"]["median"]
     moved = memory_traffic(entry)
@@ -71,7 +69,6 @@ def crossovers(entries):
     return found
 
 
-# --- temporary storage and synchronisation --------------------------------------------------------
 def _counter(entry, name):
     return finite((entry or {}).get(name))
 
@@ -112,7 +109,6 @@ def storage_costs(entries):
     return rows
 
 
-# --- reduce against the memory bandwidth ----------------------------------------------------------
 def memory_bandwidth(document):
     """(what reduce is held against, None), or (None, why not): stream's copy, else the memory roof."""
     stream = ((document["studies"].get("stream") or {}).get("derived") or {}).get("device_memory") or []
@@ -151,7 +147,6 @@ def reduce_bandwidth(entries, document):
             "target": REDUCE_TARGET, "target_text": REDUCE_TARGET_TEXT}
 
 
-# --- the sort of 2^28 keys ------------------------------------------------------------------------
 def sort_target(entries):
     """The sort of SORT_TARGET_N keys: the fastest GPU library per mode against the parallel CPU sort."""
     mine = [entry for entry in _primitive_entries(entries, SORT_TARGET_PRIMITIVE) if entry["n"] == SORT_TARGET_N]
@@ -190,7 +185,6 @@ def derive_across(study, document):
     return {"reduce_bandwidth": reduce_bandwidth(study["entries"], document)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 MODE_NAMES = {"resident": "resident", "transfer_pinned": "pinned copies", "host": "CPU"}
 
 
@@ -337,7 +331,6 @@ def sections(study, document):
             + failures_section(study, "Primitives: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 PRIMITIVE_ELEMENTS = "elements per call (n)"
 
 

@@ -58,7 +58,6 @@ def derive(entries):
     return {"series": series(entries), "follows": FOLLOWS, "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 CLAIM = "flops_rarely_limit"  # claims.py's key of the verdict this study's roofs decide
 
 
@@ -103,7 +102,6 @@ def sections(study, document):
             + failures_section(study, "Roofline sweep: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 INTENSITY = "arithmetic intensity (FLOP per byte: k FMAs per element over its bytes read and written)"
 
 

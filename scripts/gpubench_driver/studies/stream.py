@@ -1,7 +1,6 @@
-"""The stream study's plug-in: the bandwidth of every operation, kernel, mode and precision against its working
-set; device memory (HBM) past the L2 against the theoretical peak, the L2 plateau, host DRAM, where each cache
-level ends, Thrust against our kernels, the copies' cost (docs/studies.md, stream); and the run's memory roof.
-Axes: impl = <operation>_<kernel> (both from --describe, never parsed from the name), n = elements per array."""
+"""The stream study's plug-in: bandwidth of each operation, kernel, mode and precision against its working
+set; HBM against the theoretical peak, the L2 plateau, host DRAM, cache edges, Thrust against ours, the copies
+and the run's memory roof (docs/studies.md). impl = <operation>_<kernel> per --describe; n = elements."""
 import math
 
 from gpubench_driver.lib import charts, check_figures
@@ -43,7 +42,6 @@ def theoretical_peak(gpu, rules):
         "rule": rules.get("peak_rule")}
 
 
-# --- curves ---------------------------------------------------------------------------------------
 def _point(entry):
     moved, median = memory_traffic(entry), entry["time_s"]["median"]
     cold = positive((entry.get("cold_l2_s") or {}).get("median"))
@@ -83,7 +81,6 @@ def _beyond(capacity, rows):
     return lambda point: point["n"] == largest
 
 
-# --- device memory --------------------------------------------------------------------------------
 def device_memory(rows, l2_bytes, peak):
     """Per operation and kernel, the fastest resident GPU point past the L2 (HBM) and in it; the best HBM."""
     resident = [row for row in rows if row["device"] == "gpu" and row["mode"] == RESIDENT]
@@ -119,7 +116,6 @@ def host_memory(rows, host):
     return per_operation, _fastest(row["dram"] for row in per_operation if row["dram"])
 
 
-# --- where each cache level ends ------------------------------------------------------------------
 def _capacity_name(bytes_, capacities):
     """The cache whose capacity lies within a factor of 2 of an edge, or None."""
     near = [(abs(math.log2(bytes_ / size)), name) for name, size in capacities.items() if size]
@@ -146,7 +142,6 @@ def cache_edges(rows, l2_bytes, host):
     return found
 
 
-# --- kernels and modes against each other ---------------------------------------------------------
 def _at_largest(row, other):
     """(point of row, point of other) at the largest n both measured, or None."""
     theirs = {point["n"]: point for point in other["points"]}
@@ -207,7 +202,6 @@ def derive(study):
             "failures": grouped_failures(study["entries"])}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 def _peak_items(derived):
     peak = derived.get("theoretical")
     if peak:
@@ -318,7 +312,6 @@ def sections(study, document):
             + failures_section(study, "Stream: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 WORKING_SET = "working set (bytes one call reads and writes, STREAM's count)"
 
 
@@ -343,7 +336,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- the memory roof ------------------------------------------------------------------------------
 RULE = ("the stream study's fastest resident kernel past the L2 cache (working set at least {beyond} x its "
         "size): STREAM's bytes (each array the operation reads or writes, once) per second")
 THEORETICAL_MEMORY = "theoretical (NVML: max memory clock x bus width x 2 / 8)"
@@ -356,8 +348,7 @@ def memory_bandwidth(study):
     best = derived.get("hbm")
     if not best:
         return None, None
-    return {"study": "stream", "impl": best["impl"], "mode": best["mode"], "precision": best["precision"],
-            "n": best["n"], "median_s": best["median_s"], "bytes_per_s": best["bytes_per_s"],
+    return {"study": "stream", **picked(best, "impl", "mode", "precision", "n", "median_s", "bytes_per_s"),
             "bytes_per_call": best["working_set_bytes"], "operation": best["operation"], "kernel": best["kernel"],
             "fraction_of_theoretical": best.get("fraction_of_peak"),
             "theoretical_bytes_per_s": (derived.get("theoretical") or {}).get("bytes_per_s"),

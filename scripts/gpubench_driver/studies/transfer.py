@@ -1,7 +1,6 @@
-"""The transfer study's plug-in: host-device and device-device copies by every engine and host memory kind,
-their bandwidth curves, plateaus, memory kinds against each other and the link's rate (docs/studies.md,
-transfer); its claim (pinned memory), headline figures (the link's copies) and, where the run has no stream
-study, the memory roof. Axes: impl = engine, mode = host memory, precision = direction, n = bytes per copy."""
+"""The transfer study's plug-in: host-device and device copies by engine and host memory: curves, plateaus,
+memory kinds against each other, the link's rate (docs/studies.md, transfer); its claim, headline figures and
+fallback memory roof. Axes: impl = engine, mode = host memory, precision = direction, n = bytes per copy."""
 import math
 
 from gpubench_driver.lib import charts, stats
@@ -9,7 +8,8 @@ from gpubench_driver.lib.check_figures import entries_at, of_entry
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED, derived_of
 from gpubench_driver.lib.document import bullets, paragraph, section, table
 from gpubench_driver.lib.figures import LATENCY, THROUGHPUT, between_runs, entry_of, figure, inverse, where_text
-from gpubench_driver.lib.findings import curve_rows, group_by, grouped_failures, interval_record, ok_entries, positive
+from gpubench_driver.lib.findings import (curve_rows, group_by, grouped_failures, interval_record, ok_entries, picked,
+                                          positive)
 from gpubench_driver.lib.formatting import byte_size, gib_per_s, md, percent, ratio, seconds
 from gpubench_driver.lib.registry import CheckPoint, Comparison, GIB, MemoryRoof, Run, Study, copy_rates
 from gpubench_driver.lib.sections import (STEADY_STATE, compared, failures_section, noise_note, reference_section,
@@ -94,8 +94,7 @@ def link_rate(gpu):
 
 def link_use(rows, link):
     """Each copy-engine and zero-copy curve across the link: its plateau over the link's rate."""
-    return [{"impl": row["impl"], "mode": row["mode"], "direction": row["direction"],
-             "plateau_bytes_per_s": row["plateau_bytes_per_s"],
+    return [{**picked(row, "impl", "mode", "direction", "plateau_bytes_per_s"),
              "fraction_of_link": row["plateau_bytes_per_s"] / link["bytes_per_s"]}
             for row in rows if link and row["direction"] in LINK_DIRECTIONS]
 
@@ -116,7 +115,6 @@ def derive(entries, gpu=None):
             "plateau_fraction": PLATEAU_FRACTION, "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 def _link(derived, document):
     gpus = document["machine"].get("gpus") or [{}]
     numa = gpus[0].get("numa_node")
@@ -194,7 +192,6 @@ def sections(study, document):
             + failures_section(study, "Transfer: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 def plots(pyplot, study, plot_dir):
     """One chart per direction: GiB/s over the bytes per copy, with the link's theoretical rate."""
     derived = study["derived"]
@@ -214,7 +211,6 @@ def plots(pyplot, study, plot_dir):
     return charts.draw(pyplot, study_charts)
 
 
-# --- claims ---------------------------------------------------------------------------------------
 def pinned_memory(document):
     transfer = next((row for row in derived_of(document, "transfer").get("pinned_over_pageable") or []
                      if row["direction"] == "h2d"), None)
@@ -238,7 +234,6 @@ def pinned_memory(document):
                       + ("" if pageable["saved_beyond_noise"] else " (within the noise)") + "."}
 
 
-# --- the memory roof, where the run has no stream study -------------------------------------------
 D2D = "d2d"  # the direction of a device-to-device copy (impl copy_engine, mode device)
 RULE = ("device memory traffic = 2 x the bytes copied per second by the fastest device-to-device copy at "
         "the largest size the transfer study measured: a copy of B bytes reads B and writes B bytes")
@@ -275,7 +270,7 @@ MEMORY_ROOF = MemoryRoof(
         "B/s", "higher", THROUGHPUT, where_text(found), reference,
         between_runs=between_runs(entry, found["bytes_per_s"])),
     caption=lambda bandwidth: CAPTION, summary=memory_summary)
-# --- headline figures -----------------------------------------------------------------------------
+
 
 def link_figures(document):
     """Host-device copies by the copy engines at the largest size, pinned and pageable, per direction."""
@@ -301,14 +296,11 @@ def link_figures(document):
 
 def check_figures(study, document, sheet):
     """The headline's pinned copies each way (link_figures), read from the check's entries."""
-    found = []
-    for entry in entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES):
-        found += [of_entry(row, entry) for row in link_figures(document)
-                  if row["key"] == f"link/{entry['precision']}/pinned"]
-    return found
+    copies = entries_at(study, impl="copy_engine", mode="pinned", n=CHECK_BYTES)
+    return [of_entry(row, entry) for entry in copies for row in link_figures(document)
+            if row["key"] == f"link/{entry['precision']}/pinned"]
 
 
-# --- the record -----------------------------------------------------------------------------------
 CHECK_BYTES = 256 << 20  # gpubench check's copies
 TRANSFER_BYTES = 64 << 20  # 64 MiB, the largest copy of the default suite (past the L2 of 50-60 MB)
 # (host memory, direction) of the transfer study -> what its torch counterpart is held to.

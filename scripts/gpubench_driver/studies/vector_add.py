@@ -1,7 +1,6 @@
-"""The vector_add study's plug-in: C = A + B in FP32, the best CPU against the GPU with the data resident and with
-its copies in every call, what the copies cost against the CPU's whole computation, and the study's expected
-finding (docs/studies.md, vector_add). The copies' cost at a size: the transfer entry's time less its
-implementation's resident time there."""
+"""The vector_add study's plug-in: C = A + B in FP32, the best CPU against the GPU with the data resident and
+with copies each call, the copies' cost (transfer time less resident time) against the CPU's whole
+computation, and the study's expected finding (docs/studies.md, vector_add)."""
 import functools
 
 from gpubench_driver.lib import charts
@@ -82,7 +81,6 @@ def derive(entries):
             "expected_finding": expected_finding(rows), "failures": grouped_failures(entries)}
 
 
-# --- summary.md -----------------------------------------------------------------------------------
 MODES = (RESIDENT, *TRANSFER_MODES)
 MODE_NAMES = {RESIDENT: "data resident", "transfer_pinned": "pinned copies", "transfer_pageable": "pageable copies"}
 
@@ -149,7 +147,6 @@ def sections(study, document):
             + failures_section(study, "Vector add: skipped and failed entries"))
 
 
-# --- plots ----------------------------------------------------------------------------------------
 ELEMENTS = "elements per vector (n; 12 bytes each across A, B and C)"
 
 
@@ -178,7 +175,6 @@ def plots(pyplot, study, plot_dir):
         ylabel="copies / best CPU time (x; above 1: the copies cost more)", mark=charts.parity))
 
 
-# --- claims ---------------------------------------------------------------------------------------
 def vector_add_copies(document):
     found = derived_of(document, "vector_add").get("expected_finding")
     if not found or not found["copies"]:
@@ -198,7 +194,6 @@ def vector_add_copies(document):
                       + "."}
 
 
-# --- the record -----------------------------------------------------------------------------------
 CLAIMS = (
     Claim("vector_add_copies", "For a memory-bound operation such as vector add, copying the data to the GPU costs "
           "more than the CPU's whole computation: the GPU pays off only when the data stays resident",
