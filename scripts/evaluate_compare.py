@@ -7,6 +7,13 @@ trials' medians times 1.05, 1.10, 1.20) for every entry of the kind at once, or 
 commands/compare.py calls them), with a noise model fitted, pair by pair, on every run but the two
 compared (leave one pair out); families per study, a digest not saying which entries are headline.
 
+Then, per pair and kind, why a +10% change of every entry of the kind goes unflagged: the share flagged as compare
+flags it; as each entry's own test would flag it without its family's control (its interval beyond the band);
+with as many more trials of each side as bring the side with fewer to MOST_TRIALS (20), the model's variance of
+its median then, between-run parts as they are (what more trials of each run cannot shrink); and were the band 0
+(its interval above 1); with the median share of the comparison's variance that is between runs. The columns are
+what each cause costs, not a proposal.
+
 Run from the repository root: /usr/bin/python3 scripts/evaluate_compare.py [--no-entry-history]
 """
 import argparse
@@ -128,6 +135,31 @@ def evaluate(method, kinds, widths, isolated_sample):
     return rows
 
 
+def why_rows(label, method, kinds):
+    """Per kind: what a +10% change of every entry of the kind meets (the module's docstring)."""
+    rows = []
+    for kind_name in noise_model.KINDS:
+        indices = [i for i, k in enumerate(kinds) if k == kind_name]
+        if not indices:
+            continue
+        slowed = method.verdicts({i: 1.10 for i in indices})
+        alone, most_trials, no_band, shares = [], [], [], []
+        for i in indices:
+            c = method.comparison(i, 1.10)
+            kind_model, history, logs_a, logs_b = c.plan
+            bound = math.log1p(c.band)
+            alone.append(math.log(c.low) >= bound)
+            no_band.append(c.low > 1)
+            more = noise_verdicts.MOST_TRIALS - min(len(logs_a), len(logs_b))
+            sd, df, _ = noise_verdicts._spread(kind_model, history, logs_a, logs_b, more)
+            half = noise_verdicts._quantile(0.5 + noise_verdicts.CONFIDENCE / 2, df) * sd
+            most_trials.append(math.log(c.ratio) - half >= bound)
+            shares.append(c.between_share)
+        rows.append(f"| {label} | {kind_name} | {len(indices)} | {share([slowed[i] == 'slower' for i in indices])} | "
+                    f"{share(alone)} | {share(most_trials)} | {share(no_band)} | {statistics.median(shares):.0%} |")
+    return rows
+
+
 def tail_rows(label, entries, kinds, widths):
     """Per kind: the median and 95th percentile of |B/A - 1| over the pair's entries, and the entries
     beyond that percentile by study and protocol, with how many of them the model already knows as
@@ -163,7 +195,7 @@ def main(argv):
     print(f"A/A runs: {len(runs)} from {AA}")
     print("| pair | kind | " + " | ".join(columns) + " |")
     print("|" + "---|" * (len(columns) + 2))
-    tails = []
+    tails, whys = [], []
     for label, first, second, note in pairs_to_evaluate(runs):
         others = [run for run in runs if run["id"] not in (first["id"], second["id"])]
         document = noise_model.fit(others)
@@ -178,12 +210,19 @@ def main(argv):
             print(f"| {label}{' (' + note + ')' if note else ''} | {group} | "
                   + " | ".join(str(row[column]) for column in columns) + " |", flush=True)
         tails += tail_rows(label, entries, kinds, widths)
+        whys += why_rows(label, Method(model, entries), kinds)
     print("\nThe A/A tail: per kind, the median and 95th percentile of |B/A - 1|, the entries beyond the 95th "
           "percentile by study (protocol), and how many of them have an own sigma_w of 2% or more in the model "
           "fitted without the pair")
     print("| pair | kind | entries | median | 95th percentile | beyond it | own sigma_w >= 2% |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(tails))
+    print("\nWhy a +10% change of every entry of a kind goes unflagged: the share flagged as compare flags it, by each "
+          "entry's own test without its family's control, were each side measured in 20 trials, were the band 0, and "
+          "the median share of the variance between runs")
+    print("| pair | kind | entries | flagged | own test | 20 trials a side | no band | between-run share |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(whys))
     return 0
 
 

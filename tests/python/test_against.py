@@ -101,6 +101,26 @@ class SequentialRuleTest(unittest.TestCase):
         self.assertEqual(sequential.look(spread, math.log1p(BAND), sequential.MOST_TRIALS, BAND).state,
                          sequential.HOPELESS)
 
+    def test_what_no_trial_of_this_run_shrinks_is_As_median_and_the_runs_parts(self):
+        """Trials are processes: the model's sigma_w is the process-to-process noise, and more trials of this run
+        average it. What they cannot average is A's median (sigma_w^2 v(n_A)) and both runs' between-run parts
+        (ratio sigma_w^2 each). With sigma_w 4% and no between-run part, a 10% change cannot be called slower at the
+        5% band by the most trials of this run against A of three trials (A's median alone: sd 2.7%), and is
+        against A of 20."""
+        sd = 0.12
+        for ratio in (0.0, 0.05):
+            spread = sequential.variances(known(sd, ratio), None, [0.0] * 3, [0.0] * 2)
+            self.assertAlmostEqual(spread.fixed, sd ** 2 * (noise_model.median_variance(3) + 2 * ratio))
+            self.assertAlmostEqual(spread.per_trial, sd ** 2)
+        change = math.log(1.1)
+        against_three = sequential.variances(known(0.04), None, [0.0] * 3, [0.0] * 2)
+        self.assertAlmostEqual(math.sqrt(against_three.fixed), 0.0268, places=3)
+        self.assertNotEqual(sequential.look(against_three, change, sequential.MOST_TRIALS, BAND).state,
+                            noise_verdicts.SLOWER)
+        against_twenty = sequential.variances(known(0.04), None, [0.0] * 20, [0.0] * 2)
+        self.assertEqual(sequential.look(against_twenty, change, sequential.MOST_TRIALS, BAND).state,
+                         noise_verdicts.SLOWER)
+
     def test_the_budget_limits_what_may_be_decided(self):
         """An entry that 4 trials decide is unclear while the budget allows them, hopeless where it allows none."""
         spread = sequential.variances(known(0.02), (0.02, 1000), [0.0] * 3, [0.0] * 2)

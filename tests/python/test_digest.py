@@ -168,6 +168,16 @@ class VersionTest(unittest.TestCase):
                 with self.subTest(name=name):
                     self.assertTrue(digest.runs_in(os.path.join(folder, name)))
 
+    def test_the_committed_digests_carry_each_entrys_mode(self):
+        """The noise model tells host-paced entries by their memory mode: every A/A digest it is fitted on has it."""
+        folder = os.path.join(support.SOURCE_DIR, "results", "aa")
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".json.gz"):
+                with self.subTest(name=name):
+                    document = digest.load(os.path.join(folder, name))
+                    self.assertEqual(document["schema_version"], digest.SCHEMA_VERSION)
+                    self.assertTrue(any(entry.get("mode") for run in document["runs"] for entry in run["entries"]))
+
 
 class DamagedDigestTest(unittest.TestCase):
     def refused(self, change, field):
