@@ -42,9 +42,7 @@ def type_names(types):
 
 def expect_fields(record, fields, path):
     """`record` is null or an object whose named fields (when present) have their types."""
-    expect_type(record, (dict, type(None)), path)
-    for key, types in fields.items():
-        expect_type((record or {}).get(key), types, f"{path}.{key}")
+    check(record, Record(fields), path)
 
 
 # --- a schema: a type (or a tuple of them), a Record, Items, All, Optional, or a check(value, path) ---------
