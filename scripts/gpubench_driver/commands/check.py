@@ -1,7 +1,6 @@
-"""The 'check' command: is each GPU of this machine (and the links between them) healthy? Each headline
-figure measured once at its plateau point (stages/check_measure), judged against its model's expected range
-or the datasheet fraction healthy GPUs reached (stages/check_verdicts), written as check.json and one screen
-(stages/check_render). Several GPUs: a sub-check per GPU at once, then the figures between them in <out>/node/."""
+"""The 'check' command: is each GPU of this machine (and the links between them) healthy? Each headline figure
+measured at its plateau (stages/check_measure), judged (stages/check_verdicts), written (stages/check_render).
+Several GPUs: a sub-check per GPU at once, then the figures between them in <out>/node/."""
 import os
 import sys
 import time
@@ -53,8 +52,7 @@ def options_of(args):
 
 
 def selected_gpus(selection):
-    """The GPUs to check: a sub-check's own, else the selection of those nvidia-smi lists ([] where it lists
-    none); a selection naming a GPU it does not list is a usage error."""
+    """A sub-check's own GPU, else the selection of those nvidia-smi lists ([] where it lists none)."""
     listed = gpus.node_gpus()
     own = os.environ.get(gpus.SUB_RUN_VARIABLE)
     if own is not None:
@@ -112,8 +110,8 @@ def _check_in(out_dir, options, selection, argv, ranges):
 
 
 def measure_part(options, argv, out_dir, gpus_seen, model, models):
-    """(the judged figures of one GPU's check points (gpus_seen 1) or of the GPUs together, the document they came
-    from or None); model: their model's key in the ranges file."""
+    """(judged figures of one GPU's check points (gpus_seen 1) or the GPUs together, their document or
+    None)."""
     plans, missing = check_measure.plan(options, gpus_seen)
     if not plans:
         return missing, None
@@ -130,8 +128,7 @@ def measure_part(options, argv, out_dir, gpus_seen, model, models):
 
 
 def check_one(gpu, options, argv, out_dir, models):
-    """One GPU's part of check.json, measured here with that GPU alone visible (its model key says how many GPUs
-    were checked at once)."""
+    """One GPU's part of check.json, measured with that GPU alone visible."""
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu.uuid  # the binaries and nvidia-smi's records: this GPU's
     together = int(os.environ.get(TOGETHER_VARIABLE, "1"))
     model = check_verdicts.model_key(gpu.name, together)
@@ -161,8 +158,7 @@ def check_gpus(chosen, options, out_dir, ranges):
 
 
 def sub_check_part(gpu, folder, returncode):
-    """A GPU's part as its sub-check wrote it (its results path relative to the parent's folder), else one whose
-    figures say it was not measured."""
+    """A GPU's part as its sub-check wrote it, else one whose figures say it was not measured."""
     try:
         part = check_results.load(os.path.join(folder, check_results.FILE))["gpus"][0]
     except (check_results.CheckFileError, IndexError) as error:
@@ -173,8 +169,7 @@ def sub_check_part(gpu, folder, returncode):
 
 
 def check_node(chosen, options, argv, out_dir, models):
-    """The figures between the GPUs (check points that need two), with every chosen GPU visible; their model is the
-    node's, "<GPU model> x<GPUs>"."""
+    """The figures between the GPUs, every chosen GPU visible; their model: "<GPU model> x<GPUs>"."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpu.uuid for gpu in chosen)
     name = node_model(chosen)
     folder = outputs.subfolder(os.path.dirname(out_dir), os.path.basename(out_dir))

@@ -1,7 +1,6 @@
-"""The 'fleet' command: many nodes' `check --gpus all` or `run --gpus all` folders set side by side (stages/fleet):
-per node and GPU the figures below the fleet's median of their GPU model beyond noise, the peer links below the
-median fraction of their link's rate, and the nodes to drain. Writes fleet.md, fleet.html and fleet.json; exit
-status 0 healthy, 1 a node to drain, 2 could not judge (a node unreadable, too few GPUs of a model, no noise model)."""
+"""The 'fleet' command: nodes' check or run --gpus all folders side by side (stages/fleet), the nodes to
+drain. Writes fleet.md, fleet.html and fleet.json; exit status 0 healthy, 1 a node to drain, 2 could not
+judge."""
 import os
 import sys
 

@@ -1,7 +1,6 @@
-"""The 'rank' command: machines side by side on their headline figures (stages/headline.py), absolute and per
-dollar; in each column a run's rank is 1 plus the runs better than it beyond noise, judged by the noise model as
-compare judges an entry. Writes rank.md, rank.html and rank.json.
-"""
+"""The 'rank' command: machines side by side on their headline figures, absolute and per dollar; a run's rank
+is 1 plus the runs better than it beyond noise (the noise model, as compare judges). Writes
+rank.md/.html/.json."""
 import math
 from itertools import combinations
 
@@ -77,8 +76,8 @@ def _side(figure):
 
 
 def comparison(model, first, second):
-    """The noise model's Comparison of two runs' figures (second over first), as compare compares their entry:
-    the first's kind at the two median times' geometric mean (else the widest kind); no entry's A/A history."""
+    """The Comparison of two runs' figures (second over first), its kind at their median times' geometric
+    mean."""
     noise = [figure.get("between_runs") or {} for figure in (first, second)]
     times = [found.get("median_s") for found in noise]
     known = noise[0].get("protocol") is not None and all(times)
@@ -89,8 +88,8 @@ def comparison(model, first, second):
 
 
 def _apart(first, second):
-    """Whether two figures' own intervals leave them apart: always for a time's figure, whose noise the model knows;
-    for energy (its window's own uncertainty) only where the intervals do not overlap or either has none."""
+    """Always for a time's figure; for energy (its own uncertainty) only where the intervals do not
+    overlap."""
     bounds = [figure.get(bound) for figure in (first, second) for bound in ("low", "high")]
     if first.get("timed_as") != figures.ENERGY or None in bounds:
         return True
@@ -98,8 +97,7 @@ def _apart(first, second):
 
 
 def ranks(figures, better, model):
-    """{row: rank} of the rows holding a figure: 1 plus the rows whose figure is better beyond noise (the column's
-    pairs one family, and _apart); {} where no direction is better or fewer than two rows hold a figure."""
+    """{row: rank}: 1 plus the rows better beyond noise; {} without a better direction or two figures."""
     held = {row: figure for row, figure in enumerate(figures) if figure is not None and (figure.get("value") or 0) > 0}
     if better not in ("higher", "lower") or len(held) < 2:
         return {}

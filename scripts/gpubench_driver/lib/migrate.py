@@ -17,8 +17,7 @@ def journal_axis_fields(line, axis_names):
 
 
 def axis_fields_of_name(name, axis_names):
-    """The axis fields of a layout-1 entry name, its axes named by axis_names (a slot named None left out, the
-    device 'device'); None for a name outside the contract."""
+    """The axis fields of a layout-1 entry name by axis_names; None for a name outside the contract."""
     match = LAYOUT_1_NAME.match(name)
     if not match:
         return None

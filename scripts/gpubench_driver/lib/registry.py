@@ -107,8 +107,8 @@ class MemoryRoof:
 
 @dataclass(frozen=True)
 class CheckPoint:
-    """What `gpubench check` measures of a study: one invocation of its binary at points where each of its figures
-    has reached its plateau, and how the figures are read from the entries."""
+    """What `gpubench check` measures of a study: one invocation at points where its figures have
+    plateaued."""
     sizes: tuple
     # (study record, results document, datasheet record or None) -> [figure (lib/figures.figure) with "entry":
     # the name of the entry it was read from (lib/check_figures.of_entry)]

@@ -3,9 +3,9 @@ import json
 import os
 
 from gpubench_driver.lib import gbench, measurements, outputs, resumable, telemetry
-from gpubench_driver.lib.schema import (ResultsError, expect as _expect, expect_fields as _expect_fields,
-                                        expect_type as _expect_type, has_type as _has_type, shown as _shown,
-                                        without_non_finite)
+from gpubench_driver.lib.schema import (All, Items, Optional, Record, ResultsError, check, child,
+                                        expect as _expect, expect_type as _expect_type, has_type as _has_type,
+                                        shown as _shown, without_non_finite)
 
 SCHEMA = "gpubench-results"
 SCHEMA_VERSION = 1
@@ -73,244 +73,19 @@ def _expect_time(value, path, shortest=SHORTEST_TIME_S):
             f"{_shown(value)} is out of range: expected seconds from {shortest:g} to {LONGEST_TIME_S:g} (a day)")
 
 
-def _expect_items(values, types, path):  # of a list, or of null
-    for index, value in enumerate(values or []):
-        _expect_type(value, types, f"{path}[{index}]")
-
-
-def _expect_each(records, fields, path):  # of a list, or of null: objects or null
-    for index, record in enumerate(records or []):
-        _expect_fields(record, fields, f"{path}[{index}]")
-
-
-def _expect_object(record, fields, path):  # not null
-    _expect_fields(record, fields, path)
-    _expect(record is not None, path, "expected an object, got null")
-
-
-def _expect_one_of(value, allowed, path, absent_allowed=False):
-    _expect(value in allowed or absent_allowed and value is None, path,
-            f"expected one of {', '.join(allowed)}, got {value!r}")
+def _one_of(allowed, absent_allowed=False):
+    def expect_one(value, path):
+        _expect(value in allowed or absent_allowed and value is None, path,
+                f"expected one of {', '.join(allowed)}, got {value!r}")
+    return expect_one
 
 
 def _optional(*keys, types=_OPTIONAL_NUMBER):
     return {key: types for key in keys}
 
 
-def validate(document):
-    """Raise ResultsError naming the first field that breaks the schema."""
-    _expect(isinstance(document, dict), "results", "expected a JSON object")
-    _expect(document.get("schema") == SCHEMA, "schema",
-            f"expected '{SCHEMA}', got {document.get('schema')!r} (not a gpubench results file)")
-    _expect(document.get("schema_version") == SCHEMA_VERSION, "schema_version",
-            f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r}")
-    for key, types in (("run", dict), ("machine", dict), ("software", dict), ("gpu", dict),
-                       ("warnings", list), ("studies", dict), ("references", _OPTIONAL_DICT)):
-        _expect(key in document, key, "missing")
-        _expect_type(document[key], types, key)
-    _validate_run(document["run"])
-    _validate_machine(document["machine"])
-    _validate_software(document["software"])
-    _expect_type(document["gpu"].get("available"), bool, "gpu.available")
-    for name, run in (document["references"] or {}).items():
-        _validate_reference_run(run, f"references.{name}")
-    _expect_items(document["warnings"], str, "warnings")
-    for name, study in document["studies"].items():
-        _validate_study(study, f"studies.{name}")
-    _validate_findings(document.get("findings"))
-
-
-def _validate_run(run):
-    _expect_fields(run, {"id": str, "started": str, "finished": _OPTIONAL_STR}, "run")
-    _expect_one_of(run.get("status"), RUN_STATUSES, "run.status")
-    _expect_fields(run, {"command_line": list, "options": dict}, "run")
-    _expect_fields(run.get("git"), {"revision": _OPTIONAL_STR, "dirty": _OPTIONAL_BOOL}, "run.git")
-    _expect_fields(run.get("like"), {"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
-                                     "differences": _OPTIONAL_LIST}, "run.like")
-    resumable.validate(run.get("resumed"))  # run --resume's records
-    resumable.validate_against(run.get("against"))  # run --against's passes
-
-
-# The fields of the machine, the software and the references that the report reads: typed here,
-# so a hostile or damaged file is refused with the field's name, never half-rendered.
-_MACHINE = {"cpu": _OPTIONAL_DICT, "gpus": _OPTIONAL_LIST, "memory_total_bytes": _OPTIONAL_NUMBER,
-            **_optional("os", "kernel", "transparent_hugepages", types=_OPTIONAL_STR), "gpu_processes": _OPTIONAL_LIST}
-_CPU = {"model": _OPTIONAL_STR, **_optional("sockets", "cores", "threads")}
-_GPU_TEXT = ("name", "uuid", "pci.bus_id", "driver_version", "ecc.mode.current")
-_GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm", "power.limit",
-                "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max", "pcie.link.width.current",
-                "temperature.gpu", "numa_node", "ecc.errors.uncorrected.volatile.total")
-_REFERENCE_RESULT = {**_optional("library", "version", "device", "dtype", "layout", "memory", "direction",
-                                   types=_OPTIONAL_STR), **_optional("n", "batch"), "time_s": _OPTIONAL_DICT,
-                     "flop_per_s": _OPTIONAL_NUMBER, "blas": (dict, str, type(None)), "measurement": _OPTIONAL_DICT}
-# How a reference result was measured (scripts/reference_timing.record; absent in files written before it).
-_REFERENCE_MEASUREMENT = {"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER, "settled": _OPTIONAL_BOOL,
-                          "warmup_s": _OPTIONAL_NUMBER, "warmup_window_per_call_s": _OPTIONAL_LIST,
-                          **_optional("calls_per_batch", "calls_per_sample"), "stop_reason": _OPTIONAL_STR,
-                          "converged": _OPTIONAL_BOOL, **_optional("noise", "measured_s")}
-
-
-def _validate_machine(machine):
-    _expect_fields(machine, _MACHINE, "machine")
-    _expect_fields(machine.get("cpu"), _CPU, "machine.cpu")
-    for index, gpu in enumerate(machine.get("gpus") or []):
-        _expect_object(gpu, {**_optional(*_GPU_TEXT, types=_OPTIONAL_STR), **_optional(*_GPU_NUMBERS)},
-                       f"machine.gpus[{index}]")
-
-
-def _validate_software(software):
-    _expect_fields(software, {"openblas": _OPTIONAL_DICT, "gpubench_env": _OPTIONAL_DICT}, "software")
-    _expect_fields(software.get("openblas"), {**_optional("version", "core", types=_OPTIONAL_STR),
-                                              "threads": _OPTIONAL_NUMBER}, "software.openblas")
-    env = software.get("gpubench_env") or {}
-    _expect_fields(env.get("cuda"), {"devices": _OPTIONAL_LIST}, "software.gpubench_env.cuda")
-    # Absent in runs from before the binaries recorded their affinity.
-    _expect_fields(env, {"affinity": _OPTIONAL_DICT}, "software.gpubench_env")
-    _expect_fields(env.get("affinity"), {
-        **_optional("process_cpus", "initial_thread_cpus"),
-        **_optional("omp_proc_bind", "omp_places", "openmp_proc_bind", types=_OPTIONAL_STR),
-        "openmp_places": _OPTIONAL_NUMBER, "openmp_thread_cpus": _OPTIONAL_LIST}, "software.gpubench_env.affinity")
-    _expect_items((env.get("cuda") or {}).get("devices"), dict, "software.gpubench_env.cuda.devices")
-
-
-def _validate_reference_run(run, path):
-    _expect_object(run, {**_optional("note", "python", types=_OPTIONAL_STR),
-                         **_optional("results", "notes", types=_OPTIONAL_LIST)}, path)
-    _expect_items(run.get("notes"), str, f"{path}.notes")
-    for index, result in enumerate(run.get("results") or []):
-        where = f"{path}.results[{index}]"
-        _expect_object(result, _REFERENCE_RESULT, where)
-        _expect_fields(result.get("time_s"), _optional(*TIME_FIELDS), f"{where}.time_s")
-        for key in ("n", "batch"):
-            _expect_size(result.get(key), f"{where}.{key}")
-        _expect_times_in_range(result.get("time_s"), f"{where}.time_s")
-        _expect_fields(result.get("measurement"), _REFERENCE_MEASUREMENT, f"{where}.measurement")
-
-
-def _validate_study(study, path):
-    _expect_type(study, dict, path)
-    _expect_fields(study, {"implementations": list, "entries": list, "invocations": list, "derived": dict}, path)
-    # absent in files written before the batch studies
-    _expect_fields(study, {key: (types, type(None)) for key, types in DESCRIBED.items()}, path)
-    _expect_fields(study.get("axis_names"), _optional(*gbench.NAMED_SLOTS, types=_OPTIONAL_STR), f"{path}.axis_names")
-    _expect_each(study.get("axes"), {"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": _OPTIONAL_LIST},
-                 f"{path}.axes")  # --describe's axes (absent in older files)
-    _expect_fields(study.get("rules"), {"counters": _OPTIONAL_DICT}, f"{path}.rules")
-    for index, impl in enumerate(study["implementations"]):
-        where = f"{path}.implementations[{index}]"
-        _expect_fields(impl, _IMPLEMENTATION, where)
-        for key in ("modes", "precisions"):
-            _expect_items(impl.get(key), str, f"{where}.{key}")
-    _expect_type(study.get("precisions"), _OPTIONAL_LIST, f"{path}.precisions")
-    _expect_each(study.get("precisions"), _PRECISION, f"{path}.precisions")
-    # the roofline reads the layers' shapes
-    _expect_each(study.get("layers"), {"role": _OPTIONAL_STR, **_optional(*_LAYER_NUMBERS)}, f"{path}.layers")
-    for key in ("sizes", "batches"):
-        _expect_type(study.get(key), _OPTIONAL_LIST, f"{path}.{key}")
-        for index, value in enumerate(study.get(key) or []):
-            _expect_type(value, (int, float), f"{path}.{key}[{index}]")
-            _expect_size(value, f"{path}.{key}[{index}]")
-    # An entry is measured once per run (its trials inside it), or in a gathered run of every GPU of a
-    # node once per GPU: a second copy would be read by one command and its twin by another.
-    first_index = {}
-    for index, entry in enumerate(study["entries"]):
-        _validate_entry(entry, f"{path}.entries[{index}]")
-        key = (entry.get("gpu"), entry["name"])
-        _expect(key not in first_index, f"{path}.entries[{index}].name",
-                f"{_shown(entry['name'])} is also entries[{first_index.get(key)}]"
-                f"{'' if entry.get('gpu') is None else ' of the same GPU'}: an entry is in a study once")
-        first_index[key] = index
-    if study.get("telemetry") is not None:
-        _validate_telemetry(study["telemetry"], f"{path}.telemetry")
-
-
-_IMPLEMENTATION = {"id": str, "device": _OPTIONAL_STR, **_optional("modes", "precisions", types=_OPTIONAL_LIST),
-                   "max_size": _OPTIONAL_NUMBER, "cap_reason": _OPTIONAL_STR}
-_PRECISION = {"id": str, **_optional("inputs", "accumulate", "output", types=_OPTIONAL_STR),
-              **_optional("input_bytes", "output_bytes")}
-# axes: absent in older files; gpu: in a gathered run of every GPU of a node (run --gpus), the nvidia-smi index
-# of the entry's GPU, absent otherwise.
-_ENTRY = {"name": str, **_optional("impl", "device", "mode", "precision", "message", "label", "phase",
-                                   types=_OPTIONAL_STR),
-          **_optional("axes", "measurement", "choices_varied", types=_OPTIONAL_DICT), "gpu": (int, type(None))}
-_LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width", "out_height",
-                  "out_width", "flop_per_sample")
-_SPREAD = _optional("min", "median", "max")  # NaN is written null
-_TELEMETRY_SUMMARY = {**_optional("samples", "max_power_w", "max_temperature_c", "throttled_fraction"),
-                      "throttle_reasons": _OPTIONAL_LIST}
-_SPREADS = ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")
-_SAMPLE = {**_optional("t_s", *telemetry.SAMPLE_KEYS), "throttle_reasons": _OPTIONAL_LIST}
-
-
-def _validate_telemetry(record, path):
-    _expect_type(record, dict, path)
-    _expect_fields(record, {"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": _OPTIONAL_DICT,
-                            "source": _OPTIONAL_STR}, path)
-    summary = record.get("summary")
-    _expect_fields(summary, {**_TELEMETRY_SUMMARY, **{key: _OPTIONAL_DICT for key in _SPREADS}},
-                   f"{path}.summary")
-    for key in _SPREADS:
-        _expect_fields((summary or {}).get(key), _SPREAD, f"{path}.summary.{key}")
-    _expect_items((summary or {}).get("throttle_reasons"), str, f"{path}.summary.throttle_reasons")
-    _expect_type(record.get("samples", []), list, f"{path}.samples")
-    for index, sample in enumerate(record.get("samples", [])):
-        _expect_type(sample, dict, f"{path}.samples[{index}]")
-        _expect_fields(sample, _SAMPLE, f"{path}.samples[{index}]")
-
-
-def _validate_measured(record, path):
-    """What an entry and each of its trials share: a status, and for an ok one a median time; the
-    time summaries (headline, latency, cold L2) well formed."""
-    _expect_type(record, dict, path)
-    _expect_one_of(record.get("status"), ENTRY_STATUSES, f"{path}.status")
-    if record["status"] == "ok":
-        _expect_type(record.get("time_s"), dict, f"{path}.time_s")
-        _expect_type(record["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
-    for key in ("time_s", "latency_s", "cold_l2_s"):
-        _validate_times(record.get(key), f"{path}.{key}")
-
-
-def _validate_entry(entry, path):
-    _validate_measured(entry, path)
-    _expect_fields(entry, _ENTRY, path)
-    for name, value in (entry.get("axes") or {}).items():
-        _expect_type(value, (str, int, float, type(None)), f"{path}.axes.{name}")
-    for key, value in entry.items():
-        if key not in ENTRY_OTHER_FIELDS:
-            _expect_type(value, _OPTIONAL_NUMBER, f"{path}.{key}")
-    for key in ("flop_per_s", "flop", "bytes_transferred"):  # rates and counts: a negative one is damage
-        _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}",
-                f"expected zero or more, got {entry.get(key)}")
-    _expect_type(entry.get(CLOCK_LIMITED), _OPTIONAL_BOOL, f"{path}.{CLOCK_LIMITED}")
-    for key in ("n", "batch"):  # sizes and batches go on log axes and into logarithms
-        _expect_size(entry.get(key), f"{path}.{key}")
-    # The steady-state loop's fields (absent in files written before it).
-    _expect_one_of(entry.get("protocol"), measurements.PROTOCOLS, f"{path}.protocol", absent_allowed=True)
-    _expect_type(entry.get("converged"), _OPTIONAL_BOOL, f"{path}.converged")
-    _validate_trials(entry.get("trials"), f"{path}.trials")
-
-
-def _validate_trials(records, path):
-    """Each trial's own figures (trials.py), absent for an entry measured once."""
-    _expect_type(records, _OPTIONAL_LIST, path)
-    for index, record in enumerate(records or []):
-        _validate_measured(record, f"{path}[{index}]")
-        _expect_type(record.get("trial"), _NUMBER, f"{path}[{index}].trial")
-
-
-def _validate_times(times, path):
-    """A summary of positive seconds (stats.summarize), or None."""
-    _expect_type(times, _OPTIONAL_DICT, path)
-    if not isinstance(times, dict):
-        return
-    _expect_fields(times, _optional(*TIME_FIELDS), path)
-    _expect(times.get("over") in (None, "trials"), f"{path}.over",
-            f"expected 'trials' or nothing, got {times.get('over')!r}")
-    _expect_type(times.get("samples"), list, f"{path}.samples")
-    for index, sample in enumerate(times["samples"]):
-        _expect_type(sample, _NUMBER, f"{path}.samples[{index}]")
-        _expect_time(sample, f"{path}.samples[{index}]")
-    _expect_times_in_range(times, path)
+def _rows(fields):
+    return Items(Record(fields, null_refused=True), types=list)
 
 
 def _expect_times_in_range(times, path):
@@ -323,55 +98,175 @@ def _expect_times_in_range(times, path):
             f"expected a spread of zero or more, got {_shown(times.get('cv'))}")
 
 
+def _expect_over(value, path):
+    _expect(value in (None, "trials"), path, f"expected 'trials' or nothing, got {value!r}")
+
+
+def _expect_status(record, path):
+    """An entry's or a trial's status, and for an ok one a median time."""
+    _one_of(ENTRY_STATUSES)(record.get("status"), f"{path}.status")
+    if record["status"] == "ok":
+        _expect_type(record.get("time_s"), dict, f"{path}.time_s")
+        _expect_type(record["time_s"].get("median"), _NUMBER, f"{path}.time_s.median")
+
+
+def _expect_entry_numbers(entry, path):
+    """Fields not typed by name: numbers or null (counters, driver figures); rates and counts not negative."""
+    for key, value in entry.items():
+        if key not in ENTRY_OTHER_FIELDS:
+            _expect_type(value, _OPTIONAL_NUMBER, f"{path}.{key}")
+    for key in ("flop_per_s", "flop", "bytes_transferred"):
+        _expect(entry.get(key) is None or entry[key] >= 0, f"{path}.{key}",
+                f"expected zero or more, got {entry.get(key)}")
+
+
+def _expect_once(entries, path):
+    """An entry once per study (per GPU in a gathered run): a twin would be read by one command, it by
+    another."""
+    first_index = {}
+    for index, entry in enumerate(entries):
+        key = (entry.get("gpu"), entry["name"])
+        _expect(key not in first_index, f"{path}[{index}].name",
+                f"{_shown(entry['name'])} is also entries[{first_index.get(key)}]"
+                f"{'' if entry.get('gpu') is None else ' of the same GPU'}: an entry is in a study once")
+        first_index[key] = index
+
+
+def _expect_samples(record, path):
+    check(record.get("samples", []), Items(Record(_SAMPLE, types=dict), types=list), f"{path}.samples")
+
+
+def _whole(validate_record):
+    return lambda value, path: validate_record(value)
+
+
+# --- the schema ------------------------------------------------------------------------------
+_SIZE = All(_OPTIONAL_NUMBER, _expect_size)
+_TIME_SAMPLES = Items(All(_NUMBER, _expect_time), types=list)
+_TIMES = Optional(All(Record({**_optional(*TIME_FIELDS), "over": _expect_over, "samples": _TIME_SAMPLES}),
+                      _expect_times_in_range))
+_MEASURED = All(dict, _expect_status, Record({key: _TIMES for key in ("time_s", "latency_s", "cold_l2_s")}))
+# axes: absent in older files; gpu: in a gathered run of every GPU of a node (run --gpus), the nvidia-smi
+# index of the entry's GPU, absent otherwise; protocol and converged: the steady-state loop's (absent before).
+_ENTRY = All(_MEASURED, _expect_entry_numbers, Record({
+    "name": str,
+    **_optional("impl", "device", "mode", "precision", "message", "label", "phase", types=_OPTIONAL_STR),
+    "axes": Items((str, int, float, type(None)), types=_OPTIONAL_DICT),
+    **_optional("measurement", "choices_varied", types=_OPTIONAL_DICT), "gpu": (int, type(None)),
+    CLOCK_LIMITED: _OPTIONAL_BOOL, "n": _SIZE, "batch": _SIZE,  # on log axes and into logarithms
+    "protocol": _one_of(measurements.PROTOCOLS, absent_allowed=True), "converged": _OPTIONAL_BOOL,
+    "trials": Items(All(_MEASURED, Record({"trial": _NUMBER})))}))  # each trial's own figures (trials.py)
+_LAYER_NUMBERS = ("n", "in_channels", "out_channels", "kernel", "stride", "padding", "height", "width",
+                  "out_height", "out_width", "flop_per_sample")
+_SPREAD = _optional("min", "median", "max")  # NaN is written null
+_SAMPLE = {**_optional("t_s", *telemetry.SAMPLE_KEYS), "throttle_reasons": _OPTIONAL_LIST}
+_TELEMETRY = All(Record({"interval_s": _OPTIONAL_NUMBER, "note": _OPTIONAL_STR, "summary": Record({
+    **_optional("samples", "max_power_w", "max_temperature_c", "throttled_fraction"),
+    "throttle_reasons": Items(str),
+    **{key: Record(_SPREAD) for key in ("sm_clock_mhz", "busy_sm_clock_mhz", "mem_clock_mhz")}}),
+    "source": _OPTIONAL_STR}, types=dict), _expect_samples)
+_STUDY = Record({
+    "implementations": Items(Record({"id": str, "device": _OPTIONAL_STR, "modes": Items(str),
+                                     "precisions": Items(str), "max_size": _OPTIONAL_NUMBER,
+                                     "cap_reason": _OPTIONAL_STR}), types=list),
+    "entries": All(Items(_ENTRY, types=list), _expect_once), "invocations": list, "derived": dict,
+    # absent in files written before the batch studies
+    **{key: (types, type(None)) for key, types in DESCRIBED.items()},
+    "axis_names": Record(_optional(*gbench.NAMED_SLOTS, types=_OPTIONAL_STR)),
+    "axes": Items(Record({"name": str, "slot": str, "unit": _OPTIONAL_STR, "values": _OPTIONAL_LIST})),
+    "rules": Record({"counters": _OPTIONAL_DICT}),
+    "precisions": Items(Record({"id": str, **_optional("inputs", "accumulate", "output", types=_OPTIONAL_STR),
+                                **_optional("input_bytes", "output_bytes")})),
+    "layers": Items(Record({"role": _OPTIONAL_STR, **_optional(*_LAYER_NUMBERS)})),  # the roofline reads them
+    **{key: Items(All((int, float), _expect_size)) for key in ("sizes", "batches")},
+    "telemetry": Optional(_TELEMETRY)}, types=dict)
+
+# The fields of the machine, the software and the references that the report reads: typed here,
+# so a hostile or damaged file is refused with the field's name, never half-rendered.
+_GPU_TEXT = ("name", "uuid", "pci.bus_id", "driver_version", "ecc.mode.current")
+_GPU_NUMBERS = ("memory.total", "clocks.max.sm", "clocks.max.memory", "clocks.sm", "power.limit",
+                "pcie.link.gen.max", "pcie.link.gen.current", "pcie.link.width.max", "pcie.link.width.current",
+                "temperature.gpu", "numa_node", "ecc.errors.uncorrected.volatile.total")
+_MACHINE = Record({"cpu": Record({"model": _OPTIONAL_STR, **_optional("sockets", "cores", "threads")}),
+                   "gpus": Items(Record({**_optional(*_GPU_TEXT, types=_OPTIONAL_STR),
+                                         **_optional(*_GPU_NUMBERS)}, null_refused=True)),
+                   "memory_total_bytes": _OPTIONAL_NUMBER,
+                   **_optional("os", "kernel", "transparent_hugepages", types=_OPTIONAL_STR),
+                   "gpu_processes": _OPTIONAL_LIST}, types=dict)
+_SOFTWARE = Record({
+    "openblas": Record({**_optional("version", "core", types=_OPTIONAL_STR), "threads": _OPTIONAL_NUMBER}),
+    # affinity: absent in runs from before the binaries recorded their affinity
+    "gpubench_env": Record({"cuda": Record({"devices": Items(dict)}), "affinity": Record({
+        **_optional("process_cpus", "initial_thread_cpus"),
+        **_optional("omp_proc_bind", "omp_places", "openmp_proc_bind", types=_OPTIONAL_STR),
+        "openmp_places": _OPTIONAL_NUMBER, "openmp_thread_cpus": _OPTIONAL_LIST})})}, types=dict)
+_REFERENCE_RESULT = Record({
+    **_optional("library", "version", "device", "dtype", "layout", "memory", "direction",
+                types=_OPTIONAL_STR),
+    "n": _SIZE, "batch": _SIZE,
+    "time_s": All(Record(_optional(*TIME_FIELDS)), _expect_times_in_range), "flop_per_s": _OPTIONAL_NUMBER,
+    "blas": (dict, str, type(None)),
+    # How a reference result was measured (scripts/reference_timing.record; absent in files before it).
+    "measurement": Record({"protocol": _OPTIONAL_STR, "burst_s": _OPTIONAL_NUMBER, "settled": _OPTIONAL_BOOL,
+                           "warmup_s": _OPTIONAL_NUMBER, "warmup_window_per_call_s": _OPTIONAL_LIST,
+                           **_optional("calls_per_batch", "calls_per_sample"), "stop_reason": _OPTIONAL_STR,
+                           "converged": _OPTIONAL_BOOL, **_optional("noise", "measured_s")})},
+                           null_refused=True)
+_REFERENCE_RUN = Record({**_optional("note", "python", types=_OPTIONAL_STR),
+                         "results": Items(_REFERENCE_RESULT), "notes": Items(str)}, null_refused=True)
+_RUN = Record({"id": str, "started": str, "finished": _OPTIONAL_STR, "status": _one_of(RUN_STATUSES),
+               "command_line": list, "options": dict,
+               "git": Record({"revision": _OPTIONAL_STR, "dirty": _OPTIONAL_BOOL}),
+               "like": Record({"path": _OPTIONAL_STR, "run_id": _OPTIONAL_STR,
+                               "differences": _OPTIONAL_LIST}),
+               "resumed": _whole(resumable.validate), "against": _whole(resumable.validate_against)},
+              types=dict)
 # The findings across the studies (stages/across.py), rewritten by every report: typed here for the tools
 # that read them from a file (compare).
 _WHERE = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "batch": _OPTIONAL_NUMBER}
-_FINDING_ROWS = {
-    "roofline.peaks": {**_WHERE, "flop_per_s": _NUMBER},
-    "roofline.points": {**_WHERE, "flop_per_s": _NUMBER, "flop": _NUMBER, "bytes": _NUMBER, "intensity": _NUMBER},
-    "roofline.not_placed": {"study": str, "impl": str, "mode": str, "precision": str, "entries": _NUMBER,
-                            "reason": str},
-    "fraction_of_peak": {**_WHERE, "flop_per_s": _NUMBER, "peak_flop_per_s": _NUMBER, "fraction_of_peak": _NUMBER},
-    "energy": {**_WHERE, "energy_j_per_op": _NUMBER, "flop": _OPTIONAL_NUMBER, "flop_per_joule": _OPTIONAL_NUMBER,
-               "items": _OPTIONAL_NUMBER, "call_power_w": _OPTIONAL_NUMBER, "power_w": _OPTIONAL_NUMBER,
-               "sm_clock_mhz": _OPTIONAL_NUMBER},
-    "clock_limited": {**_WHERE, "name": str, "power_limited_fraction": _OPTIONAL_NUMBER,
-                      "thermal_limited_fraction": _OPTIONAL_NUMBER, "sm_clock_mhz": _OPTIONAL_NUMBER,
-                      "telemetry_samples": _OPTIONAL_NUMBER},
-    "telemetry.notes": {"study": str, "note": str},
-}
-# The memory roof: the stream study's best HBM rate, or (without it) twice a device-to-device copy's.
-_BANDWIDTH = {"study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "median_s": _NUMBER,
-              "copy_bytes_per_s": _OPTIONAL_NUMBER, "bytes_per_s": _NUMBER, "bytes_per_call": _OPTIONAL_NUMBER,
-              "rule": str, "fraction_of_theoretical": _OPTIONAL_NUMBER}
+_FINDINGS = Record({
+    "roofline": Record({
+        # The memory roof: the stream study's best HBM rate, or (without it) twice a device-to-device copy's.
+        "bandwidth": Optional(Record({
+            "study": str, "impl": str, "mode": str, "precision": str, "n": _NUMBER, "median_s": _NUMBER,
+            "copy_bytes_per_s": _OPTIONAL_NUMBER, "bytes_per_s": _NUMBER, "bytes_per_call": _OPTIONAL_NUMBER,
+            "rule": str, "fraction_of_theoretical": _OPTIONAL_NUMBER})),
+        "memory_roof_note": _OPTIONAL_STR, "traffic_models": Items(str, types=dict),
+        "peaks": _rows({**_WHERE, "flop_per_s": _NUMBER}),
+        "points": _rows({**_WHERE, "flop_per_s": _NUMBER, "flop": _NUMBER, "bytes": _NUMBER,
+                         "intensity": _NUMBER}),
+        "not_placed": _rows({"study": str, "impl": str, "mode": str, "precision": str, "entries": _NUMBER,
+                             "reason": str})}, types=dict),
+    "fraction_of_peak": _rows({**_WHERE, "flop_per_s": _NUMBER, "peak_flop_per_s": _NUMBER,
+                               "fraction_of_peak": _NUMBER}),
+    "energy": _rows({**_WHERE, "energy_j_per_op": _NUMBER, **_optional(
+        "flop", "flop_per_joule", "items", "call_power_w", "power_w", "sm_clock_mhz")}),
+    "clock_limited": _rows({**_WHERE, "name": str, "power_limited_fraction": _OPTIONAL_NUMBER,
+                            "thermal_limited_fraction": _OPTIONAL_NUMBER, "sm_clock_mhz": _OPTIONAL_NUMBER,
+                            "telemetry_samples": _OPTIONAL_NUMBER}),
+    "telemetry": Record({"entries": _NUMBER, "notes": _rows({"study": str, "note": str})}, types=dict)})
+_DOCUMENT = Record({"run": _RUN, "machine": _MACHINE, "software": _SOFTWARE,
+                    "gpu": Record({"available": bool}, types=dict), "warnings": Items(str, types=list),
+                    "studies": Items(_STUDY, types=dict),
+                    "references": Items(_REFERENCE_RUN, types=_OPTIONAL_DICT),
+                    "findings": Optional(_FINDINGS)})
 
 
-def _validate_findings(findings):
-    _expect_type(findings, _OPTIONAL_DICT, "findings")
-    if findings is None:
-        return
-    _expect_fields(findings, {"roofline": dict, "fraction_of_peak": list, "energy": list, "clock_limited": list,
-                              "telemetry": dict}, "findings")
-    roofline, telemetry_found = findings["roofline"], findings["telemetry"]
-    _expect_fields(roofline, {"bandwidth": _OPTIONAL_DICT, "memory_roof_note": _OPTIONAL_STR,
-                              "traffic_models": dict, "peaks": list, "points": list, "not_placed": list},
-                   "findings.roofline")
-    if roofline["bandwidth"] is not None:
-        _expect_fields(roofline["bandwidth"], _BANDWIDTH, "findings.roofline.bandwidth")
-    for name, text in roofline["traffic_models"].items():
-        _expect_type(text, str, f"findings.roofline.traffic_models.{name}")
-    _expect_fields(telemetry_found, {"entries": _NUMBER, "notes": list}, "findings.telemetry")
-    for where, fields in _FINDING_ROWS.items():
-        parent, _, key = where.rpartition(".")
-        rows = (findings[parent] if parent else findings)[key]
-        for index, row in enumerate(rows):
-            _expect_object(row, fields, f"findings.{where}[{index}]")
+def validate(document):
+    """Raise ResultsError naming the first field that breaks the schema."""
+    _expect(isinstance(document, dict), "results", "expected a JSON object")
+    _expect(document.get("schema") == SCHEMA, "schema",
+            f"expected '{SCHEMA}', got {document.get('schema')!r} (not a gpubench results file)")
+    _expect(document.get("schema_version") == SCHEMA_VERSION, "schema_version",
+            f"expected {SCHEMA_VERSION}, got {document.get('schema_version')!r}")
+    for key in ("run", "machine", "software", "gpu", "warnings", "studies", "references"):
+        _expect(key in document, key, "missing")
+    check(document, _DOCUMENT, "")
 
 
 # --- writing and reading --------------------------------------------------------
 def write(document, path, checked=True):
-    """Validate (`checked`: the run's saves after every size skip it, 0.4 s of a 14 MB file), then replace the file
-    atomically so a crash never leaves half a file."""
+    """Validate unless not `checked` (the saves after every size), then replace the file atomically."""
     clean = without_non_finite(document)
     if checked:
         validate(clean)
@@ -381,14 +276,9 @@ def write(document, path, checked=True):
     return clean
 
 
-def _child_path(path, key):
-    return f"{path}[{key}]" if not isinstance(key, str) else f"{path}.{key}" if path else key
-
-
 def _tidy(document):
-    """Cuts text longer than LONGEST_TEXT (a 200 MB warning would be a 200 MB summary) and finds a
-    number beyond LARGEST_NUMBER (or infinite: JSON's 1e400 is read as inf): (its path, its value),
-    or None. Iterative: a file may nest as deep as the JSON reader allows."""
+    """Cuts text beyond LONGEST_TEXT; (path, value) of the first number beyond LARGEST_NUMBER, or None.
+    Iterative: a file may nest as deep as the JSON reader allows."""
     found = None
     pending = [(document, "")]
     while pending:
@@ -397,18 +287,17 @@ def _tidy(document):
             if isinstance(key, str) and len(key) > LONGEST_TEXT:
                 raise ResultsError(f"{path or 'results'}: a key of {len(key)} characters")
             if isinstance(value, (dict, list)):
-                pending.append((value, _child_path(path, key)))
+                pending.append((value, child(path, key)))
             elif isinstance(value, str) and len(value) > LONGEST_TEXT:
                 node[key] = f"{value[:LONGEST_TEXT]} [cut from {len(value)} characters]"
             elif (found is None and isinstance(value, (int, float)) and not isinstance(value, bool)
                   and not -LARGEST_NUMBER <= value <= LARGEST_NUMBER):  # NaN fails both comparisons too
-                found = (_child_path(path, key), value)
+                found = (child(path, key), value)
     return found
 
 
 def checked(document, source):
-    """The document, its long text cut, once it passes validation and every number is within
-    LARGEST_NUMBER; else ResultsError naming `source` and the field."""
+    """The document, long text cut, once valid with every number within LARGEST_NUMBER; else ResultsError."""
     try:
         # Text is cut before validation, whose messages quote values; a number beyond the bounds is
         # refused after it, so that a field with a range of its own is refused with that range.
@@ -442,7 +331,8 @@ def file_in(directory):
 
 
 def load(path):
-    """The validated document of results.json or results.json.gz, or of a folder holding one (results.json first)."""
+    """The validated document of results.json or results.json.gz, or of a folder holding one (results.json
+    first)."""
     if os.path.isdir(path):
         path = file_in(path) or os.path.join(path, FILE)
     try:

@@ -1,6 +1,7 @@
-"""Checking a JSON document against the types its fields must have, the first field that breaks them named
-in the error (how a results file, lib/results.py, is read), and leaving out what JSON cannot hold."""
+"""Checking a JSON document against a schema of its fields' types (how a results file, lib/results.py, is
+read), the first field that breaks it named in the error, and leaving out what JSON cannot hold."""
 import math
+from dataclasses import dataclass
 
 
 class ResultsError(Exception):
@@ -41,9 +42,78 @@ def type_names(types):
 
 def expect_fields(record, fields, path):
     """`record` is null or an object whose named fields (when present) have their types."""
-    expect_type(record, (dict, type(None)), path)
-    for key, types in fields.items():
-        expect_type((record or {}).get(key), types, f"{path}.{key}")
+    check(record, Record(fields), path)
+
+
+# --- a schema: a type (or a tuple of them), a Record, Items, All, Optional, or a check(value, path) ---------
+@dataclass(frozen=True)
+class Record:
+    """An object of `types` whose fields match their specs (null: each field null); `null_refused`: null is
+    refused after its fields are checked."""
+    fields: dict
+    types: tuple = (dict, type(None))
+    null_refused: bool = False
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list (or an object) of `types` whose every item (or value) matches `item`."""
+    item: object
+    types: tuple = (list, type(None))
+
+
+class All:
+    """Every spec, in order."""
+    def __init__(self, *specs):
+        self.specs = specs
+
+
+@dataclass(frozen=True)
+class Optional:
+    """Null, or what `spec` says."""
+    spec: object
+
+
+def child(path, key):
+    return f"{path}[{key}]" if not isinstance(key, str) else f"{path}.{key}" if path else key
+
+
+def _types_of(spec):
+    """The types a spec checks first (None: none), so that a record's fields are typed before any is
+    opened."""
+    if isinstance(spec, (type, tuple)):
+        return spec
+    if isinstance(spec, (Record, Items)):
+        return spec.types
+    return _types_of(spec.specs[0]) if isinstance(spec, All) else None
+
+
+def check(value, spec, path):
+    """Raise ResultsError naming the first field of `value` that breaks `spec`."""
+    if isinstance(spec, (type, tuple)):
+        expect_type(value, spec, path)
+    elif isinstance(spec, Record):
+        expect_type(value, spec.types, path)
+        record = value or {}
+        for key, field in spec.fields.items():
+            if _types_of(field) is not None:
+                expect_type(record.get(key), _types_of(field), child(path, key))
+        for key, field in spec.fields.items():
+            if not isinstance(field, (type, tuple)):
+                check(record.get(key), field, child(path, key))
+        expect(value is not None or not spec.null_refused, path, "expected an object, got null")
+    elif isinstance(spec, Items):
+        expect_type(value, spec.types, path)
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value or []):
+            check(item, spec.item, child(path, key))
+    elif isinstance(spec, All):
+        for each in spec.specs:
+            check(value, each, path)
+    elif isinstance(spec, Optional):
+        if value is not None:
+            check(value, spec.spec, path)
+    else:
+        spec(value, path)
 
 
 def without_non_finite(value):

@@ -1,7 +1,7 @@
-"""Findings across the studies of one run, derived from every study's entries at report time: each GPU entry's
-fraction of the measured peak of its precision, the roofline (docs/methodology.md), the energy per timed call
-(NVML), the clock-limited entries and how each entry was measured. A study whose precision slot holds no number
-format (studies.format_note) has no peak and no roofline point. analyse.derive_findings rewrites them each report."""
+"""Findings across the studies of one run (analyse.derive_findings rewrites them each report): fraction of the
+measured peak, the roofline (docs/methodology.md), energy per call (NVML), the clock-limited entries and how
+each entry was measured. A study whose precision slot holds no number format has no peak and no roofline
+point."""
 from gpubench_driver import studies as registry
 from gpubench_driver.lib import noise_floor, trials
 from gpubench_driver.lib.findings import memory_traffic, ok_entries, positive
@@ -40,8 +40,8 @@ def _rated_gpu_entries(studies):
 
 
 def peak_rates(studies):
-    """Per precision, the GPU entry with the highest FLOP/s in the run, its rate and where; taken from
-    the studies that count the FLOP that ran, from a NOMINAL_FLOP study only when no other has it."""
+    """Per precision, the fastest GPU entry; from a NOMINAL_FLOP study only when no other study has the
+    precision."""
     peaks = {}
     for name, entry in _rated_gpu_entries(studies):
         candidate = {**_where(name, entry), "flop_per_s": entry["flop_per_s"]}
@@ -80,8 +80,8 @@ def fraction_of_peak_rows(studies, peaks):
 
 
 def device_bandwidth(studies):
-    """(bandwidth record, None), or (None, why there is no memory roof): that of the first study, by the rank
-    of its plug-in's memory roof, that measured one."""
+    """(bandwidth record, None) of the first study by memory-roof rank that measured one, or (None, why
+    none)."""
     roofs = sorted((record for record in registry.STUDIES if record.memory_roof),
                    key=lambda record: record.memory_roof.rank)
     notes = []
@@ -182,8 +182,8 @@ BURST_DIFFERENCE = 0.03  # a burst this much faster than the sustained time is w
 
 
 def measurement_rows(studies):
-    """Per study, how its entries were measured; across the studies, the entries whose burst, cold-L2 or
-    host-observed figure differs most from the headline."""
+    """Per study, how its entries were measured; the entries whose other figures differ most from the
+    headline."""
     per_study, burst, cold, latency = [], [], [], []
     for name, study in studies.items():
         measured = [entry for entry in ok_entries(study["entries"]) if entry.get("measurement")]
@@ -237,16 +237,15 @@ def nominal_flop(rows):
 
 
 def compute_roofs(roof):
-    """Per peak (the roof of its precision): its rate and the intensity where it meets the memory roof
-    (the ridge; None without a memory roof)."""
+    """Per peak: its rate and the intensity where it meets the memory roof (the ridge; None without one)."""
     bandwidth = (roof.get("bandwidth") or {}).get("bytes_per_s")
     return [{"precision": row["precision"], "flop_per_s": row["flop_per_s"],
              "ridge_intensity": row["flop_per_s"] / bandwidth if bandwidth else None} for row in roof["peaks"]]
 
 
 def roofline_series(roof):
-    """Per study and precision: how many points, their range of intensities, the best of them and its rate over
-    the roof at its intensity (None where the precision has no roof)."""
+    """Per study and precision: its points, their intensities, the best one and its fraction of the roof
+    there."""
     groups = {}
     for point in roof["points"]:
         groups.setdefault((point["study"], point["precision"]), []).append(point)

@@ -44,8 +44,8 @@ def is_peers(name):
 
 
 def plan(options, gpus_seen):
-    """(plans, not measured) of one GPU's check points (gpus_seen 1) or of those between at most gpus_seen GPUs:
-    a plan per study whose binary was built and has a GPU, a not-measured row for each other."""
+    """(plans, not-measured rows) of the check points of one GPU (gpus_seen 1) or between up to gpus_seen
+    GPUs."""
     plans, missing = [], []
     chosen = [record for record in studies.STUDIES if record.check and record.check.gpus <= gpus_seen
               and (record.check.gpus == 1) == (gpus_seen == 1)]
@@ -119,8 +119,8 @@ def measure(plans, document, out_dir):
 
 
 def collect(document):
-    """{"figures": each study's check figures (with its study, point, plateau and budget), "missing": a
-    not-measured row per error entry and per study that gave no figure}; the findings derived on the way."""
+    """{"figures": each study's check figures, "missing": not-measured rows}; the findings derived on the
+    way."""
     failed = any(study["invocations"] for study in document["studies"].values())
     document["run"].update(status="partial" if failed else "complete", finished=session.utc_now())
     analyse.derive_findings(document, 0)

@@ -1,7 +1,6 @@
-"""The verdicts of `gpubench check` (docs/health-check.md): each figure measured at its plateau point against
-its model's expected range, else the datasheet fraction healthy GPUs reached there, else the median of its
-peers; the machine checks beside them (clocks, power limit, PCIe link, ECC, other processes); a verdict per
-GPU and one for the check with its exit status."""
+"""The verdicts of `gpubench check` (docs/health-check.md): each figure against its model's expected range,
+else the datasheet fraction healthy GPUs reached, else its peers' median; the machine checks (clocks, power
+limit, PCIe link, ECC, other processes); a verdict per GPU and the check's, with its exit status."""
 import functools
 
 from gpubench_driver.lib import environment, expected, noise_model
@@ -23,8 +22,8 @@ CLOCK_PROTOCOL = "throughput"  # device-timed, back-to-back calls: the GPU busy 
 
 
 def model_key(name, together=1):
-    """A GPU model's key in the ranges file: a GPU checked beside others shares the host's memory and links, so
-    it is a model of its own ("<name>, 8 checked at once")."""
+    """A GPU model's key in the ranges file; checked beside others it is a model of its own ("<name>, 8
+    checked at once")."""
     return name if together == 1 else f"{name}{TOGETHER.format(together=together)}"
 
 
@@ -45,8 +44,8 @@ def noise():
 
 
 def judge_figure(row, model_name, models):
-    """{status, basis, why, ...}: a figure against its model's expected range at its point, else against the
-    datasheet fraction healthy GPUs checked as many at once reached there (models: the ranges by model key)."""
+    """{status, basis, why, ...}: against the model's expected range, else the datasheet fraction of healthy
+    GPUs."""
     found = expected.figure_range(models.get(model_name), row)
     verdict = health.judge(row, found, noise()) if found else None
     if verdict and verdict["status"] != health.DATASHEET_ONLY:
@@ -66,8 +65,8 @@ def judge_figure(row, model_name, models):
 
 
 def judge_peers(rows):
-    """Figures of one measure on different GPU pairs (`peers`) that no record judged: each against their median
-    (from three figures on), below where it falls short of it by more than its kind's margin."""
+    """Peers' figures no record judged: each against their median (from three on), below beyond its kind's
+    margin."""
     values = sorted(row["value"] for row in rows if row.get("value"))
     if len(values) < 3:
         return
@@ -81,8 +80,7 @@ def judge_peers(rows):
 
 
 def clock_check(gpu, entries):
-    """The SM clock of the device-timed GPU entries against the GPU's maximum: below it only where NVML saw the
-    power limit at work; a thermal slowdown, or a clock below CLOCK_LIMITED_CLOCK of it with no limit, fails."""
+    """The device-timed entries' SM clock: below the maximum only by the power limit, else the check fails."""
     highest = gpu.get("clocks.max.sm")
     timed = [entry for entry in entries if entry.get("protocol") == CLOCK_PROTOCOL and entry.get("sm_clock_mhz")]
     if not highest or not timed:

@@ -1,7 +1,6 @@
-"""gpubench fleet: many nodes' `check --gpus all` (check.json) or `run --gpus all` (results.json) folders read, each
-GPU's figures grouped with the same figure of every GPU of its model across the fleet, and each set against that
-group's median with the noise model's threshold for the figure's kind; peer links likewise, as fractions of their
-link's rate, against the median of the node model's links. docs/multi-gpu.md, "A fleet of nodes"."""
+"""gpubench fleet: many nodes' `check --gpus all` or `run --gpus all` folders; each GPU's figure against the
+median of the same figure over its GPU model in the fleet, by the noise model's threshold; peer links as
+fractions of their link's rate. docs/multi-gpu.md, "A fleet of nodes"."""
 import math
 import os
 import statistics
@@ -26,8 +25,8 @@ class NodeError(Exception):
 
 # --- reading a node ------------------------------------------------------------------------------
 def _entry_times(folder, part):
-    """{entry name: median time} of a check part's results file beside check.json, which gives each figure its
-    noise model kind (check.json keeps rates, not times); {} where the node's folder does not hold it."""
+    """{entry name: median time} of a check part's results file (its noise kind: check.json keeps rates); {}
+    if absent."""
     relative = part.get("results")
     if not isinstance(relative, str) or os.path.isabs(relative) or os.path.normpath(relative).startswith(".."):
         return {}
@@ -72,8 +71,8 @@ def _part_failures(part):
 
 
 def read_check(name, path):
-    """A node from its check.json: each GPU's figures (its model: the check's key, which says how many GPUs were
-    checked at once), the node part's figures (the node's model) with its peer links, and what the check failed."""
+    """A node from its check.json: each GPU's figures, the node part's (its peer links), what the check
+    failed."""
     document, folder = check_results.load(path), os.path.dirname(path)
     rows, failed, errors = [], [], [str(error) for error in document.get("errors") or []]
     node = document.get("node")
@@ -90,8 +89,8 @@ def read_check(name, path):
 
 
 def read_run(name, path):
-    """A node from a run's results.json (a `run --gpus all` gather, or a run on one GPU): per GPU its headline
-    entries (studies.is_headline), else its GPU entries of 100 us or more, as times (lower is better)."""
+    """A node from a run's results.json: per GPU its headline entries, else GPU entries of 100 us or more, as
+    times."""
     document = results.load(path)
     gathered = document["run"].get("gpus") or []
     records = document["machine"].get("gpus") or []
@@ -141,8 +140,8 @@ def node_names(folders):
 
 # --- judging ----------------------------------------------------------------------------------------
 def group_key(row):
-    """The measurements set side by side: one figure of one model at one point; a node's peer links all together
-    (each as its fraction of its own link's rate)."""
+    """One figure of one model at one point; a node's peer links all together (each a fraction of its link's
+    rate)."""
     return (row["model"], row["study"] if row["bound"] == LINK else row["key"], row["where"], row["unit"])
 
 
@@ -170,8 +169,8 @@ def noise_of(model, members):
 
 
 def judge(nodes, model):
-    """The groups of every node's measurements, each member's `ratio` to its group's median and `below` (beyond
-    noise; a link also where its check judged it below); [group record]."""
+    """[group record] of every node's measurements; each member's `ratio` to its group's median and
+    `below`."""
     groups = {}
     for node in nodes:
         for row in node["rows"]:
@@ -199,8 +198,7 @@ def where_of(row):
 
 
 def node_verdicts(nodes):
-    """Each node's `below` (GPU-bound figures and links below the fleet, the check's failures), `host` (host-paced
-    figures below: the node's host, no drain) and verdict, in place."""
+    """Each node's `below` (drains), `host` (host-paced figures below, no drain) and verdict, in place."""
     for node in nodes:
         below = [row for row in node["rows"] if row["below"] and row["bound"] != HOST_PACED]
         node["below"] = [f"{where_of(row)}: {row['label']} "

@@ -1,7 +1,6 @@
-"""run --gpus: the chosen studies on every selected GPU of the node at once, one driver sub-run per GPU
-(CUDA_VISIBLE_DEVICES set to its UUID) in <out>/gpu<index>/; then one results.json gathering them (each
-entry tagged with its GPU, the findings those of the node's median) and gpus.md, which sets each GPU
-beside the node's median and judges it by the noise model (docs/methodology.md)."""
+"""run --gpus: one driver sub-run per selected GPU at once (CUDA_VISIBLE_DEVICES its UUID) in
+<out>/gpu<index>/, then one results.json gathering them (findings those of the node's median) and gpus.md,
+which judges each GPU against the node's median by the noise model (docs/methodology.md)."""
 import copy
 import os
 import statistics
@@ -78,8 +77,8 @@ OWN_FLAGS = ("--gpus", "--out", "--run-id")  # the parent's: each sub-run gets i
 
 
 def sub_run_argv(argv, gpu, out_dir, run_id):
-    """The run's command line for one GPU: without the parent's --gpus, --out and --run-id (as
-    '--flag value' or '--flag=value'), with its own folder and id, the binaries already built."""
+    """The run's command line for one GPU: the parent's --gpus, --out and --run-id replaced, the binaries
+    built."""
     kept, arguments = [], iter(argv)
     for argument in arguments:
         if argument in OWN_FLAGS:
@@ -94,16 +93,15 @@ def sub_run_dir(out_dir, gpu):
 
 
 def sub_run_environment(gpu):
-    """The environment of one GPU's sub-run: that GPU alone, by UUID (CUDA's own numbering of devices
-    differs from nvidia-smi's), and the driver's package on the path."""
+    """That GPU alone, by UUID (CUDA numbers devices otherwise than nvidia-smi), the driver's package on the
+    path."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "CUDA_VISIBLE_DEVICES": gpu.uuid, SUB_RUN_VARIABLE: str(gpu.index),
             "PYTHONPATH": outputs.SCRIPTS_DIR + (os.pathsep + path if path else "")}
 
 
 def start_driver(arguments, log_path, environment):
-    """A driver process (a sub-run or sub-check of one GPU), its output in log_path. It gets SIGTERM when
-    this driver dies, even by kill -9: it stops its study and writes what finished."""
+    """A driver process of one GPU, output in log_path; SIGTERM when this driver dies, even by kill -9."""
     with open(log_path, "w", encoding="utf-8") as log:  # the child holds its own copy of the file
         return stopping.popen([sys.executable, "-m", "gpubench_driver", *arguments], env=environment, stdout=log,
                               stderr=subprocess.STDOUT)
@@ -156,8 +154,8 @@ def _run_on(gpus, out_dir, options, argv):
 
 
 def gather(parts, run_id, argv):
-    """One document from [(Gpu, its run's document)]: the first run's record with every GPU and sub-run,
-    every entry tagged with its GPU, and the findings derived again on the node's median (node_view)."""
+    """One document from [(Gpu, its run's document)], every entry tagged with its GPU, findings of
+    node_view."""
     document = copy.deepcopy(parts[0][1])
     statuses = [part["run"]["status"] for _, part in parts]
     document["run"].update(id=run_id, command_line=[document["run"]["command_line"][0], *argv],
@@ -184,10 +182,9 @@ LONG_BASIS = "GPU entries of 100 us or more (the run measured no headline entry 
 
 
 def spread(parts, model=None):
-    """findings["gpus"]: per headline entry (else, as in a --quick run, per GPU entry of 100 us or more)
-    measured on two GPUs or more, whether the GPU or the host paces it, each GPU's median beside the node's
-    and its verdict; the GPUs slower on a GPU-bound entry (outliers: three GPUs or more) and, with two GPUs,
-    the GPU-bound entries on which they differ."""
+    """findings["gpus"]: each headline entry (else GPU entry of 100 us or more) on two GPUs or more, judged;
+    the GPUs slower on a GPU-bound entry (outliers, from three GPUs) and, with two, the entries they differ
+    on."""
     rows = _spread_rows(parts, studies.is_headline)
     basis = HEADLINE_BASIS
     if not rows:
@@ -228,8 +225,8 @@ def _spread_rows(parts, chosen):
 
 
 def _judge(rows, model):
-    """Each row's verdicts, in place: with two GPUs the second against the first (row["pair"]), with more
-    each GPU against the node's median (which one GPU does not move); host-paced rows in families apart."""
+    """Each row's verdicts, in place: two GPUs the second against the first, more each against the node's
+    median."""
     comparisons, families, places = [], [], []
     for row, measured in rows:
         key = (row["study"], row["entry"])

@@ -30,8 +30,7 @@ GPUS_PER_RUN = 1
 
 
 def add_price_arguments(parser, priced_as=""):
-    """--price and --prices, as compare and rank take them; priced_as: how an instance type's price is
-    shared out, where it is."""
+    """--price and --prices; priced_as: how an instance type's price is shared out, where it is."""
     parser.add_argument("--price", action="append", default=[], metavar="FILE=PRICE",
                         help=f"FILE's price: an instance type of the price table{priced_as}, or USD per hour "
                              "(repeatable)")
@@ -62,7 +61,7 @@ def _check_instance(instance, record, path):
 
 def load_price_table(path):
     """The price table: {instance: {"usd_per_hour" or "usd_per_gpu_hour", "gpus", "gpu_model", "source",
-    "retrieved", ...}, ...}."""
+    ...}}."""
     try:
         with open(path, encoding="utf-8") as stream:
             table = json.load(stream, parse_constant=_reject_constant)
@@ -86,8 +85,8 @@ def _reject_constant(name):
 
 
 def _price_of(value, table_path, tables):
-    """--price's value: (USD per hour of this run, instance name, its record): a number, taken as
-    the run's own price, or an instance of the price table, priced at the run's share of its GPUs."""
+    """(USD per hour, instance, its record) of --price's value: a number, or an instance at the run's GPU
+    share."""
     try:
         number = float(value)
     except ValueError:
@@ -135,8 +134,7 @@ def usd_per_epoch(entry, epoch_samples, usd_per_hour):
 
 
 def cost_kind(study_name):
-    """How a study's cost is given: "gemm" (its record's one_gemm_per_call: USD per 1000 products, TFLOP/s per
-    USD-hour), "epoch" (a batch study with an epoch: USD per epoch), or None."""
+    """"gemm" (USD per 1000 products, TFLOP/s per USD-hour), "epoch" (USD per epoch) or None."""
     record = studies.BY_NAME.get(study_name)
     if record is None:
         return None
