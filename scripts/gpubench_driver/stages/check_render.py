@@ -4,7 +4,7 @@ import json
 
 from gpubench_driver.lib import check_results, outputs
 from gpubench_driver.lib.schema import without_non_finite
-from gpubench_driver.lib.formatting import gb_per_s, percent, rate, seconds
+from gpubench_driver.lib.formatting import percent, unit_text
 from gpubench_driver.stages import check_measure, check_verdicts as verdicts
 from gpubench_driver.stages.health import ABOVE, BELOW as FIGURE_BELOW, NOT_JUDGED as FIGURE_NOT_JUDGED
 
@@ -19,14 +19,7 @@ SHORT_UNITS = {"FLOP/s": (1e12, "TFLOP/s"), "OP/s": (1e12, "TOP/s"), "B/s": (1e9
 
 
 def value_text(row):
-    value, unit = row.get("value"), row.get("unit")
-    if value is None:
-        return "-"
-    if unit in ("FLOP/s", "OP/s"):
-        return rate(value, unit)
-    if unit == "B/s":
-        return gb_per_s(value)
-    return seconds(value) if unit == "s" else f"{value:.4g} {unit}"
+    return unit_text(row.get("value"), row.get("unit"), "-", 4, ("FLOP/s", "OP/s", "B/s", "s"))
 
 
 def basis_text(row):
