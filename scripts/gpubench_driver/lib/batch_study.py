@@ -86,8 +86,7 @@ def crossovers(entries):
 
 # --- throughput and saturation ---------------------------------------------------------
 def _step(low, high, key):
-    """(no gain, note) of one measured step of the batch: its gain in items/s per doubling (the step's ratio to
-    the power 1/k for 2^k) is within noise, or below SATURATION_GAIN even at the most the intervals allow."""
+    """(no gain, note) of a step of the batch: its gain per doubling within noise or below SATURATION_GAIN."""
     doublings = math.log2(high["batch"] / low["batch"])
 
     def per_doubling(ratio):
@@ -108,8 +107,7 @@ def _step(low, high, key):
 
 
 def saturation(points, study):
-    """(batch, note): the smallest measured batch whose step to the next shows no gain (_step), and what that step
-    measured; (None, why) when there is none."""
+    """(batch, note): the smallest batch whose next step gains nothing (_step); (None, why) else."""
     key = rate_key(study)
     steps = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] > low["batch"] and low[key]]
     if not steps:
@@ -171,8 +169,7 @@ def device_memory(entries, study):
 
 # --- GPU utilization --------------------------------------------------------------------
 def utilization(entries, described):
-    """NVML utilization against the batch: whether the binary could sample it (and why not), and per GPU series
-    each batch's combined counters."""
+    """NVML utilization: whether the binary could sample it (why not) and each GPU series' counters."""
     described = described if isinstance(described, dict) else {
         "available": None, "reason": "the study binary does not say whether it samples GPU utilization"}
     sampled = [e for e in _measured(entries, "gpu") if e.get(UTILIZATION_SAMPLES) is not None]
@@ -183,8 +180,7 @@ def utilization(entries, described):
 
 # --- one batched call against a loop of calls -----------------------------------------
 def loop_ratios(entries, study):
-    """Throughput of each of study.against_loop over study.loop_baseline's at every point both measured, the largest
-    ratio of each implementation and mode, and per n and mode each implementation's largest and at the largest batch."""
+    """Throughput of study.against_loop over study.loop_baseline's, with the largest ratios."""
     baseline = study.loop_baseline
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,

@@ -37,16 +37,14 @@ def basis_text(row):
 
 
 def verdict_text(row):
-    """The verdict in a word, the shortfall where below, and '~' where its samples stopped at the stopping rule's
-    timeout before its noise target."""
+    """The verdict in a word, the shortfall where below, '~' where it stopped at the timeout."""
     text = MARK.get(row["status"], "ok")
     text += f" {row['by']:.0%} off" if row["status"] == FIGURE_BELOW and row.get("by") is not None else ""
     return text + (" ~" if row.get("converged") is False else "")
 
 
 def document(run, parts, node, errors=()):
-    """check.json: the run record, each GPU's part, the node's part between GPUs (or None), the verdict of each
-    and of the check, its exit status."""
+    """check.json: the run record, each GPU's part, the node's part (or None), verdicts, exit status."""
     for part in _every_part(parts, node):
         part["figures"] = [{key: row.get(key) for key in FIGURE_FIELDS} for row in part["figures"]]
         part["verdict"] = verdicts.part_verdict(part["figures"], part["checks"])
@@ -110,8 +108,7 @@ def several_gpus_lines(parts):
 
 
 def node_lines(node):
-    """The figures between GPUs: those of one measure on many pairs (peers) as their least, named, and median,
-    and each of them that is below; then the others."""
+    """The figures between GPUs: the peers' least and median and each below; then the others."""
     rows = node["figures"]
     order = node["gpus"]
     renamed = "" if order == list(range(len(order))) else "; gpu<k> in a route is the k-th of them"

@@ -15,8 +15,7 @@ def gpus_of(document):
 
 
 def node_median_entry(entries):
-    """Of one entry's per-GPU records, the one whose median is the node's median (the lower middle of
-    an even count); None when none is ok."""
+    """Of one entry's per-GPU records the one at the node's median (lower middle); None if none is ok."""
     ok = sorted((entry for entry in entries if entry["status"] == "ok" and stats.finite((entry.get("time_s") or {})
                                                                                           .get("median"))),
                 key=lambda entry: entry["time_s"]["median"])
@@ -24,8 +23,7 @@ def node_median_entry(entries):
 
 
 def node_view(document):
-    """The document as one GPU's: each entry the GPU at the node's median (an entry no GPU measured: the
-    first GPU's record, with its reason); a document of one GPU as it is."""
+    """The document as one GPU's, each entry the GPU at the node's median (none ok: the first's)."""
     if len(gpus_of(document)) < 2:
         return document
     node = copy.deepcopy(document)
