@@ -4,10 +4,11 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.lib.findings import (BATCH, best_per, crossovers as crossovers_along, group_by, grouped_failures,
-                                          median_s, ok_entries, set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (BATCH, best_per, crossovers as crossovers_along, curve_rows, group_by,
+                                          grouped_failures, interval_record, median_s, ok_entries,
+                                          set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
-from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.stats import beyond_spread, time_per_item
 
 # A doubling of the batch that gains less than this in items/s (beyond noise): throughput has saturated.
 SATURATION_GAIN = 0.05
@@ -45,13 +46,9 @@ def _measured(entries, device=None):
     return [e for e in ok_entries(entries) if e.get("batch") and device in (None, e.get("device"))]
 
 
-def _series_key(entry):
-    return entry["n"], entry["impl"], entry["mode"], entry["precision"]
-
-
 def _in_batch_order(entries):
     """The GPU entries with a batch, by series and then batch."""
-    return sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
+    return sorted(_measured(entries, "gpu"), key=lambda e: (e["n"], e["impl"], e["mode"], e["precision"], e["batch"]))
 
 
 def _point(entry):
@@ -119,27 +116,18 @@ def saturation(points, study):
     return None, f"every measured step gained beyond noise (last step: {note})"
 
 
-def _series(entries, point):
-    """{(n, impl, mode, precision): (device, [point(entry), ...] in batch order)} of measured entries."""
-    series = {}
-    for entry in sorted(entries, key=lambda e: e["batch"]):
-        series.setdefault(_series_key(entry), (entry["device"], []))[1].append(point(entry))
-    return series
-
-
-def _series_rows(series):
-    """One row per series, CPU first then GPU, each by size, implementation, mode and precision."""
-    order = sorted(series.items(), key=lambda item: (item[0][0], item[1][0], *item[0][1:]))
-    return [{"n": n, "impl": impl, "device": device, "mode": mode, "precision": precision, "points": points}
-            for (n, impl, mode, precision), (device, points) in order]
+def _series_rows(entries, point):
+    """One row per series of the entries, its points (point(entry)) by batch: CPU first, then by size and axes."""
+    ordered = sorted(entries, key=lambda e: (e["n"], e["device"], e["impl"], e["mode"], e["precision"], e["batch"]))
+    return curve_rows(ordered, ("n", "impl", "device", "mode", "precision"), point, x="batch")
 
 
 def throughput(entries, study):
     """Per series: items/s and FLOP/s at each measured batch, the best of them, and the saturation batch."""
     key = rate_key(study)
-    rows = _series_rows(_series(_measured(entries), lambda entry: {
+    rows = _series_rows(_measured(entries), lambda entry: {
         "batch": entry["batch"], "median_s": median_s(entry), key: items_per_s(entry, study),
-        "flop_per_s": entry.get("flop_per_s"), "interval_s": median_interval(entry["time_s"]).record()}))
+        "flop_per_s": entry.get("flop_per_s"), "interval_s": interval_record(entry)})
     for row in rows:
         batch, note = saturation(row["points"], study)
         best = max(row["points"], key=lambda point: point[key])
@@ -173,8 +161,8 @@ def utilization(entries, described):
     described = described if isinstance(described, dict) else {
         "available": None, "reason": "the study binary does not say whether it samples GPU utilization"}
     sampled = [e for e in _measured(entries, "gpu") if e.get(UTILIZATION_SAMPLES) is not None]
-    rows = _series_rows(_series(sampled, lambda entry: {
-        "batch": entry["batch"], **{name: entry[name] for name in UTILIZATION_COUNTERS}}))
+    rows = _series_rows(sampled, lambda entry: {
+        "batch": entry["batch"], **{name: entry[name] for name in UTILIZATION_COUNTERS}})
     return {"available": described.get("available"), "reason": described.get("reason"), "rows": rows}
 
 

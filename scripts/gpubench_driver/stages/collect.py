@@ -3,6 +3,7 @@ folded in); a file of every GPU of a node (run --gpus) as one GPU's, each entry 
 import copy
 
 from gpubench_driver.lib import stats
+from gpubench_driver.lib.findings import group_by
 from gpubench_driver.stages import journal
 
 GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
@@ -28,9 +29,7 @@ def node_view(document):
         return document
     node = copy.deepcopy(document)
     for study in node["studies"].values():
-        by_name = {}
-        for entry in study["entries"]:
-            by_name.setdefault(entry["name"], []).append(entry)
+        by_name = group_by(study["entries"], lambda entry: entry["name"])
         study["entries"] = [node_median_entry(entries) or entries[0] for entries in by_name.values()]
     return node
 
