@@ -49,7 +49,7 @@ def median_s(entry):
 
 def median_record(entry):
     """An entry as one side of a comparison: its implementation, median time and that median's interval."""
-    return {"impl": entry["impl"], "median_s": median_s(entry), "interval_s": median_interval(entry["time_s"]).record()}
+    return {"impl": entry["impl"], "median_s": median_s(entry), "interval_s": interval_record(entry)}
 
 
 def _median(entry, measure="time"):
@@ -286,9 +286,7 @@ def best_rates(entries, axes=("impl", "mode")):
 
 def set_fraction_of_best_rate(entries):
     """Each entry's FLOP/s over the best FLOP/s measured on its device (cpu or gpu) in this run."""
-    device_best = {}
-    for row in best_rates(entries):
-        device_best[row["device"]] = max(device_best.get(row["device"], 0.0), row["flop_per_s"])
+    device_best = {row["device"]: row["flop_per_s"] for row in reversed(best_rates(entries))}  # fastest first
     for entry in entries:
         best = device_best.get(entry.get("device"))
         rate = entry.get("flop_per_s")
