@@ -1,6 +1,7 @@
 """Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution) at each size n, and
 what only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
 import math
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -48,7 +49,7 @@ def _measured(entries, device=None):
 
 def _in_batch_order(entries):
     """The GPU entries with a batch, by series and then batch."""
-    return sorted(_measured(entries, "gpu"), key=lambda e: (e["n"], e["impl"], e["mode"], e["precision"], e["batch"]))
+    return sorted(_measured(entries, "gpu"), key=itemgetter("n", "impl", "mode", "precision", "batch"))
 
 
 def _point(entry):
@@ -117,8 +118,8 @@ def saturation(points, study):
 
 
 def _series_rows(entries, point):
-    """One row per series of the entries, its points (point(entry)) by batch: CPU first, then by size and axes."""
-    ordered = sorted(entries, key=lambda e: (e["n"], e["device"], e["impl"], e["mode"], e["precision"], e["batch"]))
+    """One row per series of the entries, its points (point(entry)) by batch: by size, CPU first, by axes."""
+    ordered = sorted(entries, key=itemgetter("n", "device", "impl", "mode", "precision", "batch"))
     return curve_rows(ordered, ("n", "impl", "device", "mode", "precision"), point, x="batch")
 
 

@@ -236,9 +236,7 @@ def _crossovers(entries, axis, with_latency):
 def refinement_size(found):
     """Midpoint to measure next for one crossover, or None when its bracket is narrow enough."""
     lower, upper = found.get("lower"), found.get("upper")
-    if lower is None or upper is None:
-        return None
-    if upper - lower < max(8, 0.1 * lower):
+    if lower is None or upper is None or upper - lower < max(8, 0.1 * lower):
         return None
     middle = (lower + upper) // 2
     return middle if lower < middle < upper else None
