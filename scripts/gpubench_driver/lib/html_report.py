@@ -78,14 +78,10 @@ def inline(text):
 
 # --- blocks ---------------------------------------------------------------------------------
 def _table(block):
-    width = len(block.header)
-
-    def fit(cells):
-        return (list(cells) + [""] * width)[:width]
-
+    width = len(block.header)  # a short row is filled with empty cells, a long one cut
     head = "".join(f"<th>{inline(cell)}</th>" for cell in block.header)
-    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in fit(row)) + "</tr>\n"
-                   for row in block.rows)
+    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in (list(row) + [""] * width)[:width])
+                   + "</tr>\n" for row in block.rows)
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
 
 
