@@ -251,8 +251,7 @@ def sections(spec, references, study, document):
 
 # --- plots ----------------------------------------------------------------------------------------
 def plots(name, spec, pyplot, study, plot_dir):
-    """One chart per size n: items/s of every series over the batch, crossovers marked; split by precision, then
-    mode, past charts.MAX_SERIES (e.g. conv2d_throughput_n56_fp16.png)."""
+    """One chart per size n: items/s of every series over the batch, crossovers marked."""
     derived = study["derived"]
     rows = derived.get("throughput", [])
     with_precision = len({row.get("precision") for row in rows}) > 1  # rows written before precision was kept

@@ -1,13 +1,15 @@
 """Findings of the studies with a batch axis (batched GEMM, MLP training step, convolution) at each size n, and
 what only some have (BatchStudy): a batched call against a loop of calls, the time per epoch, the chosen algorithm."""
 import math
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from gpubench_driver.lib.findings import (BATCH, best_per, crossovers as crossovers_along, group_by, grouped_failures,
-                                          median_s, ok_entries, set_fraction_of_best_rate)
+from gpubench_driver.lib.findings import (BATCH, best_per, crossovers as crossovers_along, curve_rows, group_by,
+                                          grouped_failures, interval_record, median_s, ok_entries,
+                                          set_fraction_of_best_rate)
 from gpubench_driver.lib.gbench import UTILIZATION_COUNTERS, UTILIZATION_SAMPLES
-from gpubench_driver.lib.stats import beyond_spread, median_interval, time_per_item
+from gpubench_driver.lib.stats import beyond_spread, time_per_item
 
 # A doubling of the batch that gains less than this in items/s (beyond noise): throughput has saturated.
 SATURATION_GAIN = 0.05
@@ -45,13 +47,9 @@ def _measured(entries, device=None):
     return [e for e in ok_entries(entries) if e.get("batch") and device in (None, e.get("device"))]
 
 
-def _series_key(entry):
-    return entry["n"], entry["impl"], entry["mode"], entry["precision"]
-
-
 def _in_batch_order(entries):
     """The GPU entries with a batch, by series and then batch."""
-    return sorted(_measured(entries, "gpu"), key=lambda e: (*_series_key(e), e["batch"]))
+    return sorted(_measured(entries, "gpu"), key=itemgetter("n", "impl", "mode", "precision", "batch"))
 
 
 def _point(entry):
@@ -86,8 +84,7 @@ def crossovers(entries):
 
 # --- throughput and saturation ---------------------------------------------------------
 def _step(low, high, key):
-    """(no gain, note) of one measured step of the batch: its gain in items/s per doubling (the step's ratio to
-    the power 1/k for 2^k) is within noise, or below SATURATION_GAIN even at the most the intervals allow."""
+    """(no gain, note) of a step of the batch: its gain per doubling within noise or below SATURATION_GAIN."""
     doublings = math.log2(high["batch"] / low["batch"])
 
     def per_doubling(ratio):
@@ -108,8 +105,7 @@ def _step(low, high, key):
 
 
 def saturation(points, study):
-    """(batch, note): the smallest measured batch whose step to the next shows no gain (_step), and what that step
-    measured; (None, why) when there is none."""
+    """(batch, note): the smallest batch whose next step gains nothing (_step); (None, why) else."""
     key = rate_key(study)
     steps = [(low, high) for low, high in zip(points, points[1:]) if high["batch"] > low["batch"] and low[key]]
     if not steps:
@@ -121,27 +117,18 @@ def saturation(points, study):
     return None, f"every measured step gained beyond noise (last step: {note})"
 
 
-def _series(entries, point):
-    """{(n, impl, mode, precision): (device, [point(entry), ...] in batch order)} of measured entries."""
-    series = {}
-    for entry in sorted(entries, key=lambda e: e["batch"]):
-        series.setdefault(_series_key(entry), (entry["device"], []))[1].append(point(entry))
-    return series
-
-
-def _series_rows(series):
-    """One row per series, CPU first then GPU, each by size, implementation, mode and precision."""
-    order = sorted(series.items(), key=lambda item: (item[0][0], item[1][0], *item[0][1:]))
-    return [{"n": n, "impl": impl, "device": device, "mode": mode, "precision": precision, "points": points}
-            for (n, impl, mode, precision), (device, points) in order]
+def _series_rows(entries, point):
+    """One row per series of the entries, its points (point(entry)) by batch: by size, CPU first, by axes."""
+    ordered = sorted(entries, key=itemgetter("n", "device", "impl", "mode", "precision", "batch"))
+    return curve_rows(ordered, ("n", "impl", "device", "mode", "precision"), point, x="batch")
 
 
 def throughput(entries, study):
     """Per series: items/s and FLOP/s at each measured batch, the best of them, and the saturation batch."""
     key = rate_key(study)
-    rows = _series_rows(_series(_measured(entries), lambda entry: {
+    rows = _series_rows(_measured(entries), lambda entry: {
         "batch": entry["batch"], "median_s": median_s(entry), key: items_per_s(entry, study),
-        "flop_per_s": entry.get("flop_per_s"), "interval_s": median_interval(entry["time_s"]).record()}))
+        "flop_per_s": entry.get("flop_per_s"), "interval_s": interval_record(entry)})
     for row in rows:
         batch, note = saturation(row["points"], study)
         best = max(row["points"], key=lambda point: point[key])
@@ -171,20 +158,18 @@ def device_memory(entries, study):
 
 # --- GPU utilization --------------------------------------------------------------------
 def utilization(entries, described):
-    """NVML utilization against the batch: whether the binary could sample it (and why not), and per GPU series
-    each batch's combined counters."""
+    """NVML utilization: whether the binary could sample it (why not) and each GPU series' counters."""
     described = described if isinstance(described, dict) else {
         "available": None, "reason": "the study binary does not say whether it samples GPU utilization"}
     sampled = [e for e in _measured(entries, "gpu") if e.get(UTILIZATION_SAMPLES) is not None]
-    rows = _series_rows(_series(sampled, lambda entry: {
-        "batch": entry["batch"], **{name: entry[name] for name in UTILIZATION_COUNTERS}}))
+    rows = _series_rows(sampled, lambda entry: {
+        "batch": entry["batch"], **{name: entry[name] for name in UTILIZATION_COUNTERS}})
     return {"available": described.get("available"), "reason": described.get("reason"), "rows": rows}
 
 
 # --- one batched call against a loop of calls -----------------------------------------
 def loop_ratios(entries, study):
-    """Throughput of each of study.against_loop over study.loop_baseline's at every point both measured, the largest
-    ratio of each implementation and mode, and per n and mode each implementation's largest and at the largest batch."""
+    """Throughput of study.against_loop over study.loop_baseline's, with the largest ratios."""
     baseline = study.loop_baseline
     index = {(e["impl"], e["mode"], e["precision"], e["n"], e["batch"]): e for e in _measured(entries, "gpu")}
     rows = [{"n": n, "mode": mode, "batch": batch, "impl": impl,

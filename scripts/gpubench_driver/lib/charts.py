@@ -34,16 +34,14 @@ HOST_MODE = "host"  # the CPU entries' mode: their lines are the baseline every 
 
 
 def series(entries, key):
-    """{key: [(n, entry), ...]} sorted by n; key(entry) is the entry's series, a tuple (implementation,
-    mode[, precision]), or None to leave it out."""
+    """{key(entry): [(n, entry), ...] by n} of the ok entries; a key of None leaves the entry out."""
     found = group_by([entry for entry in ok_entries(entries) if key(entry) is not None], key,
                      lambda entry: (entry["n"], entry))
     return {name: sorted(points, key=lambda point: point[0]) for name, points in sorted(found.items())}
 
 
 def chart_shares(keys, levels, baseline=()):
-    """[(names of the chart's share, its keys)]: one chart where the keys fit in MAX_SERIES, else a chart per
-    levels[0](key), each with the baseline keys (the CPU), split by the next level, past the last in parts."""
+    """[(share names, keys)]: split by levels past MAX_SERIES, the baseline keys on every chart."""
     if len(keys) <= MAX_SERIES:
         return [((), list(keys))]
     shared = [key for key in keys if key in baseline] if len(baseline) < MAX_SERIES else []
@@ -62,8 +60,7 @@ def label(key):
 
 @dataclass(frozen=True)
 class Chart:
-    """One log-log line chart: value(point) over x for each series ({key: [(x, point), ...]}); mark(axes, keys)
-    adds the lines of the chart's series (crossovers, a link's rate)."""
+    """One log-log line chart: value(point) over x of each series; mark(axes, keys) adds its lines."""
     path: str
     title: str
     ylabel: str
@@ -114,8 +111,7 @@ def _least_taken(count, taken):
 
 
 def study_styles(charts_labels):
-    """{label: matplotlib style}: a label looks the same in each of the study's charts, and no two labels of a
-    chart share a colour or a marker (greedy colouring, the labels with the most chart-mates first)."""
+    """{label: style}: alike in every chart of the study, no colour or marker twice on one."""
     mates = {}
     for labels in charts_labels:
         for label in labels:
@@ -192,8 +188,7 @@ def crossover_lines(crossovers, with_precision, axis="batch"):
 
 
 def crossover_marks(crossovers, with_precision, axis="batch"):
-    """mark(axes, keys): a vertical line at each value from which a GPU mode (and precision) of the chart beats
-    the CPU."""
+    """mark(axes, keys): a vertical line where a GPU mode (and precision) of the chart beats the CPU."""
     def on_chart(found, keys):
         return any(key[1] == found["mode"] and (not with_precision or key[2] == found["precision"])
                    for key in keys)
@@ -235,8 +230,4 @@ def placeable(value):
 
 def parity_and_crossovers(crossovers):
     marks = crossover_marks(crossovers, with_precision=False, axis="n")
-
-    def mark(axes, keys):
-        parity(axes)  # as fast as the CPU
-        marks(axes, keys)
-    return mark
+    return lambda axes, keys: (parity(axes), marks(axes, keys))  # parity: as fast as the CPU

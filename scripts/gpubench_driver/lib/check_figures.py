@@ -47,8 +47,7 @@ def bandwidth_figure(study_name, entry, key, label, bytes_per_call, reference, w
 
 
 def roof_figures(roof):
-    """The check figures of a study that measures the memory roof (lib/registry.MemoryRoof): the roof as a run reads
-    it, against the datasheet's bandwidth where the roof's own figure names no better reference."""
+    """The check figures of a study that measures the memory roof, against the datasheet's bandwidth."""
     def figures(study, document, sheet):
         found, _ = roof.bandwidth(study)
         entry = next((entry for entry in ok_entries(study.get("entries") or []) if found and all(

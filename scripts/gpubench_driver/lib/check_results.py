@@ -15,8 +15,7 @@ class CheckFileError(Exception):
 
 
 def file_in(path):
-    """The check file a path names, or None: a folder's check.json, a file named check.json, or a file
-    (e.g. check-<id>.json.gz) whose schema, written first, is the check's."""
+    """The check file a path names (its check.json, or a file whose schema is the check's), or None."""
     candidate = os.path.join(path, FILE) if os.path.isdir(path) else path
     if not os.path.isfile(candidate):
         return None
@@ -79,8 +78,7 @@ def load(path):
 
 
 def recorded_runs(path):
-    """[(model key, run record, figures with a value)] of a check.json: one run per GPU checked, and one of the
-    node's model ("<GPU model> x<GPUs>") for the figures between its GPUs."""
+    """[(model, run record, figures with a value)] of a check.json: one per GPU, one of the node."""
     document = load(path)
     revision = (document["run"].get("git") or {}).get("revision")
     parts = [(f"gpu{part.get('index')}", part) for part in document["gpus"]]

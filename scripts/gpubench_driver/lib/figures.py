@@ -44,8 +44,7 @@ def datasheet_of(document, datasheets):
 # --- one figure -----------------------------------------------------------------------------------
 def figure(key, label, value, interval=(None, None), unit="", better=None, timed_as=None, where=None,
            reference=None, device="gpu", between_runs=None):
-    """One headline figure; interval: (low, high) of the value (None: no spread); reference: {"value", "what"} it
-    is set against; between_runs: what tells it from another run's (between_runs())."""
+    """One headline figure: interval (low, high); reference {value, what}; between_runs: between_runs()."""
     low, high = interval
     return {"key": key, "label": label, "value": value, "low": low, "high": high, "unit": unit, "better": better,
             "timed_as": timed_as, "where": where, "device": device, "reference": reference,
@@ -54,8 +53,7 @@ def figure(key, label, value, interval=(None, None), unit="", better=None, timed
 
 
 def between_runs(entry, value, scales="rate"):
-    """What rank's noise judgement reads of a figure from one entry's median time: the figure at each trial (a "rate"
-    scales as 1/time, a "time" as the time, None: none), what picks its noise model, the smallest change judged."""
+    """What rank's noise judgement reads of a figure: its value per trial, noise model and smallest change."""
     time_s = entry["time_s"]
     median = time_s["median"]
     trials = []

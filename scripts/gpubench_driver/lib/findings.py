@@ -49,7 +49,7 @@ def median_s(entry):
 
 def median_record(entry):
     """An entry as one side of a comparison: its implementation, median time and that median's interval."""
-    return {"impl": entry["impl"], "median_s": median_s(entry), "interval_s": median_interval(entry["time_s"]).record()}
+    return {"impl": entry["impl"], "median_s": median_s(entry), "interval_s": interval_record(entry)}
 
 
 def _median(entry, measure="time"):
@@ -117,8 +117,7 @@ BATCH = Axis("batch", "batch", "batches")  # batched GEMM: the products per call
 
 
 def crossover(best_cpu, best_gpu, mode, axis=SIZE, measure="time"):
-    """Where the GPU (best of one mode) starts to beat the best CPU along the axis ({value: fastest entry} each):
-    upper, the smallest value from which it wins (_gpu_wins) at every larger one; lower, the value before it."""
+    """Where the best GPU of one mode starts to beat the best CPU for good along the axis ({value: entry})."""
     values = sorted(set(best_cpu) & set(best_gpu))
     estimate = f"estimate_{axis.name}"
     result = {"mode": mode, "measure": measure, "timed_as": measure_label(best_gpu.values(), measure), "lower": None,
@@ -190,9 +189,7 @@ def _interpolate(lower, upper, speedup_lower, speedup_upper):
 
 
 def crossovers(entries, axis=SIZE, with_latency=True):
-    """One crossover per GPU mode along the axis (for BATCH: entries of one matrix size) and MEASURES (latency
-    where measured); where every entry has several trials, each also read over the trials' own estimates
-    (over_trials)."""
+    """One crossover per GPU mode and measure along the axis, each also over the trials (over_trials)."""
     found = _crossovers(entries, axis, with_latency)
     # The trials every measured entry has: a third trial that ran at some sizes only (the default run's
     # adaptive policy) would cross on a coarser bracket than the others.
@@ -208,8 +205,7 @@ def crossovers(entries, axis=SIZE, with_latency=True):
 
 
 def over_trials(result, axis, listed):
-    """A crossover of the trials' median curve read over its trials' own estimates (listed, None where a trial
-    brackets none): where two or more cross and so does the median curve, their median and its interval."""
+    """Where 2+ trials cross (listed: each trial's estimate or None): their median and its interval."""
     estimate = f"estimate_{axis.name}"
     crossing = sorted(value for value in listed if value is not None)
     result[f"{estimate}_trials"] = listed
@@ -240,17 +236,14 @@ def _crossovers(entries, axis, with_latency):
 def refinement_size(found):
     """Midpoint to measure next for one crossover, or None when its bracket is narrow enough."""
     lower, upper = found.get("lower"), found.get("upper")
-    if lower is None or upper is None:
-        return None
-    if upper - lower < max(8, 0.1 * lower):
+    if lower is None or upper is None or upper - lower < max(8, 0.1 * lower):
         return None
     middle = (lower + upper) // 2
     return middle if lower < middle < upper else None
 
 
 def refinement_plan(entries):
-    """{n: (impls, modes)} to measure next: each unresolved crossover's midpoint, with the implementations fastest
-    at its bracket ends in the host mode and its GPU mode."""
+    """{n: (impls, modes)}: each unresolved crossover's midpoint, with the fastest at its ends."""
     best_cpu = best_by_size(cpu_entries(entries))
     measured = {e["n"] for e in entries if e.get("n")}
     plan = {}
@@ -280,8 +273,7 @@ def speedups(entries):
 
 
 def best_rates(entries, axes=("impl", "mode")):
-    """Highest FLOP/s of each combination of the axes (implementation+mode by default) and the
-    size where it was reached."""
+    """Highest FLOP/s of each combination of the axes and the size where it was reached."""
     best = best_per([entry for entry in ok_entries(entries) if entry.get("flop_per_s") is not None],
                     lambda entry: tuple(entry[axis] for axis in axes),
                     lambda entry, other: entry["flop_per_s"] > other["flop_per_s"])
@@ -292,9 +284,7 @@ def best_rates(entries, axes=("impl", "mode")):
 
 def set_fraction_of_best_rate(entries):
     """Each entry's FLOP/s over the best FLOP/s measured on its device (cpu or gpu) in this run."""
-    device_best = {}
-    for row in best_rates(entries):
-        device_best[row["device"]] = max(device_best.get(row["device"], 0.0), row["flop_per_s"])
+    device_best = {row["device"]: row["flop_per_s"] for row in reversed(best_rates(entries))}  # fastest first
     for entry in entries:
         best = device_best.get(entry.get("device"))
         rate = entry.get("flop_per_s")
@@ -370,8 +360,7 @@ LEVEL_DROP = 0.75
 
 
 def levels(points):
-    """The levels of a bandwidth curve and the edges between them: the first level begins at the first point within
-    LEVEL_DROP of the fastest rate (those before are launch-bound); a level ends below LEVEL_DROP of its fastest."""
+    """(levels, edges) of a bandwidth curve: a level ends where the rate falls below LEVEL_DROP of it."""
     ordered = sorted((point for point in points if point["working_set_bytes"]), key=lambda p: p["working_set_bytes"])
     if not ordered:
         return [], []
@@ -409,8 +398,7 @@ def interval_record(entry):
 
 
 def curve_rows(entries, fields, point, x="n", names=None):
-    """One row per distinct value of the entries' fields, in the entries' order: {name: value, ...,
-    "points": [point(entry), ...] in order of point[x]}; names: the rows' keys for the fields (else theirs)."""
+    """One row per distinct value of the fields: {name: value, ..., points: [point(entry)] by x}."""
     groups = group_by(entries, lambda entry: tuple(entry[field] for field in fields), point)
     return [{**dict(zip(names or fields, key)), "points": sorted(points, key=lambda found: found[x])}
             for key, points in groups.items()]

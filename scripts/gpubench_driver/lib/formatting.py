@@ -82,6 +82,18 @@ def scientific(value):
     return "n/a" if value is None else f"{value:.2e}"
 
 
+# A figure's unit -> how its value is written (first screen, check, rank, fleet).
+UNIT_TEXT = {"FLOP/s": rate, "OP/s": lambda value: rate(value, "OP/s"), "B/s": gb_per_s, "s": seconds,
+             "J": joules, "n": whole}
+
+
+def unit_text(value, unit, none="—", digits=3, units=tuple(UNIT_TEXT)):
+    """The value in its unit (UNIT_TEXT, of `units`), or to `digits` significant digits, the unit after."""
+    if value is None:
+        return none
+    return UNIT_TEXT[unit](value) if unit in units else f"{value:.{digits}g} {unit}"
+
+
 def md(text):
     """Text from files and tools, escaped so it cannot change the Markdown around it."""
     if text is None:

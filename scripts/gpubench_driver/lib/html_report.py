@@ -14,6 +14,7 @@ escape = html.escape  # quotes too: text goes into attributes
 HTML_NAME = "summary.html"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes (CommonMark: ASCII punctuation)
+_BACKTICKS = re.compile("`+")
 
 # The page's stylesheet, inlined into it.
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "summary.css"), encoding="utf-8") as _stream:
@@ -31,7 +32,7 @@ def _closing(text, start, marker):
         if text[index] == "\\" and index + 1 < len(text) and text[index + 1] in _PUNCTUATION:
             index += 2
         elif text[index] == "`":
-            run = _run_length(text, index, "`")
+            run = len(_BACKTICKS.match(text, index)[0])
             end = text.find("`" * run, index + run)
             index = index + run if end < 0 else end + run
         elif text.startswith(marker, index) and not (marker == "*" and text.startswith("**", index)):
@@ -39,13 +40,6 @@ def _closing(text, start, marker):
         else:
             index += 1
     return -1
-
-
-def _run_length(text, index, char):
-    end = index
-    while end < len(text) and text[end] == char:
-        end += 1
-    return end - index
 
 
 def inline(text):
@@ -58,19 +52,17 @@ def inline(text):
             out.append(escape(text[index + 1]))
             index += 2
         elif char == "`":
-            run = _run_length(text, index, "`")
-            end = text.find("`" * run, index + run)
-            while end >= 0 and _run_length(text, end, "`") != run:  # a longer run does not close it
-                end = text.find("`" * run, end + _run_length(text, end, "`"))
-            if end < 0:
+            run = len(_BACKTICKS.match(text, index)[0])
+            closing = re.compile(f"(?<!`){'`' * run}(?!`)").search(text, index + run)  # exactly as long
+            if closing is None:
                 out.append(escape("`" * run))
                 index += run
                 continue
-            code = text[index + run:end]
+            code = text[index + run:closing.start()]
             if code.startswith(" ") and code.endswith(" ") and code.strip():
                 code = code[1:-1]
             out.append(f"<code>{escape(code)}</code>")
-            index = end + run
+            index = closing.end()
         elif text.startswith("**", index) and (end := _closing(text, index + 2, "**")) > index + 2:
             out.append(f"<strong>{inline(text[index + 2:end])}</strong>")
             index = end + 2
@@ -86,14 +78,10 @@ def inline(text):
 
 # --- blocks ---------------------------------------------------------------------------------
 def _table(block):
-    width = len(block.header)
-
-    def fit(cells):
-        return (list(cells) + [""] * width)[:width]
-
+    width = len(block.header)  # a short row is filled with empty cells, a long one cut
     head = "".join(f"<th>{inline(cell)}</th>" for cell in block.header)
-    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in fit(row)) + "</tr>\n"
-                   for row in block.rows)
+    body = "".join("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in (list(row) + [""] * width)[:width])
+                   + "</tr>\n" for row in block.rows)
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
 
 

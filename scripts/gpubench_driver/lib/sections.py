@@ -108,8 +108,7 @@ def references_not_run(document):
 
 
 def reference_section(title, document, runs, blocks, result_item=None, only_timed=False):
-    """A study's section on its reference runs (runs: their keys): why the run timed none, else blocks(items) (none:
-    no section) of each run's notes and result_item(key, result) of its results, a run it lacks 'not run'."""
+    """A study's section on its reference runs: blocks(items) of their notes and result_item(key, result)."""
     references = document.get("references")
     if references is None:
         return section(title, [paragraph(references_not_run(document))])

@@ -4,7 +4,7 @@ import json
 
 from gpubench_driver.lib import check_results, outputs
 from gpubench_driver.lib.schema import without_non_finite
-from gpubench_driver.lib.formatting import gb_per_s, percent, rate, seconds
+from gpubench_driver.lib.formatting import percent, unit_text
 from gpubench_driver.stages import check_measure, check_verdicts as verdicts
 from gpubench_driver.stages.health import ABOVE, BELOW as FIGURE_BELOW, NOT_JUDGED as FIGURE_NOT_JUDGED
 
@@ -19,14 +19,7 @@ SHORT_UNITS = {"FLOP/s": (1e12, "TFLOP/s"), "OP/s": (1e12, "TOP/s"), "B/s": (1e9
 
 
 def value_text(row):
-    value, unit = row.get("value"), row.get("unit")
-    if value is None:
-        return "-"
-    if unit in ("FLOP/s", "OP/s"):
-        return rate(value, unit)
-    if unit == "B/s":
-        return gb_per_s(value)
-    return seconds(value) if unit == "s" else f"{value:.4g} {unit}"
+    return unit_text(row.get("value"), row.get("unit"), "-", 4, ("FLOP/s", "OP/s", "B/s", "s"))
 
 
 def basis_text(row):
@@ -44,16 +37,14 @@ def basis_text(row):
 
 
 def verdict_text(row):
-    """The verdict in a word, the shortfall where below, and '~' where its samples stopped at the stopping rule's
-    timeout before its noise target."""
+    """The verdict in a word, the shortfall where below, '~' where it stopped at the timeout."""
     text = MARK.get(row["status"], "ok")
     text += f" {row['by']:.0%} off" if row["status"] == FIGURE_BELOW and row.get("by") is not None else ""
     return text + (" ~" if row.get("converged") is False else "")
 
 
 def document(run, parts, node, errors=()):
-    """check.json: the run record, each GPU's part, the node's part between GPUs (or None), the verdict of each
-    and of the check, its exit status."""
+    """check.json: the run record, each GPU's part, the node's part (or None), verdicts, exit status."""
     for part in _every_part(parts, node):
         part["figures"] = [{key: row.get(key) for key in FIGURE_FIELDS} for row in part["figures"]]
         part["verdict"] = verdicts.part_verdict(part["figures"], part["checks"])
@@ -117,8 +108,7 @@ def several_gpus_lines(parts):
 
 
 def node_lines(node):
-    """The figures between GPUs: those of one measure on many pairs (peers) as their least, named, and median,
-    and each of them that is below; then the others."""
+    """The figures between GPUs: the peers' least and median and each below; then the others."""
     rows = node["figures"]
     order = node["gpus"]
     renamed = "" if order == list(range(len(order))) else "; gpu<k> in a route is the k-th of them"

@@ -2,6 +2,7 @@
 studies: whether FLOPS or memory bandwidth limit the run's workloads (the roofline's points against its ridges)."""
 from gpubench_driver import studies
 from gpubench_driver.lib.claims import CONFIRMED, Claim, REFUTED
+from gpubench_driver.lib.findings import group_by
 
 # The studies that measure the roofs; the entries placed under them are the others'.
 ROOF_STUDIES = tuple(study.name for study in studies.STUDIES if study.measures_roofs)
@@ -22,12 +23,11 @@ def memory_bound(document):
     if not bandwidth or not points:
         return None
     ridges = {precision: peak / bandwidth["bytes_per_s"] for precision, peak in peaks.items()}
-    groups = {}
-    for point in points:
-        group = groups.setdefault((point["study"], point["precision"]), {
-            "study": point["study"], "precision": point["precision"], "memory_bound": 0, "compute_bound": 0})
-        group["memory_bound" if point["intensity"] < ridges[point["precision"]] else "compute_bound"] += 1
-    by_study = list(groups.values())
+    # Left of its precision's ridge a point is memory-bound.
+    sides = group_by(points, lambda point: (point["study"], point["precision"]),
+                     lambda point: point["intensity"] < ridges[point["precision"]])
+    by_study = [{"study": study, "precision": precision, "memory_bound": left.count(True),
+                 "compute_bound": left.count(False)} for (study, precision), left in sides.items()]
     memory = sum(group["memory_bound"] for group in by_study)
     share = memory / len(points)
     verdict = (CONFIRMED if share >= MOSTLY else REFUTED if share <= 1 - MOSTLY else

@@ -3,6 +3,7 @@ folded in); a file of every GPU of a node (run --gpus) as one GPU's, each entry 
 import copy
 
 from gpubench_driver.lib import stats
+from gpubench_driver.lib.findings import group_by
 from gpubench_driver.stages import journal
 
 GPU_FIELD = "gpu"  # an entry's GPU (nvidia-smi index) in a gathered file; absent in one GPU's file
@@ -15,8 +16,7 @@ def gpus_of(document):
 
 
 def node_median_entry(entries):
-    """Of one entry's per-GPU records, the one whose median is the node's median (the lower middle of
-    an even count); None when none is ok."""
+    """Of one entry's per-GPU records the one at the node's median (lower middle); None if none is ok."""
     ok = sorted((entry for entry in entries if entry["status"] == "ok" and stats.finite((entry.get("time_s") or {})
                                                                                           .get("median"))),
                 key=lambda entry: entry["time_s"]["median"])
@@ -24,15 +24,12 @@ def node_median_entry(entries):
 
 
 def node_view(document):
-    """The document as one GPU's: each entry the GPU at the node's median (an entry no GPU measured: the
-    first GPU's record, with its reason); a document of one GPU as it is."""
+    """The document as one GPU's, each entry the GPU at the node's median (none ok: the first's)."""
     if len(gpus_of(document)) < 2:
         return document
     node = copy.deepcopy(document)
     for study in node["studies"].values():
-        by_name = {}
-        for entry in study["entries"]:
-            by_name.setdefault(entry["name"], []).append(entry)
+        by_name = group_by(study["entries"], lambda entry: entry["name"])
         study["entries"] = [node_median_entry(entries) or entries[0] for entries in by_name.values()]
     return node
 

@@ -82,9 +82,7 @@ _DRAWING = None  # (the studies, the plot folder) of write_plots, which its fork
 
 
 def write_plots(studies, out_dir, workers=None):
-    """{study name: paths of its PNGs} of each study that drew any (its record's `plots`), the studies drawn in
-    up to `workers` forked processes at once (default: one per core; matplotlib's drawing was most of a
-    report's time: 23 s of the H100 suite's); None without matplotlib."""
+    """{study: its PNG paths}, studies drawn in forked workers (one per core); None without matplotlib."""
     if charts.load_pyplot() is None:
         return None
     global _DRAWING

@@ -96,8 +96,7 @@ def _no_plots(plots_by_study):
 
 
 def blocks(document, plots_by_study, out_dir):
-    """The whole page as blocks, for summary.md and summary.html. plots_by_study: {study: [PNG paths]} (the
-    roofline's under render_across.ROOFLINE_KEY), None without matplotlib."""
+    """The whole page as blocks; plots_by_study: {study: [PNG paths]}, None without matplotlib."""
     found = _header(document) + render_first_screen.first_screen(document) + _warnings(document) + _like(document)
     for name, study in document["studies"].items():
         if name in studies.BY_NAME:
@@ -128,8 +127,7 @@ def render(document, plots_by_study, out_dir):
 
 
 def write_page(out_dir, name, blocks, record, page_end="", record_end="", **dumps):
-    """A command's page: <name>.md and <name>.html from its blocks, <name>.json from its record; returns the
-    Markdown's path."""
+    """A command's <name>.md and .html from its blocks, .json from its record; returns the .md's path."""
     os.makedirs(out_dir, exist_ok=True)
     path = outputs.write_text(os.path.join(out_dir, f"{name}.md"), to_markdown(blocks) + page_end)
     outputs.write_text(os.path.join(out_dir, f"{name}.json"), json.dumps(record, indent=1, **dumps) + record_end)

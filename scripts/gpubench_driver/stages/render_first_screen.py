@@ -3,26 +3,14 @@ the health verdict (findings["health"]) and the claims answered (findings["claim
 the run measured is shown: a figure, check or claim the run has no data for is left out."""
 from gpubench_driver.lib import figures
 from gpubench_driver.lib.document import Panel, bullets, paragraph, section
-from gpubench_driver.lib.formatting import joules, md, percent, rate, seconds
+from gpubench_driver.lib.formatting import md, percent, unit_text
 from gpubench_driver.lib.sections import table_section
 from gpubench_driver.stages import health
 
 
 def value_text(value, unit):
     """A figure's value in its unit: FLOP/s and OP/s with a prefix, B/s in GB/s (decimal)."""
-    if value is None:
-        return "—"
-    if unit in ("FLOP/s", "OP/s"):
-        return rate(value, unit)
-    if unit == "B/s":
-        return f"{value / 1e9:.1f} GB/s"
-    if unit == "s":
-        return seconds(value)
-    if unit == "J":
-        return joules(value)
-    if unit == "n":
-        return f"{value:.0f}"
-    return f"{value:.3g} {unit}".strip()
+    return unit_text(value, unit).strip()
 
 
 def interval_text(row):
