@@ -2,7 +2,7 @@
 import datetime
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from gpubench_driver import studies
 from gpubench_driver.lib import environment, outputs, results, resumable, stopping, trial_rule
@@ -85,7 +85,7 @@ def command_line(argv):
 def new_run_document(options, argv):
     run = {"id": options.run_id, "started": utc_now(), "finished": None, "status": "running",
            "command_line": command_line(argv),
-           "options": options.as_dict(), "git": environment.capture_git(SOURCE_DIR)}
+           "options": asdict(options), "git": environment.capture_git(SOURCE_DIR)}
     return results.new_document(run)
 
 
