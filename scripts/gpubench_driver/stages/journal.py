@@ -43,12 +43,7 @@ def remove(path):
 
 def read(path):
     """The journal's complete lines (a line cut by a kill is skipped); none without a journal."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            text = stream.read()
-    except OSError:
-        return []
-    return [value for value in measurements.json_objects(text) if isinstance(value.get("study"), str)
+    return [value for value in measurements.read_objects(path) if isinstance(value.get("study"), str)
             and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
 
 
