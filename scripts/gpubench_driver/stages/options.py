@@ -28,20 +28,21 @@ class NothingToRun(Exception):
 
 @dataclass
 class RunOptions:
-    studies: list          # None: every study whose binary was built
-    sizes: list            # None: the study's quick or default sizes
-    batches: list          # None: the study's quick or default batches (studies with a batch axis)
-    impls: list            # None: all
-    modes: list            # None: all
-    caps: dict
-    cpu_only: bool
-    out: str               # None: <repo>/results/runs/<run_id>
-    run_id: str
-    refine_rounds: int     # 0: no refinement
-    build_dir: str
-    build: bool
-    reference: bool
-    quick: bool
+    """The options of one run; commands/run.resolve_run_options sets every field from the command line."""
+    studies: list = None     # None: every study whose binary was built
+    sizes: list = None       # None: the study's quick or default sizes
+    batches: list = None     # None: the study's quick or default batches (studies with a batch axis)
+    impls: list = None       # None: all
+    modes: list = None       # None: all
+    caps: dict = field(default_factory=dict)
+    cpu_only: bool = False
+    out: str = None          # None: <repo>/results/runs/<run_id>
+    run_id: str = None
+    refine_rounds: int = 0   # 0: no refinement
+    build_dir: str = None
+    build: bool = True
+    reference: bool = False
+    quick: bool = False
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
     trials: int = 1          # independent processes per entry (trials.py; the command line defaults to DEFAULT_TRIALS)

@@ -55,11 +55,9 @@ def extend(folder, earlier, budget_s, build_dir, build, argv):
     results.json in it) given extra trials against EARLIER until decided (compare --decide); its exit status."""
     if os.path.isfile(folder) and os.path.basename(folder) == results.FILE:
         folder = os.path.dirname(os.path.abspath(folder))
-    args = types.SimpleNamespace(resume=folder, trials=None, launcher=None, out=None,
-                                 budget=None if budget_s is None else budget_s)
-    given = opts.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={}, cpu_only=False,
-                            out=None, run_id=session.default_run_id(), refine_rounds=0, build_dir=build_dir,
-                            build=build, reference=False, quick=False, against=os.path.abspath(earlier),
+    args = types.SimpleNamespace(resume=folder, trials=None, launcher=None, out=None, budget=budget_s)
+    given = opts.RunOptions(run_id=session.default_run_id(), build_dir=build_dir, build=build,
+                            against=os.path.abspath(earlier),
                             budget_s=against.DEFAULT_BUDGET_S if budget_s is None else budget_s)
     return run(args, given, argv)
 
