@@ -1,7 +1,6 @@
-"""Command line of the driver: the top parser and dispatch. Each command is a module of COMMANDS
-(commands/<command>.py): its register(subparsers) adds and returns its parser, its execute(args, argv) runs it
-and returns the exit status, and its ERRORS are the failures it reports as exit 1. The exits every command
-shares are here."""
+"""The driver's top parser, dispatch and shared exits. Each command module of COMMANDS has
+register(subparsers) (adds and returns its parser), execute(args, argv) (runs it, returns the exit status)
+and ERRORS (its failures, exit 1)."""
 import argparse
 import signal
 import sys
@@ -27,8 +26,7 @@ def build_parser():
 
 
 def parse(argv):
-    """The arguments; an unknown flag is its command's error, with that command's usage (argparse
-    leaves unknown flags to the top-level parser, which would print the list of commands)."""
+    """The arguments; an unknown flag is its command's error, with its usage (not the top parser's)."""
     args, unknown = build_parser().parse_known_args(_joined_cmake_args(argv))
     if unknown:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")

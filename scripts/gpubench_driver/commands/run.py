@@ -156,13 +156,6 @@ def _trials(text, quick):
     return value
 
 
-# Command-line values that mean "not given" (argparse's defaults), so --like fills them in.
-_NOT_GIVEN = {"studies": None, "impls": None, "modes": None, "caps": None, "cpu_only": False,
-              "refine_rounds": None, "reference": None, "quick": False,
-              "full": False, "telemetry": None, "trials": None}
-_ARGUMENT_OF = {"refine_rounds": "no_refine", "reference": "no_reference", "telemetry": "no_telemetry"}
-
-
 def resolve_like(args, options, path=None):
     """The run's options with the recorded run's (of --like, else of `path`: --against's) wherever the command
     line gave none."""
@@ -177,10 +170,7 @@ def resolve_like(args, options, path=None):
     policy = (document["run"].get("options") or {}).get("trial_policy")
     taken = {} if args.trials is not None else {"trial_policy": trial_rule.ADAPTIVE if policy == trial_rule.ADAPTIVE
                                                  else trial_rule.FIXED}
-    for name, value in recorded.items():
-        argument = _ARGUMENT_OF.get(name, name)
-        if getattr(args, argument) in (_NOT_GIVEN.get(name), False) and not (name == "reference" and args.reference):
-            taken[name] = value
+    taken.update({name: value for name, value in recorded.items() if not opts.given_flags(args, name)})
     print(f"run {'--like' if args.like else '--against'} {path}: repeating run {run_id}", flush=True)
     return replace(options, **taken, like=os.path.abspath(args.like) if args.like else None,
                    study_sizes=None if args.sizes is not None or args.batches is not None else swept)

@@ -38,7 +38,9 @@ def _run(command, cwd=None, env=None):
 
 
 def parse_cpuinfo(text):
-    processors = [dict(_key_values(block)) for block in text.split("\n\n") if block.strip()]
+    processors = [dict((key.strip(), value.strip()) for key, separator, value in
+                       (line.partition(":") for line in block.splitlines()) if separator)
+                  for block in text.split("\n\n")]
     processors = [p for p in processors if "processor" in p]
     if not processors:
         return {"model": None, "sockets": None, "cores": None, "threads": None, "flags": {}}
@@ -49,19 +51,9 @@ def parse_cpuinfo(text):
             "threads": len(processors), "flags": {"avx2": "avx2" in flags, "avx512f": "avx512f" in flags}}
 
 
-def _key_values(block):
-    for line in block.splitlines():
-        key, separator, value = line.partition(":")
-        if separator:
-            yield key.strip(), value.strip()
-
-
 def memory_total_bytes(meminfo_text):
-    for line in (meminfo_text or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 2 and fields[0] == "MemTotal:" and fields[1].isdigit():
-            return int(fields[1]) * 1024
-    return None
+    found = re.search(r"^MemTotal:\s+([0-9]+)\b", meminfo_text or "", re.MULTILINE)
+    return int(found.group(1)) * 1024 if found else None
 
 
 def os_name(os_release_text):
@@ -71,10 +63,8 @@ def os_name(os_release_text):
 
 def transparent_hugepages(text):
     """'always [madvise] never' -> 'madvise'."""
-    for word in (text or "").split():
-        if word.startswith("[") and word.endswith("]"):
-            return word[1:-1]
-    return None
+    found = re.search(r"(?:^|\s)\[(\S*)\](?=\s|$)", text or "")
+    return found.group(1) if found else None
 
 
 def capture_machine():

@@ -29,14 +29,18 @@ def json_objects(text):
     return found
 
 
-def read_file(path):
-    """{entry name: measurement}, for the lines with a usable measurement."""
+def read_objects(path):
+    """json_objects of a file; none where it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+            return json_objects(handle.read())
     except OSError:
-        return {}
-    return {record["name"]: record["measurement"] for record in json_objects(text)
+        return []
+
+
+def read_file(path):
+    """{entry name: measurement}, for the lines with a usable measurement."""
+    return {record["name"]: record["measurement"] for record in read_objects(path)
             if isinstance(record.get("name"), str) and usable(record.get("measurement"))}
 
 
@@ -76,17 +80,12 @@ def _samples(phase):
     return [value for value in map(stats.finite, samples) if value is not None and value > 0]
 
 
-def _phase_summary(phase):
-    samples = _samples(phase)
-    return stats.summarize(samples) if samples else None
-
-
 def apply(entry, measurement):
     """Entry fields from its measurement, kept under 'measurement' (its headline samples are time_s.samples)."""
-    entry["time_s"] = _phase_summary(measurement["headline"])
+    for field, phase in (("time_s", "headline"), ("latency_s", "latency"), ("cold_l2_s", "cold_l2")):
+        samples = _samples(measurement.get(phase))
+        entry[field] = stats.summarize(samples) if samples else None
     entry["protocol"] = measurement["protocol"]
-    entry["latency_s"] = _phase_summary(measurement.get("latency"))
-    entry["cold_l2_s"] = _phase_summary(measurement.get("cold_l2"))
     warmup = measurement.get("warmup") if isinstance(measurement.get("warmup"), dict) else {}
     entry["burst_s"] = stats.finite(warmup.get("burst_call_s"))
     entry["converged"] = bool(measurement["headline"].get("converged"))

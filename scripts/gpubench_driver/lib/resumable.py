@@ -38,52 +38,53 @@ def _positive_int(value):
     return has_type(value, int) and value >= 1
 
 
+def _items(values, path):
+    """[(path of the item, item)] of the list expected at path."""
+    expect_type(values, list, path)
+    return [(f"{path}[{index}]", value) for index, value in enumerate(values)]
+
+
+def _expect_positive(record, names, path):
+    for name in names:
+        valid = record.get(name) is None or _positive_int(record[name])
+        expect(valid, f"{path}.{name}", "expected a positive integer")
+
+
+def _expect_phase(record, path, phases=(SWEEP, REFINEMENT)):
+    expected = f"one of {', '.join(phases)}" if len(phases) > 2 else " or ".join(phases)
+    expect(record is not None and record.get("phase") in phases, f"{path}.phase", f"expected {expected}")
+
+
 def check_study(record, path):
-    """A study record's `units` and `refinement_plans`, as a resume reads them; ResultsError otherwise."""
+    """A study record's `units`, `refinement_plans` and `third_trial`, as a resume reads them; ResultsError
+    otherwise."""
     if "units" not in record:
         expect(not record.get("entries"), f"{path}.units", "missing: the run was written before runs recorded "
                                                            "their finished units, so what finished is unknown")
-    expect_type(record.get("units", []), list, f"{path}.units")
-    for index, found in enumerate(record.get("units", [])):
-        where = f"{path}.units[{index}]"
+    for where, found in _items(record.get("units", []), f"{path}.units"):
         expect_type(found, dict, where)
-        expect(found.get("phase") in PHASES, f"{where}.phase", f"expected one of {', '.join(PHASES)}")
-        for name in ("round", "trial", "n"):
-            expect(found.get(name) is None or _positive_int(found[name]), f"{where}.{name}",
-                   "expected a positive integer")
+        _expect_phase(found, where, PHASES)
+        _expect_positive(found, ("round", "trial", "n"), where)
     raw = record.get("raw_benchmarks")
     expect(raw is None or has_type(raw, int) and raw >= 0, f"{path}.raw_benchmarks", "expected a count")
-    expect_type(record.get("refinement_plans", []), list, f"{path}.refinement_plans")
-    for index, plan in enumerate(record.get("refinement_plans", [])):
-        expect_type(plan, list, f"{path}.refinement_plans[{index}]")
-        for item, size in enumerate(plan):
-            where = f"{path}.refinement_plans[{index}][{item}]"
-            expect_fields(size, {"n": int, "impls": list, "modes": list}, where)
-            expect(size is not None and _positive_int(size.get("n")), f"{where}.n", "expected a positive integer")
+    for where, plan in _items(record.get("refinement_plans", []), f"{path}.refinement_plans"):
+        for at, size in _items(plan, where):
+            expect_fields(size, {"n": int, "impls": list, "modes": list}, at)
+            expect(size is not None and _positive_int(size.get("n")), f"{at}.n", "expected a positive integer")
             for name in ("impls", "modes"):
-                expect(all(isinstance(value, str) for value in size[name]), f"{where}.{name}", "expected names")
-    _check_third_trial(record.get("third_trial", []), f"{path}.third_trial")
-
-
-def _check_third_trial(decisions, path):
-    """A study's `third_trial`: per sweep or refinement round decided, how many units it judged and those that
-    got a third trial (lib/trial_rule.py)."""
-    expect_type(decisions, list, path)
-    for index, decision in enumerate(decisions):
-        where = f"{path}[{index}]"
+                expect(all(isinstance(value, str) for value in size[name]), f"{at}.{name}", "expected names")
+    # Per sweep or refinement round decided: how many units it judged and those that got a third trial.
+    for where, decision in _items(record.get("third_trial", []), f"{path}.third_trial"):
         expect_fields(decision, {"units": int, "third": list}, where)
-        expect(decision is not None and decision.get("phase") in (SWEEP, REFINEMENT), f"{where}.phase",
-               f"expected {SWEEP} or {REFINEMENT}")
-        expect(decision.get("round") is None or _positive_int(decision["round"]), f"{where}.round",
-               "expected a positive integer")
+        _expect_phase(decision, where)
+        _expect_positive(decision, ("round",), where)
         for item, chosen in enumerate(decision.get("third") or []):
             expect(isinstance(chosen, dict) and _positive_int(chosen.get("n")), f"{where}.third[{item}].n",
                    "expected a positive integer")
 
 
 def validate_against(record, path="run.against"):
-    """run.against (run --against's passes of extra trials, stages/against.py), as a resume replays it and the
-    summary reads it: absent, or its fields typed; ResultsError naming the field otherwise."""
+    """run.against (run --against's passes of extra trials, stages/against.py): absent, or its fields typed."""
     if record is None:
         return
     expect_fields(record, {"path": str, "run_id": (str, type(None)), "budget_s": (int, float),
@@ -91,19 +92,14 @@ def validate_against(record, path="run.against"):
                            "verdicts": (list, type(None))}, path)
     for name in ("budget_s", "spent_s"):
         expect(record[name] >= 0, f"{path}.{name}", "expected 0 or more seconds")
-    for index, found in enumerate(record["passes"]):
-        where = f"{path}.passes[{index}]"
+    for where, found in _items(record["passes"], f"{path}.passes"):
         expect_fields(found, {"pass": int, "units": int, "more": list, "states": dict}, where)
         expect(found is not None, where, "expected an object")
         expect(all(has_type(count, int) for count in found["states"].values()), f"{where}.states", "expected counts")
-        for item, chosen in enumerate(found["more"]):
-            at = f"{where}.more[{item}]"
+        for at, chosen in _items(found["more"], f"{where}.more"):
             expect_fields(chosen, {"study": str, "phase": str, "n": int, "trial": int}, at)
-            expect(chosen is not None and chosen["phase"] in (SWEEP, REFINEMENT), f"{at}.phase",
-                   f"expected {SWEEP} or {REFINEMENT}")
-            for name in ("n", "trial", "round"):
-                expect(chosen.get(name) is None or _positive_int(chosen[name]), f"{at}.{name}",
-                       "expected a positive integer")
+            _expect_phase(chosen, at)
+            _expect_positive(chosen, ("n", "trial", "round"), at)
 
 
 def plan_record(plan):
@@ -123,8 +119,7 @@ _RESUMED = {"at": str, "from": (dict, type(None)), "units_kept": int, "measured_
 def validate(resumed, path="run.resumed"):
     """run.resumed: absent, or a list of resume records."""
     expect_type(resumed, (list, type(None)), path)
-    for index, record in enumerate(resumed or []):
-        where = f"{path}[{index}]"
+    for where, record in _items(resumed or [], path):
         expect(isinstance(record, dict), where, "expected an object")
         expect_fields(record, _RESUMED, where)
         if record.get("from") is not None:

@@ -1,8 +1,7 @@
-"""The run's journal: every finished entry of the benchmark process in progress, one line each, appended
-before its progress line, so that an entry the user saw finish is on disk even when the driver is killed
-outright. Rewriting results.json (11 MB for the suite) after every entry would cost up to 0.7 s on the cores
-measuring the next; a line costs microseconds. After each size the driver folds the journal in, saves and
-empties it; `load` folds what a killed run left (rebuilt from its console and measurements lines)."""
+"""The run's journal: each finished entry, a line appended before its progress line, so that an entry seen
+to finish is on disk even when the driver is killed (a line costs microseconds, rewriting results.json up to
+0.7 s); after each size it is folded in and emptied, and `load` folds in what a killed run left."""
+import contextlib
 import json
 import os
 
@@ -35,20 +34,13 @@ def append(path, line):
 
 
 def remove(path):
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 def read(path):
     """The journal's complete lines (a line cut by a kill is skipped); none without a journal."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            text = stream.read()
-    except OSError:
-        return []
-    return [value for value in measurements.json_objects(text) if isinstance(value.get("study"), str)
+    return [value for value in measurements.read_objects(path) if isinstance(value.get("study"), str)
             and isinstance(value.get("name"), str) and isinstance(value.get("trial"), int) and value["trial"] >= 1]
 
 
@@ -72,8 +64,7 @@ def entry_of(line, study):
 
 
 def fold(document, lines):
-    """Adds to the document's studies each journal entry it lacks (an entry's trial counts once);
-    returns how many were added."""
+    """How many journal entries the document's studies lacked, added (an entry's trial counts once)."""
     by_study = {}  # study name: its entries by name, for the studies the lines name
     added = 0
     for line in lines:
@@ -95,8 +86,7 @@ def fold(document, lines):
 
 
 def load(path):
-    """results.load, with the entries a killed run left in its journal folded in (and a warning); a
-    'running' run whose driver is gone (no live driver holds its folder's lock) is shown as 'killed'."""
+    """results.load with a killed run's journal folded in; 'running' without a live driver shows 'killed'."""
     document = results.load(path)
     folder = os.path.dirname(path_beside(path))
     if document["run"]["status"] == "running" and not outputs.run_in_progress(folder):

@@ -28,27 +28,27 @@ class NothingToRun(Exception):
 
 @dataclass
 class RunOptions:
-    studies: list          # None: every study whose binary was built
-    sizes: list            # None: the study's quick or default sizes
-    batches: list          # None: the study's quick or default batches (studies with a batch axis)
-    impls: list            # None: all
-    modes: list            # None: all
-    caps: dict
-    cpu_only: bool
-    out: str               # None: <repo>/results/runs/<run_id>
-    run_id: str
-    refine_rounds: int     # 0: no refinement
-    build_dir: str
-    build: bool
-    reference: bool
-    quick: bool
+    """The options of one run; commands/run.resolve_run_options sets every field from the command line."""
+    studies: list = None     # None: every study whose binary was built
+    sizes: list = None       # None: the study's quick or default sizes
+    batches: list = None     # None: the study's quick or default batches (studies with a batch axis)
+    impls: list = None       # None: all
+    modes: list = None       # None: all
+    caps: dict = field(default_factory=dict)
+    cpu_only: bool = False
+    out: str = None          # None: <repo>/results/runs/<run_id>
+    run_id: str = None
+    refine_rounds: int = 0   # 0: no refinement
+    build_dir: str = None
+    build: bool = True
+    reference: bool = False
+    quick: bool = False
     full: bool = False       # each study's own default sweep instead of the suite's points
     telemetry: bool = True   # False: the binaries sample no NVML telemetry (run --no-telemetry)
     trials: int = 1          # independent processes per entry (trials.py; the command line defaults to DEFAULT_TRIALS)
     trial_policy: str = "fixed"  # "adaptive": `trials` is the most, a unit's last trial only where trial_rule says
     noise_model: str = None  # the noise model file the adaptive policy reads (None: scripts/noise_model.json)
     repeatability: bool = False  # run twice and report how far this machine varies from itself
-    notes: list = field(default_factory=list)
     like: str = None         # run --like: the results file whose configuration this run repeats
     study_sizes: dict = None  # run --like: {study: {"sizes", "batches"}} as that run swept them
     gpus: object = None      # run --gpus: "all" or a list of nvidia-smi indices; None: one run on the GPU CUDA gives
@@ -57,8 +57,19 @@ class RunOptions:
     against: str = None      # run --against: the earlier run's results file whose comparison extra trials decide
     budget_s: float = None   # run --budget: the seconds of those extra trials at most (with against)
 
-    def as_dict(self):
-        return {name: value for name, value in vars(self).items() if name != "notes"}
+
+# The flags that shape what a run measures (argparse dest: the RunOptions field it sets): --like fills in those
+# not given from the recorded run, --resume refuses those that contradict it.
+MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
+            "caps": "caps", "cpu_only": "cpu_only", "quick": "quick", "full": "full", "trials": "trials",
+            "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
+            "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher", "noise_model": "noise_model"}
+
+
+def given_flags(args, option):
+    """The argparse dests setting `option` that the command line gave."""
+    return [dest for dest, name in MEASURED.items()
+            if name == option and getattr(args, dest, None) not in (None, False)]
 
 
 # Binary multiples, as the study binaries read them: a transfer size is written 4KiB, 256MiB, 1GiB.
@@ -145,8 +156,7 @@ def check_implementations(options, described_ids):
 
 
 def run_points(options, name, description):
-    """The points a run takes from its binary's --describe: --full its full sweep, --quick its quick points, else
-    the suite's."""
+    """The points of the binary's --describe a run takes: --full's, --quick's, else the suite's."""
     kind = "full" if options.full else "quick" if options.quick else "suite"
     point = (description.get("points") or {}).get(kind)
     if not isinstance(point, dict) or not isinstance(point.get("sizes"), list):
@@ -155,33 +165,26 @@ def run_points(options, name, description):
     return point
 
 
-def study_batches(options, name, description):
-    """The batches a study with a batch axis sweeps (--batches, else its points'); None for the other studies."""
-    if not studies.BY_NAME[name].batch_axis:
-        return None
-    recorded = (options.study_sizes or {}).get(name, {}).get("batches")
-    if options.batches is None and recorded:
-        return recorded
-    return options.batches or run_points(options, name, description).get("batches")
+def _swept(options, name, key, description):
+    """--sizes or --batches, else as the --like run swept them, else the run's points."""
+    given = getattr(options, key)
+    recorded = (options.study_sizes or {}).get(name, {}).get(key)
+    return given if given is not None else recorded or run_points(options, name, description).get(key)
 
 
 def study_sizes(options, name, description):
-    """The sizes a study sweeps: --sizes (in a study whose sizes name layers, only its layers'), else its points'."""
-    recorded = (options.study_sizes or {}).get(name, {}).get("sizes")
-    if options.sizes is None and recorded:
-        return recorded
-    if options.sizes is None:
-        return run_points(options, name, description)["sizes"]
+    """The sizes a study sweeps (in a study whose sizes name layers, only --sizes' that are its layers)."""
     layers = [layer.get("n") for layer in description.get("layers") or [] if isinstance(layer, dict)]
-    sizes = [n for n in options.sizes if n in layers] if layers else options.sizes
+    if options.sizes is None or not layers:
+        return _swept(options, name, "sizes", description)
+    sizes = [n for n in options.sizes if n in layers]
     if not sizes:
         raise NothingToRun(f"none of --sizes is one of its layers (n = {', '.join(map(str, layers))})")
     return sizes
 
 
 def described_range(description, key):
-    """(least, largest) of the sizes or batches a study binary takes: its --describe's size_range or
-    batch_range, else any positive int."""
+    """(least, largest) of its --describe's size_range or batch_range, else of any positive int."""
     stated = description.get(key)
     bounds = tuple((stated or {}).get(bound) if isinstance(stated, dict) else None for bound in ("min", "max"))
     if all(isinstance(value, int) and not isinstance(value, bool) for value in bounds) and 1 <= bounds[0] <= bounds[1]:
@@ -198,16 +201,15 @@ def check_range(values, flag, name, description, key):
 
 
 def _chosen(given, suite, known, runnable):
-    """The ids to pass: the user's (those the binary knows), else the suite's subset of those that can run
-    here, else None: all of them (a subset that leaves nothing to run here is no subset)."""
+    """The user's ids the binary knows, else the suite's that can run here, else None: all of them."""
     if given is not None:
         return [value for value in given if value in known]
     return [value for value in suite or () if value in runnable] or None
 
 
 def for_study(options, name, description):
-    """The options one study's binary gets: the sizes (and batches) it sweeps, and only the implementations,
-    modes and caps it knows; NothingToRun when the user's choice leaves it nothing to run."""
+    """The options one study's binary gets (its sizes, batches, and the implementations, modes and caps it
+    knows); NothingToRun when the user's choice leaves it nothing to run."""
     implementations = description["implementations"]
     ids = [impl.get("id") for impl in implementations]
     modes = [mode for impl in implementations for mode in impl.get("modes") or []]
@@ -218,7 +220,8 @@ def for_study(options, name, description):
     chosen_modes = _chosen(options.modes, points.get("modes"), modes, modes)
     if impls == [] or chosen_modes == []:
         raise NothingToRun("it has none of the implementations or modes selected")
-    sizes, batches = study_sizes(options, name, description), study_batches(options, name, description)
+    sizes = study_sizes(options, name, description)
+    batches = _swept(options, name, "batches", description) if studies.BY_NAME[name].batch_axis else None
     check_range(sizes, "--sizes", name, description, "size_range")
     check_range(batches, "--batches", name, description, "batch_range")
     return replace(options, sizes=sizes, batches=batches, impls=impls,

@@ -25,24 +25,19 @@ NO_PROTOCOL = ("failed: the study binary does not publish its measurement protoc
                "--describe), by which its reference is timed")
 
 
-def candidate_interpreters():
-    names = [os.environ.get("GPUBENCH_REFERENCE_PYTHON"), sys.executable, shutil.which("python3"),
-             "/usr/bin/python3", "/usr/local/bin/python3"]
-    found = []
-    for name in names:
-        if name and os.access(name, os.X_OK) and os.path.realpath(name) not in map(os.path.realpath, found):
-            found.append(name)
-    return found
-
-
 def find_interpreter(library):
-    return _first_with(library, tuple(candidate_interpreters()))
+    """The first of the candidate interpreters (one per real file) that imports the library."""
+    found = {}
+    for name in (os.environ.get("GPUBENCH_REFERENCE_PYTHON"), sys.executable, shutil.which("python3"),
+                 "/usr/bin/python3", "/usr/local/bin/python3"):
+        if name and os.access(name, os.X_OK):
+            found.setdefault(os.path.realpath(name), name)
+    return _first_with(library, tuple(found.values()))
 
 
 @functools.cache
 def _first_with(library, pythons):
-    """The first of the interpreters that imports the library (a GPU for torch), probed once per run: a probe
-    imports PyTorch and starts CUDA, seconds each, and the suite's references asked for one per run of theirs."""
+    """Probed once per run (a GPU for torch): a probe imports PyTorch and starts CUDA, seconds each."""
     for python in pythons:
         try:
             probe = stopping.run([python, "-c", PROBES[library]], capture_output=True, timeout=PROBE_TIMEOUT_S)
@@ -54,9 +49,8 @@ def _first_with(library, pythons):
 
 
 class Worker:
-    """One interpreter running reference scripts in turn (scripts/reference_worker.py): PyTorch imported and
-    CUDA started once per run, not once per script. It lives from the run's first reference to the run's end
-    (close_workers), holding only its CUDA context between references."""
+    """One interpreter running reference scripts in turn (scripts/reference_worker.py) from the run's first
+    reference to its end (close_workers): PyTorch imported and CUDA started once per run, not per script."""
     SCRIPT = "reference_worker.py"
 
     def __init__(self, python):

@@ -1,18 +1,13 @@
 """run --resume DIR: finish a stopped run from its folder (results.json's options and finished units,
-lib/resumable.py). A flag that contradicts the recorded options is refused (the build's are free); the
-units left run in the run's order, an unfinished unit whole again, and run.resumed records the resume.
-"""
+lib/resumable.py): a flag that contradicts the recorded options is refused (the build's are free), the units
+left run in the run's order, an unfinished unit whole again, and run.resumed records the resume."""
 import os
 import types
+from dataclasses import replace
 
 from gpubench_driver.lib import environment, outputs, results, resumable, schema, trial_rule, trials
 from gpubench_driver.stages import against, journal, like, options as opts, runner, session
 
-# The flags that shape what a run measures, by the run option each sets: with --resume, each must match the run.
-MEASURED = {"studies": "studies", "sizes": "sizes", "batches": "batches", "impls": "impls", "modes": "modes",
-            "caps": "caps", "cpu_only": "cpu_only", "quick": "quick", "full": "full", "trials": "trials",
-            "no_refine": "refine_rounds", "reference": "reference", "no_reference": "reference",
-            "no_telemetry": "telemetry", "run_id": "run_id", "launcher": "launcher", "noise_model": "noise_model"}
 UNORDERED = ("studies", "impls", "modes")  # their order on the command line changes nothing measured
 # Flags that start another kind of run: never with --resume; a run recorded with one of ANOTHER_KIND is
 # not one run in one folder (a run --like is: it only took its options from another).
@@ -21,6 +16,23 @@ ANOTHER_KIND = ("gpus", "repeatability")
 RECORDED = (*like.RECORDED_OPTIONS, "sizes", "batches")
 # Where this machine may not differ from the run's (like.ENVIRONMENT's names): another processor than the kept units'.
 SAME_MACHINE = ("CPU", "GPU")
+
+
+def _optional(valid):
+    return lambda value: value is None or valid(value)
+
+
+_AGAINST = "against and budget_s: expected a path and seconds"
+# The run.options a resume takes besides RECORDED: {name: (whether a value is valid, the message if not)}.
+RECORDED_CHECKS = {
+    "launcher": (_optional(lambda words: isinstance(words, list) and bool(words)
+                           and all(isinstance(word, str) for word in words)), "launcher: expected a list of words"),
+    "trial_policy": (lambda policy: policy in (trial_rule.ADAPTIVE, trial_rule.FIXED),
+                     f"trial_policy: expected {trial_rule.ADAPTIVE} or {trial_rule.FIXED}"),
+    "noise_model": (_optional(lambda path: isinstance(path, str)), "noise_model: expected a path"),
+    "against": (_optional(lambda path: isinstance(path, str)), _AGAINST),
+    "budget_s": (_optional(lambda seconds: schema.has_type(seconds, (int, float)) and seconds >= 0), _AGAINST),
+}
 
 
 def run(args, given, argv):
@@ -43,11 +55,9 @@ def extend(folder, earlier, budget_s, build_dir, build, argv):
     results.json in it) given extra trials against EARLIER until decided (compare --decide); its exit status."""
     if os.path.isfile(folder) and os.path.basename(folder) == results.FILE:
         folder = os.path.dirname(os.path.abspath(folder))
-    args = types.SimpleNamespace(resume=folder, trials=None, launcher=None, out=None,
-                                 budget=None if budget_s is None else budget_s)
-    given = opts.RunOptions(studies=None, sizes=None, batches=None, impls=None, modes=None, caps={}, cpu_only=False,
-                            out=None, run_id=session.default_run_id(), refine_rounds=0, build_dir=build_dir,
-                            build=build, reference=False, quick=False, against=os.path.abspath(earlier),
+    args = types.SimpleNamespace(resume=folder, trials=None, launcher=None, out=None, budget=budget_s)
+    given = opts.RunOptions(run_id=session.default_run_id(), build_dir=build_dir, build=build,
+                            against=os.path.abspath(earlier),
                             budget_s=against.DEFAULT_BUDGET_S if budget_s is None else budget_s)
     return run(args, given, argv)
 
@@ -78,34 +88,19 @@ def _load(out_dir):
     return document, chosen, swept
 
 
-def _recorded_launcher(document, path):
-    launcher = document["run"]["options"].get("launcher")
-    if launcher is not None and not (isinstance(launcher, list) and launcher
-                                     and all(isinstance(word, str) for word in launcher)):
-        raise opts.UsageError(f"--resume: {path}: run.options.launcher: expected a list of words")
-    return launcher
+def _recorded(document, path):
+    """RECORDED_CHECKS' options as the run recorded them (a file without a trial policy ran its trials fixed)."""
+    recorded = {"trial_policy": trial_rule.FIXED, **document["run"]["options"]}
+    for name, (valid, message) in RECORDED_CHECKS.items():
+        if not valid(recorded.get(name)):
+            raise opts.UsageError(f"--resume: {path}: run.options.{message}")
+    return {name: recorded.get(name) for name in RECORDED_CHECKS}
 
 
-def _recorded_trial_choice(document, path):
-    """The run's trial policy (a file without one ran its trials fixed) and the noise model file it reads."""
-    recorded = document["run"]["options"]
-    policy, model = recorded.get("trial_policy", trial_rule.FIXED), recorded.get("noise_model")
-    if policy not in (trial_rule.ADAPTIVE, trial_rule.FIXED):
-        raise opts.UsageError(f"--resume: {path}: run.options.trial_policy: expected "
-                              f"{trial_rule.ADAPTIVE} or {trial_rule.FIXED}")
-    if model is not None and not isinstance(model, str):
-        raise opts.UsageError(f"--resume: {path}: run.options.noise_model: expected a path")
-    return {"trial_policy": policy, "noise_model": model}
-
-
-def _recorded_against(document, path, given, budget_given):
-    """{against, budget_s}: the run's recorded run --against (its file, its budget), else the command line's
-    (--resume DIR --against FILE extends the run so); a UsageError where the two contradict."""
-    recorded = document["run"]["options"]
-    then, budget = recorded.get("against"), recorded.get("budget_s")
-    if then is not None and not isinstance(then, str) or budget is not None and not (
-            schema.has_type(budget, (int, float)) and budget >= 0):
-        raise opts.UsageError(f"--resume: {path}: run.options.against and budget_s: expected a path and seconds")
+def _against(kept, given, budget_given):
+    """{against, budget_s}: the run's recorded run --against, else the command line's (--resume DIR --against
+    FILE extends the run so); a UsageError where the two contradict."""
+    then, budget = kept["against"], kept["budget_s"]
     if then is None:
         return {"against": given.against, "budget_s": given.budget_s}
     if given.against is not None and given.against != then:
@@ -132,9 +127,8 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
         run_id = opts.parse_run_id(str(document["run"]["id"]))
     except opts.UsageError as error:
         raise opts.UsageError(f"--resume: the recorded run id: {error}") from None
-    launcher = _recorded_launcher(document, out_dir)
-    kept = {**chosen, "run_id": run_id, "launcher": launcher, **_recorded_trial_choice(document, out_dir)}
-    for dest, name in MEASURED.items():
+    kept = {**chosen, "run_id": run_id, **_recorded(document, out_dir)}
+    for dest, name in opts.MEASURED.items():
         if getattr(args, dest, None) in (None, False):
             continue
         wanted, then = getattr(given, name), kept.get(name)
@@ -148,19 +142,14 @@ def resumed_options(document, chosen, swept, args, given, out_dir):
         raise opts.UsageError("--resume: --trials contradicts the run, which gave each unit a third trial where the "
                               "noise model asked for one: a resumed run keeps the options it was started with "
                               "(leave --trials out)")
-    if launcher and not args.launcher:
-        raise opts.UsageError(f"--resume: the run was started with --launcher {' '.join(launcher)!r}: give it "
-                              f"again (the driver runs no command it reads from a results file)")
+    if kept["launcher"] and not args.launcher:
+        raise opts.UsageError(f"--resume: the run was started with --launcher {' '.join(kept['launcher'])!r}: give "
+                              f"it again (the driver runs no command it reads from a results file)")
     if args.out is not None and os.path.abspath(args.out) != out_dir:
         raise opts.UsageError(f"--resume: --out {args.out} is not the run's folder {out_dir} (leave --out out)")
-    return opts.RunOptions(
-        studies=chosen["studies"], sizes=chosen.get("sizes"), batches=chosen.get("batches"), impls=chosen["impls"],
-        modes=chosen["modes"], caps=chosen["caps"] or {}, cpu_only=chosen["cpu_only"], out=out_dir, run_id=run_id,
-        refine_rounds=chosen["refine_rounds"], build_dir=given.build_dir, build=given.build,
-        reference=chosen["reference"], quick=chosen["quick"], full=chosen["full"], telemetry=chosen["telemetry"],
-        trials=chosen["trials"], trial_policy=kept["trial_policy"], noise_model=kept["noise_model"],
-        study_sizes=swept, launcher=launcher, cmake_args=given.cmake_args,
-        **_recorded_against(document, out_dir, given, args.budget is not None))
+    kept.update(caps=chosen["caps"] or {}, sizes=chosen.get("sizes"), batches=chosen.get("batches"), out=out_dir,
+                study_sizes=swept, **_against(kept, given, args.budget is not None))
+    return replace(given, **kept)
 
 
 def flag_of(dest):

@@ -48,8 +48,7 @@ def binary_environment(launched=False):
 
 
 def describe_all(requests, errors_as_text=False):
-    """describe() of each (binary, flags), in order, several at once; the first error raised, or with
-    errors_as_text each failed one's message in its place."""
+    """describe() of each (binary, flags) at once, in order (errors_as_text: a failed one's message instead)."""
     def one(request):
         try:
             return describe(*request)
@@ -113,17 +112,16 @@ class Progress:
             return  # Google Benchmark prints a failure once per repetition
         self.done.add((self.trial, result.name))
         which = f"  (trial {self.trial} of {self.trials})" if self.trials != 1 else ""
-        outcome = self._outcome(result, *self.planned.get(result.name, (None, None)))
-        print(f"[{len(self.done)}/{self.total}] {result.name}  {outcome}{which}", flush=True)
-
-    @staticmethod
-    def _outcome(result, record=None, fields=None):
+        record, fields = self.planned.get(result.name, (None, None))
         if result.failure is not None:
-            return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
-        text = f"median {formatting.seconds(result.median_s)}"
-        if record and fields and result.median_s > 0:
-            text += "".join(f"  {rate}" for rate in record.rates(fields, result.counters, result.median_s))
-        return text
+            skipped = result.failure.startswith(gbench.SKIP_PREFIX)
+            outcome = result.failure if skipped else f"ERROR: {result.failure}"
+        else:
+            outcome = f"median {formatting.seconds(result.median_s)}"
+            if record and fields and result.median_s > 0:
+                rates = record.rates(fields, result.counters, result.median_s)
+                outcome += "".join(f"  {rate}" for rate in rates)
+        print(f"[{len(self.done)}/{self.total}] {result.name}  {outcome}{which}", flush=True)
 
 
 @dataclass
@@ -148,10 +146,9 @@ def study_environment():
 
 
 def invoke(binary, flags, options, progress, plan, counters, on_finished=None, launcher=(), scratch_dir=None):
-    """Run the binary once (under `launcher` where given: rank 0 writes the files) in a scratch folder in
-    scratch_dir; its entries (with their wall time, axes from `plan` and `counters`) and telemetry, even when
-    it crashed or was interrupted. `on_finished(result, measurement, wall_s)` gets each entry as its console
-    line arrives, before its progress line."""
+    """One run of the binary (under `launcher`: rank 0 writes the files) in a scratch folder: its entries and
+    telemetry, even when it crashed or was interrupted; `on_finished(result, measurement, wall_s)` gets each
+    entry as its console line arrives, before its progress line."""
     with tempfile.TemporaryDirectory(prefix="gpubench.", dir=scratch_dir) as scratch:
         json_path = os.path.join(scratch, "out.json")
         series_path = os.path.join(scratch, "telemetry.json")
@@ -181,8 +178,7 @@ def invoke(binary, flags, options, progress, plan, counters, on_finished=None, l
 
 
 def _stream(child, progress, on_finished=None):
-    """Print progress from the console lines (after `on_finished(result, wall_s)` on an entry's first); on
-    Ctrl-C stop the child. Returns (interrupted, {entry: wall seconds from the previous entry's end to its own})."""
+    """Progress from the console lines; (interrupted, {entry: seconds from the last entry's end to its own})."""
     wall_s = {}
     last = time.monotonic()
     try:
@@ -225,43 +221,41 @@ def describe_exit(returncode):
     return f"exited with status {returncode}"
 
 
+@dataclass(eq=False)
 class Study:
-    """Sweeps the sizes, then refines the crossovers; saves through `save` after each size (one invocation
-    runs every batch of a size). `progress` is shared by the studies of a run. Under the adaptive trial policy,
-    a unit's trials past trial_rule.EVERY_UNIT run where trial_rule.judge asks for them (by the noise model
-    `noise`, None when it could not be read)."""
+    """Sweeps the sizes, then refines the crossovers, saving after each size; under the adaptive trial
+    policy a unit's trials past trial_rule.EVERY_UNIT run where trial_rule.judge (by the noise model) asks."""
+    name: str
+    binary: str
+    options: object  # this study's (options.for_study)
+    record: dict  # its part of results.json
+    save: object
+    progress: Progress
+    raw_path: str = None  # where Google Benchmark's own JSON of every invocation is kept
+    held_path: str = None  # where the library choices held across the run's processes are
+    journal_path: str = None  # where each finished entry goes before its progress line
+    artifacts_dir: str = None  # where the binary writes files of its own (the run's folder)
+    launcher: tuple = ()  # the command its binary runs under: a study of several ranks under run --launcher
+    scratch_dir: str = None  # where each invocation's scratch folder goes
+    noise: object = None
 
-    def __init__(self, name, binary, options, record, save, progress, raw_path=None, held_path=None,
-                 journal_path=None, artifacts_dir=None, launcher=(), scratch_dir=None, noise=None):
-        self.name = name
-        self.launcher = launcher  # the command its binary runs under: a study of several ranks under run --launcher
-        self.raw_path = raw_path  # where Google Benchmark's own JSON of every invocation is kept
-        self.held_path = held_path  # where the library choices held across the run's processes are
-        self.journal_path = journal_path  # where each finished entry goes before its progress line
-        self.artifacts_dir = artifacts_dir  # where the binary writes files of its own (the run's folder)
-        self.scratch_dir = scratch_dir  # where each invocation's scratch folder goes
-        self.binary = binary
-        self.options = options  # this study's (options.for_study)
-        self.record = record  # its part of results.json
-        self.save = save
-        self.progress = progress
+    def __post_init__(self):
         self.planned = {}  # {entry name: its axis fields}, as its binary's --describe lists them
-        self.noise = noise
-        adaptive = options.trial_policy == trial_rule.ADAPTIVE
-        self.every_unit = trial_rule.EVERY_UNIT if adaptive else options.trials  # the trials each unit gets
-        self.trials_said = f"{self.every_unit}-{options.trials}" if adaptive else options.trials
+        adaptive = self.options.trial_policy == trial_rule.ADAPTIVE
+        self.every_unit = trial_rule.EVERY_UNIT if adaptive else self.options.trials  # each unit's trials
+        self.trials_said = f"{self.every_unit}-{self.options.trials}" if adaptive else self.options.trials
         # What a resume keeps (lib/resumable.py): the units finished, each refinement round's plan, and
         # Google Benchmark's output and the telemetry series so far.
-        record.setdefault("units", [])
-        record.setdefault("refinement_plans", [])
-        self.finished = resumable.finished(record)
-        resumed = bool(record["units"])
+        self.record.setdefault("units", [])
+        self.record.setdefault("refinement_plans", [])
+        self.finished = resumable.finished(self.record)
+        resumed = bool(self.record["units"])
         self.raw = gbench.GbenchOutput({}, [])
-        if resumed and raw_path and os.path.exists(raw_path):  # the finished units' benchmarks only
-            kept = gbench.load_file(raw_path)
-            self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks[:record.get("raw_benchmarks")])
+        if resumed and self.raw_path and os.path.exists(self.raw_path):  # the finished units' benchmarks only
+            kept = gbench.load_file(self.raw_path)
+            self.raw = gbench.GbenchOutput(kept.context, kept.benchmarks[:self.record.get("raw_benchmarks")])
         self._sweep_third = None  # the sweep's sizes that get a third trial, once decided
-        self.series = (telemetry.StudySeries.resumed(record.get("telemetry")) if resumed
+        self.series = (telemetry.StudySeries.resumed(self.record.get("telemetry")) if resumed
                        else telemetry.StudySeries(time.time()))
 
     def sweep_request(self):
@@ -269,8 +263,7 @@ class Study:
         return self.binary, study_flags(self.options, self.options.sizes)
 
     def plan(self, description=None):
-        """List the sweep's entries (from `description`, the sweep's --describe, else one run now) and count them
-        into the progress total before any study runs."""
+        """The sweep's entries (of its --describe: `description`, or run now) into the progress total."""
         self._add_to_plan(gbench.planned_entries(description or describe(*self.sweep_request())))
         self.progress.total += len(self.planned) * self.every_unit
         self.progress.trials = self.trials_said
@@ -293,12 +286,11 @@ class Study:
             which += f" ({kept} of its sizes kept)" if kept else ""
             print(f"{self.name}: {len(self.planned)} entries at {len(sizes)} sizes{batches}{which}", flush=True)
         for n in order:
-            self._run_size(n, [name for name, fields in self.planned.items() if fields["n"] == n], "sweep",
-                           study_flags(self.options, [n]), trial)
+            self.measure_unit(n, [name for name, fields in self.planned.items() if fields["n"] == n], "sweep",
+                              study_flags(self.options, [n]), trial)
 
     def third_trial_sizes(self):
-        """The sweep's sizes that get the trials past those every unit gets (decided once: session decides
-        every study's at the start of that pass, so that the progress total holds them)."""
+        """The sweep's sizes that get trials past those every unit gets (decided once, before that pass)."""
         units = {}
         for name, fields in self.planned.items():
             units.setdefault(fields["n"], []).append(name)
@@ -307,9 +299,8 @@ class Study:
         return self._sweep_third
 
     def _third_trial(self, phase, units, round_number=None, save=True):
-        """The sizes of `units` ({n: entry names}) that get a third trial: as the run recorded them (a resumed
-        run), else as trial_rule.judge finds them, recorded in `third_trial` with why (saved unless `save` is
-        false: the caller saves); their entries are added to the progress total."""
+        """The sizes of `units` ({n: entry names}) that get a third trial: as recorded (a resumed run), else
+        as trial_rule.judge finds them, recorded in `third_trial`; their entries go into the progress total."""
         decisions = self.record.setdefault("third_trial", [])
         found = resumable.unit(phase, round_number=round_number)
         decision = next((d for d in decisions if resumable.key(d) == resumable.key(found)), None)
@@ -361,20 +352,16 @@ class Study:
                 chosen = self._third_trial(resumable.REFINEMENT, {n: planned for n, planned, _ in runs}, round_number)
                 runs = [run for run in runs if run[0] in chosen]
             for n, planned, flags in runs:
-                self._run_size(n, planned, "refinement", flags, trial, round_number)
+                self.measure_unit(n, planned, "refinement", flags, trial, round_number)
         return True
-
-    def measure_unit(self, n, planned, phase, flags, trial, round_number=None):
-        """One unit (the entries `planned` of size n, this trial) measured and saved, unless a resume kept it:
-        run --against's extra trials (stages/against.py)."""
-        self._run_size(n, planned, phase, flags, trial, round_number)
 
     def _add_to_plan(self, planned):
         self.planned.update(planned)
         record = studies.BY_NAME.get(self.name)
         self.progress.planned.update({name: (record, fields) for name, fields in planned.items()})
 
-    def _run_size(self, n, planned, phase, flags, trial, round_number=None):
+    def measure_unit(self, n, planned, phase, flags, trial, round_number=None):
+        """The unit (the entries `planned` of size n, this trial) measured and saved, unless a resume kept it."""
         if not planned:
             return
         unit = resumable.unit(phase, trial, n, round_number)
@@ -425,8 +412,7 @@ class Study:
             self.progress.first_unit = {"study": self.name, **unit}
 
     def _forget_unfinished(self, planned, trial):
-        """Before a unit runs, takes back from its entries what an interrupted attempt at it saved, so that the
-        unit's trial counts once."""
+        """Takes back what an interrupted attempt at the unit saved, so that its trial counts once."""
         by_name = {entry["name"]: entry for entry in self.record["entries"]}
         for name in planned:
             if name in by_name and trials.count(by_name[name]) >= trial:
@@ -436,8 +422,7 @@ class Study:
                                         key=gbench.entry_order)
 
     def _fold_journal(self):
-        """Folds in from the journal the entries the process printed but its output lacks (a crash cut its JSON
-        short); returns their names."""
+        """The names of the journal's entries, folded in where the process's output lacks them (a crash)."""
         if not self.journal_path:
             return set()
         lines = [line for line in journal.read(self.journal_path) if line["study"] == self.name]
@@ -469,13 +454,15 @@ class Study:
         self.record["invocations"].append({
             "sizes": [n], "phase": phase, "returncode": invocation.returncode, "exit": how, "process": process,
             "stderr_tail": invocation.stderr_tail, "notes": invocation.notes, "unfinished": missing, "trial": trial})
-        self._merge([_unfinished_entry(name, self.planned.get(name), gbench.declared_counters(self.record),
-                                       f"{process} {how}", phase) for name in missing], trial)
+        unfinished = [gbench.blank_entry(name, self.planned.get(name), gbench.declared_counters(self.record))
+                      for name in missing]
+        for entry in unfinished:
+            entry.update(status="error", phase=phase, message=f"not finished: {process} {how}")
+        self._merge(unfinished, trial)
 
 
 def read_ranks(artifacts_dir, name, launcher):
-    """The ranks' record rank 0 wrote (each rank's host, CPU and GPU), with the launcher's command; None where
-    it wrote none (the ranks never met, or rank 0 ran on another node)."""
+    """The ranks' record rank 0 wrote (each rank's host, CPU and GPU) with the launcher's command, or None."""
     try:
         with open(ranks_file(artifacts_dir, name), encoding="utf-8") as stream:
             found = json.load(stream)
@@ -483,8 +470,3 @@ def read_ranks(artifacts_dir, name, launcher):
         return None
     return {**found, "command": list(launcher)} if isinstance(found, dict) else None
 
-
-def _unfinished_entry(name, fields, counters, how, phase):
-    entry = gbench.blank_entry(name, fields, counters)
-    entry.update(status="error", phase=phase, message=f"not finished: {how}")
-    return entry

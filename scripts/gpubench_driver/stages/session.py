@@ -2,7 +2,7 @@
 import datetime
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from gpubench_driver import studies
 from gpubench_driver.lib import environment, outputs, results, resumable, stopping, trial_rule
@@ -12,6 +12,7 @@ from gpubench_driver.stages import (against, analyse, build, health, journal, li
 SOURCE_DIR = outputs.SOURCE_DIR
 STOPPED_EARLY = "the run stopped early: "  # the warning of a run a RunnerError ended (a resume that finishes drops it)
 EXIT_STATUS = {"complete": 0, "partial": 1, "empty": 1, "interrupted": 130}
+CPU_ONLY = {"available": False, "reason": "--cpu-only was given"}  # the run's GPU under --cpu-only
 
 
 def utc_now():
@@ -32,9 +33,8 @@ def default_build_dir():
 
 
 def prepare_out_dir(options):
-    """The output folder's outputs.RunFolder, made and locked before the build so that a bad --out or --run-id,
-    or a folder another run is writing, is said at once; it must hold no results file yet. The lock is held
-    until the run ends (RunFolder.release, or the driver's end, however it ends)."""
+    """The output folder's outputs.RunFolder, made and locked before the build (a bad --out or a folder in use
+    is said at once) and held to the run's end; it must hold no results file yet."""
     out_dir = os.path.abspath(options.out or default_out_dir(options.run_id))
     if not outputs.run_in_progress(out_dir):  # a run in progress is refused as such when locking
         _refuse_an_ended_run(out_dir)
@@ -67,7 +67,7 @@ def capture_environment(document, options, descriptions):
                 environment.openblas_core_warning(blas["core"], machine["cpu"]["flags"]),
                 environment.affinity_warning(env_json)]
     if options.cpu_only:
-        document["gpu"] = {"available": False, "reason": "--cpu-only was given"}
+        document["gpu"] = dict(CPU_ONLY)
     else:
         machine["gpu_processes"] = environment.capture_gpu_processes()
         warnings.append(environment.gpu_processes_warning(machine["gpu_processes"], "when the run started"))
@@ -85,7 +85,7 @@ def command_line(argv):
 def new_run_document(options, argv):
     run = {"id": options.run_id, "started": utc_now(), "finished": None, "status": "running",
            "command_line": command_line(argv),
-           "options": options.as_dict(), "git": environment.capture_git(SOURCE_DIR)}
+           "options": asdict(options), "git": environment.capture_git(SOURCE_DIR)}
     return results.new_document(run)
 
 
@@ -98,8 +98,8 @@ class StudyPlan:
 
 
 def describe_studies(options):
-    """Build, then describe each study to run; without --studies, a study whose binary was not built or that
-    --impls/--modes leave nothing to run is left out with a warning."""
+    """Build, then describe each study to run (without --studies, one not built or left nothing to run is
+    left out with a warning)."""
     if options.build:
         build.configure_and_build(SOURCE_DIR, options.build_dir, extra_args=options.cmake_args)
     built, warnings = [], []
@@ -135,8 +135,7 @@ def describe_studies(options):
 
 
 def finish_study(study, document, options):
-    """After a study's last sweep trial: its refinement, then (unless a resume kept it) its end unit: a check
-    for other processes on the GPU, its reference timings."""
+    """A study's refinement, then (unless a resume kept it) its end unit: other GPU processes, its references."""
     study.refine()
     end = resumable.unit(resumable.END)
     if resumable.key(end) in resumable.finished(study.record):
@@ -174,13 +173,6 @@ def measure(plans, options, document, save, out_dir, progress=None, resumed=Fals
                             scratch_dir=scratch_dir, noise=noise)
                for plan in plans]
     try:
-        return _measure(studies, plans, options, document, save)
-    finally:
-        reference.close_workers()
-
-
-def _measure(studies, plans, options, document, save):
-    try:
         for study, description in zip(studies, runner.describe_all([study.sweep_request() for study in studies])):
             study.plan(description)
         # Trials outermost: an entry's trials lie a whole pass over the studies apart, so the GPU's
@@ -204,6 +196,8 @@ def _measure(studies, plans, options, document, save):
         print(f"gpubench: error: {error}; writing what finished", flush=True)
         document["warnings"].append(f"{STOPPED_EARLY}{error}")
         return "partial"
+    finally:
+        reference.close_workers()
     if not any(entry["status"] == "ok" for study in studies for entry in study.record["entries"]):
         reason = nothing_measured(studies, plans, options)
         print(f"gpubench: {reason}", flush=True)
@@ -213,8 +207,7 @@ def _measure(studies, plans, options, document, save):
 
 
 def adaptive_noise_model(options, document):
-    """The noise model the adaptive trial policy reads; None (every unit then gets its third trial, said once in
-    the run's warnings) where it cannot be read, or under a fixed policy."""
+    """The adaptive policy's noise model; None under a fixed policy, or where it cannot be read (said once)."""
     if options.trial_policy != trial_rule.ADAPTIVE:
         return None
     model, problem = trial_rule.load(options.noise_model)
@@ -229,7 +222,7 @@ def no_entries(plan, options):
     """Why a study listed no entry to run: each needs a GPU the run lacks, else the choice leaves it none."""
     chosen = [impl for impl in plan.description["implementations"]
               if plan.options.impls is None or impl.get("id") in plan.options.impls]
-    gpu = {"available": False, "reason": "--cpu-only was given"} if options.cpu_only else plan.description.get("gpu") or {}
+    gpu = CPU_ONLY if options.cpu_only else plan.description.get("gpu") or {}
     if chosen and all(impl.get("device") == "gpu" for impl in chosen) and not gpu.get("available"):
         return f"study {plan.name} has no entries on this machine: each needs a GPU ({gpu.get('reason') or 'none found'})"
     return f"study {plan.name} has no entries at the sizes, implementations and modes chosen"
@@ -259,39 +252,36 @@ def like_record(path, document):
 def run(options, argv):
     folder = prepare_out_dir(options)
     try:
-        return _run_in(folder, options, argv)
+        try:
+            plans, study_warnings = describe_studies(options)
+        except BaseException:
+            folder.release(remove_if_empty=True)  # nothing measured: leave no empty folder made for it
+            raise
+        options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
+        results_path = os.path.join(folder.path, "results.json")
+        document = new_run_document(options, argv)
+        document["warnings"] += study_warnings
+        capture_environment(document, options, [plan.description for plan in plans])
+        if options.like:
+            document["run"]["like"] = like_record(options.like, document)
+        for warning in document["warnings"]:
+            print(f"WARNING: {warning}", flush=True)
+        if not document["gpu"]["available"]:
+            print(f"GPU part skipped: {document['gpu']['reason']}", flush=True)
+        for plan in plans:
+            sizes, batches = plan.options.sizes, plan.options.batches
+            document["studies"][plan.name] = results.new_study(plan.description, sizes, batches)
+        save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (after every size)
+        save()
+        status = measure(plans, options, document, save, folder.path)
+        return write_outputs(document, status, options, folder.path)
     finally:
         folder.release()
 
 
-def _run_in(folder, options, argv):
-    out_dir = folder.path
-    try:
-        plans, study_warnings = describe_studies(options)
-    except BaseException:
-        folder.release(remove_if_empty=True)  # nothing measured: leave no empty folder made for it
-        raise
-    options = replace(options, studies=[plan.name for plan in plans])  # recorded as run
-    results_path = os.path.join(out_dir, "results.json")
-    document = new_run_document(options, argv)
-    document["warnings"] += study_warnings
-    capture_environment(document, options, [plan.description for plan in plans])
-    if options.like:
-        document["run"]["like"] = like_record(options.like, document)
-    for warning in document["warnings"]:
-        print(f"WARNING: {warning}", flush=True)
-    if not document["gpu"]["available"]:
-        print(f"GPU part skipped: {document['gpu']['reason']}", flush=True)
-    for plan in plans:
-        document["studies"][plan.name] = results.new_study(plan.description, plan.options.sizes, plan.options.batches)
-    save = lambda: results.write(document, results_path, checked=False)  # noqa: E731 (called after every size)
-    save()
-    return write_outputs(document, measure(plans, options, document, save, out_dir), options, out_dir)
-
-
 def write_outputs(document, status, options, out_dir):
-    """The final write of a run; returns its exit status. A stop signal waits for its end (cut short, it left
-    results.json saying complete beside no summary), then stops the driver with the run's own exit status."""
+    """The run's final write, its exit status; a stop signal waits for its end (cut short, it left results.json
+    saying complete beside no summary), then stops the driver with the run's own exit status."""
     results_path = os.path.join(out_dir, "results.json")
     with stopping.DeferredStop("results.json, the summary and the plots are") as final_write:
         document["run"].update(status=status, finished=utc_now())
