@@ -107,6 +107,30 @@ class FigureVerdictTest(unittest.TestCase):
         self.assertEqual([row["status"] for row in rows], [health.AS_EXPECTED] * 3 + [health.BELOW])
         self.assertEqual(rows[3]["basis"], check_verdicts.PEER_MEDIAN)
 
+    def gpu_parts(self, rates, launches):
+        """One part per GPU checked at once, none judged by a record: a BF16 GEMM rate and a launch time each."""
+        launch = {"key": "launch/sync_each", "label": "Kernel launch latency", "unit": "s", "better": "lower",
+                  "where": "launch_overhead: empty_kernel sync_each n=100", "timed_as": "latency: host"}
+        return [{**part([{**gemm(rate), "status": health.NOT_JUDGED},
+                         {**launch, "value": seconds, "status": health.NOT_JUDGED}]), "index": index}
+                for index, (rate, seconds) in enumerate(zip(rates, launches))]
+
+    def test_a_gpu_short_of_the_others_median_is_below_in_the_better_direction_of_each_figure(self):
+        parts = self.gpu_parts((700e12, 705e12, 350e12, 702e12), (9e-6, 9.1e-6, 20e-6, 9.05e-6))
+        check_verdicts.judge_across_gpus(parts)
+        statuses = [[row["status"] for row in gpu["figures"]] for gpu in parts]
+        fine, below = [health.AS_EXPECTED] * 2, [health.BELOW] * 2
+        self.assertEqual(statuses, [fine, fine, below, fine])
+        self.assertIn("of the median of its 4 GPUs checked at once", parts[2]["figures"][0]["why"])
+
+    def test_healthy_gpus_are_as_expected_and_two_gpus_stay_not_judged(self):
+        healthy = self.gpu_parts((700e12, 705e12, 698e12), (9e-6, 9.1e-6, 9.05e-6))
+        check_verdicts.judge_across_gpus(healthy)
+        self.assertEqual({row["status"] for gpu in healthy for row in gpu["figures"]}, {health.AS_EXPECTED})
+        two = self.gpu_parts((700e12, 350e12), (9e-6, 20e-6))
+        check_verdicts.judge_across_gpus(two)  # two cannot tell which of them is off
+        self.assertEqual({row["status"] for gpu in two for row in gpu["figures"]}, {health.NOT_JUDGED})
+
 
 def entry(name, clock, power=0.0, thermal=0.0, protocol="throughput"):
     return {"name": name, "protocol": protocol, "sm_clock_mhz": clock, "power_limited_fraction": power,

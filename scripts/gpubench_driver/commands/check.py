@@ -99,6 +99,7 @@ def _check_in(out_dir, options, selection, argv, ranges):
         parts = (check_gpus(chosen, options, out_dir, ranges) if len(chosen) > 1
                  else [check_one(chosen[0], options, argv, out_dir, models)])
         if len(chosen) > 1:
+            check_verdicts.judge_across_gpus(parts)
             node = check_node(chosen, options, argv, os.path.join(out_dir, NODE_DIR), models)
         measure_s = time.monotonic() - began
     found = check_render.document({**record, "finished": session.utc_now(), "measure_s": measure_s}, parts, node,

@@ -64,19 +64,36 @@ def judge_figure(row, model_name, models):
     return {"status": health.NOT_JUDGED, "basis": None, "why": NO_BASIS}
 
 
-def judge_peers(rows):
-    """Peers' figures no record judged: each against their median (from three on), below beyond its kind's
-    margin."""
+def judge_against_median(rows, peers):
+    """Figures of one point that no record judged, each against their median (from three figures on): below
+    where it falls short of it, in its better direction, by more than its kind's margin; `peers` names them."""
     values = sorted(row["value"] for row in rows if row.get("value"))
     if len(values) < 3:
         return
     middle = values[len(values) // 2]
     for row in rows:
         if row.get("value") and row["status"] == health.NOT_JUDGED:
-            short = 1 - row["value"] / middle
+            short = (1 - row["value"] / middle) * (-1 if row.get("better") == "lower" else 1)
             status = health.BELOW if short > health.margin(row, noise())[1] else health.AS_EXPECTED
             row.update(status=status, basis=PEER_MEDIAN, by=short if status == health.BELOW else None,
-                       why=f"{percent(row['value'] / middle)} of the median of its {len(values)} peers")
+                       why=f"{percent(row['value'] / middle)} of the median of its {len(values)} {peers}")
+
+
+def judge_peers(rows):
+    """Figures of one measure on different GPU pairs (`peers`) that no record judged: against their median."""
+    judge_against_median(rows, "peers")
+
+
+def judge_across_gpus(parts):
+    """Each GPU's figures that no record judged, against the same figure's median over the GPUs checked at once
+    (from three GPUs on: two cannot tell which of them is off)."""
+    points = {}
+    for part in parts:
+        for row in part["figures"]:
+            if row.get("better") in ("higher", "lower") and row["status"] == health.NOT_JUDGED:
+                points.setdefault((row.get("key"), row.get("where")), []).append(row)
+    for rows in points.values():
+        judge_against_median(rows, "GPUs checked at once")
 
 
 def clock_check(gpu, entries):
