@@ -146,7 +146,7 @@ def outcome(result):
     """The progress line's outcome of a console result, its study's record and axes those of its name."""
     from gpubench_driver import studies
     from gpubench_driver.stages import runner
-    return runner.Progress._outcome(result, studies.BY_NAME.get(result.name.split("/")[0]), axis_fields(result.name))
+    return runner.progress_outcome(result, studies.BY_NAME.get(result.name.split("/")[0]), axis_fields(result.name))
 
 
 def described(description, run_names):

@@ -112,16 +112,18 @@ class Progress:
             return  # Google Benchmark prints a failure once per repetition
         self.done.add((self.trial, result.name))
         which = f"  (trial {self.trial} of {self.trials})" if self.trials != 1 else ""
-        record, fields = self.planned.get(result.name, (None, None))
-        if result.failure is not None:
-            skipped = result.failure.startswith(gbench.SKIP_PREFIX)
-            outcome = result.failure if skipped else f"ERROR: {result.failure}"
-        else:
-            outcome = f"median {formatting.seconds(result.median_s)}"
-            if record and fields and result.median_s > 0:
-                rates = record.rates(fields, result.counters, result.median_s)
-                outcome += "".join(f"  {rate}" for rate in rates)
+        outcome = progress_outcome(result, *self.planned.get(result.name, (None, None)))
         print(f"[{len(self.done)}/{self.total}] {result.name}  {outcome}{which}", flush=True)
+
+
+def progress_outcome(result, record=None, fields=None):
+    """A progress line's outcome: the failure, or the median and the rates its study's record gives."""
+    if result.failure is not None:
+        return result.failure if result.failure.startswith(gbench.SKIP_PREFIX) else f"ERROR: {result.failure}"
+    text = f"median {formatting.seconds(result.median_s)}"
+    if record and fields and result.median_s > 0:
+        text += "".join(f"  {rate}" for rate in record.rates(fields, result.counters, result.median_s))
+    return text
 
 
 @dataclass
