@@ -262,20 +262,15 @@ class CollectiveEntry : public PreparedEntry {
     } else if (row_.collective == Collective::reduce_scatter) {
       recv = send + static_cast<std::size_t>(member.rank) * counts_.recv;
     }
+    // Poisoned first (all-ones bytes are NaN), so that an element never written fails the check; then
+    // the input (in place, all-gather's lies in the output), both on the legacy default stream, which
+    // the communicator's blocking stream orders itself with. Waited for, so that a fault shows in
+    // this step, which every rank takes together.
+    CUDA_CHECK(cudaMemset(recv, 0xFF, 4 * counts_.recv));
+    fill_collective_input(send, counts_.send, seed_, member.rank, nullptr);
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
     send_.push_back(send);
     recv_.push_back(recv);
-    prime(send_.size() - 1);
-  }
-
-  // Member i's output poisoned (all-ones bytes are NaN), so that an element never written fails the
-  // check, then its input (in place, all-gather's lies in the output), both on the legacy default
-  // stream, which the communicator's blocking stream orders itself with. Waited for, so that a fault
-  // shows in this step, which every rank takes together.
-  void prime(std::size_t i) {
-    CUDA_CHECK(cudaSetDevice(comms_.members[i].device));
-    CUDA_CHECK(cudaMemset(recv_[i], 0xFF, 4 * counts_.recv));
-    fill_collective_input(send_[i], counts_.send, seed_, comms_.members[i].rank, nullptr);
-    CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
 
   // One collective on every rank of this process, a group over its devices (one thread drives them all).
@@ -352,7 +347,7 @@ class CollectiveEntry : public PreparedEntry {
   std::uint64_t seed_;
   Communicators& comms_;
   std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers_;
-  std::vector<float*> send_;  // per member (written where primed)
+  std::vector<const float*> send_;  // per member
   std::vector<float*> recv_;
   std::vector<Graph> captured_;
   std::vector<GraphExec> graphs_;  // declared after captured_: destroyed before the graphs they came from
